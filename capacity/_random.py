@@ -1,0 +1,43 @@
+"""Seeded random streams. No global RNG is touched: every draw takes a seed or a torch.Generator."""
+
+from __future__ import annotations
+
+import numbers
+import zlib
+
+import numpy as np
+import torch
+
+from capacity.errors import CapacityError
+
+
+def generator(seed, stream: str) -> torch.Generator:
+    """A CPU torch.Generator for ``(seed, stream)``.
+
+    ``seed`` is an int (any size, >= 0) or a torch.Generator (used as is, must live on the CPU).
+    Different ``stream`` names give independent generators for the same seed, so that keys
+    and values drawn with seed 0 are not the same numbers.
+    """
+    if isinstance(seed, torch.Generator):
+        if seed.device.type != "cpu":
+            raise CapacityError(f"seed generators must live on the CPU (draws are made there), got {seed.device}")
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise CapacityError(f"seed must be a whole number >= 0 or a CPU torch.Generator, got {seed!r}")
+    tag = zlib.crc32(stream.encode())
+    state = np.random.SeedSequence([int(seed), tag]).generate_state(2, dtype=np.uint32)
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(state[0]) << 32 | int(state[1]))
+    return g
+
+
+def seeds_for_batch(seed, batch: int) -> list:
+    """Normalise ``seed`` for a batch: an int or generator serves the whole batch; a sequence gives one seed per item."""
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        seeds = list(seed)
+        if len(seeds) == 0:
+            raise CapacityError("seed sequence must not be empty")
+        if batch not in (1, len(seeds)):
+            raise CapacityError(f"batch={batch} does not match the {len(seeds)} seeds given; pass one seed per batch item")
+        return seeds
+    return [seed]

@@ -1,0 +1,77 @@
+"""The ``capacity`` command line. Bad input prints one line to stderr and exits with code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from capacity import __version__
+from capacity.errors import CapacityError
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line and exit code 2, never a traceback."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook
+        raise CapacityError(f"{message} (see '{self.prog} --help')")
+
+
+def _cmd_check(args) -> int:
+    from capacity.check import format_table, run_checks
+
+    rows = run_checks(device=args.device, seed=args.seed)
+    print(format_table(rows))
+    return 0 if all(r.passed for r in rows) else 1
+
+
+def _cmd_list(args) -> int:
+    from capacity import keys, values, variants
+
+    sections = {
+        "variants": variants.available(),
+        "keys": {name: f.description for name, f in keys.families().items()},
+        "values": dict(values.FAMILIES),
+    }
+    chosen = sections if args.what == "all" else {args.what: sections[args.what]}
+    for title, entries in chosen.items():
+        print(f"{title}:")
+        width = max(len(k) for k in entries)
+        for name, desc in entries.items():
+            print(f"  {name:{width}}  {desc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="capacity", description="Measure how much a linear-attention state can remember.")
+    parser.add_argument("--version", action="version", version=f"capacity {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("check", help="check every closed form and bound (DESIGN section 3) against measurements")
+    p.add_argument("--device", default=None, help="torch device for the measurements (default: cpu)")
+    p.add_argument("--seed", type=int, default=0, help="seed for every draw (default: 0)")
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser("list", help="list variants, key families and value families")
+    p.add_argument("what", nargs="?", default="all", choices=["all", "variants", "keys", "values"])
+    p.set_defaults(func=_cmd_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        return args.func(args)
+    except CapacityError as exc:
+        print(f"capacity: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("capacity: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

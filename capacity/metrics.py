@@ -1,0 +1,78 @@
+"""Capacity: the largest n at which a measured curve still meets a criterion.
+
+Works on the probe's Dataset (dimension ``n``) and on sweep results whose curve runs along
+another dimension (``load``) with ``n`` as a coordinate.
+
+>>> import numpy as np, xarray as xr
+>>> ds = xr.Dataset({"mse": ("n", [0.0, 0.25, 0.75, 1.5])}, coords={"n": [8, 16, 32, 64]})
+>>> round(float(capacity(ds, metric="mse", threshold=0.5)), 4)    # crossing between n = 16 and 32, in log n
+22.6274
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from capacity.errors import CapacityError
+
+__all__ = ["capacity", "HIGHER_IS_BETTER", "LOWER_IS_BETTER"]
+
+LOWER_IS_BETTER = ("mse", "rel_error", "leak")
+HIGHER_IS_BETTER = ("recall", "cosine")
+
+
+def _crossing(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> float:
+    """First crossing of ``threshold`` along one curve, interpolated linearly in log n."""
+    keep = np.isfinite(y) & np.isfinite(n) & (n > 0)
+    y, n = y[keep], n[keep]
+    if y.size == 0:
+        return np.nan
+    order = np.argsort(n)
+    y, n = y[order], n[order]
+    ok = y >= threshold if higher else y <= threshold
+    if ok.all() or not ok[0]:
+        return np.nan  # never fails on the grid, or fails already at its smallest n: not determined
+    k = int(np.argmin(ok))  # first failure
+    y0, y1 = y[k - 1], y[k]
+    x0, x1 = np.log(n[k - 1]), np.log(n[k])
+    frac = 0.0 if y1 == y0 else (threshold - y0) / (y1 - y0)
+    return float(np.exp(x0 + np.clip(frac, 0.0, 1.0) * (x1 - x0)))
+
+
+def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str | None = None) -> xr.DataArray:
+    """Largest n meeting the criterion on ``metric`` (<= threshold for errors, >= for recall and cosine).
+
+    The curve runs along ``dim`` (default ``"n"`` if it is a dimension, else ``"load"``); the pair
+    count comes from the coordinate ``n`` (1-D along ``dim``, or over ``dim`` and others such as
+    ``d``). The result drops ``dim``: one capacity per remaining coordinate, taken at the first
+    crossing and interpolated linearly in log n between the grid points on either side. NaN
+    where the curve meets the criterion everywhere on the grid (capacity beyond it) or nowhere.
+    """
+    if metric not in LOWER_IS_BETTER + HIGHER_IS_BETTER:
+        raise CapacityError(f"capacity needs an error metric ({', '.join(LOWER_IS_BETTER)}) or a score ({', '.join(HIGHER_IS_BETTER)}), got {metric!r}")
+    if metric not in ds:
+        raise CapacityError(f"the Dataset has no variable {metric!r}; it has: {', '.join(map(str, ds.data_vars))}")
+    if dim is None:
+        dim = "n" if "n" in ds.dims else "load"
+    if dim not in ds[metric].dims:
+        raise CapacityError(f"{metric!r} has no dimension {dim!r}; its dimensions: {', '.join(ds[metric].dims)}")
+    if "n" not in ds.coords:
+        raise CapacityError("the Dataset needs a coordinate 'n' (pairs written)")
+    da = ds[metric]
+    n = ds.coords["n"].astype(np.float64)
+    n, da = xr.broadcast(n, da)
+    out = xr.apply_ufunc(
+        _crossing,
+        da,
+        n,
+        input_core_dims=[[dim], [dim]],
+        kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER},
+        vectorize=True,
+        output_dtypes=[np.float64],
+    )
+    if "n" in out.coords:
+        out = out.drop_vars("n")
+    rel = ">=" if metric in HIGHER_IS_BETTER else "<="
+    out.attrs = {"long_name": f"capacity ({metric} {rel} {threshold:g})", "units": "pairs", "description": f"largest n with {metric} {rel} {threshold:g}, first crossing interpolated in log n; NaN where not determined on the grid"}
+    return out.rename("capacity")

@@ -1,0 +1,162 @@
+"""The recall probe: write n key-value pairs in order, read back every stored key at checkpoints.
+
+>>> from capacity import keys, values, variants, probe
+>>> K = keys.make("gaussian", n=128, d=32, batch=4, seed=0)
+>>> V = values.make("gaussian", n=128, dv=32, batch=4, seed=0)
+>>> ds = probe.recall(variants.get("linear"), K, V, checkpoints=[16, 32, 128])
+>>> ds.mse.dims, list(ds.n.values)
+(('n', 'batch'), [16, 32, 128])
+
+The state stays on the tensors' device; the per-checkpoint metrics are gathered there and
+copied to the host once, at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import xarray as xr
+
+from capacity import _validate
+from capacity.errors import CapacityError
+from capacity.variants import Variant
+
+__all__ = ["recall", "default_checkpoints", "METRICS"]
+
+# name -> (long name, units, description); per checkpoint and batch item, means over the stored pairs
+METRICS = {
+    "mse": ("mean squared error", "value units^2", "mean over stored pairs i of ||r_i - v_i||^2 (squared L2 norm of the read error; T4)"),
+    "rel_error": ("relative squared error", "1", "mean over stored pairs of ||r_i - v_i||^2 / ||v_i||^2"),
+    "cosine": ("cosine similarity", "1", "mean over stored pairs of cos(r_i, v_i)"),
+    "recall": ("argmax recall", "fraction", "fraction of stored pairs whose read has its largest dot product with its own value among all stored values (T10)"),
+    "signal": ("signal coefficient", "1", "mean over stored pairs of a_i = <r_i, v_i> / ||v_i||^2, the coefficient of v_i in its read (G_ii for the additive rule and orthonormal values; T3)"),
+    "leak": ("leak energy", "value units^2", "mean over stored pairs of ||r_i - a_i v_i||^2, the part of the read not along v_i (sum_{j != i} G_ij v_j for the additive rule and orthonormal values; T3)"),
+}
+_PER_QUERY = {"mse": "sq_error", "rel_error": "rel_sq_error", "cosine": "cosine", "recall": "correct", "signal": "signal", "leak": "leak"}
+
+
+def default_checkpoints(n: int, count: int = 24) -> list[int]:
+    """About ``count`` geometrically spaced checkpoints from 1 to n, always ending at n."""
+    n = _validate.positive_int("n", n)
+    grid = np.unique(np.round(np.geomspace(1, n, count)).astype(int))
+    return sorted(set(grid.tolist()) | {n})
+
+
+def _checkpoints(checkpoints, n: int) -> list[int]:
+    if checkpoints is None:
+        return default_checkpoints(n)
+    if isinstance(checkpoints, (int, np.integer)):
+        checkpoints = [checkpoints]
+    if not isinstance(checkpoints, (Sequence, np.ndarray)) or len(checkpoints) == 0:
+        raise CapacityError(f"checkpoints must be a non-empty sequence of pair counts in [1, {n}], got {checkpoints!r}")
+    cps = sorted({_validate.positive_int("checkpoint", c) for c in checkpoints})
+    if cps[-1] > n:
+        raise CapacityError(f"checkpoints must lie in [1, n] = [1, {n}], got {cps[-1]}")
+    return cps
+
+
+def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int) -> dict[str, torch.Tensor]:
+    """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32."""
+    diff = r - v
+    sq = (diff * diff).sum(-1)
+    vv = (v * v).sum(-1)
+    rv = (r * v).sum(-1)
+    rr = (r * r).sum(-1)
+    a = rv / vv
+    leak_vec = r - a[..., None] * v
+    cos = torch.where(rr > 0, rv / (rr.sqrt() * vv.sqrt()), torch.zeros_like(rv))
+    B, c, _ = r.shape
+    correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
+    own = torch.arange(c, device=r.device)
+    for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
+        scores = r[:, start : start + block] @ v.transpose(1, 2)  # [B, blk, c]
+        correct[:, start : start + block] = (scores.argmax(-1) == own[start : start + block]).float()
+    return {"mse": sq, "rel_error": sq / vv, "cosine": cos, "recall": correct, "signal": a, "leak": (leak_vec * leak_vec).sum(-1)}
+
+
+def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False) -> xr.Dataset:
+    """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
+
+    Shapes: keys ``[B, n, d]``, values ``[B, n, dv]`` on one device (the state lives there too).
+    ``checkpoints``: pair counts in [1, n] (default: ``default_checkpoints(n)``).
+
+    Returns an xarray.Dataset over ``n`` (the checkpoints) and ``batch`` with the variables of
+    ``METRICS`` (mse, rel_error, cosine, recall, signal, leak), each a mean over the n_c stored
+    pairs. With ``per_query=True`` it also holds ``sq_error``, ``rel_sq_error``, ``cosine_q``,
+    ``correct``, ``signal_q`` and ``leak_q`` over (n, batch, query), NaN where query >= n_c.
+    The configuration is the JSON attr ``config``.
+    """
+    for name in ("init_state", "write", "read", "state_numel"):
+        if not callable(getattr(variant, name, None)):
+            raise CapacityError(f"variant {variant!r} has no method {name}(); a variant needs init_state, write, read and state_numel")
+    _validate.tensor("keys", keys, ndim=3)
+    _validate.tensor("values", values, ndim=3)
+    device = _validate.same_device(keys=keys, values=values)
+    B, n, d = keys.shape
+    if values.shape[:2] != (B, n):
+        raise CapacityError(f"keys [B, n, d] = {list(keys.shape)} and values [B, n, dv] = {list(values.shape)} must share B and n")
+    dv = values.shape[2]
+    cps = _checkpoints(checkpoints, n)
+    vname = getattr(variant, "name", type(variant).__name__)
+    block = max(1, (1 << 24) // max(1, B * n))  # bounds the score block to ~16M floats
+
+    state = variant.init_state(B, d, dv, device=device)
+    rows: dict[str, list[torch.Tensor]] = {m: [] for m in METRICS}
+    full: dict[str, torch.Tensor] = {}
+    if per_query:
+        full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in METRICS}
+    written = 0
+    for ci, c in enumerate(cps):
+        state = variant.write(state, keys[:, written:c], values[:, written:c])
+        written = c
+        r = variant.read(state, keys[:, :c])
+        if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
+            got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
+            raise CapacityError(f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}")
+        per = _query_metrics(r.float(), values[:, :c].float(), block)
+        for m, x in per.items():
+            rows[m].append(x.mean(-1))  # [B]
+            if per_query:
+                full[m][ci, :, :c] = x
+    host = {m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in rows.items()}  # [C, B] each
+
+    params = getattr(variant, "params", {})
+    config = {
+        "variant": vname,
+        "variant_params": params,
+        "d": d,
+        "dv": dv,
+        "batch": B,
+        "n": n,
+        "checkpoints": cps,
+        "dtype": str(keys.dtype).replace("torch.", ""),
+        "device": str(device),
+    }
+    data = {m: (("n", "batch"), host[m], {"long_name": ln, "units": u, "description": desc}) for m, (ln, u, desc) in METRICS.items()}
+    if per_query:
+        for m, x in full.items():
+            ln, u, desc = METRICS[m]
+            qname = _PER_QUERY[m] if _PER_QUERY[m] not in METRICS else _PER_QUERY[m] + "_q"
+            data[qname] = (("n", "batch", "query"), x.cpu().numpy().astype(np.float64), {"long_name": f"{ln} per query", "units": u, "description": desc.replace("mean over stored pairs of ", "").replace("mean over stored pairs i of ", "")})
+    coords = {
+        "n": ("n", np.asarray(cps), {"long_name": "pairs written", "units": "pairs"}),
+        "batch": ("batch", np.arange(B), {"long_name": "batch item"}),
+    }
+    if per_query:
+        coords["query"] = ("query", np.arange(n), {"long_name": "stored pair index (0-based)"})
+    return xr.Dataset(
+        data,
+        coords=coords,
+        attrs={
+            "variant": vname,
+            "variant_params": json.dumps(params, sort_keys=True, default=str),
+            "d": d,
+            "dv": dv,
+            "state_numel": int(variant.state_numel(d, dv)),
+            "device": str(device),
+            "config": json.dumps(config, sort_keys=True, default=str),
+        },
+    )

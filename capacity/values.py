@@ -1,0 +1,46 @@
+"""Value families: float32 ``[batch, n, dv]`` from an explicit seed, drawn on the CPU and moved to ``device``.
+
+>>> from capacity import values
+>>> V = values.make("orthonormal", n=8, dv=16, seed=0)
+>>> bool(((V[0] @ V[0].T) - __import__("torch").eye(8)).abs().max() < 1e-6)
+True
+"""
+
+from __future__ import annotations
+
+import torch
+
+from capacity import _random, _validate
+from capacity.errors import CapacityError
+
+__all__ = ["make", "FAMILIES"]
+
+FAMILIES = {
+    "gaussian": "unit rows uniform on the sphere in R^dv (i.i.d.; the T7/T10 setting)",
+    "orthonormal": "orthonormal rows, V V^T = I_n (needs n <= dv; the T4 setting)",
+}
+
+
+def make(family: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None) -> torch.Tensor:
+    """Draw values of ``family``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``."""
+    _validate.choice("value family", family, FAMILIES)
+    n = _validate.positive_int("n", n)
+    dv = _validate.positive_int("dv", dv)
+    batch = _validate.positive_int("batch", batch)
+    if family == "orthonormal" and n > dv:
+        raise CapacityError(f"orthonormal values need n <= dv, got n={n} > dv={dv}; use 'gaussian' values past dv")
+    dev = _validate.device(device)
+    seeds = _random.seeds_for_batch(seed, batch)
+    items = batch if len(seeds) == 1 else 1
+    parts = []
+    for s in seeds:
+        g = _random.generator(s, f"values/{family}")
+        if family == "gaussian":
+            z = torch.randn(items, n, dv, generator=g, dtype=torch.float64)
+            parts.append(z / z.norm(dim=-1, keepdim=True))
+        else:
+            z = torch.randn(items, dv, n, generator=g, dtype=torch.float64)
+            q, r = torch.linalg.qr(z)  # [items, dv, n]
+            q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
+            parts.append(q.transpose(1, 2))
+    return torch.cat(parts).to(device=dev, dtype=torch.float32)
