@@ -77,9 +77,11 @@ def get(name: str, **params) -> Variant:
 
 
 def _register_builtins() -> None:
+    from capacity.variants.delta import Delta
     from capacity.variants.linear import Linear
 
     register("linear", Linear, "additive memory S = S + k^T v, read q S (DESIGN T1)")
+    register("delta", Delta, "delta rule S = (I - b k^T k) S + b k^T v, beta in (0, 2) (DeltaNet; T12)")
 
 
 _register_builtins()
