@@ -19,6 +19,7 @@ import torch
 
 from capacity import _random, keys, probe, theory, values, variants
 from capacity import _validate
+from capacity.errors import CapacityError
 from capacity.kernels import reference
 
 __all__ = ["Check", "run_checks", "format_table"]
@@ -71,14 +72,10 @@ class _Gain:
         return d * dv
 
 
-def run_checks(*, device=None, seed: int = 0) -> list[Check]:
-    """Run every check; returns the rows (see ``format_table``)."""
-    dev = _validate.device(device)
+def _t2(dev, seed, rows):
+    """T2: two pairs, arbitrary (non-unit) Gaussian keys, through the linear variant."""
     lin = variants.get("linear")
-    rows: list[Check] = []
     g = _random.generator(seed, "check")
-
-    # T2: two pairs, arbitrary (non-unit) Gaussian keys, through the linear variant
     B, d, dv = 512, 48, 24
     k = torch.randn(B, 2, d, generator=g).to(dev) * 1.7
     v = torch.randn(B, 2, dv, generator=g).to(dev)
@@ -88,7 +85,10 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     rel = float((got.double() - want).abs().max() / want.abs().max())
     rows.append(_eq("T2", "k1 S = |k1|^2 v1 + (k1.k2) v2 (max rel. error, float32)", rel, 0.0, 1e-5))
 
-    # T1: the additive state equals K^T V, and the probe's reads equal G V
+
+def _t1(dev, seed, rows):
+    """T1: the additive state equals K^T V, and the probe's reads equal G V."""
+    lin = variants.get("linear")
     n, d, dv = 96, 32, 48
     K = keys.make("gaussian", n, d, batch=8, seed=seed, device=dev)
     V = values.make("gaussian", n, dv, batch=8, seed=seed, device=dev)
@@ -103,7 +103,10 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     err = np.abs(ds.sq_error.isel(n=0).values - brute).max() / brute.max()
     rows.append(_eq("T1", "probe reads K S_n = G V (per-query squared error, max rel.)", err, 0.0, 1e-5))
 
-    # T3 and T4: unit keys, orthonormal values: signal = G_ii = 1, leak and error = crosstalk
+
+def _t3_t4(dev, seed, rows):
+    """T3 and T4: unit keys, orthonormal values: signal = G_ii = 1, leak and error = crosstalk."""
+    lin = variants.get("linear")
     n, d, dv = 64, 32, 64
     K = keys.make("gaussian", n, d, batch=16, seed=seed, device=dev)
     V = values.make("orthonormal", n, dv, batch=16, seed=seed, device=dev)
@@ -116,7 +119,10 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     t4 = theory.crosstalk_error(K.double()).cpu().numpy()
     rows.append(_eq("T4", "probe mse = (|G|_F^2 - n)/n per item (max rel.)", float(np.abs(ds.mse.isel(n=0).values - t4).max() / t4.max()), 0.0, 1e-5))
 
-    # T5, T6, T8: no key family beats the bounds past d; tight frames and the simplex meet them
+
+def _bounds(dev, seed, rows):
+    """T5, T6, T8: no key family beats the bounds past d; tight frames and the simplex meet them."""
+    lin = variants.get("linear")
     n, d = 96, 32
     V = values.make("orthonormal", n, n, batch=8, seed=seed, device=dev)
     fams = {"gaussian": {}, "orthogonal": {}, "correlated": {"rho": 0.3}, "anisotropic": {"rank": 8}}
@@ -140,7 +146,10 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     simplex = keys.describe(keys.make("simplex", d + 1, d, batch=8, seed=seed, device=dev))
     rows.append(_eq("T6", "simplex, n = d + 1: max coherence = Welch bound (worst item)", float(np.abs(simplex.max_coherence - simplex.welch_bound).max()), 0.0, 1e-5))
 
-    # T7 and T9: random keys, against their expectations, within 3 standard errors
+
+def _random_keys(dev, seed, rows):
+    """T7 and T9: random keys, against their expectations, within 3 standard errors."""
+    lin = variants.get("linear")
     n, d, B = 128, 32, 128
     K = keys.make("gaussian", n, d, batch=B, seed=seed, device=dev)
     V = values.make("orthonormal", n, n, batch=B, seed=seed, device=dev)
@@ -158,7 +167,10 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     m, se = _mean_se(mse)
     rows.append(_eq("T9", "random keys, gain d/(d+n-1): mse = (n-1)/(d+n-1) (3 s.e.)", m, theory.optimal_gain_error(n, d), 3 * se))
 
-    # T10: argmax recall past d; the Gaussian prediction is conservative (see theory.argmax_recall)
+
+def _argmax(dev, seed, rows):
+    """T10: argmax recall past d; the Gaussian prediction is conservative (see theory.argmax_recall)."""
+    lin = variants.get("linear")
     for d in (32, 64):
         n = 4 * d
         K = keys.make("gaussian", n, d, batch=32, seed=seed, device=dev)
@@ -171,7 +183,9 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
         rows.append(Check("T10", f"d = dv = {d}: 90%-recall capacity / prediction, in [1, 1.6]", ratio, 1.3, "in", 0.3, bool(1.0 <= ratio <= 1.6)))
         rows.append(_ge("T10", f"d = dv = {d}: measured 90%-recall capacity > d (retrieval past d)", measured, d + 1, 0.0))
 
-    # T11: decay, the oracle recurrence against the closed form
+
+def _t11(dev, seed, rows):
+    """T11: decay, the oracle recurrence against the closed form."""
     n, d, dv, a = 48, 24, 16, 0.93
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     V = values.make("gaussian", n, dv, batch=4, seed=seed, device=dev)
@@ -179,7 +193,11 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     want = theory.decay_readout(K.double(), V.double(), a)
     rows.append(_eq("T11", "decay a = 0.93: reads = sum_j a^(n-j) G_ij v_j (max rel.)", float(((K.double() @ S.double()) - want).abs().max() / want.abs().max()), 0.0, 1e-5))
 
-    # T12: delta rule, b = 1: the last key reads back exactly; orthonormal keys all do (n <= d)
+
+def _t12(dev, seed, rows):
+    """T12: delta rule, b = 1: the last key reads back exactly; orthonormal keys all do (n <= d)."""
+    n, d, dv = 48, 24, 16
+    V = values.make("gaussian", n, dv, batch=4, seed=seed, device=dev)
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     S = reference.recurrence(K, V, mode="delta", beta=torch.ones(4, n, device=dev), normalize=False)
     rows.append(_eq("T12", "delta b = 1: last key reads back its value (max abs.)", float((K[:, -1:] @ S - V[:, -1:]).abs().max()), 0.0, 1e-5))
@@ -187,14 +205,46 @@ def run_checks(*, device=None, seed: int = 0) -> list[Check]:
     S = reference.recurrence(K, V[:, :d], mode="delta", beta=torch.ones(4, d, device=dev), normalize=False)
     rows.append(_eq("T12", "delta b = 1, orthonormal keys, n = d: all read back (max abs.)", float((K @ S - V[:, :d]).abs().max()), 0.0, 1e-5))
 
-    # T13: softmax attention keeps every pair: exact as beta grows for distinct keys
+
+def _t13(dev, seed, rows):
+    """T13: softmax attention keeps every pair: exact as beta grows for distinct keys."""
     n, d = 64, 64
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev).double()
     V = values.make("gaussian", n, d, batch=4, seed=seed, device=dev).double()
     out = torch.softmax(200.0 * K @ K.transpose(1, 2), dim=-1) @ V
     rows.append(_eq("T13", "softmax, beta = 200, distinct unit keys: reads = values (max abs.)", float((out - V).abs().max()), 0.0, 1e-6))
-    rows.append(_eq("T13", "cache break-even n for d = dv = 64: n (d + dv) = d dv", theory.break_even_n(64) * (64 + 64), 64 * 64, 1e-9))
-    return rows
+    n_even = int(theory.break_even_n(d))  # d/2: a cache of n_even keys and values holds as many numbers as the state
+    cache = K[0, :n_even].numel() + V[0, :n_even].numel()
+    state = variants.get("linear").init_state(1, d, d, device=dev).numel()
+    rows.append(_eq("T13", "cache at break-even n = d/2 (d = dv = 64): numbers kept = d dv", cache, state, 0))
+
+
+_GROUPS = [
+    (("T2",), _t2),
+    (("T1",), _t1),
+    (("T3", "T4"), _t3_t4),
+    (("T5", "T6", "T8"), _bounds),
+    (("T7", "T9"), _random_keys),
+    (("T10",), _argmax),
+    (("T11",), _t11),
+    (("T12",), _t12),
+    (("T13",), _t13),
+]
+
+
+def run_checks(*, device=None, seed: int = 0, only=None) -> list[Check]:
+    """Run the checks (all, or those of the theorems in ``only``, e.g. ``["T5", "T7"]``); returns the rows."""
+    dev = _validate.device(device)
+    known = [t for thms, _ in _GROUPS for t in thms]
+    wanted = set(known) if only is None else set(only)
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise CapacityError(f"unknown theorem(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    rows: list[Check] = []
+    for thms, group in _GROUPS:
+        if wanted & set(thms):
+            group(dev, seed, rows)
+    return [r for r in rows if r.theorem in wanted]
 
 
 def format_table(rows: list[Check]) -> str:

@@ -4,7 +4,7 @@
 >>> K = keys.make("gaussian", n=128, d=32, batch=4, seed=0)
 >>> V = values.make("gaussian", n=128, dv=32, batch=4, seed=0)
 >>> ds = probe.recall(variants.get("linear"), K, V, checkpoints=[16, 32, 128])
->>> ds.mse.dims, list(ds.n.values)
+>>> ds.mse.dims, ds.n.values.tolist()
 (('n', 'batch'), [16, 32, 128])
 
 The state stays on the tensors' device; the per-checkpoint metrics are gathered there and
