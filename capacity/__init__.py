@@ -13,8 +13,8 @@ the closed form it tests (DESIGN section 3).
 True
 """
 
-from capacity import keys, probe, theory, values, variants
+from capacity import keys, metrics, probe, theory, values, variants
 from capacity.errors import CapacityError
 
-__all__ = ["keys", "values", "theory", "variants", "probe", "CapacityError", "__version__"]
+__all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "CapacityError", "__version__"]
 __version__ = "0.1.0"
