@@ -1,0 +1,1 @@
+"""The named studies: one short file per study, each a grid, probe settings and default plots."""
