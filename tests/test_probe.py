@@ -163,3 +163,10 @@ def test_bad_input(args, kwargs, match):
 def test_unknown_variant_lists_the_known_ones():
     with pytest.raises(CapacityError, match="unknown variant 'nope'; known: .*linear"):
         variants.get("nope")
+
+
+def test_mismatched_devices_are_named():
+    from capacity import _validate
+
+    with pytest.raises(CapacityError, match="tensors must be on one device, got keys on cpu, values on meta"):
+        _validate.same_device(keys=torch.zeros(1), values=torch.zeros(1, device="meta"))
