@@ -150,6 +150,12 @@ def test_draws_are_seeded_uniform_and_chunk_invariant():
     assert abs(float(whole.double().mean()) - 0.4) < 4 * math.sqrt(0.16 / 12 / 2800)
     assert not torch.equal(whole, p.values(4, 0, 700, 1, 4, "cpu"))  # another seed
     assert torch.equal(whole[:1], p.values(1, 0, 700, 1, 3, "cpu"))  # item 0 does not depend on the batch size
+    # the documented streams: token t's draw is entry [b, t % 256] of block t // 256's stream
+    from capacity import _random
+
+    for t in (0, 255, 256, 699):
+        u = torch.rand(4, 256, generator=_random.generator(3, f"variants/decay/a/{t // 256}"), dtype=torch.float64)
+        assert torch.allclose(whole[:, t].double(), 0.2 + 0.4 * u[:, t % 256])
 
 
 def test_gla_per_channel_vector_and_its_length_check():
