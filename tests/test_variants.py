@@ -337,3 +337,9 @@ def test_params_rebuild_the_variant():
         again = variants.get(mem.name, **mem.params)
         assert again.params == mem.params
         json.dumps(mem.params)  # recorded by the probe as JSON
+    from capacity import features
+
+    mem = variants.get("linear", feature=features.get("performer", m=8, seed=5))  # a built map keeps its seed
+    assert mem.params["seed"] == 5 and variants.get("linear", **mem.params).feature.seed == 5
+    with pytest.raises(CapacityError, match="decay: the performer map has seed 5 but the variant's seed is 0"):
+        variants.get("decay", a=("uniform", 0.5, 1.0), feature=features.get("performer", m=8, seed=5))

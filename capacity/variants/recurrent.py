@@ -76,6 +76,11 @@ class Recurrent:
         for pname, spec, kind in (("a", a, GATE), ("alpha", alpha, GATE), ("beta", beta, BETA)):
             if spec is not None:
                 self._params[pname] = Param(self.name, pname, spec, per_channel=pname == "alpha", **kind)
+        map_seed = self.feature.params.get("seed") if self.feature is not None else None
+        if map_seed is not None and map_seed != self.seed:  # a FeatureMap built with its own seed
+            if self.drawn:
+                raise CapacityError(f"{self.name}: the {self.feature.name} map has seed {map_seed} but the variant's seed is {self.seed}; one seed drives every draw of a variant: pass seed={map_seed}")
+            self.seed = map_seed  # the variant draws nothing else, so its seed is the map's
 
     # ------------------------------------------------------------------ description
 
