@@ -1,6 +1,6 @@
 """``capacity check``: every closed form and bound of DESIGN section 3 against a measurement.
 
-Each check compares what the library computes (the probe, the variants, the kernels' oracle)
+Each check compares what the library computes (the probe, the registered variants, the kernels' oracle)
 with an independent closed form or brute-force computation, and states its tolerance.
 
 >>> from capacity.check import run_checks
@@ -192,6 +192,9 @@ def _t11(dev, seed, rows):
     S = reference.recurrence(K, V, mode="decay", gate=torch.full((4, n), a, device=dev), normalize=False)
     want = theory.decay_readout(K.double(), V.double(), a)
     rows.append(_eq("T11", "decay a = 0.93: reads = sum_j a^(n-j) G_ij v_j (max rel.)", float(((K.double() @ S.double()) - want).abs().max() / want.abs().max()), 0.0, 1e-5))
+    ds = probe.recall(variants.get("decay", a=a), K, V, checkpoints=[n], per_query=True)
+    brute = ((want - V.double()) ** 2).sum(-1).cpu().numpy()  # [B, n]
+    rows.append(_eq("T11", "decay variant via probe: per-query error = closed form (max rel.)", float(np.abs(ds.sq_error.isel(n=0).values - brute).max() / brute.max()), 0.0, 1e-5))
 
 
 def _t12(dev, seed, rows):
@@ -201,22 +204,33 @@ def _t12(dev, seed, rows):
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     S = reference.recurrence(K, V, mode="delta", beta=torch.ones(4, n, device=dev), normalize=False)
     rows.append(_eq("T12", "delta b = 1: last key reads back its value (max abs.)", float((K[:, -1:] @ S - V[:, -1:]).abs().max()), 0.0, 1e-5))
-    K = keys.make("orthogonal", d, d, batch=4, seed=seed, device=dev)
-    S = reference.recurrence(K, V[:, :d], mode="delta", beta=torch.ones(4, d, device=dev), normalize=False)
-    rows.append(_eq("T12", "delta b = 1, orthonormal keys, n = d: all read back (max abs.)", float((K @ S - V[:, :d]).abs().max()), 0.0, 1e-5))
+    delta = variants.get("delta", beta=1.0)
+    ds = probe.recall(delta, K, V, checkpoints=[n], per_query=True)
+    rows.append(_eq("T12", "delta variant via probe, b = 1: last key's squared error", float(ds.sq_error.isel(n=0, query=n - 1).max()), 0.0, 1e-10))
+    Ko = keys.make("orthogonal", d, d, batch=4, seed=seed, device=dev)
+    S = reference.recurrence(Ko, V[:, :d], mode="delta", beta=torch.ones(4, d, device=dev), normalize=False)
+    rows.append(_eq("T12", "delta b = 1, orthonormal keys, n = d: all read back (max abs.)", float((Ko @ S - V[:, :d]).abs().max()), 0.0, 1e-5))
+    ds = probe.recall(delta, Ko, V[:, :d], checkpoints=[d])
+    rows.append(_eq("T12", "delta variant via probe, orthonormal keys, n = d: worst mse", float(ds.mse.max()), 0.0, 1e-10))
 
 
 def _t13(dev, seed, rows):
     """T13: softmax attention keeps every pair: exact as beta grows for distinct keys."""
     n, d = 64, 64
-    K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev).double()
-    V = values.make("gaussian", n, d, batch=4, seed=seed, device=dev).double()
-    out = torch.softmax(200.0 * K @ K.transpose(1, 2), dim=-1) @ V
-    rows.append(_eq("T13", "softmax, beta = 200, distinct unit keys: reads = values (max abs.)", float((out - V).abs().max()), 0.0, 1e-6))
+    K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
+    V = values.make("gaussian", n, d, batch=4, seed=seed, device=dev)
+    out = torch.softmax(200.0 * K.double() @ K.double().transpose(1, 2), dim=-1) @ V.double()
+    rows.append(_eq("T13", "softmax, beta = 200, distinct unit keys: reads = values (max abs.)", float((out - V.double()).abs().max()), 0.0, 1e-6))
+    ds = probe.recall(variants.get("softmax", beta=200.0), K, V, checkpoints=[n])
+    rows.append(_eq("T13", "softmax variant via probe, beta = 200: worst mse", float(ds.mse.max()), 0.0, 1e-10))
+    brute = ((torch.softmax(8.0 * K.double() @ K.double().transpose(1, 2), dim=-1) @ V.double() - V.double()) ** 2).sum(-1).mean(-1).cpu().numpy()
+    ds = probe.recall(variants.get("softmax", beta=8.0), K, V, checkpoints=[n])
+    rows.append(_eq("T13", "softmax variant via probe, beta = 8: mse = brute force (max rel.)", float(np.abs(ds.mse.isel(n=0).values - brute).max() / brute.max()), 0.0, 1e-5))
+    rows.append(_eq("T13", "softmax variant via probe: cache after n pairs = n (d + dv)", float(ds.attrs["state_numel"]), float(theory.bill(n, d, d)["softmax_cache"]), 0.0))
     n_even = int(theory.break_even_n(d))  # d/2: a cache of n_even keys and values holds as many numbers as the state
-    cache = K[0, :n_even].numel() + V[0, :n_even].numel()
     state = variants.get("linear").init_state(1, d, d, device=dev).numel()
-    rows.append(_eq("T13", "cache at break-even n = d/2 (d = dv = 64): numbers kept = d dv", cache, state, 0))
+    ds = probe.recall(variants.get("softmax", beta=8.0), K[:1, :n_even], V[:1, :n_even], checkpoints=[n_even])
+    rows.append(_eq("T13", "softmax cache at break-even n = d/2 (d = dv = 64) = linear state d dv", float(ds.attrs["state_numel"]), state, 0))
 
 
 _GROUPS = [

@@ -26,10 +26,11 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_list(args) -> int:
-    from capacity import keys, values, variants
+    from capacity import features, keys, values, variants
 
     sections = {
         "variants": variants.available(),
+        "features": features.available(),
         "keys": {name: f.description for name, f in keys.families().items()},
         "values": dict(values.FAMILIES),
     }
@@ -53,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=None, metavar="T2,T5,...", help="run only the checks of these theorems (default: all, T1-T13)")
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("list", help="list variants, key families and value families")
-    p.add_argument("what", nargs="?", default="all", choices=["all", "variants", "keys", "values"])
+    p = sub.add_parser("list", help="list variants, feature maps, key families and value families")
+    p.add_argument("what", nargs="?", default="all", choices=["all", "variants", "features", "keys", "values"])
     p.set_defaults(func=_cmd_list)
     return parser
 

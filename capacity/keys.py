@@ -151,6 +151,12 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
     return _unit_rows(z @ rot)
 
 
+def _learned(batch, n, d, g, **params):
+    from capacity import learned  # late: it imports the variants, which import the kernels
+
+    return learned.optimise(n, d, batch=batch, seed=g, **params).keys.to(torch.float64)
+
+
 _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in [
@@ -159,6 +165,7 @@ _FAMILIES: dict[str, Family] = {
         Family("simplex", _simplex, (), False, "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)"),
         Family("correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"),
         Family("anisotropic", _anisotropic, ("rank", "spectrum"), True, "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised"),
+        Family("learned", _learned, ("variant", "values", "dv", "steps", "lr", "gain"), False, "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)"),
     ]
 }
 
@@ -173,7 +180,8 @@ def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **
 
     ``seed`` is an int, a CPU torch.Generator, or a sequence of ints (one batch item per seed:
     item b equals ``make(family, n, d, seed=seed[b])[0]``). ``params`` are the family's own
-    (``rho`` for correlated; ``rank`` or ``spectrum`` for anisotropic).
+    (``rho`` for correlated; ``rank`` or ``spectrum`` for anisotropic; for learned ``variant``,
+    ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``capacity.learned.optimise``).
 
     >>> make("correlated", n=4, d=8, seed=1, rho=0.5).shape
     torch.Size([1, 4, 8])

@@ -87,7 +87,11 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
     ``METRICS`` (mse, rel_error, cosine, recall, signal, leak), each a mean over the n_c stored
     pairs. With ``per_query=True`` it also holds ``sq_error``, ``rel_sq_error``, ``cosine_q``,
     ``correct``, ``signal_q`` and ``leak_q`` over (n, batch, query), NaN where query >= n_c.
-    The configuration is the JSON attr ``config``.
+    The configuration is the JSON attr ``config``. The attr ``feature_dim`` is the number of
+    state rows per key (``variant.feature_dim(d)`` where the variant has a feature map, else d).
+    For a variant whose memory grows (one with a ``numel(state)`` method, such as softmax) the
+    Dataset also holds ``state_numel`` over n, the measured size after each checkpoint, and the
+    attr ``state_numel`` is its last value.
     """
     for name in ("init_state", "write", "read", "state_numel"):
         if not callable(getattr(variant, name, None)):
@@ -104,6 +108,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
     block = max(1, (1 << 24) // max(1, B * n))  # bounds the score block to ~16M floats
 
     state = variant.init_state(B, d, dv, device=device)
+    measures_size = callable(getattr(variant, "numel", None))
+    sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
     rows: dict[str, list[torch.Tensor]] = {m: [] for m in METRICS}
     full: dict[str, torch.Tensor] = {}
     if per_query:
@@ -112,6 +118,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
     for ci, c in enumerate(cps):
         state = variant.write(state, keys[:, written:c], values[:, written:c])
         written = c
+        if measures_size:
+            sizes.append(int(variant.numel(state)))
         r = variant.read(state, keys[:, :c])
         if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
@@ -141,6 +149,9 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
             ln, u, desc = METRICS[m]
             qname = _PER_QUERY[m] if _PER_QUERY[m] not in METRICS else _PER_QUERY[m] + "_q"
             data[qname] = (("n", "batch", "query"), x.cpu().numpy().astype(np.float64), {"long_name": f"{ln} per query", "units": u, "description": desc.replace("mean over stored pairs of ", "").replace("mean over stored pairs i of ", "")})
+    if measures_size:
+        data["state_numel"] = (("n",), np.asarray(sizes, dtype=np.int64), {"long_name": "state size", "units": "numbers per batch item", "description": "numbers the memory keeps after n writes (variant.numel(state))"})
+    feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
     coords = {
         "n": ("n", np.asarray(cps), {"long_name": "pairs written", "units": "pairs"}),
         "batch": ("batch", np.arange(B), {"long_name": "batch item"}),
@@ -155,7 +166,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
             "variant_params": json.dumps(params, sort_keys=True, default=str),
             "d": d,
             "dv": dv,
-            "state_numel": int(variant.state_numel(d, dv)),
+            "state_numel": sizes[-1] if measures_size else int(variant.state_numel(d, dv)),
+            "feature_dim": int(feature_dim),
             "device": str(device),
             "config": json.dumps(config, sort_keys=True, default=str),
         },

@@ -1,50 +1,57 @@
-"""The delta rule (DeltaNet): S = (I - b k^T k) S + b k^T v = S + b k^T (v - k S), read o = q S."""
+"""Delta-rule memories: each write first reads what the state holds for k and corrects it towards v.
+
+    delta         S = (I - b k^T k) S + b k^T v = S + b k^T (v - k S)   (DeltaNet)
+    gated_delta   S = a (I - b k^T k) S + b k^T v                        (Gated DeltaNet)
+    kda           S = (I - b k^T k) Diag(alpha) S + b k^T v             (Kimi Delta Attention)
+
+With unit keys and b = 1 the last written key reads back exactly (T12), whatever the gate.
+``normalize=True`` (the default, as in DeltaNet) L2-normalises keys (their features) and
+queries; the rule is only stable for ||k||^2 b < 2. b in (0, 2); gates in (0, 1]; each either a
+constant or ``("uniform", low, high)`` drawn per token from ``seed``.
+"""
 
 from __future__ import annotations
 
-import torch
-
-from capacity import _validate, kernels
-from capacity.errors import CapacityError
+from capacity.variants.recurrent import Recurrent
 
 
-class Delta:
-    """Delta-rule memory with a float32 state ``[batch, d, dv]`` and a constant beta in (0, 2).
+class Delta(Recurrent):
+    """The delta rule with beta in (0, 2), float32 state ``[batch, D, dv]``.
 
-    Each write first reads what the state holds for k and corrects it towards v, so with unit
-    keys and beta = 1 the last written key reads back exactly (T12). ``normalize=True`` (the
-    default, as in DeltaNet) L2-normalises keys and queries; the rule is only stable for
-    ||k||^2 beta < 2.
+    >>> import torch
+    >>> from capacity import variants, keys
+    >>> mem = variants.get("delta", beta=1.0)
+    >>> K = keys.make("gaussian", n=10, d=8, seed=0); V = torch.randn(1, 10, 4)
+    >>> S = mem.write(mem.init_state(1, 8, 4), K, V)
+    >>> bool(torch.allclose(mem.read(S, K[:, -1:]), V[:, -1:], atol=1e-5))   # T12
+    True
     """
 
     name = "delta"
+    mode = "delta"
+    delta_rule = True
 
-    def __init__(self, *, beta: float = 1.0, normalize: bool = True):
-        self.beta = _validate.in_range("delta: beta", beta, 0.0, 2.0, low_open=True, high_open=True)
-        if not isinstance(normalize, bool):
-            raise CapacityError(f"delta: normalize must be True or False, got {normalize!r}")
-        self.normalize = normalize
+    def __init__(self, *, beta=1.0, normalize: bool = True, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
+        self._setup(beta=beta, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
 
-    @property
-    def params(self) -> dict:
-        return {"beta": self.beta, "normalize": self.normalize}
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> torch.Tensor:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        return torch.zeros(batch, d, dv, dtype=torch.float32, device=_validate.device(device))
+class GatedDelta(Recurrent):
+    """Gated DeltaNet: S = a (I - b k^T k) S + b k^T v, a in (0, 1], b in (0, 2)."""
 
-    def write(self, state: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Tokens in order. Shapes: state [B, d, dv], k [B, t, d], v [B, t, dv]."""
-        return kernels.update(state, k, v, mode="delta", beta=self.beta, normalize=self.normalize)
+    name = "gated_delta"
+    mode = "gated_delta"
+    delta_rule = True
 
-    def read(self, state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """q S. Shapes: state [B, d, dv], q [B, m, d] -> [B, m, dv]."""
-        return kernels.read(state, q, normalize=self.normalize)
+    def __init__(self, *, a=0.95, beta=1.0, normalize: bool = True, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
+        self._setup(a=a, beta=beta, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
 
-    def state_numel(self, d: int, dv: int) -> int:
-        return int(d) * int(dv)
 
-    def __repr__(self) -> str:
-        return f"Delta(beta={self.beta:g}, normalize={self.normalize})"
+class KDA(Recurrent):
+    """Kimi Delta Attention: S = (I - b k^T k) Diag(alpha) S + b k^T v, alpha in (0, 1]^D, b in (0, 2)."""
+
+    name = "kda"
+    mode = "kda"
+    delta_rule = True
+
+    def __init__(self, *, alpha=0.95, beta=1.0, normalize: bool = True, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
+        self._setup(alpha=alpha, beta=beta, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)

@@ -1,0 +1,117 @@
+"""Optimised keys: the keys (and optionally a scalar read gain) that a memory retrieves best.
+
+Adam minimises the mean squared retrieval error through the variant's own write and read,
+
+    L(K, c) = mean_i || c read(write(S_0, K, V), k_i) - v_i ||^2,   K = P / ||P|| (unit rows),
+
+from seeded Gaussian keys, for given n, d and values. For the additive memory the optimum is
+known: a unit-norm tight frame reaches the frame bound T5, n/d - 1 (n > d), and with the gain
+the rank bound T8, 1 - d/n; so the result shows how close gradient descent (and each variant)
+gets to the bounds. The key family ``learned`` of ``capacity.keys`` calls ``optimise``.
+
+>>> from capacity import learned, theory
+>>> res = learned.optimise(n=48, d=16, steps=150, seed=0)
+>>> tuple(res.keys.shape), bool(res.mse[0] < theory.random_keys_error(48, 16))
+((1, 48, 16), True)
+
+Everything runs on the CPU, in float32, with autograd through ``capacity.kernels``' plain-torch
+reference (the Triton kernels are not differentiable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from capacity import _random, _validate
+from capacity import values as value_families
+from capacity.errors import CapacityError
+
+__all__ = ["optimise", "LearnedKeys"]
+
+
+@dataclass
+class LearnedKeys:
+    """The result: ``keys`` float32 ``[B, n, d]`` unit rows; ``gain`` float32 ``[B]`` (ones unless learned);
+    ``mse`` float64 ``[B]``, the final mean squared error; ``history`` float64 ``[steps]``, the loss
+    (mean over the batch) before each step; ``values`` the targets ``[B, n, dv]``."""
+
+    keys: torch.Tensor
+    gain: torch.Tensor
+    mse: np.ndarray
+    history: np.ndarray
+    values: torch.Tensor
+
+
+def _variant(variant):
+    from capacity import variants  # late: the variants import the kernels
+
+    if isinstance(variant, str):
+        return variants.get(variant)
+    for m in ("init_state", "write", "read"):
+        if not callable(getattr(variant, m, None)):
+            raise CapacityError(f"learned keys: variant must be a registered name ({', '.join(variants.available())}) or a variant object, got {variant!r}")
+    return variant
+
+
+def _targets(spec, batch: int, n: int, dv, g: torch.Generator) -> torch.Tensor:
+    if isinstance(spec, torch.Tensor):
+        V = spec.detach().float().cpu()
+        if V.ndim == 2:
+            V = V.unsqueeze(0)
+        if V.ndim != 3 or V.shape[1] != n or V.shape[0] not in (1, batch):
+            raise CapacityError(f"learned keys: values must be a family name or a tensor [n, dv] or [batch, n, dv] with n = {n}, batch = {batch}; got {tuple(spec.shape)}")
+        return V.expand(batch, n, V.shape[2]).contiguous()
+    if not isinstance(spec, str):
+        raise CapacityError(f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}) or a tensor, got {spec!r}")
+    dv = (n if spec == "orthonormal" else 64) if dv is None else _validate.positive_int("learned keys: dv", dv)
+    return value_families.make(spec, n, dv, batch=batch, seed=g)
+
+
+def _loss(mem, P, c, V) -> torch.Tensor:
+    """Per batch item mean_i ||c r_i - v_i||^2, float32 [B], differentiable in P and c."""
+    K = P / P.norm(dim=-1, keepdim=True)  # [B, n, d] unit rows
+    B, n, d = K.shape
+    state = mem.write(mem.init_state(B, d, V.shape[2]), K, V)
+    r = mem.read(state, K) * c[:, None, None]  # [B, n, dv]
+    return ((r - V) ** 2).sum(-1).mean(-1)
+
+
+def optimise(n: int, d: int, *, variant="linear", values="orthonormal", dv=None, steps: int = 300, lr: float = 0.05, gain: bool = False, batch: int = 1, seed=0) -> LearnedKeys:
+    """Keys ``[batch, n, d]`` optimised by Adam for retrieval through ``variant``.
+
+    ``variant``: a registered name or a variant object (it must be differentiable in the keys).
+    ``values``: a value family (``orthonormal``, dv = n by default; ``gaussian``, dv = 64 by
+    default) drawn from ``seed``, or a tensor ``[n, dv]`` / ``[batch, n, dv]``. ``gain=True``
+    also learns a scalar read gain c per batch item. ``seed``: an int or a CPU torch.Generator;
+    the start is Gaussian unit keys from it.
+    """
+    n = _validate.positive_int("n", n)
+    d = _validate.positive_int("d", d)
+    batch = _validate.positive_int("batch", batch)
+    steps = _validate.positive_int("learned keys: steps", steps)
+    lr = _validate.in_range("learned keys: lr", lr, 0.0, 10.0, low_open=True)
+    if not isinstance(gain, bool):
+        raise CapacityError(f"learned keys: gain must be True or False, got {gain!r}")
+    mem = _variant(variant)
+    g = _random.generator(seed, "keys/learned")
+    P = torch.randn(batch, n, d, generator=g).requires_grad_(True)  # the start: Gaussian keys
+    V = _targets(values, batch, n, dv, g)
+    c = torch.ones(batch, requires_grad=gain)
+    opt = torch.optim.Adam([P, c] if gain else [P], lr=lr)
+    history = np.empty(steps)
+    with torch.enable_grad():
+        for step in range(steps):
+            opt.zero_grad(set_to_none=True)
+            per_item = _loss(mem, P, c, V)
+            per_item.sum().backward()  # items are independent: each gets its own gradient
+            history[step] = float(per_item.detach().mean())
+            opt.step()
+    with torch.no_grad():
+        final = _loss(mem, P, c, V).double().numpy()
+        K = (P / P.norm(dim=-1, keepdim=True)).detach()
+    if not np.all(np.isfinite(final)):
+        raise CapacityError(f"learned keys: the optimisation diverged (non-finite error) with lr = {lr:g}; use a smaller lr")
+    return LearnedKeys(keys=K.contiguous(), gain=c.detach().clone(), mse=final, history=history, values=V)

@@ -1,0 +1,357 @@
+"""``check_variant``: a conformance suite for memory variants, in the spirit of scikit-learn's check_estimator.
+
+Run it on your own variant before you probe it: it checks the contract the probe relies on and
+two closed forms, then measures the variant's capacity at d = 64 next to the bounds.
+
+>>> from capacity import variants
+>>> report = variants.check_variant(variants.get("delta"))
+>>> report.passed, [r.check for r in report.results if r.status == "FAIL"]
+(True, [])
+
+The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason):
+
+- protocol: ``name`` and callable ``init_state``, ``write``, ``read``, ``state_numel``;
+- shape and dtype: reads are float32 ``[B, m, dv]``; a tensor state is float32 ``[B, ...]``
+  with ``state_numel(d, dv)`` numbers per batch item (or ``numel(state)`` for a growing memory);
+- input dtypes: bfloat16 and float16 keys, values and queries are accepted and read as float32,
+  close to the float32 read of the same (rounded) numbers;
+- determinism: two runs on the same inputs give identical reads;
+- batch independence: changing batch item 1's pairs leaves items 0 and 2's reads unchanged;
+- chunked writes: writing the pairs in one call or in several gives the same reads (the probe
+  writes in chunks, between checkpoints);
+- device placement: the state and the reads stay on the inputs' device (every available device);
+- T2 two pairs: k1 S = |k1|^2 v1 + (k1.k2) v2 for an additive variant; must hold when the
+  variant declares ``additive = True``, is n/a when it declares False, and is tried otherwise;
+- T12 last key: with unit keys and beta = 1 the last written key reads back exactly; must hold
+  when the variant declares ``delta_rule = True`` and its beta is 1, tried when undeclared;
+- probe: ``capacity.probe.recall`` runs and gives finite errors; the capacity is measured there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from capacity import _random, _validate, keys, metrics, probe, theory, values
+from capacity.errors import CapacityError
+
+__all__ = ["check_variant", "Report", "Result"]
+
+PASS, FAIL, NA = "pass", "FAIL", "n/a"
+_REQUIRED = ("init_state", "write", "read", "state_numel")
+
+
+@dataclass
+class Result:
+    """One check: ``status`` is ``pass``, ``FAIL`` or ``n/a``; ``detail`` says what was measured or why."""
+
+    check: str
+    status: str
+    detail: str
+
+
+@dataclass
+class Report:
+    """What ``check_variant`` found. ``passed`` is True when no check failed; ``str(report)`` is a table.
+
+    ``capacity`` holds the measured capacity at ``d`` (largest n with mse <= eps, gaussian keys,
+    orthonormal values; NaN when not determined on the grid, see ``capacity_note``) and ``bounds``
+    the closed forms next to it.
+    """
+
+    variant: str
+    params: dict
+    results: list[Result] = field(default_factory=list)
+    d: int = 64
+    eps: float = 0.5
+    n_max: int = 256
+    capacity: float = math.nan
+    capacity_note: str = ""
+    bounds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.status != FAIL for r in self.results)
+
+    @property
+    def failures(self) -> list[Result]:
+        return [r for r in self.results if r.status == FAIL]
+
+    def __str__(self) -> str:
+        width = max(len(r.check) for r in self.results)
+        lines = [f"check_variant: {self.variant} {json.dumps(self.params, sort_keys=True, default=str)}"]
+        lines += [f"  {r.status:4}  {r.check:{width}}  {r.detail}" for r in self.results]
+        lines.append(f"capacity at d = {self.d}: largest n with mse <= {self.eps:g} (gaussian keys, orthonormal values, n <= {self.n_max})")
+        measured = f"{self.capacity:.1f}" if math.isfinite(self.capacity) else self.capacity_note
+        rows = {"measured": measured} | {k: f"{v:.1f}" if math.isfinite(v) else "n/a" for k, v in self.bounds.items()}
+        w = max(len(k) for k in rows)
+        lines += [f"  {k:{w}}  {v}" for k, v in rows.items()]
+        counts = {s: sum(r.status == s for r in self.results) for s in (PASS, FAIL, NA)}
+        lines.append(f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NA]} not applicable")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):  # IPython shows the table
+        p.text(str(self))
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _run(variant, K, V, Q, *, chunks=None, device=None):
+    """Fresh state, write (K, V) in the given chunk sizes, read Q. Returns (state, reads)."""
+    B, n, d = K.shape
+    state = variant.init_state(B, d, V.shape[2], device=device if device is not None else K.device)
+    sizes = chunks or [n]
+    start = 0
+    for size in sizes:
+        state = variant.write(state, K[:, start : start + size], V[:, start : start + size])
+        start += size
+    return state, variant.read(state, Q)
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a - b| / max(max |b|, 1e-30), in float64 on the CPU."""
+    a, b = a.detach().double().cpu(), b.detach().double().cpu()
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+
+def _state_tensors(state) -> list[torch.Tensor]:
+    """The tensors a state is made of: itself, or the tensor fields of a dataclass, tuple, list or dict."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        members = [getattr(state, f.name) for f in dataclasses.fields(state)]
+    elif isinstance(state, (tuple, list)):
+        members = list(state)
+    elif isinstance(state, dict):
+        members = list(state.values())
+    else:
+        members = []
+    return [m for m in members if isinstance(m, torch.Tensor)]
+
+
+def _declared(variant, flag: str):
+    value = getattr(variant, flag, None)
+    return value if isinstance(value, bool) else None
+
+
+class _Inputs:
+    """Small seeded inputs: keys [B, n, d] (unit rows), values [B, n, dv], queries [B, m, d]."""
+
+    def __init__(self, seed, d=16, dv=8, B=3, n=12, m=5):
+        g = _random.generator(seed, "conformance")
+        self.d, self.dv, self.B, self.n = d, dv, B, n
+        k = torch.randn(B, n, d, generator=g)
+        self.K = k / k.norm(dim=-1, keepdim=True)
+        self.V = torch.randn(B, n, dv, generator=g)
+        q = torch.randn(B, m, d, generator=g)
+        self.Q = torch.cat([self.K[:, :3], q / q.norm(dim=-1, keepdim=True)], dim=1)  # stored keys and fresh ones
+        self.K2 = torch.randn(B, n, d, generator=g)
+        self.K2 = self.K2 / self.K2.norm(dim=-1, keepdim=True)
+        self.V2 = torch.randn(B, n, dv, generator=g)
+
+
+# ---------------------------------------------------------------------- the checks
+
+
+def _shape_dtype(v, x: _Inputs) -> Result:
+    state, r = _run(v, x.K, x.V, x.Q)
+    want = (x.B, x.Q.shape[1], x.dv)
+    if not isinstance(r, torch.Tensor):
+        return Result("shape and dtype", FAIL, f"read returned {type(r).__name__}, expected a float32 tensor {list(want)}")
+    if tuple(r.shape) != want or r.dtype != torch.float32:
+        return Result("shape and dtype", FAIL, f"read returned {r.dtype} {list(r.shape)}, expected float32 [B, m, dv] = {list(want)}")
+    tensors = _state_tensors(state)
+    if callable(getattr(v, "numel", None)):
+        expect, source = v.numel(state), "numel(state)"
+    else:
+        expect, source = v.state_numel(x.d, x.dv), f"state_numel(d={x.d}, dv={x.dv})"
+    if isinstance(expect, bool) or not isinstance(expect, (int, np.integer)) or expect <= 0:
+        return Result("shape and dtype", FAIL, f"{source} returned {expect!r}, expected a positive int")
+    if not tensors:
+        return Result("shape and dtype", PASS, f"reads float32 [B, m, dv]; the state ({type(state).__name__}) holds no tensors to size")
+    bad = [t for t in tensors if t.dtype != torch.float32 or t.ndim == 0 or t.shape[0] != x.B]
+    if bad:
+        return Result("shape and dtype", FAIL, f"the state holds a {bad[0].dtype} tensor {list(bad[0].shape)}; state tensors must be float32 with batch {x.B} first")
+    held = sum(t[0].numel() for t in tensors)
+    if held != expect:
+        return Result("shape and dtype", FAIL, f"the state holds {held} numbers per batch item but {source} says {expect}")
+    return Result("shape and dtype", PASS, f"reads float32 [B, m, dv]; state {type(state).__name__} holds {source} = {held} float32 per item")
+
+
+def _input_dtypes(v, x: _Inputs) -> Result:
+    worst = []
+    for dt in (torch.bfloat16, torch.float16):
+        K, V, Q = (t.to(dt) for t in (x.K, x.V, x.Q))
+        _, r = _run(v, K, V, Q)
+        _, ref = _run(v, K.float(), V.float(), Q.float())  # the same rounded numbers in float32
+        if not isinstance(r, torch.Tensor) or r.dtype != torch.float32:
+            got = r.dtype if isinstance(r, torch.Tensor) else type(r).__name__
+            return Result("input dtypes", FAIL, f"{dt} inputs read as {got}; reads must be float32 whatever the input dtype")
+        err = float((r.double() - ref.double()).norm() / ref.double().norm().clamp_min(1e-30))
+        worst.append(err)
+        if not err <= 1e-2:
+            return Result("input dtypes", FAIL, f"{dt} inputs: read differs from the float32 read of the same numbers by {err:.2g} (relative, > 1e-2)")
+    return Result("input dtypes", PASS, f"bfloat16 and float16 accepted; relative difference to float32 <= {max(worst):.1g}")
+
+
+def _determinism(v, x: _Inputs) -> Result:
+    _, r1 = _run(v, x.K, x.V, x.Q)
+    _, r2 = _run(v, x.K, x.V, x.Q)
+    if not torch.equal(r1, r2):
+        return Result("determinism", FAIL, f"two runs on the same inputs differ (max abs. {float((r1 - r2).abs().max()):.3g})")
+    return Result("determinism", PASS, "two runs give identical reads")
+
+
+def _batch_independence(v, x: _Inputs) -> Result:
+    _, r = _run(v, x.K, x.V, x.Q)
+    K, V = x.K.clone(), x.V.clone()
+    K[1], V[1] = x.K2[1], x.V2[1]
+    _, r2 = _run(v, K, V, x.Q)
+    err = max(_rel(r2[0], r[0]), _rel(r2[2], r[2]))
+    if not err <= 1e-5:
+        return Result("batch independence", FAIL, f"changing batch item 1's pairs changed items 0 and 2's reads (max rel. {err:.3g})")
+    if _rel(r2[1], r[1]) == 0.0:
+        return Result("batch independence", FAIL, "changing batch item 1's pairs did not change its own reads")
+    return Result("batch independence", PASS, "changing one item's pairs leaves the others' reads unchanged")
+
+
+def _chunking(v, x: _Inputs) -> Result:
+    _, whole = _run(v, x.K, x.V, x.Q)
+    _, parts = _run(v, x.K, x.V, x.Q, chunks=[1, 4, x.n - 5])
+    err = _rel(parts, whole)
+    if not err <= 1e-4:
+        return Result("chunked writes", FAIL, f"writing in chunks 1 + 4 + {x.n - 5} and in one call give different reads (max rel. {err:.3g})")
+    return Result("chunked writes", PASS, f"chunks 1 + 4 + {x.n - 5} read as one write (max rel. {err:.1g})")
+
+
+def _device(v, x: _Inputs) -> Result:
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        K, V, Q = (t.to(dev) for t in (x.K, x.V, x.Q))
+        state, r = _run(v, K, V, Q, device=dev)
+        where = {"reads": r.device} | {f"state tensor {i}": t.device for i, t in enumerate(_state_tensors(state))}
+        wrong = {k: str(d) for k, d in where.items() if d.type != torch.device(dev).type}
+        if wrong:
+            return Result("device placement", FAIL, f"inputs on {dev} but " + ", ".join(f"{k} on {d}" for k, d in wrong.items()))
+    extra = "" if len(devices) > 1 else " (no CUDA device here to check)"
+    return Result("device placement", PASS, f"state and reads stay on {', '.join(devices)}{extra}")
+
+
+def _t2(v, x: _Inputs) -> Result:
+    declared = _declared(v, "additive")
+    if declared is False:
+        return Result("T2 two pairs", NA, "declared additive = False")
+    g = _random.generator(0, "conformance/t2")
+    k1 = torch.randn(x.B, x.d, generator=g, dtype=torch.float64)
+    k1 = k1 / k1.norm(dim=-1, keepdim=True)
+    u = torch.randn(x.B, x.d, generator=g, dtype=torch.float64)
+    u = u - (u * k1).sum(-1, keepdim=True) * k1
+    u = u / u.norm(dim=-1, keepdim=True)
+    k2 = 0.6 * k1 + 0.8 * u  # unit, k1 . k2 = 0.6
+    V = torch.randn(x.B, 2, x.dv, generator=g, dtype=torch.float64)
+    K = torch.stack([k1, k2], dim=1)  # [B, 2, d]
+    _, r = _run(v, K.float(), V.float(), K[:, :1].float())
+    want = theory.two_pair_readout(k1, k2, V[:, 0], V[:, 1])  # [B, dv]
+    err = _rel(r[:, 0], want)
+    if err <= 1e-4:
+        return Result("T2 two pairs", PASS, f"k1 S = |k1|^2 v1 + (k1.k2) v2 (max rel. {err:.1g})" + ("" if declared else "; not declared, holds"))
+    if declared:
+        return Result("T2 two pairs", FAIL, f"declared additive, but k1 S differs from |k1|^2 v1 + (k1.k2) v2 by {err:.3g} (max rel.)")
+    return Result("T2 two pairs", NA, f"not additive (k1 S misses T2 by {err:.2g}); declare additive = True to require it")
+
+
+def _t12(v, x: _Inputs) -> Result:
+    declared = _declared(v, "delta_rule")
+    if declared is False:
+        return Result("T12 last key", NA, "declared delta_rule = False")
+    beta = (getattr(v, "params", None) or {}).get("beta", 1.0)
+    if declared and beta != 1.0:
+        return Result("T12 last key", NA, f"beta = {beta}; T12 needs beta = 1")
+    n = x.d + 8  # more pairs than dimensions: only the correction makes the last read exact
+    g = _random.generator(0, "conformance/t12")
+    K = torch.randn(x.B, n, x.d, generator=g)
+    K = K / K.norm(dim=-1, keepdim=True)
+    V = torch.randn(x.B, n, x.dv, generator=g)
+    _, r = _run(v, K, V, K[:, -1:])
+    err = float((r[:, 0] - V[:, -1]).abs().max())
+    if err <= 1e-4:
+        return Result("T12 last key", PASS, f"beta = 1: the last of {n} unit keys reads back its value (max abs. {err:.1g})" + ("" if declared else "; not declared, holds"))
+    if declared:
+        return Result("T12 last key", FAIL, f"declared a delta rule with beta = 1, but the last key reads back with error {err:.3g} (max abs.)")
+    return Result("T12 last key", NA, f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare delta_rule = True to require it")
+
+
+def _capacity(v, report: Report, seed) -> Result:
+    d, n = report.d, report.n_max
+    K = keys.make("gaussian", n, d, batch=4, seed=seed)
+    V = values.make("orthonormal", n, n, batch=4, seed=seed)
+    ds = probe.recall(v, K, V, checkpoints=probe.default_checkpoints(n, count=32))
+    mse = ds.mse.mean("batch")
+    if not bool(np.isfinite(mse.values).all()):
+        return Result("probe", FAIL, f"probe.recall gave non-finite mse at n = {[int(c) for c in mse.n[~np.isfinite(mse.values)].values][:5]}")
+    report.capacity = float(metrics.capacity(mse.to_dataset(), metric="mse", threshold=report.eps))
+    if not math.isfinite(report.capacity):
+        report.capacity_note = f"> {n} (mse <= eps on the whole grid)" if float(mse[-1]) <= report.eps else "< 1 (mse > eps already at n = 1)"
+    D = int(ds.attrs.get("feature_dim", d))
+    grows = "state_numel" in ds.data_vars
+    report.bounds = {
+        "T7 random keys, additive rule: 1 + eps d": float(theory.capacity_random_keys(report.eps, d)),
+        "T5 tight frame, additive rule: d (1 + eps)": float(theory.capacity_tight_frame(report.eps, d)),
+        f"T8 any {D} x dv state, linear read: D / (1 - eps)": math.nan if grows else D / (1.0 - report.eps),
+    }
+    return Result("probe", PASS, f"probe.recall runs at d = {d}, n <= {n}: finite errors; mse at n = {n}: {float(mse[-1]):.3g}")
+
+
+_CHECKS: list[tuple[str, Callable]] = [
+    ("shape and dtype", _shape_dtype),
+    ("input dtypes", _input_dtypes),
+    ("determinism", _determinism),
+    ("batch independence", _batch_independence),
+    ("chunked writes", _chunking),
+    ("device placement", _device),
+    ("T2 two pairs", _t2),
+    ("T12 last key", _t12),
+]
+
+
+def check_variant(variant, *, d: int = 64, eps: float = 0.5, seed: int = 0) -> Report:
+    """Run the conformance checks on ``variant`` (an object or a registered name); return a Report.
+
+    ``d`` and ``eps`` set the capacity measurement: the largest n with mse <= eps for ``d``-
+    dimensional gaussian keys and orthonormal values, n up to 4 d, next to T7, T5 and T8.
+    Nothing raises for a failing variant: each failure is a row of the report, with its reason.
+    """
+    if isinstance(variant, str):
+        from capacity import variants
+
+        variant = variants.get(variant)
+    d = _validate.positive_int("d", d, minimum=2)
+    eps = _validate.in_range("eps", eps, 0.0, 1.0, low_open=True, high_open=True)
+    params = getattr(variant, "params", {})
+    report = Report(variant=str(getattr(variant, "name", type(variant).__name__)), params=params if isinstance(params, dict) else {"params": repr(params)}, d=d, eps=eps, n_max=4 * d)
+    missing = [m for m in _REQUIRED if not callable(getattr(variant, m, None))]
+    if not isinstance(getattr(variant, "name", None), str):
+        missing.insert(0, "name (a str)")
+    if missing:
+        report.results.append(Result("protocol", FAIL, f"missing {', '.join(missing)}"))
+        report.results += [Result(name, NA, "protocol incomplete") for name, _ in _CHECKS] + [Result("probe", NA, "protocol incomplete")]
+        return report
+    report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel"))
+    x = _Inputs(seed)
+    for name, check in _CHECKS:
+        try:
+            report.results.append(check(variant, x))
+        except Exception as exc:  # a failing variant is a report row, not a crash
+            report.results.append(Result(name, FAIL, f"raised {type(exc).__name__}: {exc}"))
+    try:
+        report.results.append(_capacity(variant, report, seed))
+    except Exception as exc:
+        report.results.append(Result("probe", FAIL, f"raised {type(exc).__name__}: {exc}"))
+    return report

@@ -1,0 +1,176 @@
+"""The shared machinery of the matrix memories: feature map, gates and beta, normalised read, state.
+
+Every recurrent built-in (linear, decay, gla, delta, gated_delta, kda) is a ``Recurrent``
+that differs only in its ``kernels.update`` mode and parameters. Its state:
+
+- a float32 tensor ``[B, D, dv]`` (D = ``feature_dim(d)``: d without a feature map);
+- with ``normalize_read=True``, ``[B, D, dv + 1]``: the last column accumulates
+  z = sum_i phi(k_i) (decayed and gated like the rest), written as the value 1;
+- when a gate or beta is drawn per token, a ``TokenState`` (the tensor above plus the count
+  of tokens written), so that token t always gets the same draw however the writes are chunked.
+
+Read: r = phi(q) S, or with ``normalize_read`` r = phi(q) S / (phi(q) . z).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from capacity import _validate, features, kernels
+from capacity.errors import CapacityError
+from capacity.variants._params import Param
+
+__all__ = ["Recurrent", "TokenState"]
+
+GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # a, alpha in (0, 1]
+BETA = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
+_TINY = 1e-30  # floor of the normaliser phi(q) . z, which is >= 0 for the positive maps
+
+
+@dataclass
+class TokenState:
+    """State of a variant with per-token draws: ``matrix`` float32 ``[B, D, dv]`` and ``tokens`` written so far."""
+
+    matrix: torch.Tensor
+    tokens: int
+
+
+class Recurrent:
+    """A matrix memory written through ``kernels.update(mode=...)``; see the module docstring.
+
+    Subclasses set ``name``, ``mode``, ``delta_rule`` and call ``_setup`` from their ``__init__``.
+    """
+
+    name = ""
+    mode = ""
+    delta_rule = False  # the write corrects towards v (T12 holds with beta = 1)
+
+    def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, a=None, alpha=None, beta=None):
+        for flag, value in (("normalize", normalize), ("normalize_read", normalize_read)):
+            if not isinstance(value, bool):
+                raise CapacityError(f"{self.name}: {flag} must be True or False, got {value!r}")
+        if backend not in ("auto", "torch", "triton"):
+            raise CapacityError(f"{self.name}: unknown backend {backend!r}; known: auto, torch, triton")
+        self.seed = _validate.positive_int(f"{self.name}: seed", seed, minimum=0)
+        self.normalize, self.normalize_read, self.backend = normalize, normalize_read, backend
+        if feature is None:
+            if feature_params:
+                raise CapacityError(f"{self.name}: got unknown parameter(s) {', '.join(sorted(feature_params))} (feature-map parameters need feature=...)")
+            self.feature = None
+        else:
+            fp = dict(feature_params)
+            if isinstance(feature, str) and "seed" in features.PARAMS.get(feature, ()):
+                fp.setdefault("seed", self.seed)  # one seed drives every draw of the variant
+            try:
+                self.feature = features.get(feature, **fp)
+            except CapacityError as exc:
+                raise CapacityError(f"{self.name}: {exc}") from None
+        if normalize_read and self.delta_rule:
+            raise CapacityError(f"{self.name}: normalize_read applies to the additive and gated memories (linear, decay, gla), not to a delta rule, whose write already corrects the read")
+        if normalize_read and (self.feature is None or not self.feature.positive_kernel):
+            have = "no feature map" if self.feature is None else f"feature={self.feature.name!r}"
+            raise CapacityError(f"{self.name}: normalize_read divides by phi(q) . z, which needs a feature map with positive inner products (elu1, relu, dpfp, taylor2, performer); got {have}")
+        self._params: dict[str, Param] = {}
+        for pname, spec, kind in (("a", a, GATE), ("alpha", alpha, GATE), ("beta", beta, BETA)):
+            if spec is not None:
+                self._params[pname] = Param(self.name, pname, spec, per_channel=pname == "alpha", **kind)
+        map_seed = self.feature.params.get("seed") if self.feature is not None else None
+        if map_seed is not None and map_seed != self.seed:  # a FeatureMap built with its own seed
+            if self.drawn:
+                raise CapacityError(f"{self.name}: the {self.feature.name} map has seed {map_seed} but the variant's seed is {self.seed}; one seed drives every draw of a variant: pass seed={map_seed}")
+            self.seed = map_seed  # the variant draws nothing else, so its seed is the map's
+
+    # ------------------------------------------------------------------ description
+
+    @property
+    def drawn(self) -> bool:
+        """True when some gate or beta is drawn per token (the state is then a TokenState)."""
+        return any(p.drawn for p in self._params.values())
+
+    @property
+    def additive(self) -> bool:
+        """True when the write is S += k^T v and the read q S exactly (T2 holds)."""
+        return self.mode == "linear" and not self.normalize_read and (self.feature is None or self.feature.name == "identity")
+
+    @property
+    def params(self) -> dict:
+        """The parameters; ``variants.get(self.name, **self.params)`` rebuilds the variant."""
+        out = {p: self._params[p].spec() for p in ("a", "alpha", "beta") if p in self._params}
+        out["normalize"] = self.normalize
+        if self.feature is not None:
+            out["feature"] = self.feature.name
+            out.update({k: v for k, v in self.feature.params.items() if k != "seed"})
+            out["normalize_read"] = self.normalize_read
+        if self.drawn or (self.feature is not None and "seed" in self.feature.params):
+            out["seed"] = self.seed
+        return out
+
+    def feature_dim(self, d: int) -> int:
+        """D, the number of rows of the state for keys of dimension d."""
+        return int(d) if self.feature is None else int(self.feature.feature_dim(d))
+
+    def state_numel(self, d: int, dv: int) -> int:
+        return self.feature_dim(d) * (int(dv) + int(self.normalize_read))
+
+    def __repr__(self) -> str:
+        return f"variants.get({self.name!r}" + "".join(f", {k}={v!r}" for k, v in self.params.items()) + ")"
+
+    # ------------------------------------------------------------------ the protocol
+
+    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+        batch = _validate.positive_int("batch", batch)
+        d = _validate.positive_int("d", d)
+        dv = _validate.positive_int("dv", dv)
+        S = torch.zeros(batch, self.feature_dim(d), dv + int(self.normalize_read), dtype=torch.float32, device=_validate.device(device))
+        return TokenState(S, 0) if self.drawn else S
+
+    def _matrix(self, state) -> tuple[torch.Tensor, int]:
+        if self.drawn:
+            if not isinstance(state, TokenState):
+                raise CapacityError(f"{self.name}: draws per token, so its state is a TokenState from init_state(), got {type(state).__name__}")
+            return state.matrix, state.tokens
+        if not isinstance(state, torch.Tensor):
+            raise CapacityError(f"{self.name}: the state must be the tensor from init_state(), got {type(state).__name__}")
+        return state, 0
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.feature is None else self.feature(x)  # [B, t, d] -> [B, t, D]
+
+    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+        """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the state."""
+        S, start = self._matrix(state)
+        _validate.tensor("k", k, ndim=3, finite=False)
+        _validate.tensor("v", v, ndim=3, finite=False)
+        B, T = k.shape[:2]
+        phi = self._features(k)  # [B, T, D]
+        if self.feature is not None:
+            v = v.float()  # features are float32; kernels.update wants one dtype
+        if self.normalize_read:
+            v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # [B, T, dv + 1]: the last column sums phi(k)
+        D = S.shape[1]
+        args = {}
+        if "a" in self._params:
+            args["gate"] = self._params["a"].values(B, start, T, D, self.seed, S.device)
+        if "alpha" in self._params:
+            args["gate"] = self._params["alpha"].values(B, start, T, D, self.seed, S.device)
+        if "beta" in self._params:
+            args["beta"] = self._params["beta"].values(B, start, T, D, self.seed, S.device)
+        try:
+            S = kernels.update(S, phi, v, mode=self.mode, normalize=self.normalize, backend=self.backend, **args)
+        except CapacityError as exc:
+            raise CapacityError(f"{self.name}: {exc}") from None
+        return TokenState(S, start + T) if self.drawn else S
+
+    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+        """phi(q) S (divided by phi(q) . z with normalize_read). Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
+        S, _ = self._matrix(state)
+        _validate.tensor("q", q, ndim=3, finite=False)
+        try:
+            r = kernels.read(S, self._features(q), normalize=self.normalize)  # [B, m, dv (+1)]
+        except CapacityError as exc:
+            raise CapacityError(f"{self.name}: {exc}") from None
+        if self.normalize_read:
+            r = r[..., :-1] / r[..., -1:].clamp_min(_TINY)
+        return r

@@ -1,0 +1,116 @@
+"""Softmax attention as a memory: keep every pair, read o = softmax(beta q K^T) V (T13).
+
+The exact-retrieval baseline of the bill: its cache grows by d + dv numbers per written pair
+(n (d + dv) after n writes, against d dv for a linear state), and for distinct unit keys its
+reads tend to the stored values as beta grows.
+
+>>> import torch
+>>> from capacity import variants, keys
+>>> mem = variants.get("softmax", beta=50.0)
+>>> K = keys.make("gaussian", n=32, d=16, seed=0); V = torch.randn(1, 32, 8)
+>>> cache = mem.write(mem.init_state(1, 16, 8), K, V)
+>>> mem.numel(cache), mem.state_numel(16, 8, n=32)
+(768, 768)
+>>> bool((mem.read(cache, K) - V).abs().max() < 1e-3)
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from capacity import _validate
+from capacity.errors import CapacityError
+
+
+@dataclass
+class Cache:
+    """Every written pair: ``keys`` float32 ``[B, t, d]``, ``values`` float32 ``[B, t, dv]``."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+
+
+class Softmax:
+    """softmax(beta q K^T) V over every written pair.
+
+    ``beta`` > 0 is the inverse temperature; ``None`` (the default) means sqrt(d), the scale of
+    dot-product attention q.k / sqrt(d) for unit keys stretched to norm sqrt(d).
+    ``normalize=True`` L2-normalises keys on write and queries on read.
+    """
+
+    name = "softmax"
+    additive = False
+    delta_rule = False
+
+    def __init__(self, *, beta=None, normalize: bool = False):
+        if beta is not None:
+            beta = _validate.in_range("softmax: beta", beta, 0.0, math.inf, low_open=True, high_open=True)
+        if not isinstance(normalize, bool):
+            raise CapacityError(f"softmax: normalize must be True or False, got {normalize!r}")
+        self.beta, self.normalize = beta, normalize
+
+    @property
+    def params(self) -> dict:
+        return {"beta": self.beta, "normalize": self.normalize}
+
+    def __repr__(self) -> str:
+        return f"variants.get('softmax', beta={self.beta!r}, normalize={self.normalize})"
+
+    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> Cache:
+        batch = _validate.positive_int("batch", batch)
+        d = _validate.positive_int("d", d)
+        dv = _validate.positive_int("dv", dv)
+        dev = _validate.device(device)
+        return Cache(torch.zeros(batch, 0, d, device=dev), torch.zeros(batch, 0, dv, device=dev))
+
+    def _unit(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12) if self.normalize else x
+
+    def write(self, state: Cache, k: torch.Tensor, v: torch.Tensor) -> Cache:
+        """Append the pairs. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
+        if not isinstance(state, Cache):
+            raise CapacityError(f"softmax: the state must be the Cache from init_state(), got {type(state).__name__}")
+        _validate.tensor("k", k, ndim=3, finite=False)
+        _validate.tensor("v", v, ndim=3, finite=False)
+        B, _, d = state.keys.shape
+        dv = state.values.shape[2]
+        if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
+            raise CapacityError(f"softmax: shapes do not match: cache keys [B, t, d] = {list(state.keys.shape)}, values [B, t, dv] = {list(state.values.shape)}; got k {list(k.shape)}, v {list(v.shape)}")
+        _validate.same_device(cache=state.keys, k=k, v=v)
+        return Cache(torch.cat([state.keys, self._unit(k)], dim=1), torch.cat([state.values, v.float()], dim=1))
+
+    def read(self, state: Cache, q: torch.Tensor) -> torch.Tensor:
+        """softmax(beta q K^T) V. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]`` (zeros before any write)."""
+        if not isinstance(state, Cache):
+            raise CapacityError(f"softmax: the state must be the Cache from init_state(), got {type(state).__name__}")
+        _validate.tensor("q", q, ndim=3, finite=False)
+        K, V = state.keys, state.values  # [B, t, d], [B, t, dv]
+        B, t, d = K.shape
+        if q.shape[0] != B or q.shape[2] != d:
+            raise CapacityError(f"softmax: q [B, m, d] = {list(q.shape)} does not match the cache [B, t, d] = {list(K.shape)}")
+        m = q.shape[1]
+        if t == 0:
+            return torch.zeros(B, m, V.shape[2], device=K.device)
+        beta = math.sqrt(d) if self.beta is None else self.beta
+        q = self._unit(q)
+        out = torch.empty(B, m, V.shape[2], device=K.device)
+        block = max(1, (1 << 24) // (B * t))  # bounds the score block to ~16M floats
+        for s in range(0, m, block):
+            scores = beta * (q[:, s : s + block] @ K.transpose(1, 2))  # [B, blk, t]
+            out[:, s : s + block] = torch.softmax(scores, dim=-1) @ V
+        return out
+
+    def numel(self, state: Cache) -> int:
+        """Numbers the cache holds per batch item: t (d + dv) after t writes."""
+        return int(state.keys[0].numel() + state.values[0].numel())
+
+    def state_numel(self, d: int, dv: int, n: int | None = None) -> int:
+        """n (d + dv): the cache after n writes (T13). It grows with n, so n is needed."""
+        if n is None:
+            raise CapacityError(f"softmax keeps every pair, n (d + dv) = n * {int(d) + int(dv)} numbers: pass n, or use numel(state)")
+        return _validate.positive_int("n", n, minimum=0) * (int(d) + int(dv))

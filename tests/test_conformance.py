@@ -1,0 +1,178 @@
+"""check_variant passes every built-in and fails deliberately broken variants, naming the broken property."""
+
+import math
+
+import pytest
+import torch
+
+from capacity import theory, variants
+from capacity.variants import check_variant
+
+
+def _status(report, check):
+    (row,) = [r for r in report.results if r.check == check]
+    return row.status, row.detail
+
+
+@pytest.mark.parametrize("name", ["linear", "decay", "gla", "delta", "gated_delta", "kda", "softmax"])
+def test_every_builtin_passes(name):
+    report = check_variant(variants.get(name), d=32)
+    assert report.passed, str(report)
+    assert [r.check for r in report.results] == ["protocol", "shape and dtype", "input dtypes", "determinism", "batch independence", "chunked writes", "device placement", "T2 two pairs", "T12 last key", "probe"]
+    assert _status(report, "T2 two pairs")[0] == ("pass" if name == "linear" else "n/a")
+    assert _status(report, "T12 last key")[0] == ("pass" if name in ("delta", "gated_delta", "kda") else "n/a")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "linear", "feature": "dpfp", "nu": 2},
+        {"name": "decay", "a": ("uniform", 0.8, 1.0), "feature": "elu1", "normalize_read": True},
+        {"name": "kda", "alpha": ("uniform", 0.8, 1.0), "beta": ("uniform", 0.5, 1.0)},
+    ],
+)
+def test_builtins_with_features_and_draws_pass(params):
+    params = dict(params)
+    report = check_variant(variants.get(params.pop("name"), **params), d=16)
+    assert report.passed, str(report)
+
+
+def test_report_capacity_next_to_the_bounds_at_d_64():
+    report = check_variant("linear")
+    assert report.d == 64 and report.n_max == 256 and report.eps == 0.5
+    # random unit keys, additive rule: n* = 1 + eps d (T7), measured on 4 draws
+    assert abs(report.capacity - theory.capacity_random_keys(0.5, 64)) < 6
+    assert report.bounds["T5 tight frame, additive rule: d (1 + eps)"] == 96.0
+    assert report.bounds["T8 any 64 x dv state, linear read: D / (1 - eps)"] == 128.0
+    text = str(report)
+    assert "check_variant: linear" in text and "capacity at d = 64" in text and "9 passed, 0 failed, 1 not applicable" in text
+    soft = check_variant("softmax", d=16)
+    assert math.isnan(soft.capacity) and soft.capacity_note.startswith("> 64") or soft.capacity > 16
+    assert math.isnan(soft.bounds["T8 any 16 x dv state, linear read: D / (1 - eps)"])  # the cache grows: T8 does not bound it
+
+
+# ------------------------------------------------------------------ broken variants
+
+
+class _Good:
+    """A correct additive memory that users might write; subclasses break one property each."""
+
+    name = "user-linear"
+    additive = True
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return torch.zeros(batch, d, dv, device=device)
+
+    def write(self, state, k, v):
+        return state + k.float().transpose(1, 2) @ v.float()
+
+    def read(self, state, q):
+        return q.float() @ state
+
+    def state_numel(self, d, dv):
+        return d * dv
+
+
+class _LeaksAcrossBatch(_Good):
+    def read(self, state, q):
+        return q.float() @ (state + 0.1 * state.mean(0, keepdim=True))
+
+
+class _Noisy(_Good):
+    def __init__(self):
+        self.calls = 0
+
+    def read(self, state, q):
+        self.calls += 1
+        return q.float() @ state + 1e-3 * self.calls
+
+
+class _Float64Reads(_Good):
+    def read(self, state, q):
+        return q.double() @ state.double()
+
+
+class _ForgetsEarlierChunks(_Good):
+    def write(self, state, k, v):
+        return k.float().transpose(1, 2) @ v.float()  # overwrites instead of adding
+
+
+class _WrongSize(_Good):
+    def state_numel(self, d, dv):
+        return d * d
+
+
+class _NotAdditive(_Good):
+    def read(self, state, q):
+        return 0.5 * (q.float() @ state)  # declares additive, but halves every read
+
+
+class _ReadsElsewhere(_Good):
+    def read(self, state, q):
+        return (q.float() @ state).to("meta")
+
+
+class _LowPrecision(_Good):
+    def write(self, state, k, v):
+        return state + (k.float().transpose(1, 2) @ v.float()) * (1.0 if k.dtype == torch.float32 else 1.5)  # mishandles bf16/fp16
+
+
+class _NotDelta(_Good):
+    additive = False
+    delta_rule = True  # claims T12 but writes additively
+    params = {"beta": 1.0}
+
+
+class _NoRead:
+    name = "no-read"
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return torch.zeros(batch, d, dv)
+
+    def write(self, state, k, v):
+        return state
+
+    def state_numel(self, d, dv):
+        return d * dv
+
+
+@pytest.mark.parametrize(
+    "broken,prop,reason,alone",
+    [  # alone: the only failing check (others break several properties at once, legitimately)
+        (_LeaksAcrossBatch(), "batch independence", "changed items 0 and 2", False),
+        (_Noisy(), "determinism", "two runs on the same inputs differ", False),
+        (_Float64Reads(), "shape and dtype", "read returned torch.float64", False),
+        (_ForgetsEarlierChunks(), "chunked writes", "give different reads", False),
+        (_WrongSize(), "shape and dtype", "holds 128 numbers per batch item but state_numel", True),
+        (_NotAdditive(), "T2 two pairs", "declared additive", True),
+        (_ReadsElsewhere(), "device placement", "reads on meta", False),
+        (_LowPrecision(), "input dtypes", "differs from the float32 read", True),
+        (_NotDelta(), "T12 last key", "declared a delta rule with beta = 1", True),
+        (_NoRead(), "protocol", "missing read", False),
+    ],
+)
+def test_a_broken_variant_fails_naming_the_property(broken, prop, reason, alone):
+    report = check_variant(broken, d=16)
+    assert not report.passed
+    status, detail = _status(report, prop)
+    assert status == "FAIL" and reason in detail, str(report)
+    assert prop in str(report) and "FAIL" in str(report)
+    if alone:
+        assert [r.check for r in report.failures] == [prop], str(report)
+
+
+def test_the_good_user_variant_passes_and_an_undeclared_one_is_tried():
+    assert check_variant(_Good(), d=16).passed
+
+    class Undeclared(_Good):
+        additive = None
+
+    status, detail = _status(check_variant(Undeclared(), d=16), "T2 two pairs")
+    assert status == "pass" and "not declared, holds" in detail
+
+    class Scaled(Undeclared):
+        def read(self, state, q):
+            return 2.0 * (q.float() @ state)
+
+    status, detail = _status(check_variant(Scaled(), d=16), "T2 two pairs")
+    assert status == "n/a" and "declare additive = True to require it" in detail
