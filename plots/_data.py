@@ -32,8 +32,15 @@ def capacity(ds: xr.Dataset, metric: str, threshold: float) -> xr.DataArray:
     return _reshadow(metrics.capacity(_unshadow(ds), metric=metric, threshold=threshold))
 
 
-def require(ds, what: str, *, variables=(), coords=(), dims=()) -> xr.Dataset:
-    """Raise CapacityError (one line) unless ``ds`` is a non-empty Dataset with what ``what`` needs."""
+GRID_DIMS = ("variant", "keys", "d", "load", "seed")
+
+
+def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:
+    """Raise CapacityError (one line) unless ``ds`` is a non-empty Dataset with what ``what`` needs.
+
+    ``allowed``: the dimensions the figure draws or pools (seeds); a variable with any other
+    dimension is refused rather than silently averaged over it.
+    """
     if not isinstance(ds, xr.Dataset):
         raise CapacityError(f"the {what} figure needs an xarray.Dataset, got {type(ds).__name__}")
     if len(ds.data_vars) == 0:
@@ -51,6 +58,9 @@ def require(ds, what: str, *, variables=(), coords=(), dims=()) -> xr.Dataset:
     if empty:
         raise CapacityError(f"the Dataset is empty: dimension {empty[0]!r} has length 0")
     for v in variables:
+        extra = [x for x in ds[v].dims if x not in allowed]
+        if extra:
+            raise CapacityError(f"variable {v!r} has dimension{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}, which the {what} figure does not draw (it draws {', '.join(allowed)}); select one value first, e.g. ds.sel({extra[0]}=...)")
         if not np.isfinite(np.asarray(ds[v].values, dtype=float)).any():
             raise CapacityError(f"the Dataset is empty: variable {v!r} holds no finite value")
     return ds

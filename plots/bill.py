@@ -20,7 +20,7 @@ __all__ = ["bill"]
 
 def bill(ds):
     """The bill figure of a result Dataset (dims ``variant``, ``d``, ``n``; ``state_numel``, ``decode_seconds``)."""
-    _data.require(ds, "bill", variables=("state_numel", "decode_seconds"), coords=("dv",), dims=("variant", "d", "n"))
+    _data.require(ds, "bill", variables=("state_numel", "decode_seconds"), coords=("dv",), dims=("variant", "d", "n"), allowed=("variant", "d", "n", "seed"))
     d_grid = [int(x) for x in ds["d"].values]
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)

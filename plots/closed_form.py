@@ -124,7 +124,7 @@ def _limits(x: np.ndarray, y: np.ndarray, log: bool):
 def closed_form(ds):
     """The closed-form figure of a ``measure`` Dataset: measured (y) against predicted (x), one colour per n."""
     need = tuple(f"{kind}_{q}" for q in QUANTITIES for kind in ("measured", "predicted")) + ("measured_mse", "predicted_mse")
-    _data.require(ds, "closed-form check", variables=need, dims=("n", "batch", "query"))
+    _data.require(ds, "closed-form check", variables=need, dims=("n", "batch", "query"), allowed=("n", "batch", "query"))
     panels = list(QUANTITIES) + ["mse"]
     ns = [int(x) for x in ds.n.values]
     colors = theme.sequential(ns)

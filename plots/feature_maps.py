@@ -26,7 +26,7 @@ __all__ = ["feature_maps"]
 
 def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
     """The feature-maps figure of a result Dataset (dims ``feature``, ``d``, ``load``; coord ``feature_dim``)."""
-    _data.require(ds, "feature maps", variables=(metric,), coords=("n", "feature_dim"), dims=("feature", "d", "load"))
+    _data.require(ds, "feature maps", variables=(metric,), coords=("n", "feature_dim"), dims=("feature", "d", "load"), allowed=(*_data.GRID_DIMS, "feature"))
     d_grid = [int(x) for x in ds["d"].values]
     feats = [str(f) for f in ds["feature"].values]
     colors = theme.palette(feats)
@@ -64,7 +64,7 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
             all_dims = np.unique(np.asarray(fdim.values, dtype=float))
             dense = np.geomspace(all_dims.min(), all_dims.max(), 48) if all_dims.size > 1 else all_dims
             theme.theory_line(ax, dense, theory.capacity_random_keys(eps, dense), theorem="T7", label="T7 in D: 1 + ε D (random unit features)")
-            theme.theory_line(ax, dense, theory.capacity_tight_frame(eps, dense), theorem="T5", label="T5 in D: D (1 + ε) (tight frame, unit features)", ls="-.")
+            theme.theory_line(ax, dense, theory.capacity_tight_frame(eps, dense), theorem="T5", label="T5 in D: D (1 + ε) (tight frame, unit features)", ls=(0, (1, 1)))
             theme.grid_axis(ax, all_dims.astype(int))
             ax.set_xlabel(names.AXIS["feature_dim"])
             ax.set_ylabel(names.AXIS["capacity"])

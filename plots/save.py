@@ -16,7 +16,7 @@ _METADATA = {
 }
 
 
-def save(fig, out_dir, stem: str, *, dpi: int = 130) -> list[Path]:
+def save(fig, out_dir, stem: str, *, dpi: int = 110) -> list[Path]:
     """Write ``<out_dir>/<stem>.png`` and ``.pdf`` (the directory is created); returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests fin
 _RC = {
     "figure.dpi": 100,
     "savefig.dpi": 130,
-    "pdf.fonttype": 42,  # embed TrueType, text stays text
+    "pdf.fonttype": 3,  # matplotlib's default; subsetting TrueType (42) costs a second per file
     "svg.hashsalt": "capacity",
     "axes.titlesize": "small",
     "legend.frameon": False,
@@ -82,10 +82,29 @@ def ordered(labels) -> list[str]:
 
 
 def palette(labels, name: str = "colorblind") -> dict[str, tuple]:
-    """A colour per label, assigned in legend order (so the same labels get the same colours everywhere)."""
+    """A colour per label, assigned in legend order (so the same labels get the same colours everywhere).
+
+    Labels of one family with different parameters (``correlated(rho=0.2)``, ``correlated(rho=0.5)``)
+    share the family's hue, light to dark as the parameter grows.
+    """
     labels = ordered(labels)
-    colors = sns.color_palette(name, n_colors=max(len(labels), 1))
-    return {lab: colors[i % len(colors)] for i, lab in enumerate(labels)}
+    bases = []
+    for lab in labels:
+        base = names.parse_label(lab)[0]
+        if base not in bases:
+            bases.append(base)
+    hues = sns.color_palette(name, n_colors=max(len(bases), 1))
+    out = {}
+    for i, base in enumerate(bases):
+        members = [lab for lab in labels if names.parse_label(lab)[0] == base]
+        hue = np.asarray(hues[i % len(hues)])
+        if len(members) == 1:
+            out[members[0]] = tuple(hue)
+            continue
+        light, dark = 0.55 * hue + 0.45, 0.65 * hue  # mixed with white, with black
+        for lab, color in zip(members, sns.blend_palette([tuple(light), tuple(dark)], n_colors=len(members))):
+            out[lab] = tuple(color)
+    return out
 
 
 def sequential(values, name: str = "flare") -> dict:
@@ -135,35 +154,57 @@ SEEDS_NOTE = "Lines and markers: mean over seeds; bands and bars: min to max acr
 
 
 def curves(ax, df, *, x: str, y: str, hue: str, name, style: str | None = None, style_name=None, err_style: str = "band", colors=None):
-    """Measured curves: one per ``hue`` label (shown as ``name(label)``), mean over seeds with the min-max range.
+    """Measured curves: one per ``hue`` label (shown as ``name(label)``), the mean over seeds with the min-max range.
 
-    ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds.
+    ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The
+    mean, min and max are taken here, in linear space, whatever the axes' scales; seaborn draws
+    the means (its lines get the gid ``measured:<hue label>``), matplotlib the ranges (a band,
+    or bars with ``err_style="bars"``).
     """
-    df = df.copy()
     labels = ordered(df[hue])
     colors = colors or palette(labels)
-    df["_hue"] = df[hue].map(lambda s: name(str(s)))
+    keys = [hue] + ([style] if style is not None else []) + [x]
+    agg = df.groupby(keys, sort=True)[y].agg(["mean", "min", "max"]).reset_index()
+    agg["_hue"] = agg[hue].map(lambda s: name(str(s)))
     kw = {}
     if style is not None:
-        style_labels = sorted(df[style].unique(), key=lambda s: (_order_key(str(s)) if isinstance(s, str) else (0, "", [(0, float(s), "")])))
         style_name = style_name or str
-        df["_style"] = df[style].map(style_name)
-        kw = {"style": "_style", "style_order": [style_name(s) for s in style_labels]}
+        agg["_style"] = agg[style].map(style_name)
+        kw = {"style": "_style", "style_order": [style_name(s) for s in ordered(agg[style])]}
+    before = set(ax.get_lines())
     sns.lineplot(
-        data=df,
+        data=agg,
         x=x,
-        y=y,
+        y="mean",
         hue="_hue",
         hue_order=[name(lab) for lab in labels],
         palette={name(lab): colors[lab] for lab in labels},
-        estimator="mean",
-        errorbar=("pi", 100),
-        err_style=err_style,
+        estimator=None,
+        sort=True,
         marker="o",
         markeredgecolor="none",
         ax=ax,
         **kw,
     )
+    by_color = {tuple(np.round(mpl.colors.to_rgb(colors[lab]), 6)): lab for lab in labels}
+    for line in ax.get_lines():  # tag seaborn's data lines: gid "measured:<hue label>"
+        if line not in before and line.get_label().startswith("_child"):
+            lab = by_color.get(tuple(np.round(mpl.colors.to_rgb(line.get_color()), 6)))
+            if lab is not None:
+                line.set_gid(f"measured:{lab}")
+    for group, part in agg.groupby(keys[:-1], sort=True):  # the min-max range of each curve
+        lab = group[0] if isinstance(group, tuple) else group
+        part = part.sort_values(x)
+        if (part["max"] - part["min"]).abs().max() == 0:
+            continue
+        if err_style == "bars":
+            bars = ax.errorbar(part[x], part["mean"], yerr=np.maximum([part["mean"] - part["min"], part["max"] - part["mean"]], 0.0), fmt="none", ecolor=colors[lab], elinewidth=1.2, capsize=0)
+            for art in bars.lines[2]:
+                art.set_gid(f"range:{lab}")
+        else:
+            art = ax.fill_between(part[x], part["min"], part["max"], color=colors[lab], alpha=0.2, linewidth=0)
+            art.set_gid(f"range:{lab}")
+    ax.set_ylabel(y)
     return ax
 
 
