@@ -19,17 +19,15 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 ['bill', 'capacity-vs-d', 'closed-form']
 """
 
-from capacity.plots import closed_form as _closed_form_module
 from capacity.plots.bill import bill
 from capacity.plots.capacity_vs_d import capacity_vs_d
 from capacity.plots.closed_form import closed_form
+from capacity.plots.closed_form import measure as measure_closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.render import FIGURES, figures, render, render_path, studies
 from capacity.plots.variants import variant_curves
-
-measure_closed_form = _closed_form_module.measure
 
 __all__ = [
     "render",

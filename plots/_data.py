@@ -60,7 +60,9 @@ def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIM
     for v in variables:
         extra = [x for x in ds[v].dims if x not in allowed]
         if extra:
-            raise CapacityError(f"variable {v!r} has dimension{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}, which the {what} figure does not draw (it draws {', '.join(allowed)}); select one value first, e.g. ds.sel({extra[0]}=...)")
+            raise CapacityError(
+                f"variable {v!r} has dimension{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}, which the {what} figure does not draw (it draws {', '.join(allowed)}); select one value first, e.g. ds.sel({extra[0]}=...)"
+            )
         if not np.isfinite(np.asarray(ds[v].values, dtype=float)).any():
             raise CapacityError(f"the Dataset is empty: variable {v!r} holds no finite value")
     return ds

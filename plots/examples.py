@@ -41,7 +41,7 @@ from capacity.errors import CapacityError
 from capacity.plots import names
 from capacity.plots.closed_form import measure as measure_closed_form
 
-__all__ = ["grid", "bill", "n_of", "gallery", "STAT_VARS"]
+__all__ = ["grid", "bill", "n_of", "gallery", "KVCache", "GALLERY", "STAT_VARS"]
 
 STAT_VARS = ("mean_sq_coherence", "max_coherence", "frame_potential_ratio", "effective_rank")
 DESCRIPTIONS = {
@@ -216,11 +216,31 @@ def grid(study: str, *, variants=("linear",), keys=("gaussian", "orthogonal"), d
     return xr.Dataset(variables, coords=coords, attrs=_attrs(study, config))
 
 
+class _Cache:
+    """A KV cache: ``K`` ``[B, n, d]`` and ``V`` ``[B, n, dv]`` are views of buffers that grow by doubling."""
+
+    def __init__(self, batch, d, dv, device):
+        self._k = torch.zeros(batch, 16, d, device=device)
+        self._v = torch.zeros(batch, 16, dv, device=device)
+        self.K, self.V = self._k[:, :0], self._v[:, :0]
+
+    def append(self, k, v):
+        n, t = self.K.shape[1], k.shape[1]
+        if n + t > self._k.shape[1]:  # amortised O(1) per token, as a serving cache would do
+            size = max(2 * self._k.shape[1], n + t)
+            self._k = torch.cat([self._k[:, :n], self._k.new_zeros(self._k.shape[0], size - n, self._k.shape[2])], 1)
+            self._v = torch.cat([self._v[:, :n], self._v.new_zeros(self._v.shape[0], size - n, self._v.shape[2])], 1)
+        self._k[:, n : n + t] = k
+        self._v[:, n : n + t] = v
+        self.K, self.V = self._k[:, : n + t], self._v[:, : n + t]
+        return self
+
+
 class KVCache:
     """Softmax attention's memory for the bill when the registry has no ``softmax`` variant yet.
 
-    The state is the pair of cached tensors (K ``[B, n, d]``, V ``[B, n, dv]``); a write appends,
-    a read is softmax(beta q K^T) V (DESIGN T13).
+    The state keeps every written pair (``state.K`` ``[B, n, d]``, ``state.V`` ``[B, n, dv]``); a
+    write appends, a read is softmax(beta q K^T) V (DESIGN T13).
     """
 
     name = "softmax"
@@ -229,20 +249,20 @@ class KVCache:
         self.beta = float(beta)
 
     def init_state(self, batch, d, dv, *, device=None):
-        return (torch.zeros(batch, 0, d, device=device), torch.zeros(batch, 0, dv, device=device))
+        return _Cache(batch, d, dv, device)
 
     def write(self, state, k, v):
-        return (torch.cat([state[0], k], 1), torch.cat([state[1], v], 1))
+        return state.append(k, v)
 
     def read(self, state, q):
-        return torch.softmax(self.beta * q @ state[0].transpose(1, 2), dim=-1) @ state[1]  # [B, m, dv]
+        return torch.softmax(self.beta * q @ state.K.transpose(1, 2), dim=-1) @ state.V  # [B, m, dv]
 
     def state_numel(self, d, dv):
         raise CapacityError("a KV cache grows with n; count the tensors of its state instead")
 
 
 def _numel(state) -> int:
-    """Numbers held by a state: a tensor, or tensors inside tuples, lists, dicts or attributes."""
+    """Numbers held by a state: a tensor, or tensors inside tuples, lists, dicts or public attributes."""
     if isinstance(state, torch.Tensor):
         return state.numel()
     if isinstance(state, (tuple, list)):
@@ -250,7 +270,7 @@ def _numel(state) -> int:
     if isinstance(state, dict):
         return sum(_numel(s) for s in state.values())
     if hasattr(state, "__dict__"):
-        return sum(_numel(s) for s in vars(state).values() if isinstance(s, (torch.Tensor, tuple, list, dict)))
+        return sum(_numel(s) for name, s in vars(state).items() if not name.startswith("_") and isinstance(s, (torch.Tensor, tuple, list, dict)))
     return 0
 
 
@@ -293,13 +313,21 @@ def bill(*, d=(64,), n=(1, 4, 16, 64, 256, 1024, 4096), seeds=(0, 1, 2), repeats
     desc = {"softmax_cache": "T13: n (d + dv) numbers cached", "linear_state": "T13: d dv numbers", "softmax_decode_flops": "T13: 2 n (d + dv) FLOPs per token", "linear_decode_flops": "T13: 4 d dv FLOPs per token"}
     variables = {k: (("d", "n"), np.broadcast_to(np.asarray(t[k]), (len(d), len(n))).copy(), {"description": desc[k]}) for k in desc}
     variables["state_numel"] = (("variant", "d", "n"), numel, {"long_name": "numbers kept per head", "units": "floats", "description": "numbers held by the state after n writes, per batch item"})
-    variables["decode_seconds"] = (("variant", "d", "n", "seed"), secs, {"long_name": "decode time per token", "units": "s", "description": f"median over {repeats} decode steps (write one pair, read one query), CPU, {platform.processor() or platform.machine()}"})
+    variables["decode_seconds"] = (
+        ("variant", "d", "n", "seed"),
+        secs,
+        {"long_name": "decode time per token", "units": "s", "description": f"median over {repeats} decode steps (write one pair, read one query), CPU, {platform.processor() or platform.machine()}"},
+    )
     coords = {"variant": ("variant", list(mems)), "d": ("d", np.array(d)), "n": ("n", np.array(n)), "seed": ("seed", np.array(seeds, dtype=int)), "dv": ((), int(dv) if dv else int(d[0]))}
     if dv is None and len(d) > 1:
         coords["dv"] = ("d", np.array(d))
     ds = xr.Dataset(variables, coords=coords, attrs=_attrs("bill", {"d": d, "n": n, "seeds": list(seeds), "repeats": repeats, "dv": dv, "softmax": type(soft).__name__}))
     ds.attrs["break_even_n"] = np.asarray(theory.break_even_n(np.array(d, dtype=float), np.asarray(ds["dv"].values, dtype=float)), dtype=float)
     return ds
+
+
+# the figures docs/readme-plots.md shows
+GALLERY = ("capacity-vs-d_capacity", "capacity-vs-d_error-vs-load", "closed-form_closed-form", "orthogonality_orthogonality", "variants_variants", "feature-maps_feature-maps", "bill_bill")
 
 
 def gallery(out_dir="docs/figures", *, quick: bool = False) -> list[Path]:
@@ -315,7 +343,15 @@ def gallery(out_dir="docs/figures", *, quick: bool = False) -> list[Path]:
     loads = (0.25, 1, 4, 16) if quick else (0.125, 0.25, 0.5, 1, 2, 4, 8, 16)
     studies = [
         grid("capacity-vs-d", variants=("linear", "delta"), keys=("gaussian", "orthogonal"), d=d_grid, loads=loads, seeds=seeds, dv=64),
-        grid("orthogonality", keys=("gaussian", "correlated(rho=0.05)", "correlated(rho=0.2)", "correlated(rho=0.5)", "anisotropic(rank=4)", "anisotropic(rank=8)", "anisotropic(rank=16)"), d=(32,), loads=(0.5, 1, 2, 4), seeds=seeds, dv=64, key_stats=True),
+        grid(
+            "orthogonality",
+            keys=("gaussian", "correlated(rho=0.05)", "correlated(rho=0.2)", "correlated(rho=0.5)", "anisotropic(rank=4)", "anisotropic(rank=8)", "anisotropic(rank=16)"),
+            d=(32,),
+            loads=(0.5, 1, 2, 4),
+            seeds=seeds,
+            dv=64,
+            key_stats=True,
+        ),
         grid("variants", variants=("linear", "delta(beta=0.5)", "delta(beta=1)"), keys=("gaussian",), d=(32,) if quick else (32, 64), loads=loads, seeds=seeds, dv=64),
         grid("feature-maps", keys=("gaussian",), features=("identity", "relu", "elu1"), d=(16, 32) if quick else (16, 32, 64), loads=loads, seeds=seeds, dv=64),
         bill(d=(64,), n=(1, 8, 64, 512) if quick else (1, 4, 16, 64, 256, 1024, 4096), seeds=seeds),
@@ -326,7 +362,7 @@ def gallery(out_dir="docs/figures", *, quick: bool = False) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         for ds in studies:
             for path in render(ds, tmp):
-                if path.suffix == ".png":  # 256 colours: a third of the bytes, the same picture
+                if path.suffix == ".png" and path.stem in GALLERY:  # 256 colours: a third of the bytes, the same picture
                     with Image.open(path) as img:
                         img.convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out / path.name, optimize=True)
                     written.append(out / path.name)

@@ -43,12 +43,12 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
                 ax = axes[r, c]
                 at = sub.sel(d=d)
                 df = _data.tidy(at[metric], metric)
-                df["load_feature"] = df["n"] / df["feature"].map(lambda f: int(fdim.sel(feature=f, d=d)))
+                dims_at_d = {str(f): int(fdim.sel(feature=f, d=d)) for f in feats}
+                df["load_feature"] = df["n"] / df["feature"].map(dims_at_d)
                 if len(df):
                     theme.curves(ax, df, x="load_feature", y=metric, hue="feature", name=names.feature_name, colors=colors)
                 lo, hi = float(df["load_feature"].min()), float(df["load_feature"].max())
-                dims = sorted({int(fdim.sel(feature=f, d=d)) for f in feats})
-                theory_curves(ax, max(dims), lo, hi, which=("T8",))  # a function of n / D alone: one line for every D
+                theory_curves(ax, max(dims_at_d.values()), lo, hi, which=("T8",))  # a function of n / D alone: one line for every D
                 theme.mark_x(ax, 1.0, label="n = D", gid="marker:n=D")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)

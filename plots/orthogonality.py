@@ -76,6 +76,8 @@ def orthogonality(ds, *, metric: str = "mse"):
                         lo, hi = float(at[stat].min()) / 1.3, float(at[stat].max()) * 1.3
                         x = np.geomspace(lo, hi, 64)
                         theme.theory_line(ax, x, law(n, x), theorem=f"T4:{stat}:n={n}", label=f"_T4 n/d = {load:g}", color=colors[load], ls="--", lw=1.0)
+                if additive:
+                    ax.text(0.97, 0.04, f"dashed: {law_label}", transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small", color="0.3")
                 ax.set_xscale("log")
                 ax.set_yscale("log")
                 ax.set_xlabel(names.AXIS[stat])

@@ -8,7 +8,6 @@ import re
 
 import numpy as np
 import pytest
-import torch
 import xarray as xr
 
 from capacity import cli, keys, probe, theory, values, variants
@@ -195,7 +194,7 @@ def test_error_vs_load_figure(cvd):
     fig = error_vs_load(cvd)
     axes = np.array(fig.axes).reshape(2, 2)  # rows: variants, columns: d = 8, 16
     assert_units(fig)
-    for (r, c), ax in np.ndenumerate(axes):
+    for (_, c), ax in np.ndenumerate(axes):
         d = (8, 16)[c]
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
         lines = theory_lines(ax)
