@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from capacity.plots import _data, names, theme
+from capacity.plots.error_vs_load import FLOOR
 
 __all__ = ["orthogonality", "error_from_coherence", "error_from_effective_rank"]
 
@@ -54,6 +55,7 @@ def orthogonality(ds, *, metric: str = "mse"):
     markers = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(fam_bases)}
     loads = [float(x) for x in ds["load"].values]
     colors = theme.sequential(loads)
+    exact = 0
     with theme.style():
         fig, axes = theme.figure(len(rows), len(PANELS), sharey=True)
         for r, (variant, d) in enumerate(rows):
@@ -63,7 +65,8 @@ def orthogonality(ds, *, metric: str = "mse"):
             additive = variant is None or names.parse_label(str(variant))[0] == "linear"
             for c, (stat, law, law_label) in enumerate(PANELS):
                 ax = axes[r, c]
-                ok = table[np.isfinite(table[stat]) & (table[stat] > 0)]
+                ok = table[np.isfinite(table[stat]) & (table[stat] > 0) & (table[metric] >= FLOOR)]
+                exact += int((table[metric] < FLOOR).sum()) if c == 0 else 0
                 for load in loads:
                     at = ok[ok["load"] == load]
                     for base in fam_bases:
@@ -80,12 +83,15 @@ def orthogonality(ds, *, metric: str = "mse"):
                     ax.text(0.97, 0.04, f"dashed: {law_label}", transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small", color="0.3")
                 ax.set_xscale("log")
                 ax.set_yscale("log")
+                ax.set_ylim(bottom=FLOOR)
                 ax.set_xlabel(names.AXIS[stat])
                 ax.set_ylabel(names.AXIS.get(metric, metric))
                 head = f"d = {d}" if variant is None else f"{names.variant_name(variant)}, d = {d}"
                 ax.set_title(head)
         _legend(fig, axes, loads, colors, fam_bases, markers)
         note = "One point per run (key family, load, seed). Dashed: T4 for unit keys at each load, exact for orthonormal values and the expectation over random values (drawn for the additive memory)."
+        if exact:
+            note += f" {exact} runs with error below {FLOOR:g} (exact recall, e.g. orthogonal keys with n <= d) are not drawn."
         theme.note(fig, note)
     return theme.finish(fig, "orthogonality")
 
