@@ -43,6 +43,14 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _cmd_plot(args) -> int:
+    from capacity.plots import render_path
+
+    for path in render_path(args.results, out=args.out):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="capacity", description="Measure how much a linear-attention state can remember.")
     parser.add_argument("--version", action="version", version=f"capacity {__version__}")
@@ -57,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list variants, feature maps, key families and value families")
     p.add_argument("what", nargs="?", default="all", choices=["all", "variants", "features", "keys", "values"])
     p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("plot", help="draw a study's default figures (PNG and PDF) from its results")
+    p.add_argument("results", metavar="RESULTS", help="a results file (.nc) or a directory of them")
+    p.add_argument("--out", metavar="DIR", default=None, help="where the figures go (default: figures/ beside the results)")
+    p.set_defaults(func=_cmd_plot)
     return parser
 
 

@@ -1,1 +1,46 @@
-"""Seaborn figures from study result Datasets, with the closed forms drawn in (docs/results-schema.md)."""
+"""Seaborn figures of study results, each with the closed form it tests drawn in (DESIGN section 3).
+
+``render(ds, out_dir)`` writes a study's default figures (chosen by ``ds.attrs["study"]``, see
+docs/results-schema.md) as PNG and PDF and returns their paths; ``capacity plot RESULTS`` does
+the same from the command line. Each figure is also a function that takes a result Dataset and
+returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
+
+- ``capacity_vs_d``: capacity per criterion against d, with T5, T7 and T10;
+- ``error_vs_load``: mean error against n/d, with T5, T7, T8 and a marker at n = d;
+- ``orthogonality``: error against mean squared coherence and effective rank, with T4;
+- ``variant_curves``: variants side by side (error and recall), with T5/T7/T8 and T10;
+- ``feature_maps``: error against n / D and capacity against feature dimension D;
+- ``bill``: cache numbers and decode cost against n for softmax and linear (T13);
+- ``closed_form``: measured against predicted reads (T2/T3/T4); its data from
+  ``closed_form.measure(keys, values)``.
+
+>>> from capacity import plots
+>>> sorted(plots.FIGURES)[:3]
+['bill', 'capacity-vs-d', 'closed-form']
+"""
+
+from capacity.plots.bill import bill
+from capacity.plots.capacity_vs_d import capacity_vs_d
+from capacity.plots.closed_form import closed_form
+from capacity.plots.closed_form import measure as measure_closed_form
+from capacity.plots.error_vs_load import error_vs_load
+from capacity.plots.feature_maps import feature_maps
+from capacity.plots.orthogonality import orthogonality
+from capacity.plots.render import FIGURES, figures, render, render_path, studies
+from capacity.plots.variants import variant_curves
+
+__all__ = [
+    "render",
+    "render_path",
+    "figures",
+    "studies",
+    "FIGURES",
+    "capacity_vs_d",
+    "error_vs_load",
+    "orthogonality",
+    "variant_curves",
+    "feature_maps",
+    "bill",
+    "closed_form",
+    "measure_closed_form",
+]

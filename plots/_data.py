@@ -1,0 +1,137 @@
+"""Reading result Datasets (docs/results-schema.md): checks that name what is missing, and tidy tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from capacity import metrics
+from capacity.errors import CapacityError
+from capacity.metrics import HIGHER_IS_BETTER
+
+__all__ = ["require", "dv_of", "levels", "tidy", "capacity", "undetermined", "undetermined_note"]
+
+# Coordinates whose names are DataArray attributes that xarray's apply_ufunc misreads: a
+# DataArray with a coordinate ``keys`` has ``da.keys``, so ``apply_ufunc`` takes it for a
+# Dataset and fails (xarray 2026.9). They are renamed around every apply_ufunc call.
+_SHADOWED = {"keys": "keys_"}
+
+
+def _unshadow(ds: xr.Dataset) -> xr.Dataset:
+    return ds.rename({k: v for k, v in _SHADOWED.items() if k in ds.variables or k in ds.dims})
+
+
+def _reshadow(obj):
+    back = {v: k for k, v in _SHADOWED.items()}
+    return obj.rename({k: v for k, v in back.items() if k in obj.coords or k in obj.dims})
+
+
+def capacity(ds: xr.Dataset, metric: str, threshold: float) -> xr.DataArray:
+    """``capacity.metrics.capacity`` over ``load``, for Datasets with a ``keys`` coordinate too."""
+    return _reshadow(metrics.capacity(_unshadow(ds), metric=metric, threshold=threshold))
+
+
+GRID_DIMS = ("variant", "keys", "d", "load", "seed")
+
+
+def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:
+    """Raise CapacityError (one line) unless ``ds`` is a non-empty Dataset with what ``what`` needs.
+
+    ``allowed``: the dimensions the figure draws or pools (seeds); a variable with any other
+    dimension is refused rather than silently averaged over it.
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise CapacityError(f"the {what} figure needs an xarray.Dataset, got {type(ds).__name__}")
+    if len(ds.data_vars) == 0:
+        raise CapacityError(f"the Dataset is empty (no variables); the {what} figure needs {', '.join(variables) or 'data'}")
+    missing = [v for v in variables if v not in ds.data_vars]
+    if missing:
+        raise CapacityError(f"missing variable{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(variables)} (the Dataset has {', '.join(map(str, ds.data_vars))})")
+    missing = [c for c in coords if c not in ds.coords and c not in ds.data_vars]
+    if missing:
+        raise CapacityError(f"missing coordinate{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(coords)}")
+    missing = [d for d in dims if d not in ds.dims]
+    if missing:
+        raise CapacityError(f"missing dimension{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs dimensions {', '.join(dims)}")
+    empty = [d for d, size in ds.sizes.items() if size == 0]
+    if empty:
+        raise CapacityError(f"the Dataset is empty: dimension {empty[0]!r} has length 0")
+    for v in variables:
+        extra = [x for x in ds[v].dims if x not in allowed]
+        if extra:
+            raise CapacityError(
+                f"variable {v!r} has dimension{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}, which the {what} figure does not draw (it draws {', '.join(allowed)}); select one value first, e.g. ds.sel({extra[0]}=...)"
+            )
+        if not np.isfinite(np.asarray(ds[v].values, dtype=float)).any():
+            raise CapacityError(f"the Dataset is empty: variable {v!r} holds no finite value")
+    return ds
+
+
+def dv_of(ds: xr.Dataset, d) -> int:
+    """The value dimension at key dimension ``d``: the scalar coord ``dv``, or its entry along ``d``."""
+    if "dv" not in ds.coords and "dv" not in ds.data_vars:
+        raise CapacityError("missing coordinate 'dv' (value dimension); the theory lines need it")
+    dv = ds["dv"]
+    if dv.ndim == 0:
+        return int(dv)
+    if dv.dims == ("d",):
+        return int(dv.sel(d=d))
+    raise CapacityError(f"coordinate 'dv' must be a scalar or lie along 'd', got dims {dv.dims}")
+
+
+def levels(ds: xr.Dataset, dim: str) -> list:
+    """The coordinate values along ``dim`` (``[None]`` where the Dataset has no such dimension)."""
+    if dim not in ds.dims:
+        return [None]
+    return [x.item() if hasattr(x, "item") else x for x in ds[dim].values]
+
+
+def sel(ds, **where):
+    """``ds.sel`` that ignores ``None`` selections (a facet over a dimension the Dataset lacks)."""
+    return ds.sel({k: v for k, v in where.items() if v is not None})
+
+
+def tidy(da: xr.DataArray, name: str | None = None) -> pd.DataFrame:
+    """A long table of ``da`` (one row per element, NaNs dropped), with its coords as columns."""
+    name = name or da.name or "value"
+    df = da.rename(name).to_dataframe().reset_index()
+    return df[np.isfinite(df[name].astype(float))]
+
+
+def _why(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> int:
+    """Why a capacity is NaN: 0 determined, 1 beyond the grid, 2 at or below its smallest n, 3 no data."""
+    keep = np.isfinite(y) & np.isfinite(n) & (n > 0)
+    y, n = y[keep], n[keep]
+    if y.size == 0:
+        return 3
+    ok = (y >= threshold if higher else y <= threshold)[np.argsort(n)]
+    if ok.all():
+        return 1
+    if not ok[0]:
+        return 2
+    return 0
+
+
+def undetermined(ds: xr.Dataset, metric: str, threshold: float, dim: str = "load") -> dict[str, int]:
+    """Count the capacities ``metrics.capacity`` leaves NaN, by reason: beyond the grid, below it, no data."""
+    ds = _unshadow(ds)
+    n, y = xr.broadcast(ds.coords["n"].astype(float), ds[metric])
+    why = xr.apply_ufunc(_why, y, n, input_core_dims=[[dim], [dim]], kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER}, vectorize=True, output_dtypes=[int])
+    w = np.asarray(why.values).ravel()
+    return {"beyond": int((w == 1).sum()), "below": int((w == 2).sum()), "missing": int((w == 3).sum()), "total": int(w.size)}
+
+
+def undetermined_note(counts: dict[str, int], criterion: str) -> str | None:
+    """One sentence on the capacities not drawn, or None when every one was determined."""
+    parts = []
+    if counts["beyond"]:
+        parts.append(f"{counts['beyond']} still met it at the largest n measured (capacity beyond the grid)")
+    if counts["below"]:
+        parts.append(f"{counts['below']} failed it already at the smallest n (capacity below the grid)")
+    if counts["missing"]:
+        parts.append(f"{counts['missing']} had no finite measurement")
+    if not parts:
+        return None
+    k = counts["beyond"] + counts["below"] + counts["missing"]
+    return f"{criterion}: {k} of {counts['total']} runs not drawn: " + "; ".join(parts) + "."

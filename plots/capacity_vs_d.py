@@ -1,0 +1,95 @@
+"""Capacity against key dimension d, per criterion, with the closed-form capacities drawn in.
+
+Capacity is the largest n that still meets a criterion (``capacity.metrics.capacity``): mean
+error <= eps, or argmax recall >= tau. One row of panels per variant, one column per criterion,
+one colour per key family; markers are the mean over seeds with min-max bars. Theory lines
+(DESIGN section 3, for the additive memory):
+
+- T7, random keys: n* = 1 + eps d (``theory.capacity_random_keys``);
+- T5, tight frames: n* = d (1 + eps) (``theory.capacity_tight_frame``);
+- T10, argmax recall of random keys and values: ``theory.argmax_capacity(d, dv, tau)``.
+
+Runs whose capacity is not determined on the measured grid (still meeting the criterion at the
+largest n, or failing it at the smallest) are not drawn; a note under the figure counts them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capacity import theory
+from capacity.plots import _data, names, theme
+
+__all__ = ["capacity_vs_d", "EPS", "TAU"]
+
+EPS = 0.5  # default mean-error threshold
+TAU = 0.9  # default argmax-recall threshold
+
+
+def _dense(lo: float, hi: float, count: int = 48) -> np.ndarray:
+    return np.geomspace(lo, hi, count) if hi > lo else np.array([lo])
+
+
+def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
+    """The capacity-vs-d figure of a result Dataset (dims ``d`` and ``load``; variables ``mse``, ``recall``)."""
+    _data.require(ds, "capacity vs d", variables=("mse", "recall"), coords=("n", "dv"), dims=("d", "load"))
+    criteria = [("mse", float(eps), f"mean error ≤ ε = {eps:g}"), ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}")]
+    variants = _data.levels(ds, "variant")
+    d_grid = [int(x) for x in ds["d"].values]
+    lo, hi = min(d_grid), max(d_grid)
+    dense = _dense(lo, hi)
+    fam_labels = [str(k) for k in _data.levels(ds, "keys") if k is not None]
+    bases = {names.parse_label(k)[0]: k for k in fam_labels}
+    colors = theme.palette(fam_labels)
+    notes = []
+    t10 = None
+    with theme.style():
+        fig, axes = theme.figure(len(variants), len(criteria), sharex=True, sharey="col")
+        for r, variant in enumerate(variants):
+            sub = _data.sel(ds, variant=variant)
+            for c, (metric, thr, crit) in enumerate(criteria):
+                ax = axes[r, c]
+                cap = _data.capacity(sub, metric, thr)  # [keys, d, seed]
+                df = _data.tidy(cap, "capacity")
+                if "keys" not in df:
+                    df["keys"] = "unknown"
+                if len(df):
+                    theme.curves(ax, df, x="d", y="capacity", hue="keys", name=names.keys_name, err_style="bars", colors=colors)
+                else:
+                    ax.text(0.5, 0.5, "no capacity determined\non the measured grid", transform=ax.transAxes, ha="center", va="center", fontsize="small", color="0.3")
+                why = _data.undetermined(sub, metric, thr)
+                text = _data.undetermined_note(why, f"{names.variant_name(variant) if variant is not None else ''} {crit}".strip())
+                if text:
+                    notes.append(text)
+                if metric == "mse":
+                    if "gaussian" in bases or not bases:
+                        theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)", color=colors.get(bases.get("gaussian"), "0.15"))
+                    if "orthogonal" in bases:
+                        theme.theory_line(ax, dense, theory.capacity_tight_frame(thr, dense), theorem="T5", label="T5: n* = d (1 + ε) (tight frame, additive)", color=colors[bases["orthogonal"]], ls="-.")
+                else:
+                    if t10 is None:  # a root search per point: computed once per figure, at the grid and between
+                        t10 = _t10(ds, d_grid, thr)
+                    theme.theory_line(ax, *t10, theorem="T10", label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})", color=colors.get(bases.get("gaussian"), "0.15"), ls=":")
+                theme.grid_axis(ax, d_grid)
+                title = crit if variant is None else f"{names.variant_name(variant)}\n{crit}"
+                ax.set_title(title)
+        theme.label_outer(axes, xlabel=names.AXIS["d"], ylabel=names.AXIS["capacity"])
+        theme.legend(fig, axes, title="key family / theory")
+        nseeds = ds.sizes.get("seed", 1)
+        theme.note(fig, " ".join([theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''})", *notes]))
+    return theme.finish(fig, "capacity-vs-d")
+
+
+def _t10(ds, d_grid, tau):
+    """T10's argmax capacity at the measured d and (dv fixed) at the geometric midpoints between them."""
+    grid = np.asarray(sorted(set(d_grid)), dtype=float)
+    if ds["dv"].ndim > 0:
+        dvs = np.array([_data.dv_of(ds, int(x)) for x in grid], dtype=float)
+        return grid, theory.argmax_capacity(grid, dvs, tau=tau)
+    xs = np.sort(np.concatenate([grid, np.sqrt(grid[1:] * grid[:-1])]))
+    return xs, theory.argmax_capacity(xs, _data.dv_of(ds, None), tau=tau)
+
+
+def _dv_text(ds) -> str:
+    dv = ds["dv"]
+    return str(int(dv)) if dv.ndim == 0 else "per d"

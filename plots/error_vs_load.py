@@ -1,0 +1,82 @@
+"""Measured mean error against load n/d, with the bounds and the expectation it tests.
+
+One panel per (variant, d), one colour per key family (mean over seeds, min-max band), log-log,
+a dotted marker at n = d. Closed forms, drawn on a fine grid of n/d for each panel's d:
+
+- T5 frame bound max(n/d - 1, 0): no n unit keys do better (tight frames meet it);
+- T7 random keys (n - 1)/d: the expected error of keys uniform on the sphere;
+- T8 rank bound max(1 - d/n, 0): no d x dv state with a linear read does better, whatever its
+  write rule (T5 and T7 are those of the additive memory).
+
+Errors below the axis floor (exact recall, e.g. orthogonal keys with n <= d) fall below the
+panel; a note under the figure says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capacity import theory
+from capacity.plots import _data, names, theme
+
+__all__ = ["error_vs_load", "theory_curves", "FLOOR"]
+
+FLOOR = 1e-3  # lowest error shown on the log axis
+
+# theorem -> (function of (n, d), legend label, line style)
+THEORY = {
+    "T5": (theory.frame_bound, "T5 frame bound: max(n/d − 1, 0)", "--"),
+    "T7": (theory.random_keys_error, "T7 random keys: (n − 1)/d", ":"),
+    "T8": (theory.rank_bound, "T8 rank bound: max(1 − d/n, 0)", "-."),
+}
+
+
+def theory_curves(ax, d: int, lo: float, hi: float, *, which=("T5", "T7", "T8")):
+    """Draw the closed forms of ``which`` against load n/d in [lo, hi] for dimension ``d``.
+
+    The feature-map figure passes a feature dimension D as ``d``, with loads n / D.
+    """
+    lo = max(lo, 1.0 / d)  # at least one pair
+    x = np.geomspace(lo, hi, 96)  # [points], n / d
+    for theorem in which:
+        fn, label, ls = THEORY[theorem]
+        theme.theory_line(ax, x, fn(x * d, d), theorem=theorem, label=label, ls=ls)
+    return x
+
+
+def error_vs_load(ds, *, metric: str = "mse"):
+    """The error-vs-load figure of a result Dataset (dims ``d`` and ``load``; variable ``metric``)."""
+    _data.require(ds, "error vs load", variables=(metric,), coords=("n",), dims=("d", "load"))
+    variants = _data.levels(ds, "variant")
+    d_grid = [int(x) for x in ds["d"].values]
+    fam_labels = [str(k) for k in _data.levels(ds, "keys") if k is not None]
+    colors = theme.palette(fam_labels)
+    loads = np.asarray(ds["load"].values, dtype=float)
+    below = 0
+    with theme.style():
+        fig, axes = theme.figure(len(variants), len(d_grid), sharex=True, sharey=True)
+        for r, variant in enumerate(variants):
+            for c, d in enumerate(d_grid):
+                ax = axes[r, c]
+                sub = _data.sel(ds, variant=variant, d=d)
+                df = _data.tidy(sub[metric], metric)
+                if "keys" not in df:
+                    df["keys"] = "unknown"
+                below += int((df[metric] < FLOOR).sum())
+                if len(df):
+                    theme.curves(ax, df, x="load", y=metric, hue="keys", name=names.keys_name, colors=colors)
+                theory_curves(ax, d, float(loads.min()), float(loads.max()))
+                theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
+                theme.load_axis(ax)
+                ax.set_ylim(bottom=FLOOR)
+                head = f"d = {d}" if variant is None else f"{names.variant_name(variant)}, d = {d}"
+                ax.set_title(head)
+        ylabel = names.AXIS[metric] if metric in names.AXIS else f"{ds[metric].attrs.get('long_name', metric)} ({ds[metric].attrs.get('units', '1')})"
+        theme.label_outer(axes, xlabel=names.AXIS["load"], ylabel=ylabel)
+        theme.legend(fig, axes, title="key family / theory")
+        nseeds = ds.sizes.get("seed", 1)
+        text = theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). T5 and T7 hold for the additive memory, T8 for any d x dv state with a linear read."
+        if below:
+            text += f" {below} measured points below {FLOOR:g} (exact recall) lie under the axis."
+        theme.note(fig, text)
+    return theme.finish(fig, "error-vs-load")

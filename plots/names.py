@@ -1,0 +1,122 @@
+"""Names as readers know them: variants, key families and feature maps, and axis labels with units.
+
+Result Datasets label their coordinates with registry names and parameters (``delta(beta=0.5)``,
+``correlated(rho=0.5)``, ``dpfp(nu=2)``); figures show them as the literature calls them.
+
+>>> variant_name("delta(beta=0.5)")
+'DeltaNet (delta), β = 0.5'
+>>> keys_name("orthogonal")
+'tight frame (orthogonal)'
+>>> keys_name("correlated(rho=0.5)")
+'correlated (ρ = 0.5)'
+>>> parse_label("anisotropic(rank=8)")
+('anisotropic', {'rank': '8'})
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "AXIS", "VARIANTS", "KEYS", "FEATURES", "ORDER"]
+
+VARIANTS = {
+    "linear": "linear attention (additive)",
+    "decay": "decay (RetNet)",
+    "gla": "GLA (gated linear attention)",
+    "delta": "DeltaNet (delta)",
+    "gated_delta": "Gated DeltaNet",
+    "kda": "KDA (Kimi Delta Attention)",
+    "softmax": "softmax attention (KV cache)",
+}
+KEYS = {
+    "gaussian": "random (Gaussian)",
+    "orthogonal": "tight frame (orthogonal)",
+    "simplex": "simplex (equiangular)",
+    "correlated": "correlated",
+    "anisotropic": "anisotropic",
+    "learned": "learned",
+}
+FEATURES = {
+    "identity": "identity",
+    "elu": "elu + 1",
+    "elu1": "elu + 1",
+    "relu": "ReLU",
+    "dpfp": "DPFP",
+    "taylor": "Taylor (2nd order)",
+    "taylor2": "Taylor (2nd order)",
+    "performer": "Performer (random positive)",
+    "favor": "Performer (random positive)",
+}
+_PARAMS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "a", "gate": "a", "rank": "rank", "m": "m"}
+
+# the order in which known labels appear in legends (and take palette colours), unknown ones after
+ORDER = list(VARIANTS) + list(KEYS) + list(FEATURES)
+
+# axis labels, each with its unit in parentheses
+AXIS = {
+    "d": "key dimension d (dimensions)",
+    "load": "load n / d (pairs per key dimension)",
+    "n": "pairs written n (pairs)",
+    "capacity": "capacity n* (pairs)",
+    "mse": "mean error ‖r − v‖² (value units²)",
+    "recall": "argmax recall (fraction)",
+    "mean_sq_coherence": "mean squared coherence (k_i·k_j)² (dimensionless)",
+    "effective_rank": "effective rank of the keys (dimensions)",
+    "feature_dim": "feature dimension D (features)",
+    "load_feature": "n / D (pairs per feature)",
+    "state_numel": "numbers kept per head (floats)",
+    "decode_seconds": "decode time per token (s)",
+    "decode_flops": "decode cost per token, T13 (FLOPs)",
+}
+
+_LABEL = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$")
+
+
+def parse_label(label: str) -> tuple[str, dict[str, str]]:
+    """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': 'v', 'k2': 'v2'})``; a bare name has no parameters."""
+    m = _LABEL.match(str(label))
+    if m is None:
+        return str(label), {}
+    base, inner = m.group(1), m.group(2)
+    params = {}
+    if inner:
+        for part in inner.split(","):
+            if "=" in part:
+                k, v = part.split("=", 1)
+                params[k.strip()] = v.strip()
+            elif part.strip():
+                params[part.strip()] = ""
+    return base, params
+
+
+def _with_params(base: str, params: dict[str, str], sep: str = ", ") -> str:
+    if not params:
+        return base
+    shown = [f"{_PARAMS.get(k, k)} = {v}" if v else k for k, v in params.items() if k != "normalize"]
+    return f"{base}{sep}{', '.join(shown)}" if shown else base
+
+
+def variant_name(label: str) -> str:
+    """Display name of a variant label (registry name with optional parameters)."""
+    base, params = parse_label(label)
+    return _with_params(VARIANTS.get(base, base), params)
+
+
+def keys_name(label: str) -> str:
+    """Display name of a key-family label."""
+    base, params = parse_label(label)
+    name = KEYS.get(base, base)
+    if base in ("correlated", "anisotropic") and params:
+        shown = ", ".join(f"{_PARAMS.get(k, k)} = {v}" if k != "rank" else f"rank {v}" for k, v in params.items())
+        return f"{name} ({shown})"
+    return _with_params(name, params)
+
+
+def feature_name(label: str) -> str:
+    """Display name of a feature-map label."""
+    base, params = parse_label(label)
+    name = FEATURES.get(base, base)
+    if params:
+        shown = ", ".join(f"{_PARAMS.get(k, k)} = {v}" for k, v in params.items())
+        return f"{name} ({shown})"
+    return name

@@ -1,0 +1,63 @@
+"""Memory variants side by side: error and argmax recall against load, one colour per variant.
+
+Rows: mean error, argmax recall. Columns: key dimension d. Line style: key family (when there
+are several). Closed forms for reference:
+
+- error: T8 rank bound max(1 - d/n, 0), the floor of every d x dv state with a linear read
+  (the delta rule included), and, for the key families present, the additive memory's T7
+  (random keys) and T5 (tight frames);
+- recall: T10, the predicted argmax recall of the additive memory with random keys and values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capacity import theory
+from capacity.plots import _data, names, theme
+from capacity.plots.error_vs_load import FLOOR, theory_curves
+
+__all__ = ["variant_curves"]
+
+
+def variant_curves(ds):
+    """The variants figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
+    _data.require(ds, "variants", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
+    d_grid = [int(x) for x in ds["d"].values]
+    var_labels = [str(v) for v in ds["variant"].values]
+    colors = theme.palette(var_labels)
+    fam_labels = [str(k) for k in _data.levels(ds, "keys") if k is not None]
+    bases = {names.parse_label(k)[0] for k in fam_labels}
+    several = len(fam_labels) > 1
+    loads = np.asarray(ds["load"].values, dtype=float)
+    with theme.style():
+        fig, axes = theme.figure(2, len(d_grid), sharex=True, sharey="row")
+        for c, d in enumerate(d_grid):
+            sub = _data.sel(ds, d=d)
+            for r, metric in enumerate(("mse", "recall")):
+                ax = axes[r, c]
+                df = _data.tidy(sub[metric], metric)
+                if len(df):
+                    style = {"style": "keys", "style_name": names.keys_name} if several and "keys" in df else {}
+                    theme.curves(ax, df, x="load", y=metric, hue="variant", name=names.variant_name, colors=colors, **style)
+                if metric == "mse":
+                    which = ["T8"] + (["T7"] if "gaussian" in bases or not bases else []) + (["T5"] if "orthogonal" in bases else [])
+                    theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
+                    theme.load_axis(ax)
+                    ax.set_ylim(bottom=FLOOR)
+                else:
+                    x = np.geomspace(max(loads.min(), 1.0 / d), loads.max(), 64)
+                    theme.theory_line(ax, x, theory.argmax_recall(x * d, d, _data.dv_of(ds, d)), theorem="T10", label="T10 argmax recall (random keys, additive)", ls=(0, (5, 1.5, 1, 1.5, 1, 1.5)))
+                    theme.log2_x(ax)
+                    ax.set_ylim(-0.03, 1.03)
+                theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
+                ax.set_ylabel(names.AXIS[metric] if c == 0 else "")
+                ax.set_title(f"d = {d}, dv = {_data.dv_of(ds, d)}")
+        for r, row in enumerate(axes):
+            for ax in row:
+                ax.set_xlabel(names.AXIS["load"] if r == len(axes) - 1 else "")
+        theme.legend(fig, axes, title="variant / theory")
+        nseeds = ds.sizes.get("seed", 1)
+        keys_text = ", ".join(names.keys_name(k) for k in fam_labels) or "unnamed"
+        theme.note(fig, theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; keys: {keys_text}).")
+    return theme.finish(fig, "variants")
