@@ -110,6 +110,15 @@ def test_update_linear_split_chunk_atomic_path():
         assert_state_close(state, want, dtype, f"linear split {dtype}")
 
 
+def test_update_linear_16bit_keys_normalised_at_float32_accuracy():
+    """The unit keys go to tl.dot as hi + lo parts in the input dtype: 16-bit inputs lose nothing to rounding them."""
+    for dtype in (torch.bfloat16, torch.float16):
+        state, k, v, _ = make("linear", 2, 70, 33, 20, dtype, seed=18)
+        want = expected(state, k, v, "linear", {})
+        kernels.update(state, k, v, mode="linear", backend="triton")
+        assert float((state - want).abs().max() / want.abs().max()) <= 1e-5
+
+
 def test_update_linear_small_tiles():
     """Several v-blocks and token tiles per state (tiles smaller than the heuristics pick)."""
     state, k, v, _ = make("linear", 2, 50, 33, 50, seed=7)
