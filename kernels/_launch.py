@@ -105,12 +105,15 @@ def interpreting():
 class Kernel:
     """One Triton kernel function, launched compiled on CUDA tensors and interpreted elsewhere.
 
-    >>> # kernel = Kernel(body); kernel(grid, device, *args, FLAG=True, num_warps=4)
+    Usage: ``kernel = Kernel(body, do_not_specialize=("T",))`` then
+    ``kernel(grid, device, *args, FLAG=True, num_warps=4)``.
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn, do_not_specialize: tuple = ()):
         self.fn = fn
-        self.compiled = triton.jit(fn)  # an InterpretedFunction already if TRITON_INTERPRET=1 at import
+        # an InterpretedFunction already if TRITON_INTERPRET=1 at import; sizes that only feed
+        # masks and loop bounds are not specialised on (one compiled kernel for every T, d, dv)
+        self.compiled = triton.jit(fn, do_not_specialize=list(do_not_specialize))
         self.interpreted = InterpretedFunction(fn)
 
     def __call__(self, grid: tuple, device: torch.device, *args, **kwargs) -> None:

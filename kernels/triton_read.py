@@ -60,7 +60,7 @@ def _read_error_body(
     tl.store(COS + p_o, rv / tl.maximum(tl.sqrt_rn(rr) * tl.sqrt_rn(vv), 1e-30), mask=m_m)
 
 
-_read_error_kernel = Kernel(_read_error_body)  # compiled on CUDA tensors, interpreted on CPU tensors
+_read_error_kernel = Kernel(_read_error_body, do_not_specialize=("M", "D", "DV"))  # compiled on CUDA tensors, interpreted on CPU tensors
 
 
 def read_config(d: int, dv: int) -> dict:

