@@ -202,10 +202,11 @@ def plan(device: torch.device, quick: bool) -> dict:
         rd = [(B, m, d, dt) for d in (64, 128, 256) for B, m in ((1, 65536), (1024, 1024)) for dt in (torch.bfloat16, torch.float32)]
         return {"update": upd, "read": rd, "ref_tokens": 256, "copy_bytes": 2 << 30}
     # CPU: the interpreter runs each program in Python, so a few small cases prove the path
-    upd = [(mode, B, 48, d, dt) for mode in MODES for d in (16, 64) for B in (1, 4) for dt in (torch.float32, torch.bfloat16)]
     if quick:
-        upd = [(mode, 2, 24, 16, torch.float32) for mode in MODES]
-    return {"update": upd, "read": [(4, 64, d, torch.float32) for d in (16, 64)], "ref_tokens": 48, "copy_bytes": 0}
+        return {"update": [(mode, 2, 24, 16, torch.float32) for mode in MODES], "read": [(4, 64, 16, torch.float32)], "ref_tokens": 24, "copy_bytes": 0}
+    upd = [(mode, 2, 40, d, dt) for mode in MODES for d in (16, 48) for dt in (torch.float32, torch.bfloat16, torch.float16)]
+    rd = [(4, 64, d, dt) for d in (16, 48) for dt in (torch.float32, torch.bfloat16)]
+    return {"update": upd, "read": rd, "ref_tokens": 40, "copy_bytes": 0}
 
 
 def torch_path_cpu(quick: bool) -> list[dict]:

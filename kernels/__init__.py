@@ -3,8 +3,8 @@
 ``update`` writes a chunk of tokens into a state in place and returns it; ``read_error`` scores
 reads against target values. Both check their inputs before any launch and then dispatch:
 
-- ``backend="auto"``: the Triton kernels on CUDA tensors (or everywhere when the environment
-  sets ``TRITON_INTERPRET=1``), the plain-torch reference otherwise;
+- ``backend="auto"``: the Triton kernels on CUDA tensors (and, interpreted, on CPU tensors when
+  the environment sets ``TRITON_INTERPRET=1``), the plain-torch reference otherwise;
 - ``backend="torch"``: the reference (``kernels.reference``), on any device;
 - ``backend="triton"``: the Triton kernels (compiled on CUDA, the interpreter on the CPU).
 
@@ -42,7 +42,8 @@ def _backend(backend: str, device: torch.device) -> str:
     if backend not in BACKENDS:
         raise CapacityError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if backend == "auto":
-        return "triton" if device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1" else "torch"
+        interpret = device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+        return "triton" if device.type == "cuda" or interpret else "torch"
     if backend == "triton" and device.type not in ("cuda", "cpu"):
         raise CapacityError(f"backend='triton' runs on CUDA tensors (compiled) or CPU tensors (interpreter), got {device}; use backend='torch'")
     return backend

@@ -74,7 +74,7 @@ def _linear_body(
     p_s = S + i_b * ss_b + o_k[:, None] * ss_k + o_v[None, :] * ss_v
     m_s = m_k[:, None] & m_v[None, :]
     if ATOMIC:  # several splits of the chunk add into the same state tile
-        tl.atomic_add(p_s, acc, mask=m_s)
+        tl.atomic_add(p_s, acc, mask=m_s, sem="relaxed")
     else:
         s0 = tl.load(p_s, mask=m_s, other=0.0)
         tl.store(p_s, s0 + acc, mask=m_s)
