@@ -39,7 +39,10 @@ if ! $PY -c "import capacity.kernels" 2>/dev/null; then  # last resort, in this 
   echo "capacity.kernels reached through a symlink capacity/kernels -> ../kernels" >>"$OUT/env.txt"
 fi
 
-timeout 240 $PY -m pytest -m gpu tests/test_kernels.py -v -rs -p no:cacheprovider --junitxml "$OUT/gpu_tests.xml" 2>&1 | tee "$OUT/gpu_tests.log"
+# pytest-xdist, where installed, compiles the ~150 kernel variants of the tests in parallel
+parallel=()
+if $PY -c "import xdist" 2>/dev/null; then parallel=(-n 8); fi
+timeout 240 $PY -m pytest -m gpu tests/test_kernels.py "${parallel[@]}" -v -rs -p no:cacheprovider --junitxml "$OUT/gpu_tests.xml" 2>&1 | tee "$OUT/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 
 timeout 180 $PY benchmarks/kernels.py --budget-s 150 --out "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log"

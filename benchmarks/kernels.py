@@ -196,11 +196,13 @@ def plan(device: torch.device, quick: bool) -> dict:
                 "read": [(B, m, d, dt) for d in (64, 128) for B, m in ((64, 1024),) for dt in (torch.bfloat16, torch.float32)],
                 "ref_tokens": 128, "copy_bytes": 1 << 30,
             }
-        shapes = ((1, 65536), (64, 8192), (1024, 1024))
-        upd = [(mode, B, T, d, torch.bfloat16) for mode in MODES for d in (64, 128, 256) for B, T in shapes]
-        upd += [(mode, B, T, d, torch.float32) for mode in ("linear", "delta") for d in (64, 128, 256) for B, T in shapes]
-        rd = [(B, m, d, dt) for d in (64, 128, 256) for B, m in ((1, 65536), (1024, 1024)) for dt in (torch.bfloat16, torch.float32)]
-        return {"update": upd, "read": rd, "ref_tokens": 256, "copy_bytes": 2 << 30}
+        # the goals first (linear, delta, the read), so that a --budget-s cut keeps them
+        shapes = ((1, 65536), (1024, 1024))
+        dims = (64, 128, 256)
+        upd = [(mode, B, T, d, dt) for mode in ("linear", "delta") for dt in (torch.bfloat16, torch.float32) for d in dims for B, T in shapes]
+        upd += [(mode, B, T, d, torch.bfloat16) for mode in ("decay", "gla", "gated_delta", "kda") for d in dims for B, T in shapes]
+        rd = [(B, m, d, dt) for d in dims for B, m in ((1, 65536), (1024, 1024)) for dt in (torch.bfloat16, torch.float32)]
+        return {"update": upd[:24], "read": rd, "more_update": upd[24:], "ref_tokens": 256, "copy_bytes": 2 << 30}
     # CPU: the interpreter runs each program in Python, so a few small cases prove the path
     if quick:
         return {"update": [(mode, 2, 24, 16, torch.float32) for mode in MODES], "read": [(4, 64, 16, torch.float32)], "ref_tokens": 24, "copy_bytes": 0}
@@ -290,7 +292,7 @@ def main(argv=None) -> int:
         "torch_path_cpu": [],
     }
     rows = result["rows"]
-    cases = [("update", c) for c in p["update"]] + [("read", c) for c in p["read"]]
+    cases = [("update", c) for c in p["update"]] + [("read", c) for c in p["read"]] + [("update", c) for c in p.get("more_update", [])]
     for kind, case in cases:
         if args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
             result["left_out"].append([kind, *[str(x).replace("torch.", "") for x in case]])
