@@ -9,7 +9,8 @@ was jitted for the compiler is called through an interpreted wrapper of the same
 The interpreter patches ``triton.language`` while it runs and (Triton 3.x) leaves some of the
 patches of nested helper calls in place; the context snapshots every ``triton.language``
 module and class first and puts them back on exit. The context also makes the interpreter's ``tl.dot`` read bfloat16 operands as numbers (it
-multiplies their raw uint16 bit patterns otherwise). Nothing is changed outside that context,
+multiplies their raw uint16 bit patterns otherwise) and lets Triton 3.6's interpreter use
+integer arguments as loop bounds under numpy 2. Nothing is changed outside that context,
 so compiled kernels in the same process are unaffected.
 """
 
@@ -78,6 +79,17 @@ def _as_float32(h):
     return interpreter.TensorHandle(bits.view(np.float32), tl.float32)
 
 
+def _patch_lang_tensor(tensor, scope, _original=interpreter._patch_lang_tensor):
+    """The interpreter's tensor patches, with ``__index__`` taking one-element arrays of any rank.
+
+    Triton 3.6's interpreter turns integer arguments into arrays of shape [1] and converts them
+    back with ``int(array)``, which numpy >= 2.x rejects for arrays that are not 0-dimensional
+    (``range(n)`` over an argument then fails); later versions squeeze first, as this does.
+    """
+    _original(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).item()))
+
+
 @contextlib.contextmanager
 def interpreting():
     """Run Triton's interpreter for what is launched inside, whatever the environment said at import."""
@@ -89,6 +101,7 @@ def interpreting():
         had_own_dot = "create_dot" in vars(builder)
         original_dot = builder.create_dot
         JITFunction.__call__ = _call_interpreted
+        interpreter._patch_lang_tensor = _patch_lang_tensor
         builder.create_dot = lambda a, b, *rest: original_dot(_as_float32(a), _as_float32(b), *rest)
         try:
             yield
@@ -96,6 +109,7 @@ def interpreting():
             _helpers.clear()
             _restore(snapshot)
             JITFunction.__call__ = original_call
+            interpreter._patch_lang_tensor = _patch_lang_tensor.__defaults__[0]
             if had_own_dot:
                 builder.create_dot = original_dot
             else:

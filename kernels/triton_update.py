@@ -50,8 +50,8 @@ def _linear_body(
     t_start = i_s * CHUNK
     t_end = tl.minimum(t_start + CHUNK, T)
     acc = tl.zeros([BK, BV], dtype=tl.float32)  # partial sum_t k_t^T v_t of this split
-    for t0 in range(t_start, t_end, BT):
-        o_t = t0 + tl.arange(0, BT)
+    for t0 in range(0, CHUNK, BT):  # bounds are plain arguments (Triton 3.6's interpreter needs that); the mask ends the last split
+        o_t = t_start + t0 + tl.arange(0, BT)
         m_t = o_t < t_end
         kt = tl.load(k_base + o_t[:, None] * sk_t + o_k[None, :] * sk_k, mask=m_t[:, None] & m_k[None, :], other=0.0)  # [BT, BK]
         vt = tl.load(v_base + o_t[:, None] * sv_t + o_v[None, :] * sv_v, mask=m_t[:, None] & m_v[None, :], other=0.0)  # [BT, BV]
