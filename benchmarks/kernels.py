@@ -86,9 +86,9 @@ def copy_bandwidth(device: torch.device, nbytes: int) -> float:
 
 
 def inputs(mode: str, B: int, T: int, d: int, dv: int, dtype, device, seed: int = 0):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    k = torch.randn(B, T, d, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
-    v = torch.randn(B, T, dv, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
+    g = torch.Generator(device=device).manual_seed(seed)  # drawn on the device: GiBs of inputs in milliseconds
+    k = torch.randn(B, T, d, generator=g, device=device).to(dtype)
+    v = torch.randn(B, T, dv, generator=g, device=device).to(dtype)
     params = {}
     if mode in reference.USES_BETA:
         params["beta"] = torch.full((B, T), 0.9, device=device)
@@ -158,10 +158,10 @@ def _bench_fla(fla_fn, k, v, beta, B, d, device, fused) -> dict:
 
 def bench_read(B, m, d, dtype, device, bw) -> dict:
     dv = d
-    g = torch.Generator(device="cpu").manual_seed(1)
-    S = torch.randn(B, d, dv, generator=g).to(device)
-    q = torch.randn(B, m, d, generator=g).to(device=device, dtype=dtype)
-    tg = torch.randn(B, m, dv, generator=g).to(device=device, dtype=dtype)
+    g = torch.Generator(device=device).manual_seed(1)
+    S = torch.randn(B, d, dv, generator=g, device=device)
+    q = torch.randn(B, m, d, generator=g, device=device).to(dtype)
+    tg = torch.randn(B, m, dv, generator=g, device=device).to(dtype)
     out = tuple(torch.empty(B, m, device=device) for _ in range(3))
     fused = timeit(lambda: triton_read.read_error(S, q, tg, out=out), device, **_reps(device))
     torch_t = timeit(lambda: reference.read_error(S, q, tg), device, max_reps=10, warmup=1)

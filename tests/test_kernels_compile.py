@@ -34,24 +34,20 @@ def compile_ptx(kernel, pointers: dict, constexprs: dict, num_warps: int, num_st
     return compiled.asm["ptx"]
 
 
+def compile_linear(d: int, dv: int, dtype: str, *, atomic: bool) -> str:
+    cfg = triton_update.linear_config(d, dv)
+    constexprs = dict(NORMALIZE=True, ATOMIC=atomic, IS16=dtype != "fp32", PRECISION=triton_update.FP32_DOT_PRECISION, BT=cfg["BT"], BK=cfg["BK"], BV=cfg["BV"])
+    return compile_ptx(triton_update._linear_kernel, {"S": "*fp32", "K": f"*{dtype}", "V": f"*{dtype}"}, constexprs, cfg["num_warps"], cfg["num_stages"])
+
+
 def test_linear_bf16_normalised_split_chunk_uses_tensor_cores_and_reductions():
-    cfg = triton_update.linear_config(100, 64)
-    ptx = compile_ptx(
-        triton_update._linear_kernel, {"S": "*fp32", "K": "*bf16", "V": "*bf16"},
-        dict(NORMALIZE=True, ATOMIC=True, IS16=True, PRECISION=triton_update.FP32_DOT_PRECISION, BT=cfg["BT"], BK=cfg["BK"], BV=cfg["BV"]),
-        cfg["num_warps"], cfg["num_stages"],
-    )
+    ptx = compile_linear(100, 64, "bf16", atomic=True)
     assert "wgmma" in ptx or "mma.sync" in ptx, "tl.dot did not lower to tensor-core instructions"
     assert ATOMIC_ADD.search(ptx), "split chunks must add into the state atomically"
 
 
 def test_linear_fp32_uses_tf32x3_tensor_cores():
-    cfg = triton_update.linear_config(64, 64)
-    ptx = compile_ptx(
-        triton_update._linear_kernel, {"S": "*fp32", "K": "*fp32", "V": "*fp32"},
-        dict(NORMALIZE=True, ATOMIC=False, IS16=False, PRECISION=triton_update.FP32_DOT_PRECISION, BT=cfg["BT"], BK=cfg["BK"], BV=cfg["BV"]),
-        cfg["num_warps"], cfg["num_stages"],
-    )
+    ptx = compile_linear(64, 64, "fp32", atomic=False)
     assert re.search(r"mma\S*\.tf32", ptx), "float32 dots should run as tf32x3 on tensor cores"
     assert not ATOMIC_ADD.search(ptx), "one program per state tile needs no atomics"
 
