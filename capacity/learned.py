@@ -14,8 +14,9 @@ gets to the bounds. The key family ``learned`` of ``capacity.keys`` calls ``opti
 >>> tuple(res.keys.shape), bool(res.mse[0] < theory.random_keys_error(48, 16))
 ((1, 48, 16), True)
 
-Everything runs on the CPU, in float32, with autograd through ``capacity.kernels``' plain-torch
-reference (the Triton kernels are not differentiable).
+Everything runs on the CPU, in float32, with autograd through ``capacity.kernels``' torch
+backend (the closed and chunked forms of ``kernels/chunked.py``; the Triton kernels are not
+differentiable).
 """
 
 from __future__ import annotations

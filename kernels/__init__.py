@@ -4,11 +4,13 @@
 reads against target values. Both check their inputs before any launch and then dispatch:
 
 - ``backend="auto"``: the Triton kernels on CUDA tensors (and, interpreted, on CPU tensors when
-  the environment sets ``TRITON_INTERPRET=1``), the plain-torch reference otherwise;
-- ``backend="torch"``: the reference (``kernels.reference``), on any device;
+  the environment sets ``TRITON_INTERPRET=1``), plain torch otherwise;
+- ``backend="torch"``: plain torch on any device: ``kernels.chunked``, the closed and chunked
+  (WY) forms of each recurrence, differentiable and held by the tests to ``kernels.reference``,
+  the one-token-at-a-time oracle;
 - ``backend="triton"``: the Triton kernels (compiled on CUDA, the interpreter on the CPU).
 
-The math of each mode is in ``reference.py`` and README.md beside this file.
+The math of each mode is in ``reference.py``, ``chunked.py`` and README.md beside this file.
 
 >>> import torch
 >>> from capacity import kernels
@@ -28,7 +30,7 @@ import os
 import torch
 
 from capacity.errors import CapacityError
-from capacity.kernels import reference
+from capacity.kernels import chunked, reference
 from capacity.kernels.reference import CHANNEL_GATE, MODES, SCALAR_GATE, USES_BETA
 
 __all__ = ["update", "read", "read_error", "MODES", "MAX_DIM"]
@@ -170,7 +172,7 @@ def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = Tr
     if T == 0:
         return state
     if which == "torch":
-        new = reference.recurrence(k, v, mode=mode, beta=beta, gate=gate, initial_state=state, normalize=normalize)
+        new = chunked.recurrence(k, v, mode=mode, beta=beta, gate=gate, initial_state=state, normalize=normalize)
         return state.copy_(new)
     return _triton_module("triton_update").update(state, k, v, mode=mode, beta=beta, gate=gate, normalize=normalize)
 
