@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a grid or probe field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5)' --set load=1/8,1,16. Keys: " + ", ".join(Study.settable()))
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: results)")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="torch device for the probes (default: auto = cuda when available)")
-    p.add_argument("--executor", default="serial", choices=list(EXECUTORS), help="serial (default), processes (local worker processes) or dask")
+    p.add_argument("--executor", default="auto", choices=list(EXECUTORS), help="auto (default: processes on a multi-core CPU, else serial), serial, processes (local worker processes) or dask")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786 (dask executor; default: a local cluster)")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes for processes or a local Dask cluster (default: CPU count)")
     p.add_argument("--quiet", action="store_true", help="plain log lines instead of a progress bar")

@@ -4,8 +4,11 @@ Each executor is a generator ``(tasks) -> (key, Dataset)`` in completion order. 
 back to the calling process, which persists them (so a Dask cluster need not share a file
 system with the client). Closing the generator (an interrupt) cancels what has not started.
 
-- ``serial``: in this process, in order;
-- ``processes``: a local pool of ``workers`` processes (spawned, torch threads split between them);
+- ``auto``: ``processes`` for CPU work on more than one core, else ``serial``;
+- ``serial``: in this process, in order, with torch's own thread setting;
+- ``processes``: a local pool of ``workers`` processes (spawned, torch threads split between
+  them: one each on a 2-core machine, which also avoids the stalls of multi-threaded small
+  ops when the machine is shared);
 - ``dask``: a Dask distributed cluster, at ``scheduler`` (an address) or a local one with
   ``workers`` single-threaded worker processes.
 """
@@ -19,10 +22,11 @@ from collections.abc import Iterator
 from capacity.errors import CapacityError
 from capacity.sweep.points import measure
 
-__all__ = ["EXECUTORS", "execute"]
+__all__ = ["EXECUTORS", "execute", "resolve"]
 
 EXECUTORS = {
-    "serial": "in this process, one group after another",
+    "auto": "dask with --scheduler; else processes on a CPU with more than one core, serial otherwise (one GPU is best fed by one process)",
+    "serial": "in this process, one group after another (torch's own thread setting)",
     "processes": "a pool of local worker processes (--workers, default: the CPU count)",
     "dask": "a Dask distributed cluster: --scheduler ADDRESS, or a local cluster of --workers processes",
 }
@@ -88,11 +92,23 @@ def _dask(tasks, workers, scheduler) -> Iterator:
 _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 
 
-def execute(name: str, tasks: list[tuple[str, dict]], *, workers: int | None = None, scheduler: str | None = None) -> Iterator:
-    """Yield ``(key, Dataset)`` for every ``(key, task)`` as it finishes, on the named executor."""
+def resolve(name: str, device: str, groups: int, scheduler: str | None = None) -> str:
+    """The executor ``auto`` stands for: dask given a scheduler, processes for CPU work on more than one core (and group), else serial."""
     from capacity import _validate
 
     _validate.choice("executor", name, EXECUTORS)
+    if name != "auto":
+        return name
+    if scheduler:
+        return "dask"
+    return "processes" if device.startswith("cpu") and _cores() > 1 and groups > 1 else "serial"
+
+
+def execute(name: str, tasks: list[tuple[str, dict]], *, workers: int | None = None, scheduler: str | None = None) -> Iterator:
+    """Yield ``(key, Dataset)`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``)."""
+    from capacity import _validate
+
+    _validate.choice("executor", name, _RUN)
     if workers is not None:
         workers = _validate.positive_int("workers", workers)
     if scheduler and name != "dask":

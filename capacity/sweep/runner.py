@@ -1,6 +1,6 @@
 """Run a study: skip the groups already on disk, measure the rest, persist each, assemble the Dataset.
 
-Every finished group is written to ``<out>/.sweep/<study>/<group hash>.nc`` (atomically)
+Every finished group is written to ``<out>/.sweep/<study>/<group hash>.json`` (atomically)
 before the progress bar counts its points, so an interrupt (SIGINT, SIGKILL) loses only the
 groups in flight; rerunning the same command reuses every finished group and measures the
 rest. The combined Dataset is always assembled from the persisted files, so a resumed run's
@@ -61,13 +61,16 @@ def run(
 ) -> RunResult:
     """Run (or resume) ``study`` and save its Dataset to ``<out>/<study.name>.nc``.
 
-    ``executor``: serial, processes or dask (``scheduler``: a Dask scheduler address; without
-    one a local cluster of ``workers`` processes). ``quiet``: one log line per finished group
+    ``executor``: serial (default), auto (processes on a multi-core CPU, else serial), processes or dask
+    (``scheduler``: a Dask scheduler address; without one a local cluster of ``workers``
+    processes). ``quiet``: one log line per finished group
     instead of a progress bar; ``progress=False``: neither.
     """
     dev = resolve_device(device)
     dev_type = dev.type
     _validate.choice("executor", executor, executors.EXECUTORS)
+    if workers is not None:
+        workers = _validate.positive_int("workers", workers)
     check(study)
     out = Path(out)
     store = Store(out / ".sweep" / study.name)
@@ -79,6 +82,7 @@ def run(
         keyed.append((g, key))
         if store.load(key) is None:
             todo.append((g, key))
+    executor = executors.resolve(executor, str(dev), len(todo), scheduler)
     total = sum(g.points(study) for g, _ in keyed)
     done = total - sum(g.points(study) for g, _ in todo)
     if executor != "serial":  # largest first: better balance across workers
