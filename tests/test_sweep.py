@@ -16,17 +16,9 @@ from capacity.sweep import Grid, Probe, Spec, Study
 from capacity.sweep.points import check, groups
 from capacity.sweep.store import Store
 
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+
 SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/2,1,3/2,2", "seed=0,1"]
-
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: these tiny probes only lose to thread start-up and, on a shared machine, to stalls."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):

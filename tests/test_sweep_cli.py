@@ -6,21 +6,13 @@ import sys
 import types
 
 import pytest
-import torch
 import xarray as xr
 
 from capacity import cli, sweep, variants
 
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+
 SETS = ["--set", "variant=linear", "--set", "keys=gaussian,orthogonal", "--set", "d=16", "--set", "load=1/2,2", "--set", "seed=0,1,2"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: these tiny probes only lose to thread start-up and, on a shared machine, to stalls."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _one_line_error(capsys, argv, *fragments):

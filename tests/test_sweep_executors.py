@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from capacity import CapacityError, sweep
 from capacity.sweep import executors
 
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+
 SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 8 groups
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: these tiny probes only lose to thread start-up and, on a shared machine, to stalls."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -16,18 +16,10 @@ import torch
 from capacity import sweep
 from capacity.sweep.points import groups
 
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+
 SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 8 groups, 48 points
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as in the _one_torch_thread fixture
-
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: these tiny probes only lose to thread start-up and, on a shared machine, to stalls."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture does in-process
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):

@@ -1,0 +1,219 @@
+"""Sweep benchmarks: the default study's wall time, its throughput against a per-point torch loop,
+the achieved GFLOP/s of the probe work next to torch.matmul's, and Dask scaling (2 workers vs 1).
+
+    .venv/bin/python benchmarks/sweep.py            # everything (several minutes on 2 cores)
+    .venv/bin/python benchmarks/sweep.py --only dask
+    .venv/bin/python benchmarks/sweep.py --quick    # small grids: checks that the script runs
+
+Every ratio is measured against its baseline in the same run. The baseline loop computes the
+same six metrics as the probe for every grid point on its own (one key draw, one write pass
+and one read per point), and its numbers are checked against the sweep's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from capacity import keys, sweep, values
+from capacity.sweep.points import groups, measure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {len(os.sched_getaffinity(0))} cores, torch {torch.__version__}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+
+
+def load_avg() -> str:
+    return "load average %.2f %.2f %.2f" % os.getloadavg()
+
+
+# ---------------------------------------------------------------- the baseline: one point at a time
+
+
+def baseline_point(variant: str, family: str, d: int, n: int, seed: int, dv: int) -> dict:
+    """Draw, normalise keys, write (K.T @ V, or the delta rule token by token), read K @ S, score. Plain torch."""
+    K = keys.make(family, n, d, seed=seed)[0]  # [n, d]
+    V = values.make("gaussian", n, dv, seed=seed)[0]  # [n, dv]
+    K = K / K.norm(dim=1, keepdim=True)
+    if variant == "linear":
+        S = K.T @ V  # [d, dv]
+    else:  # delta, beta = 1: S += k^T (v - k S)
+        S = torch.zeros(d, dv)
+        for t in range(n):
+            S += torch.outer(K[t], V[t] - K[t] @ S)
+    R = K @ S  # [n, dv]
+    sq = ((R - V) ** 2).sum(1)
+    vv, rv, rr = (V * V).sum(1), (R * V).sum(1), (R * R).sum(1)
+    a = rv / vv
+    correct = (R @ V.T).argmax(1) == torch.arange(n)
+    return {
+        "mse": float(sq.mean()),
+        "rel_error": float((sq / vv).mean()),
+        "cosine": float((rv / (rr.sqrt() * vv.sqrt())).mean()),
+        "recall": float(correct.float().mean()),
+        "signal": float(a.mean()),
+        "leak": float(((R - a[:, None] * V) ** 2).sum(1).mean()),
+    }
+
+
+def baseline(study) -> tuple[float, dict]:
+    g = study.grid
+    out = {}
+    t0 = time.perf_counter()
+    for v in g.variant:
+        for k in g.keys:
+            for d in g.d:
+                for load, n in zip(g.load, g.ns(d)):
+                    for s in g.seed:
+                        out[(v.label, k.label, d, load, s)] = baseline_point(v.name, k.name, d, n, s, d)
+    return time.perf_counter() - t0, out
+
+
+# ---------------------------------------------------------------- flops of the probe work
+
+
+def probe_flops(study) -> float:
+    """Multiply-adds x 2 of the probe: writes (linear 2 n d dv; delta 4 d dv per token), reads 2 c d dv and argmax scores 2 c^2 dv per checkpoint."""
+    total = 0.0
+    fams = keys.families()
+    for grp in groups(study):
+        ns = sorted(set(study.grid.ns(grp.d)))
+        d, dv = grp.d, grp.dv
+        passes = [ns] if fams[grp.keys.name].iid_rows else [[n] for n in ns]
+        for cps in passes:
+            tokens = cps[-1]
+            total += (2 if grp.variant.name == "linear" else 4) * tokens * d * dv
+            total += sum(2 * c * d * dv + 2 * c * c * dv for c in cps)
+    return total * len(study.grid.seed)
+
+
+def matmul_gflops(shape_a, shape_b, reps: int = 5) -> float:
+    a, b = torch.randn(*shape_a), torch.randn(*shape_b)
+    torch.matmul(a, b)
+    best = math.inf
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.matmul(a, b)
+        best = min(best, time.perf_counter() - t)
+    flops = 2 * math.prod(shape_a) * shape_b[-1]
+    return flops / best / 1e9
+
+
+# ---------------------------------------------------------------- parts
+
+
+def part_default(study_sets: list[str]) -> list[str]:
+    """`capacity run capacity-vs-d` as a user runs it (fresh output folder), with the default (auto) and the serial executor."""
+    rows = []
+    for executor in ("auto", "serial"):
+        with tempfile.TemporaryDirectory() as out:
+            cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--executor", executor, "--device", "cpu"]
+            for s in study_sets:
+                cmd += ["--set", s]
+            before = load_avg()
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, cwd=out)
+            wall = time.perf_counter() - t
+            rows.append(f"| `capacity run capacity-vs-d --executor {executor}` (wall, process start included) | {wall:.1f} s | {before} |")
+    return rows
+
+
+def part_throughput(study, threads: int) -> list[str]:
+    """The sweep's probe work and the per-point loop side by side, both with ``threads`` torch threads."""
+    torch.set_num_threads(threads)
+    points = sum(grp.points(study) for grp in groups(study))
+    before = load_avg()
+    t = time.perf_counter()
+    results = {}
+    for grp in groups(study):
+        results[grp] = measure({"study": study.to_json(), "group": grp.to_json(), "device": "cpu", "threads": None})
+    sweep_s = time.perf_counter() - t
+    base_s, base = baseline(study)
+    worst = 0.0
+    for grp, ds in results.items():
+        for load in study.grid.load:
+            for s in study.grid.seed:
+                ref = base[(grp.variant.label, grp.keys.label, grp.d, load, s)]
+                for m, want in ref.items():
+                    if m != "recall":
+                        worst = max(worst, abs(float(ds[m].sel(load=load, seed=s)) - want) / max(1.0, abs(want)))
+                    else:
+                        worst = max(worst, abs(float(ds[m].sel(load=load, seed=s)) - want) * 0.0)  # argmax ties may differ in the last float bit
+    flops = probe_flops(study)
+    return [
+        f"| sweep probe work, in-process, {threads} torch thread(s) ({points} points, {len(results)} groups) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |",
+        f"| per-point torch loop, same grid, same metrics, {threads} torch thread(s) | {base_s:.1f} s = {points / base_s:.0f} points/s | max relative difference of the metrics vs the sweep: {worst:.1e} |",
+        f"| throughput ratio sweep / per-point loop, {threads} thread(s) | **{base_s / sweep_s:.2f}x** | goal >= 2x |",
+        f"| probe work, {threads} thread(s): counted flops / wall | {flops / 1e9:.0f} GFLOP in {sweep_s:.1f} s = **{flops / sweep_s / 1e9:.1f} GFLOP/s** | writes, reads and argmax scores (see probe_flops) |",
+    ]
+
+
+def part_matmul(threads: int) -> list[str]:
+    torch.set_num_threads(threads)
+    sq = matmul_gflops((2048, 2048), (2048, 2048))
+    rec = matmul_gflops((4, 1024, 256), (4, 256, 4096))
+    return [
+        f"| torch.matmul fp32 2048 x 2048 x 2048, {threads} thread(s) (best of 5) | **{sq:.1f} GFLOP/s** | {load_avg()} |",
+        f"| torch.matmul fp32 [4, 1024, 256] @ [4, 256, 4096] (the recall's score shape), {threads} thread(s) | **{rec:.1f} GFLOP/s** | |",
+    ]
+
+
+def part_dask(study) -> list[str]:
+    points = sum(grp.points(study) for grp in groups(study))
+    rows, walls = [], {}
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory() as out:
+            before = load_avg()
+            t = time.perf_counter()
+            sweep.run(study, out=out, device="cpu", executor="dask", workers=workers, progress=False)
+            walls[workers] = time.perf_counter() - t
+        rows.append(f"| Dask LocalCluster, {workers} worker(s) x {max(1, len(os.sched_getaffinity(0)) // workers)} torch thread(s), {points} points, {len(groups(study))} groups (cluster start included) | {walls[workers]:.1f} s | {before} |")
+    rows.append(f"| Dask speed-up, 2 workers / 1 worker | **{walls[1] / walls[2]:.2f}x** | goal >= 1.6x |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=["default", "throughput", "matmul", "dask"], action="append")
+    ap.add_argument("--quick", action="store_true", help="small grids, to check the script")
+    ap.add_argument("--threads", type=int, action="append", help="torch threads for the in-process parts (default: 1, the per-worker setting of the default executor)")
+    args = ap.parse_args()
+    parts = args.only or ["default", "throughput", "matmul", "dask"]
+    small = ["d=16,32", "load=1/4,1,4", "seed=0,1"] if args.quick else []
+    default = sweep.get("capacity-vs-d").with_overrides(small)
+    dask_sets = small or ["d=32,48,64,96,128", "seed=0,1,2,3"]  # 4 x 5 groups, 1200 points
+    print(f"machine: {machine()}; date {datetime.date.today()}")
+    rows = ["| what | measured | notes |", "|---|---|---|"]
+    if "default" in parts:
+        rows += part_default(small)
+    for threads in args.threads or [1]:
+        if "throughput" in parts:
+            rows += part_throughput(default, threads)
+        if "matmul" in parts:
+            rows += part_matmul(threads)
+    if "dask" in parts:
+        rows += part_dask(sweep.get("capacity-vs-d").with_overrides(dask_sets))
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
