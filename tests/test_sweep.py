@@ -12,6 +12,7 @@ import torch
 import xarray as xr
 
 from capacity import CapacityError, keys, probe, sweep, theory, values, variants
+from capacity.metrics import capacity
 from capacity.sweep import Grid, Probe, Spec, Study
 from capacity.sweep.points import check, groups
 from capacity.sweep.store import Store
@@ -157,6 +158,10 @@ def test_dataset_follows_the_schema(small):
     assert config["run"]["executor"] == "serial" and ds.attrs["device"] == "cpu"
     assert ds.attrs["config_hash"] == study.config_hash("cpu")
     assert set(json.loads(ds.attrs["versions"])) == {"capacity", "python", "torch", "triton", "numpy", "xarray"}
+    # capacity() reduces load; T7 puts n*(0.5) = 1 + d/2 for gaussian keys, between the loads 1/2 and 1
+    cap = capacity(ds.mean("seed"), metric="mse", threshold=0.5)
+    assert cap.dims == ("variant", "keys", "d")
+    assert bool(((cap.sel(variant="linear", keys="gaussian") > cap.d / 2) & (cap.sel(variant="linear", keys="gaussian") < cap.d)).all())
     ds.close()
 
 
@@ -167,6 +172,20 @@ def _brute_force(K, V):
     recall = ((R @ V.T).argmax(1) == torch.arange(len(K))).double().mean()
     signal = ((R * V).sum(1) / (V * V).sum(1)).mean()
     return float(mse), float(recall), float(signal)
+
+
+def test_one_write_pass_per_group(small):
+    """i.i.d. families: one group (write pass) per (variant, keys, d) with every load; orthogonal keys: one per n."""
+    study, _, _ = small
+    by = {}
+    for g in groups(study):
+        by.setdefault((g.variant.label, g.keys.label, g.d), []).append(g.curve)
+    for (variant, fam, d), curves in by.items():
+        if fam == "gaussian":
+            assert curves == [(0.5, 1.0, 1.5, 2.0)]
+        else:
+            assert curves == [(0.5,), (1.0,), (1.5,), (2.0,)]
+    assert sum(g.points(study) for g in groups(study)) == 2 * 2 * 2 * 4 * 2
 
 
 def test_batched_groups_equal_independent_unbatched_draws(small):
@@ -220,6 +239,16 @@ def test_dtype_and_dv_axes(tmp_path):
     assert ds.argmax_recall_pred.dims == ("d", "load", "dv")
     f32, bf16 = ds.mse.sel(dtype="float32"), ds.mse.sel(dtype="bfloat16")
     assert bool((abs(f32 - bf16) < 0.05).all()) and not bool((f32 == bf16).all())  # rounding of the inputs shows, slightly
+
+
+def test_a_grid_of_pair_counts_has_n_as_dimension_and_load_as_coordinate(tmp_path):
+    study = sweep.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16,32", "n=4,16,64", "seed=0,1"])
+    ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
+    assert list(ds.mse.dims) == ["variant", "keys", "d", "n", "seed"]
+    assert ds["load"].dims == ("d", "n") and ds["load"].values.tolist() == [[0.25, 1, 4], [0.125, 0.5, 2]]
+    assert ds.random_keys_error.dims == ("d", "n") and ds.random_keys_error.sel(d=32, n=64) == 63 / 32
+    cap = capacity(ds.mean("seed"), metric="mse", threshold=0.5)  # reduces n
+    assert cap.dims == ("variant", "keys", "d")
 
 
 def test_key_statistics_match_describe(tmp_path):

@@ -54,7 +54,7 @@ def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys, monke
     # rerun, quietly: everything is reused, plain log lines instead of a bar
     assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--quiet", "--device", "cpu"]) == 0
     err = capsys.readouterr().err
-    assert "12 points in 2 groups; 12 already done, 0 groups to measure" in err and "2 reused" in err and "\r" not in err
+    assert "12 points in 3 groups; 12 already done, 0 groups to measure" in err and "3 reused" in err and "\r" not in err
 
 
 def test_figures_are_skipped_with_a_message_without_a_renderer(tmp_path, capsys, monkeypatch):

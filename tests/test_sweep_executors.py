@@ -6,10 +6,11 @@ import pytest
 
 from capacity import CapacityError, sweep
 from capacity.sweep import executors
+from capacity.sweep.points import groups
 
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 8 groups
+SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 16 write passes (groups)
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
     study, ref = serial
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         res = sweep.run(study, out=tmp_path, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False)
-        assert res.measured == 8 and res.reused == 0
+        assert res.measured == len(groups(study)) == 16 and res.reused == 0
         assert res.dataset.equals(ref.dataset)
         assert '"executor": "dask"' in res.dataset.attrs["config"]
         # the scheduler alone picks dask under executor=auto, and the finished groups are reused
@@ -34,7 +35,7 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
 def test_local_processes_equal_serial(tmp_path, serial):
     study, ref = serial
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)
-    assert res.measured == 8 and res.dataset.equals(ref.dataset)
+    assert res.measured == 16 and res.dataset.equals(ref.dataset)
 
 
 def test_executor_choices():

@@ -77,10 +77,11 @@ def _axes(study: Study) -> list[tuple[str, list]]:
     return axes
 
 
-def _index(study: Study, group: Group, dims: list[str]) -> tuple:
-    """Where a group's (curve[, seed]) block sits in the full arrays."""
+def _index(study: Study, group: Group, dims: list[str], x) -> tuple:
+    """Where the group's points at curve value ``x`` (over seed, if a dimension) sit in the full arrays."""
     g = study.grid
     pos = {
+        g.curve: g.curve_values.index(x),
         "variant": g.variant.index(group.variant),
         "keys": g.keys.index(group.keys),
         "feature": g.feature.index(group.feature) if group.feature is not None else None,
@@ -88,7 +89,7 @@ def _index(study: Study, group: Group, dims: list[str]) -> tuple:
         "dtype": g.dtype.index(group.dtype),
         "dv": g.dv.index(group.dv) if len(g.dv) > 1 else None,
     }
-    return tuple(slice(None) if dim in ("load", "n", "seed") else pos[dim] for dim in dims)
+    return tuple(slice(None) if dim == "seed" else pos[dim] for dim in dims)
 
 
 def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: dict) -> xr.Dataset:
@@ -102,9 +103,10 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
     full = {m: np.full(shape, np.nan if first[m].dtype.kind == "f" else -1, dtype=first[m].dtype) for m in names}
     feature_dim = {}
     for group, ds in results:
-        ix = _index(study, group, dims)
-        for m in names:
-            full[m][ix] = ds[m].transpose(*[x for x in ("load", "n", "seed") if x in ds[m].dims]).values
+        for x in group.curve:
+            ix = _index(study, group, dims, x)
+            for m in names:
+                full[m][ix] = ds[m].sel({g.curve: x}).values  # [seed] or a scalar
         if "feature_dim" in ds.attrs and group.feature is not None:
             feature_dim[(group.feature.label, group.d)] = int(ds.attrs["feature_dim"])
 

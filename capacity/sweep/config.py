@@ -191,6 +191,11 @@ class Grid:
         """The axis a probe reads in one pass: ``load`` or ``n``."""
         return "load" if self.load else "n"
 
+    @property
+    def curve_values(self) -> tuple:
+        """The values along the curve axis (loads or pair counts)."""
+        return self.load or self.n
+
     def ns(self, d: int) -> list[int]:
         """Pair counts along the curve axis at key dimension ``d``."""
         return [n_of(x, d) for x in self.load] if self.load else list(self.n)

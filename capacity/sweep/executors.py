@@ -15,6 +15,7 @@ system with the client). Closing the generator (an interrupt) cancels what has n
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Iterator
@@ -72,7 +73,7 @@ def _dask(tasks, workers, scheduler) -> Iterator:
         threads = None  # the cluster's own setting
     else:
         workers = workers or _cores()
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
         threads = max(1, _cores() // workers)
     try:

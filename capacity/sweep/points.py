@@ -1,11 +1,12 @@
 """Units of work: a group is every grid point that one batched probe measures.
 
-Points that differ only in the curve axis (load or n) and the seed share one group: a recall
-group draws its keys and values once for all seeds (``seed=[s0, s1, ...]``, the batch
-dimension) and writes them in one pass, reading back at every n as a checkpoint. Key families
-whose prefixes are not draws of the family (``Family.iid_rows`` False: orthogonal, simplex)
-are drawn and written once per n instead, so that each n gets a true draw (a tight frame at
-that n). A group is also the unit of persistence: its file holds all its points.
+A group is one write pass. Points that differ only in the curve axis (load or n) and the
+seed share one: a recall group draws its keys and values once for all seeds
+(``seed=[s0, s1, ...]``, the batch dimension) and writes them in one pass, reading back at
+every n as a checkpoint. Key families whose prefixes are not draws of the family
+(``Family.iid_rows`` False: orthogonal, simplex) need a fresh draw and write pass per n (a
+tight frame at each n), so for them each n is its own group. A group is also the unit of
+persistence: its file holds all its points.
 
 ``measure(task)`` is the function executors run; it takes and returns plain picklable data.
 """
@@ -33,7 +34,7 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 @dataclass(frozen=True)
 class Group:
-    """One (variant, keys, feature, d, dtype, dv) cell; its points are curve values x seeds."""
+    """One write pass: a (variant, keys, feature, d, dtype, dv) cell and the curve values (loads or n) it covers, x seeds."""
 
     variant: Spec
     keys: Spec
@@ -41,6 +42,7 @@ class Group:
     d: int
     dtype: str
     dv: int
+    curve: tuple
 
     def to_json(self) -> dict:
         return {
@@ -50,34 +52,48 @@ class Group:
             "d": self.d,
             "dtype": self.dtype,
             "dv": self.dv,
+            "curve": list(self.curve),
         }
 
     @classmethod
     def from_json(cls, data: dict) -> Group:
         feat = data["feature"]
-        return cls(Spec.parse(data["variant"], "variant"), Spec.parse(data["keys"], "keys"), None if feat is None else Spec.parse(feat, "feature"), int(data["d"]), data["dtype"], int(data["dv"]))
+        return cls(Spec.parse(data["variant"], "variant"), Spec.parse(data["keys"], "keys"), None if feat is None else Spec.parse(feat, "feature"), int(data["d"]), data["dtype"], int(data["dv"]), tuple(data["curve"]))
+
+    def ns(self, study: Study) -> list[int]:
+        """Pair counts of the curve values this group covers."""
+        return [study.grid.ns(self.d)[study.grid.curve_values.index(x)] for x in self.curve]
 
     def key(self, study: Study, device: str) -> str:
         """Content hash of everything that determines this group's numbers."""
         return digest({"config": study.hash_payload(device), "group": self.to_json()})
 
     def points(self, study: Study) -> int:
-        g = study.grid
-        return len(g.load or g.n) * (1 if study.probe.kind == "bill" else len(g.seed))
+        return len(self.curve) * (1 if study.probe.kind == "bill" else len(study.grid.seed))
 
     def cost(self, study: Study) -> float:
-        """A rough relative cost (for scheduling the largest groups first)."""
-        ns = study.grid.ns(self.d)
-        per_n = not keys_mod.families()[self.keys.name].iid_rows if self.keys.name in keys_mod.families() else True
-        write = sum(ns) if per_n else max(ns)
-        return len(study.grid.seed) * (write * self.d * self.dv + sum(n * n for n in ns) * self.dv)
+        """A rough relative cost, write pass plus argmax scores (for scheduling the largest groups first)."""
+        ns = sorted(set(self.ns(study)))
+        return len(study.grid.seed) * (ns[-1] * self.d * self.dv + sum(n * n for n in ns) * self.dv)
+
+
+def _passes(study: Study, keys: Spec, d: int) -> list[tuple]:
+    """The curve values each write pass covers: all at once, or one n at a time for non-i.i.d. key families."""
+    g = study.grid
+    fam = keys_mod.families().get(keys.name)
+    if study.probe.kind == "bill" or fam is None or fam.iid_rows:
+        return [tuple(g.curve_values)]
+    by_n: dict[int, list] = {}
+    for x, n in zip(g.curve_values, g.ns(d)):
+        by_n.setdefault(n, []).append(x)
+    return [tuple(xs) for xs in by_n.values()]
 
 
 def groups(study: Study) -> list[Group]:
-    """The study's groups in grid order (variant, keys, feature, d, dtype, dv)."""
+    """The study's groups (write passes) in grid order (variant, keys, feature, d, dtype, dv, curve)."""
     g = study.grid
     feats = g.feature or (None,)
-    return [Group(v, k, f, d, dt, dv) for v in g.variant for k in g.keys for f in feats for d in g.d for dt in g.dtype for dv in g.dvs(d)]
+    return [Group(v, k, f, d, dt, dv, c) for v in g.variant for k in g.keys for f in feats for d in g.d for dt in g.dtype for dv in g.dvs(d) for c in _passes(study, k, d)]
 
 
 def build_variant(variant: Spec, feature: Spec | None):
@@ -142,7 +158,7 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
     grid = study.grid
     fam = keys_mod.families()[group.keys.name]
     seeds = list(grid.seed)
-    ns = grid.ns(group.d)
+    ns = group.ns(study)
     uniq = sorted(set(ns))
     dtype = _DTYPES[group.dtype]
     var = build_variant(group.variant, group.feature)
@@ -174,7 +190,7 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
     attrs = {"state_numel": int(var.state_numel(group.d, group.dv))}
     if feature_dim is not None:
         attrs["feature_dim"] = int(feature_dim)
-    return xr.Dataset(data, coords={curve: list(getattr(grid, curve)), "seed": seeds}, attrs=attrs)
+    return xr.Dataset(data, coords={curve: list(group.curve), "seed": seeds}, attrs=attrs)
 
 
 def _numel(state) -> int:
