@@ -170,8 +170,10 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
     def collect(ds: xr.Dataset, K: torch.Tensor | None, at: list[int]):
         nonlocal feature_dim
         feature_dim = ds.attrs.get("feature_dim", feature_dim)
+        where = {int(c): i for i, c in enumerate(ds["n"].values)}
+        host = {m: ds[m].values for m in probe.METRICS}  # [checkpoints, S] each
         for n in at:
-            row = {m: ds[m].sel(n=n).values for m in probe.METRICS}  # [S] each
+            row = {m: host[m][where[n]] for m in probe.METRICS}  # [S] each
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 row.update({s: stats[s].values for s in STAT_VARS})
