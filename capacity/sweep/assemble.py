@@ -103,10 +103,11 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
     full = {m: np.full(shape, np.nan if first[m].dtype.kind == "f" else -1, dtype=first[m].dtype) for m in names}
     feature_dim = {}
     for group, ds in results:
-        for x in group.curve:
+        host = {m: ds[m].transpose(g.curve, ...).values for m in names}  # [curve, seed] or [curve]
+        for i, x in enumerate(ds[g.curve].values.tolist()):
             ix = _index(study, group, dims, x)
             for m in names:
-                full[m][ix] = ds[m].sel({g.curve: x}).values  # [seed] or a scalar
+                full[m][ix] = host[m][i]
         if "feature_dim" in ds.attrs and group.feature is not None:
             feature_dim[(group.feature.label, group.d)] = int(ds.attrs["feature_dim"])
 

@@ -127,7 +127,7 @@ def check(study: Study) -> None:
         for d in g.d:
             n = min(g.ns(d))
             keys_mod.make(k.name, n=min(n, d), d=d, seed=0, **k.kwargs)  # a small draw checks the parameter values
-            if not fams[k.name].iid_rows and k.name == "simplex" and max(g.ns(d)) > d + 1:
+            if k.name == "simplex" and max(g.ns(d)) > d + 1:
                 raise CapacityError(f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}")
     if study.probe.values == "orthonormal":
         for d in g.d:

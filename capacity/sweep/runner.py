@@ -76,12 +76,15 @@ def run(
     store = Store(out / ".sweep" / study.name)
     store.clean()
     study_json = study.to_json()
-    todo, keyed = [], []
+    todo, keyed, finished = [], [], {}
     for g in groups(study):
         key = g.key(study, dev_type)
         keyed.append((g, key))
-        if store.load(key) is None:
+        ds = store.load(key)
+        if ds is None:
             todo.append((g, key))
+        else:
+            finished[key] = ds
     executor = executors.resolve(executor, str(dev), len(todo), scheduler)
     total = sum(g.points(study) for g, _ in keyed)
     done = total - sum(g.points(study) for g, _ in todo)
@@ -120,7 +123,7 @@ def run(
         if bar is not None:
             bar.close()
 
-    results = [(g, store.load(key)) for g, key in keyed]
+    results = [(g, finished[key] if key in finished else store.load(key)) for g, key in keyed]  # all as persisted
     missing = [g for g, ds in results if ds is None]
     if missing:  # pragma: no cover - only if the store was changed under us
         raise RuntimeError(f"{len(missing)} finished groups vanished from {store.root}")
