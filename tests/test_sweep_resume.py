@@ -43,24 +43,23 @@ def _resume_and_compare(study, out, reference, persisted: set[str]):
     assert resumed.dataset.attrs["config_hash"] == reference.dataset.attrs["config_hash"]
 
 
-def _script(tmp_path: Path, body: str) -> Path:
+def _script(tmp_path: Path, prelude: str = "") -> Path:
+    """A script that runs the study into the folder argv[1], after ``prelude`` (e.g. a sabotage hook)."""
     path = tmp_path / "sweep_script.py"
-    path.write_text(textwrap.dedent(body))
+    run = f"""
+        import sys
+        from capacity import sweep
+        study = sweep.get("capacity-vs-d").with_overrides({SETS!r})
+        sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
+        """
+    path.write_text(textwrap.dedent(prelude) + textwrap.dedent(run))
     return path
 
 
 def test_sigkill_part_way_then_resume(tmp_path, reference):
     study, ref = reference
     out = tmp_path / "killed"
-    script = _script(
-        tmp_path,
-        f"""
-        import sys
-        from capacity import sweep
-        study = sweep.get("capacity-vs-d").with_overrides({SETS!r})
-        sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
-        """,
-    )
+    script = _script(tmp_path)
     proc = subprocess.Popen([sys.executable, str(script), str(out)], env=ENV)
     store = _store(out, study)
     deadline = time.monotonic() + 120
@@ -85,9 +84,8 @@ def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, ref
     out = tmp_path / "midwrite"
     script = _script(
         tmp_path,
-        f"""
-        import os, signal, sys
-        from capacity import sweep
+        """
+        import os, signal
         calls = []
         real_replace = os.replace
         def replace(src, dst):
@@ -96,8 +94,6 @@ def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, ref
                 os.kill(os.getpid(), signal.SIGKILL)
             real_replace(src, dst)
         os.replace = replace
-        study = sweep.get("capacity-vs-d").with_overrides({SETS!r})
-        sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
         """,
     )
     proc = subprocess.run([sys.executable, str(script), str(out)], timeout=120, env=ENV)
