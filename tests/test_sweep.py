@@ -262,11 +262,32 @@ def test_key_statistics_match_describe(tmp_path):
     assert float(ds.mean_sq_coherence.sel(keys="correlated(rho=0.4)").mean()) > 2.5 * float(ds.mean_sq_coherence.sel(keys="gaussian").mean())
 
 
-def test_bill_measures_state_size_and_decode_time(tmp_path):
-    study = Study("bill-linear", "bill of the linear memory", Grid(variant=("linear", "delta"), keys=("gaussian",), d=(8, 16), n=(4, 64, 256), seed=(0,)), Probe(kind="bill", repeats=3))
+class _KVCache:
+    """A softmax-attention memory written for this test: it keeps every pair (a dict of two growing tensors)."""
+
+    name = "kv-cache"
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return {"k": torch.zeros(batch, 0, d), "v": torch.zeros(batch, 0, dv)}
+
+    def write(self, state, k, v):
+        return {"k": torch.cat([state["k"], k], 1), "v": torch.cat([state["v"], v], 1)}
+
+    def read(self, state, q):
+        return torch.softmax(8.0 * q @ state["k"].transpose(1, 2), -1) @ state["v"]
+
+    def state_numel(self, d, dv):
+        return 0  # grows with n: the bill measures it
+
+
+def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
+    monkeypatch.setattr(variants, "_REGISTRY", dict(variants._REGISTRY))
+    variants.register("kv-cache", _KVCache, "test: keeps every pair")
+    study = Study("bill-test", "bill of two memories", Grid(variant=("kv-cache", "linear"), keys=("gaussian",), d=(8, 16), n=(4, 64, 256), seed=(0,)), Probe(kind="bill", repeats=3))
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.state_numel.dims) == ["variant", "d", "n"]
     assert ds.state_numel.sel(variant="linear").values.tolist() == [[64] * 3, [256] * 3]  # d dv, whatever n
+    np.testing.assert_array_equal(ds.state_numel.sel(variant="kv-cache").values, ds.softmax_cache.values)  # n (d + dv), measured
     assert bool((ds.decode_seconds > 0).all()) and bool((ds.decode_seconds < 1).all())
     np.testing.assert_allclose(ds.softmax_cache.values, [[n * 2 * d for n in (4, 64, 256)] for d in (8, 16)])
     assert ds.attrs["break_even_n"].tolist() == [4.0, 8.0]
