@@ -25,10 +25,22 @@ def _cmd_check(args) -> int:
     return 0 if all(r.passed for r in rows) else 1
 
 
+def _cmd_run(args) -> int:
+    from capacity import plots, sweep
+
+    study = sweep.get(args.study).with_overrides(args.set)
+    result = sweep.run(study, out=args.out, device=args.device, executor=args.executor, scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)
+    print(result.path)
+    for path in plots.render(result.dataset, result.path.parent / "figures"):  # as `capacity plot` would place them
+        print(path)
+    return 0
+
+
 def _cmd_list(args) -> int:
-    from capacity import features, keys, values, variants
+    from capacity import features, keys, studies, values, variants
 
     sections = {
+        "studies": studies.available(),
         "variants": variants.available(),
         "features": features.available(),
         "keys": {name: f.description for name, f in keys.families().items()},
@@ -62,9 +74,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=None, metavar="T2,T5,...", help="run only the checks of these theorems (default: all, T1-T13)")
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("list", help="list variants, feature maps, key families and value families")
-    p.add_argument("what", nargs="?", default="all", choices=["all", "variants", "features", "keys", "values"])
+    p = sub.add_parser("list", help="list studies, variants, feature maps, key families and value families")
+    p.add_argument("what", nargs="?", default="all", choices=["all", "studies", "variants", "features", "keys", "values"])
     p.set_defaults(func=_cmd_list)
+
+    from capacity.sweep import EXECUTORS, Study
+
+    p = sub.add_parser(
+        "run",
+        help="run (or resume) a study and save its Dataset as OUT/STUDY.nc",
+        description="Run a named study (see 'capacity list studies'), resuming from the groups already saved under "
+        "OUT/.sweep/STUDY/; save the Dataset as OUT/STUDY.nc and draw the study's figures.",
+    )
+    p.add_argument("study", metavar="STUDY", help="a study name, e.g. capacity-vs-d")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a grid or probe field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5)' --set load=1/8,1,16. Keys: " + ", ".join(Study.settable()))
+    p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: results)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="torch device for the probes (default: auto = cuda when available)")
+    p.add_argument("--executor", default="auto", choices=list(EXECUTORS), help="auto (default: processes on a multi-core CPU, else serial), serial, processes (local worker processes) or dask")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786 (dask executor; default: a local cluster)")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes for processes or a local Dask cluster (default: CPU count)")
+    p.add_argument("--quiet", action="store_true", help="plain log lines instead of a progress bar")
+    p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("plot", help="draw a study's default figures (PNG and PDF) from its results")
     p.add_argument("results", metavar="RESULTS", help="a results file (.nc) or a directory of them")

@@ -62,17 +62,19 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
     da = ds[metric]
     n = ds.coords["n"].astype(np.float64)
     n, da = xr.broadcast(n, da)
+    # on the bare Variables, so that no coordinate name can make xarray mistake a DataArray for a
+    # mapping (a coordinate "keys" would); the coordinates are put back afterwards
     out = xr.apply_ufunc(
         _crossing,
-        da,
-        n,
+        da.variable,
+        n.variable,
         input_core_dims=[[dim], [dim]],
         kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER},
         vectorize=True,
         output_dtypes=[np.float64],
     )
-    if "n" in out.coords:
-        out = out.drop_vars("n")
+    order = [x for x in ds[metric].dims if x != dim]
+    out = xr.DataArray(out, coords={k: c for k, c in da.coords.items() if dim not in c.dims and k != "n"}).transpose(*order)
     rel = ">=" if metric in HIGHER_IS_BETTER else "<="
     out.attrs = {"long_name": f"capacity ({metric} {rel} {threshold:g})", "units": "pairs", "description": f"largest n with {metric} {rel} {threshold:g}, first crossing interpolated in log n; NaN where not determined on the grid"}
     return out.rename("capacity")

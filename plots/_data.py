@@ -12,27 +12,12 @@ from capacity.metrics import HIGHER_IS_BETTER
 
 __all__ = ["require", "dv_of", "levels", "tidy", "capacity", "undetermined", "undetermined_note"]
 
-# Coordinates whose names are DataArray attributes that xarray's apply_ufunc misreads: a
-# DataArray with a coordinate ``keys`` has ``da.keys``, so ``apply_ufunc`` takes it for a
-# Dataset and fails (xarray 2026.9). They are renamed around every apply_ufunc call.
-_SHADOWED = {"keys": "keys_"}
-
-
-def _unshadow(ds: xr.Dataset) -> xr.Dataset:
-    return ds.rename({k: v for k, v in _SHADOWED.items() if k in ds.variables or k in ds.dims})
-
-
-def _reshadow(obj):
-    back = {v: k for k, v in _SHADOWED.items()}
-    return obj.rename({k: v for k, v in back.items() if k in obj.coords or k in obj.dims})
-
-
 def capacity(ds: xr.Dataset, metric: str, threshold: float) -> xr.DataArray:
-    """``capacity.metrics.capacity`` over ``load``, for Datasets with a ``keys`` coordinate too."""
-    return _reshadow(metrics.capacity(_unshadow(ds), metric=metric, threshold=threshold))
+    """``capacity.metrics.capacity`` over ``load``."""
+    return metrics.capacity(ds, metric=metric, threshold=threshold)
 
 
-GRID_DIMS = ("variant", "keys", "d", "load", "seed")
+GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 
 
 def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:
@@ -115,7 +100,6 @@ def _why(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> int:
 
 def undetermined(ds: xr.Dataset, metric: str, threshold: float, dim: str = "load") -> dict[str, int]:
     """Count the capacities ``metrics.capacity`` leaves NaN, by reason: beyond the grid, below it, no data."""
-    ds = _unshadow(ds)
     n, y = xr.broadcast(ds.coords["n"].astype(float), ds[metric])
     why = xr.apply_ufunc(_why, y, n, input_core_dims=[[dim], [dim]], kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER}, vectorize=True, output_dtypes=[int])
     w = np.asarray(why.values).ravel()

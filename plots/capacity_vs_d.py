@@ -38,7 +38,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     d_grid = [int(x) for x in ds["d"].values]
     lo, hi = min(d_grid), max(d_grid)
     dense = _dense(lo, hi)
-    fam_labels = [str(k) for k in _data.levels(ds, "keys") if k is not None]
+    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     bases = {names.parse_label(k)[0]: k for k in fam_labels}
     colors = theme.palette(fam_labels)
     notes = []
@@ -49,12 +49,12 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
             sub = _data.sel(ds, variant=variant)
             for c, (metric, thr, crit) in enumerate(criteria):
                 ax = axes[r, c]
-                cap = _data.capacity(sub, metric, thr)  # [keys, d, seed]
+                cap = _data.capacity(sub, metric, thr)  # [key_family, d, seed]
                 df = _data.tidy(cap, "capacity")
-                if "keys" not in df:
-                    df["keys"] = "unknown"
+                if "key_family" not in df:
+                    df["key_family"] = "unknown"
                 if len(df):
-                    theme.curves(ax, df, x="d", y="capacity", hue="keys", name=names.keys_name, err_style="bars", colors=colors)
+                    theme.curves(ax, df, x="d", y="capacity", hue="key_family", name=names.keys_name, err_style="bars", colors=colors)
                 else:
                     ax.text(0.5, 0.5, "no capacity determined\non the measured grid", transform=ax.transAxes, ha="center", va="center", fontsize="small", color="0.3")
                 why = _data.undetermined(sub, metric, thr)

@@ -49,7 +49,7 @@ def error_vs_load(ds, *, metric: str = "mse"):
     _data.require(ds, "error vs load", variables=(metric,), coords=("n",), dims=("d", "load"))
     variants = _data.levels(ds, "variant")
     d_grid = [int(x) for x in ds["d"].values]
-    fam_labels = [str(k) for k in _data.levels(ds, "keys") if k is not None]
+    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     colors = theme.palette(fam_labels)
     loads = np.asarray(ds["load"].values, dtype=float)
     below = 0
@@ -60,11 +60,11 @@ def error_vs_load(ds, *, metric: str = "mse"):
                 ax = axes[r, c]
                 sub = _data.sel(ds, variant=variant, d=d)
                 df = _data.tidy(sub[metric], metric)
-                if "keys" not in df:
-                    df["keys"] = "unknown"
+                if "key_family" not in df:
+                    df["key_family"] = "unknown"
                 below += int((df[metric] < FLOOR).sum())
                 if len(df):
-                    theme.curves(ax, df, x="load", y=metric, hue="keys", name=names.keys_name, colors=colors)
+                    theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
                 theory_curves(ax, d, float(loads.min()), float(loads.max()))
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)

@@ -12,7 +12,7 @@ README gallery when no sweep result is at hand:
 
 >>> ds = grid("capacity-vs-d", d=(8,), loads=(0.5, 1.0, 2.0), seeds=(0, 1), dv=16)
 >>> dict(ds.sizes)
-{'variant': 1, 'keys': 2, 'd': 1, 'load': 3, 'seed': 2}
+{'variant': 1, 'key_family': 2, 'd': 1, 'load': 3, 'seed': 2}
 >>> [int(x) for x in ds.n.sel(d=8).values]
 [4, 8, 16]
 """
@@ -185,7 +185,7 @@ def grid(study: str, *, variants=("linear",), keys=("gaussian", "orthogonal"), d
                     got, fdim[f, c] = _measure(mem, klabel, dd, loads, seeds, dv, feature=phi, key_stats=key_stats)
                     for m, arr in got.items():
                         data[m][a, b, f, c] = arr
-    dims = ("variant", "keys", "feature", "d", "load", "seed")
+    dims = ("variant", "key_family", "feature", "d", "load", "seed")
     if features is None:
         dims = tuple(x for x in dims if x != "feature")
         data = {m: arr[:, :, 0] for m, arr in data.items()}
@@ -202,7 +202,7 @@ def grid(study: str, *, variants=("linear",), keys=("gaussian", "orthogonal"), d
     variables.update(_theory(n, np.array(d), dv))
     coords = {
         "variant": ("variant", list(variants)),
-        "keys": ("keys", list(keys)),
+        "key_family": ("key_family", list(keys)),
         "d": ("d", np.array(d), {"long_name": "key dimension", "units": "dimensions"}),
         "load": ("load", np.array(loads), {"long_name": "load n/d", "units": "pairs per dimension"}),
         "seed": ("seed", np.array(seeds, dtype=int)),

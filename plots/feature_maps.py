@@ -30,14 +30,14 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
     d_grid = [int(x) for x in ds["d"].values]
     feats = [str(f) for f in ds["feature"].values]
     colors = theme.palette(feats)
-    rows = [(v, k) for v in _data.levels(ds, "variant") for k in _data.levels(ds, "keys")]
+    rows = [(v, k) for v in _data.levels(ds, "variant") for k in _data.levels(ds, "key_family")]
     fdim = ds["feature_dim"]
     notes = []
     several = len(rows) > 1
     with theme.style():
         fig, axes = theme.figure(len(rows), len(d_grid) + 1)
         for r, (variant, keys) in enumerate(rows):
-            sub = _data.sel(ds, variant=variant, keys=keys)
+            sub = _data.sel(ds, variant=variant, key_family=keys)
             prefix = ", ".join(x for x in (names.variant_name(variant) if variant is not None else None, names.keys_name(keys) if keys is not None else None) if x)
             for c, d in enumerate(d_grid):
                 ax = axes[r, c]

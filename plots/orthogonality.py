@@ -42,12 +42,12 @@ PANELS = [
 
 
 def orthogonality(ds, *, metric: str = "mse"):
-    """The orthogonality figure of a result Dataset with key statistics (dims ``keys``, ``d``, ``load``)."""
+    """The orthogonality figure of a result Dataset with key statistics (dims ``key_family``, ``d``, ``load``)."""
     stats = tuple(p[0] for p in PANELS)
-    _data.require(ds, "orthogonality", variables=(metric, *stats), coords=("n",), dims=("keys", "d", "load"))
+    _data.require(ds, "orthogonality", variables=(metric, *stats), coords=("n",), dims=("key_family", "d", "load"))
     rows = [(v, int(d)) for v in _data.levels(ds, "variant") for d in ds["d"].values]
     fam_bases = []
-    for k in ds["keys"].values:
+    for k in ds["key_family"].values:
         base = names.parse_label(str(k))[0]
         if base not in fam_bases:
             fam_bases.append(base)
@@ -70,7 +70,7 @@ def orthogonality(ds, *, metric: str = "mse"):
                 for load in loads:
                     at = ok[ok["load"] == load]
                     for base in fam_bases:
-                        pts = at[at["keys"].map(lambda s: names.parse_label(str(s))[0]) == base]
+                        pts = at[at["key_family"].map(lambda s: names.parse_label(str(s))[0]) == base]
                         if len(pts):
                             h = ax.scatter(pts[stat], pts[metric], s=16, marker=markers[base], color=colors[load], linewidths=0, alpha=0.85, label=f"_{base}")
                             h.set_gid(f"measured:{base}:load={load:g}")

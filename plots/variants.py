@@ -26,7 +26,7 @@ def variant_curves(ds):
     d_grid = [int(x) for x in ds["d"].values]
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
-    fam_labels = [str(k) for k in _data.levels(ds, "keys") if k is not None]
+    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     bases = {names.parse_label(k)[0] for k in fam_labels}
     several = len(fam_labels) > 1
     loads = np.asarray(ds["load"].values, dtype=float)
@@ -38,7 +38,7 @@ def variant_curves(ds):
                 ax = axes[r, c]
                 df = _data.tidy(sub[metric], metric)
                 if len(df):
-                    style = {"style": "keys", "style_name": names.keys_name} if several and "keys" in df else {}
+                    style = {"style": "key_family", "style_name": names.keys_name} if several and "key_family" in df else {}
                     theme.curves(ax, df, x="load", y=metric, hue="variant", name=names.variant_name, colors=colors, **style)
                 if metric == "mse":
                     which = ["T8"] + (["T7"] if "gaussian" in bases or not bases else []) + (["T5"] if "orthogonal" in bases else [])

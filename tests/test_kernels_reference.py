@@ -137,13 +137,14 @@ def test_reference_read_error_brute_force():
 
 
 def test_update_torch_backend_in_place_equals_reference():
+    """The torch backend (the chunked forms) updates in place and agrees with the oracle to float32 rounding."""
     k, v, s0, beta, _, _ = _inputs(7)
     state = s0.float().clone()
     ptr = state.data_ptr()
     out = kernels.update(state, k.float(), v.float(), mode="delta", beta=beta.float(), backend="torch")
     assert out is state and state.data_ptr() == ptr
     want = reference.recurrence(k.float(), v.float(), mode="delta", beta=beta.float(), initial_state=s0.float())
-    assert torch.equal(state, want)
+    assert float((state - want).abs().max() / want.abs().max()) <= 1e-5
 
 
 def test_broadcast_parameters_equal_full_tensors():

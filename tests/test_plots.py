@@ -39,8 +39,8 @@ UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parenthes
 def cvd():
     """capacity-vs-d from real probes, with NaNs: one missing point and one run without any finite value."""
     ds = examples.grid("capacity-vs-d", variants=("linear", "delta"), keys=("gaussian", "orthogonal"), d=(8, 16), loads=(0.25, 0.5, 1, 2, 4, 8), seeds=(0, 1), dv=16)
-    ds["mse"].loc[dict(variant="linear", keys="gaussian", d=16, load=2.0, seed=1)] = np.nan
-    ds["mse"].loc[dict(variant="delta", keys="orthogonal", d=8, seed=0)] = np.nan
+    ds["mse"].loc[dict(variant="linear", key_family="gaussian", d=16, load=2.0, seed=1)] = np.nan
+    ds["mse"].loc[dict(variant="delta", key_family="orthogonal", d=8, seed=0)] = np.nan
     return ds
 
 
@@ -129,7 +129,7 @@ def capacity_by_brute_force(ds, metric, threshold, **where):
 
 
 def test_examples_follow_the_result_schema(cvd):
-    assert list(cvd.mse.dims) == ["variant", "keys", "d", "load", "seed"]
+    assert list(cvd.mse.dims) == ["variant", "key_family", "d", "load", "seed"]
     for attr in ("study", "description", "config", "config_hash", "versions", "device", "git_commit", "created"):
         assert attr in cvd.attrs
     n_rule = np.maximum(1, np.round(cvd["load"].values[None, :] * cvd.d.values[:, None]))
@@ -149,10 +149,10 @@ def test_examples_measure_what_a_direct_computation_gives(cvd):
     K = keys.make("gaussian", 128, d, seed=seed)[0, :n].double()  # the grid draws max n and reads prefixes
     V = values.make("gaussian", 128, 16, seed=seed)[0, :n].double()
     err = ((K @ (K.T @ V) - V) ** 2).sum(-1).mean().item()
-    got = float(cvd.mse.sel(variant="linear", keys="gaussian", d=d, load=load, seed=seed))
+    got = float(cvd.mse.sel(variant="linear", key_family="gaussian", d=d, load=load, seed=seed))
     assert got == pytest.approx(err, rel=1e-4)
     # structured keys are drawn once per n: the orthogonal point at load 0.5 reads back exactly
-    assert float(cvd.mse.sel(variant="linear", keys="orthogonal", d=d, load=0.5, seed=0)) < 1e-9
+    assert float(cvd.mse.sel(variant="linear", key_family="orthogonal", d=d, load=0.5, seed=0)) < 1e-9
 
 
 # ---------------------------------------------------------------- capacity vs d
@@ -177,9 +177,9 @@ def test_capacity_vs_d_figure(cvd):
     # the markers are the mean over seeds of the capacity per run
     x, y = xy(measured_line(axes[0, 0], "gaussian"))
     for xi, yi in zip(x, y):
-        assert yi == pytest.approx(capacity_by_brute_force(cvd, "mse", 0.5, variant="linear", keys="gaussian", d=int(xi)), rel=1e-9)
+        assert yi == pytest.approx(capacity_by_brute_force(cvd, "mse", 0.5, variant="linear", key_family="gaussian", d=int(xi)), rel=1e-9)
     x, y = xy(measured_line(axes[0, 1], "orthogonal"))
-    assert y[0] == pytest.approx(capacity_by_brute_force(cvd, "recall", 0.9, variant="linear", keys="orthogonal", d=8), rel=1e-9)
+    assert y[0] == pytest.approx(capacity_by_brute_force(cvd, "recall", 0.9, variant="linear", key_family="orthogonal", d=8), rel=1e-9)
     # legends name families and variants as users know them; the note counts the runs not drawn
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "random (Gaussian)" in legend and "tight frame (orthogonal)" in legend
@@ -206,7 +206,7 @@ def test_error_vs_load_figure(cvd):
         assert len(marker) == 1 and list(marker[0].get_xdata()) == [1.0, 1.0]
     # the measured curve is the mean over the seeds that have a value (NaN dropped)
     x, y = xy(measured_line(axes[0, 1], "gaussian"))
-    sub = cvd.mse.sel(variant="linear", keys="gaussian", d=16)
+    sub = cvd.mse.sel(variant="linear", key_family="gaussian", d=16)
     np.testing.assert_allclose(y, [np.nanmean(sub.sel(load=load).values) for load in x], rtol=1e-12)
     assert "below 0.001" in note(fig)
 
@@ -242,7 +242,7 @@ def test_orthogonality_figure(orth):
         np.testing.assert_allclose(y, n / x - 1, **EXACT)
     # each point is a run: its key statistic against its measured error
     pts = [c for c in coh.collections if c.get_gid() == "measured:correlated:load=2"][0]
-    sub = orth.sel(keys="correlated(rho=0.3)", load=2.0, d=16, variant="linear")
+    sub = orth.sel(key_family="correlated(rho=0.3)", load=2.0, d=16, variant="linear")
     np.testing.assert_allclose(pts.get_offsets(), np.column_stack([sub.mean_sq_coherence.values, sub.mse.values]))
 
 
@@ -263,7 +263,7 @@ def test_variant_curves_figure(var):
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "linear attention (additive)" in legend and "DeltaNet (delta), β = 0.5" in legend
     x, y = xy(measured_line(rec, "delta(beta=0.5)"))
-    np.testing.assert_allclose(y, var.recall.sel(variant="delta(beta=0.5)", keys="gaussian", d=16).mean("seed").values, rtol=1e-12)
+    np.testing.assert_allclose(y, var.recall.sel(variant="delta(beta=0.5)", key_family="gaussian", d=16).mean("seed").values, rtol=1e-12)
 
 
 def test_feature_maps_figure(fmaps):

@@ -1,0 +1,242 @@
+"""Sweep benchmarks: the default study's wall time, its throughput against a per-point torch loop,
+the achieved GFLOP/s of the probe work next to torch.matmul's, and Dask scaling (2 workers vs 1).
+
+    .venv/bin/python benchmarks/sweep.py            # everything (several minutes on 2 cores)
+    .venv/bin/python benchmarks/sweep.py --only dask
+    .venv/bin/python benchmarks/sweep.py --quick    # small grids: checks that the script runs
+
+Every ratio is measured against its baseline in the same run. The baseline loop computes the
+same six metrics as the probe for every grid point on its own (one key draw, one write pass
+and one read per point), and its numbers are checked against the sweep's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from capacity import kernels, keys, sweep, values
+from capacity.sweep.points import groups, measure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {len(os.sched_getaffinity(0))} cores, torch {torch.__version__}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+
+
+def load_avg() -> str:
+    return "load average %.2f %.2f %.2f" % os.getloadavg()
+
+
+# ---------------------------------------------------------------- the baseline: one point at a time
+
+
+def baseline_point(variant: str, family: str, d: int, n: int, seed: int, dv: int, write: str = "loop") -> dict:
+    """Draw, normalise keys, write (K.T @ V, or the delta rule token by token), read K @ S, score. Plain torch.
+
+    ``write="loop"``: the delta rule as an in-place loop written here; ``"library"``: the same
+    ``kernels.update`` call the sweep's variant makes, one point at a time.
+    """
+    K = keys.make(family, n, d, seed=seed)[0]  # [n, d]
+    V = values.make("gaussian", n, dv, seed=seed)[0]  # [n, dv]
+    K = K / K.norm(dim=1, keepdim=True)
+    if variant == "linear":
+        S = K.T @ V  # [d, dv]
+    elif write == "library":
+        S = kernels.update(torch.zeros(1, d, dv), K[None], V[None], mode="delta", beta=1.0)[0]
+    else:  # delta, beta = 1: S += k^T (v - k S)
+        S = torch.zeros(d, dv)
+        for t in range(n):
+            S += torch.outer(K[t], V[t] - K[t] @ S)
+    R = K @ S  # [n, dv]
+    sq = ((R - V) ** 2).sum(1)
+    vv, rv, rr = (V * V).sum(1), (R * V).sum(1), (R * R).sum(1)
+    a = rv / vv
+    correct = (R @ V.T).argmax(1) == torch.arange(n)
+    return {
+        "mse": float(sq.mean()),
+        "rel_error": float((sq / vv).mean()),
+        "cosine": float((rv / (rr.sqrt() * vv.sqrt())).mean()),
+        "recall": float(correct.float().mean()),
+        "signal": float(a.mean()),
+        "leak": float(((R - a[:, None] * V) ** 2).sum(1).mean()),
+    }
+
+
+def baseline(study, write: str = "loop") -> tuple[float, dict]:
+    g = study.grid
+    out = {}
+    t0 = time.perf_counter()
+    for v in g.variant:
+        for k in g.keys:
+            for d in g.d:
+                for load, n in zip(g.load, g.ns(d)):
+                    for s in g.seed:
+                        out[(v.label, k.label, d, load, s)] = baseline_point(v.name, k.name, d, n, s, d, write)
+    return time.perf_counter() - t0, out
+
+
+# ---------------------------------------------------------------- flops of the probe work
+
+
+def probe_flops(study) -> float:
+    """Multiply-adds x 2 of the probe: writes (linear 2 n d dv; delta 4 d dv per token), reads 2 c d dv and argmax scores 2 c^2 dv per checkpoint."""
+    total = 0.0
+    for grp in groups(study):  # one write pass each, with its checkpoints
+        cps = sorted(set(grp.ns(study)))
+        d, dv = grp.d, grp.dv
+        total += (2 if grp.variant.name == "linear" else 4) * cps[-1] * d * dv
+        total += sum(2 * c * d * dv + 2 * c * c * dv for c in cps)
+    return total * len(study.grid.seed)
+
+
+def matmul_gflops(shape_a, shape_b, reps: int = 5) -> float:
+    a, b = torch.randn(*shape_a), torch.randn(*shape_b)
+    torch.matmul(a, b)
+    best = math.inf
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.matmul(a, b)
+        best = min(best, time.perf_counter() - t)
+    flops = 2 * math.prod(shape_a) * shape_b[-1]
+    return flops / best / 1e9
+
+
+# ---------------------------------------------------------------- parts
+
+
+def part_default(study_sets: list[str]) -> list[str]:
+    """`capacity run capacity-vs-d` as a user runs it (fresh output folder), with the default (auto) and the serial executor."""
+    rows = []
+    for executor in ("auto", "serial"):
+        with tempfile.TemporaryDirectory() as out:
+            cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--executor", executor, "--device", "cpu"]
+            for s in study_sets:
+                cmd += ["--set", s]
+            before = load_avg()
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, cwd=out)
+            wall = time.perf_counter() - t
+            rows.append(f"| `capacity run capacity-vs-d --executor {executor}` (wall, process start included) | {wall:.1f} s | {before} |")
+    return rows
+
+
+def part_throughput(study, threads: int) -> list[str]:
+    """The sweep's probe work and the per-point loop side by side, both with ``threads`` torch threads."""
+    torch.set_num_threads(threads)
+    points = sum(grp.points(study) for grp in groups(study))
+    before = load_avg()
+    t = time.perf_counter()
+    results = {}
+    for grp in groups(study):
+        results[grp] = measure({"study": study.to_json(), "group": grp.to_json(), "device": "cpu", "threads": None})
+    sweep_s = time.perf_counter() - t
+    rows = [f"| sweep probe work, in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"]
+    for write, what in (("loop", "delta as an in-place loop written in the benchmark"), ("library", "delta through the same kernels.update as the sweep")):
+        before = load_avg()
+        base_s, base = baseline(study, write)
+        worst, recall_diff = 0.0, 0.0
+        for grp, ds in results.items():
+            for load in grp.curve:
+                for s in study.grid.seed:
+                    got = ds.sel(load=load, seed=s)
+                    for m, want in base[(grp.variant.label, grp.keys.label, grp.d, load, s)].items():
+                        diff = abs(float(got[m]) - want)
+                        if m == "recall":  # a near-tie may break the other way in the last float bit
+                            recall_diff = max(recall_diff, diff)
+                        else:
+                            worst = max(worst, diff / max(1.0, abs(want)))
+        rows += [
+            f"| per-point torch loop ({what}), same grid and metrics, {threads} thread(s) | {base_s:.1f} s = {points / base_s:.0f} points/s | {before}; metrics vs the sweep: max relative difference {worst:.1e}, recall {recall_diff:.1e} |",
+            f"| throughput ratio sweep / per-point loop ({write}), {threads} thread(s) | **{base_s / sweep_s:.2f}x** | goal >= 2x |",
+        ]
+    flops = probe_flops(study)
+    return rows + [
+        f"| probe work, {threads} thread(s): counted flops / wall | {flops / 1e9:.0f} GFLOP in {sweep_s:.1f} s = **{flops / sweep_s / 1e9:.1f} GFLOP/s** | writes, reads and argmax scores (see probe_flops) |",
+    ]
+
+
+def part_matmul(threads: int) -> list[str]:
+    torch.set_num_threads(threads)
+    sq = matmul_gflops((2048, 2048), (2048, 2048))
+    rec = matmul_gflops((4, 1024, 256), (4, 256, 4096))
+    return [
+        f"| torch.matmul fp32 2048 x 2048 x 2048, {threads} thread(s) (best of 5) | **{sq:.1f} GFLOP/s** | {load_avg()} |",
+        f"| torch.matmul fp32 [4, 1024, 256] @ [4, 256, 4096] (the recall's score shape), {threads} thread(s) | **{rec:.1f} GFLOP/s** | |",
+    ]
+
+
+def _cpu_seconds() -> float:
+    """CPU time (user + system) of the calling process, children excluded."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def part_dask(study) -> list[str]:
+    """The same study on a local Dask cluster of 1 and of 2 worker processes, one torch thread each (started beforehand, not timed)."""
+    from distributed import Client, LocalCluster
+
+    points = sum(grp.points(study) for grp in groups(study))
+    rows, walls = [], {}
+    for workers in (1, 2):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, env={"OMP_NUM_THREADS": "1"}) as cluster:
+            client = Client(cluster)
+            with tempfile.TemporaryDirectory() as out:
+                before = load_avg()
+                cpu0 = sum(client.run(_cpu_seconds).values())
+                t = time.perf_counter()
+                sweep.run(study, out=out, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False)
+                walls[workers] = time.perf_counter() - t
+                cpu = sum(client.run(_cpu_seconds).values()) - cpu0
+            client.close()
+        rows.append(f"| Dask LocalCluster, {workers} worker process(es) x 1 torch thread, {points} points in {len(groups(study))} groups | {walls[workers]:.1f} s | {before}; the workers got {cpu:.1f} CPU s = {cpu / walls[workers]:.2f} cores on average |")
+    rows.append(f"| Dask speed-up, 2 workers / 1 worker | **{walls[1] / walls[2]:.2f}x** | goal >= 1.6x |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=["default", "throughput", "matmul", "dask"], action="append")
+    ap.add_argument("--quick", action="store_true", help="small grids, to check the script")
+    ap.add_argument("--threads", type=int, action="append", help="torch threads for the in-process parts (default: 1, the per-worker setting of the default executor)")
+    args = ap.parse_args()
+    parts = args.only or ["default", "throughput", "matmul", "dask"]
+    small = ["d=16,32", "load=1/4,1,4", "seed=0,1"] if args.quick else []
+    default = sweep.get("capacity-vs-d").with_overrides(small)
+    dask_sets = small or ["d=32,48,64,96,128", "seed=0,1,2,3"]  # 4 x 5 groups, 1200 points
+    print(f"machine: {machine()}; date {datetime.date.today()}")
+    rows = ["| what | measured | notes |", "|---|---|---|"]
+    if "default" in parts:
+        rows += part_default(small)
+    for threads in args.threads or [1]:
+        if "throughput" in parts:
+            rows += part_throughput(default, threads)
+        if "matmul" in parts:
+            rows += part_matmul(threads)
+    if "dask" in parts:
+        rows += part_dask(sweep.get("capacity-vs-d").with_overrides(dask_sets))
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

@@ -1,0 +1,336 @@
+"""Typed study configuration: a grid of points plus probe settings, validated on construction.
+
+A study is ``Study(name, description, grid=Grid(...), probe=Probe(...))``. Building one from a
+dict (``Study.from_dict``) or overriding fields from the command line (``study.with_overrides``)
+rejects unknown fields with a CapacityError that lists the allowed ones; values are checked
+before any work starts (variants are built, key families and their parameters looked up).
+
+>>> from capacity.sweep.config import Grid, Probe, Study
+>>> s = Study("demo", "two variants", Grid(variant=("linear", "delta(beta=0.5)"), keys=("gaussian",), d=(16,), load=(0.5, 1, 2)))
+>>> [v.label for v in s.grid.variant], s.grid.ns(16)
+(['linear', 'delta(beta=0.5)'], [8, 16, 32])
+>>> s.with_overrides(["d=32,64", "seed=0,1"]).grid.d
+(32, 64)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from capacity import __version__, _validate
+from capacity.errors import CapacityError
+
+__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "DTYPES", "KINDS"]
+
+DTYPES = ("float32", "bfloat16", "float16")
+KINDS = {
+    "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
+    "bill": "measured state/cache size and per-token decode time after n writes",
+}
+
+_LABEL = re.compile(r"^\s*([A-Za-z_][\w\-]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def n_of(load: float, d: int) -> int:
+    """Pairs written at ``load`` = n/d: max(1, round(load * d)) (the schema's rule)."""
+    return max(1, int(round(float(load) * int(d))))
+
+
+def _scalar(text: str):
+    """A command-line scalar: int, float (also ``1/8``), true/false, else the string itself."""
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    if re.fullmatch(r"[+-]?\d+\s*/\s*\d+", t):
+        return float(Fraction(t.replace(" ", "")))
+    return t
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas that are not inside parentheses: ``a(x=1,y=2),b`` -> [``a(x=1,y=2)``, ``b``]."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A named thing with parameters (a variant, key family or feature map), labelled ``name(k=v, ...)``."""
+
+    name: str
+    params: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def parse(cls, value, what: str) -> Spec:
+        """From a Spec, a label string ``name(k=v, ...)`` or a dict ``{"name": ..., "params": {...}}``."""
+        if isinstance(value, Spec):
+            return value
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - {"name", "params"})
+            if unknown or "name" not in value:
+                raise CapacityError(f"a {what} is a label like 'name(k=v)' or a dict with fields name, params; got {value!r}")
+            params = value.get("params") or {}
+            if not isinstance(params, dict):
+                raise CapacityError(f"{what} params must be a dict, got {params!r}")
+            return cls(str(value["name"]), tuple(sorted(params.items())))
+        if not isinstance(value, str) or not (m := _LABEL.match(value)):
+            raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)', got {value!r}")
+        params = {}
+        for item in _split_top(m.group(2) or ""):
+            key, eq, val = item.partition("=")
+            if not eq or not key.strip():
+                raise CapacityError(f"{what} {value!r}: parameters are written k=v, got {item!r}")
+            params[key.strip()] = _scalar(val)
+        return cls(m.group(1), tuple(sorted(params.items())))
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.params)
+
+    @property
+    def label(self) -> str:
+        if not self.params:
+            return self.name
+        return f"{self.name}(" + ", ".join(f"{k}={_fmt(v)}" for k, v in self.params) + ")"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "params": self.kwargs}
+
+
+def _tuple(name: str, value) -> tuple:
+    if isinstance(value, (str, int, float, Spec, dict)):
+        value = [value]
+    try:
+        return tuple(value)
+    except TypeError:
+        raise CapacityError(f"{name} must be a list, got {value!r}") from None
+
+
+def _unique(name: str, items) -> None:
+    seen = [x.label if isinstance(x, Spec) else x for x in items]
+    dup = sorted({str(x) for x in seen if seen.count(x) > 1})
+    if dup:
+        raise CapacityError(f"{name} lists {', '.join(dup)} more than once; each grid value must be distinct")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The grid axes. Every point is one (variant, keys, feature, d, load or n, seed, dtype, dv).
+
+    - ``variant``: variant specs (registry names with parameters), e.g. ``delta(beta=0.5)``;
+    - ``keys``: key-family specs, e.g. ``correlated(rho=0.5)``;
+    - ``feature``: feature-map specs passed to the variant as ``feature=name, **params``
+      (empty: no feature axis);
+    - ``d``: key dimensions; ``load``: n/d values, or ``n``: pair counts (exactly one of the two);
+    - ``seed``: seeds of keys and values (the batch of one probe);
+    - ``dtype``: input dtypes of keys and values (the state is float32 whatever they are);
+    - ``dv``: value dimensions (empty: dv = d).
+    """
+
+    variant: tuple = ("linear",)
+    keys: tuple = ("gaussian",)
+    feature: tuple = ()
+    d: tuple = (64,)
+    load: tuple = ()
+    n: tuple = ()
+    seed: tuple = (0,)
+    dtype: tuple = ("float32",)
+    dv: tuple = ()
+
+    def __post_init__(self):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        for name in ("variant", "keys", "feature"):
+            put(name, tuple(Spec.parse(v, name) for v in _tuple(name, getattr(self, name))))
+        put("d", tuple(_validate.positive_int("d", v) for v in _tuple("d", self.d)))
+        put("n", tuple(_validate.positive_int("n", v) for v in _tuple("n", self.n)))
+        put("load", tuple(_positive_float("load", v) for v in _tuple("load", self.load)))
+        put("seed", tuple(_validate.positive_int("seed", v, minimum=0) for v in _tuple("seed", self.seed)))
+        put("dv", tuple(_validate.positive_int("dv", v) for v in _tuple("dv", self.dv)))
+        put("dtype", tuple(_validate.choice("dtype", str(v), DTYPES) for v in _tuple("dtype", self.dtype)))
+        for name in ("variant", "keys", "d", "seed", "dtype"):
+            if not getattr(self, name):
+                raise CapacityError(f"grid axis {name} must list at least one value")
+        if bool(self.load) == bool(self.n):
+            raise CapacityError("the grid takes exactly one of load (n/d values) or n (pair counts)")
+        for name in ("variant", "keys", "feature", "d", "load", "n", "seed", "dtype", "dv"):
+            _unique(name, getattr(self, name))
+
+    @property
+    def curve(self) -> str:
+        """The axis a probe reads in one pass: ``load`` or ``n``."""
+        return "load" if self.load else "n"
+
+    @property
+    def curve_values(self) -> tuple:
+        """The values along the curve axis (loads or pair counts)."""
+        return self.load or self.n
+
+    def ns(self, d: int) -> list[int]:
+        """Pair counts along the curve axis at key dimension ``d``."""
+        return [n_of(x, d) for x in self.load] if self.load else list(self.n)
+
+    def dvs(self, d: int) -> tuple[int, ...]:
+        return self.dv if self.dv else (d,)
+
+    def to_json(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = [x.to_json() for x in v] if f.name in ("variant", "keys", "feature") else list(v)
+        return out
+
+
+def _positive_float(name, v) -> float:
+    if isinstance(v, str):
+        v = _scalar(v)
+    if isinstance(v, bool):
+        raise CapacityError(f"{name} must be a number > 0, got {v!r}")
+    return _validate.in_range(name, v, 0.0, float("inf"), low_open=True)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How each point is measured.
+
+    - ``kind``: ``recall`` (the recall probe's metrics) or ``bill`` (state size and decode time);
+    - ``values``: the value family (``gaussian`` unit rows, or ``orthonormal`` with n <= dv);
+    - ``key_stats``: also store ``capacity.keys.describe`` statistics of the keys at every point;
+    - ``repeats``: timed decode steps per point (bill).
+    """
+
+    kind: str = "recall"
+    values: str = "gaussian"
+    key_stats: bool = False
+    repeats: int = 20
+
+    def __post_init__(self):
+        from capacity import values
+
+        _validate.choice("probe kind", self.kind, KINDS)
+        _validate.choice("value family", self.values, values.FAMILIES)
+        if not isinstance(self.key_stats, bool):
+            raise CapacityError(f"key_stats must be true or false, got {self.key_stats!r}")
+        object.__setattr__(self, "repeats", _validate.positive_int("repeats", self.repeats))
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _fields(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _check_fields(what: str, given, allowed: list[str]) -> None:
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise CapacityError(f"unknown {what} field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named grid with probe settings. ``config_hash`` identifies the numbers it produces."""
+
+    name: str
+    description: str
+    grid: Grid = field(default_factory=Grid)
+    probe: Probe = field(default_factory=Probe)
+
+    def __post_init__(self):
+        if not isinstance(self.grid, Grid) or not isinstance(self.probe, Probe):
+            raise CapacityError("Study takes grid=Grid(...) and probe=Probe(...)")
+        if self.probe.kind == "bill":
+            if self.grid.curve != "n" or len(self.grid.keys) != 1 or len(self.grid.seed) != 1:
+                raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
+            if self.probe.key_stats:
+                raise CapacityError("key_stats applies to recall studies only")
+
+    # ------------------------------------------------------------ dict / command-line forms
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Study:
+        """From ``{"name", "description", "grid": {...}, "probe": {...}}``; unknown fields are an error."""
+        if not isinstance(data, dict):
+            raise CapacityError(f"a study configuration is a dict, got {type(data).__name__}")
+        _check_fields("study", data, _fields(cls))
+        grid = data.get("grid", {})
+        probe = data.get("probe", {})
+        _check_fields("grid", grid, _fields(Grid))
+        _check_fields("probe", probe, _fields(Probe))
+        return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), Probe(**probe))
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "description": self.description, "grid": self.grid.to_json(), "probe": self.probe.to_json()}
+
+    @staticmethod
+    def settable() -> list[str]:
+        """The keys ``with_overrides`` accepts: every grid field and every probe field."""
+        return _fields(Grid) + _fields(Probe)
+
+    def with_overrides(self, assignments) -> Study:
+        """A copy with ``key=value`` assignments applied (lists comma-separated, e.g. ``d=16,32``).
+
+        Grid axes take lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``); probe fields
+        one value (``values=orthonormal``). Setting ``n`` clears ``load`` and the other way round.
+        """
+        grid = {f: getattr(self.grid, f) for f in _fields(Grid)}
+        probe = {f: getattr(self.probe, f) for f in _fields(Probe)}
+        allowed = self.settable()
+        for item in assignments or ():
+            key, eq, value = str(item).partition("=")
+            key = key.strip()
+            if not eq:
+                raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(allowed)}")
+            _check_fields("--set", [key], allowed)
+            if key in grid:
+                parts = _split_top(value)
+                grid[key] = tuple(parts if key in ("variant", "keys", "feature", "dtype") else [_scalar(p) for p in parts])
+                if key in ("load", "n"):
+                    grid["n" if key == "load" else "load"] = ()
+            else:
+                probe[key] = _scalar(value)
+        return Study(self.name, self.description, Grid(**grid), Probe(**probe))
+
+    # ------------------------------------------------------------ identity
+
+    def hash_payload(self, device: str) -> dict:
+        """What determines the numbers: the grid, the probe, the device type and the package version."""
+        return {"study": self.name, "grid": self.grid.to_json(), "probe": self.probe.to_json(), "device": device, "capacity": __version__}
+
+    def config_hash(self, device: str) -> str:
+        return digest(self.hash_payload(device))
+
+
+def digest(payload) -> str:
+    """sha256 hex digest of the canonical JSON of ``payload``."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,0 +1,71 @@
+"""`capacity run` and `capacity list`: output, progress, figures step, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+import xarray as xr
+
+from capacity import cli, sweep, variants
+
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+
+SETS = ["--set", "variant=linear", "--set", "keys=gaussian,orthogonal", "--set", "d=16", "--set", "load=1/2,2", "--set", "seed=0,1,2"]
+
+
+def _one_line_error(capsys, argv, *fragments):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("capacity: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    for f in fragments:
+        assert f in err, err
+
+
+def test_list_shows_the_studies_first(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("studies:\n  capacity-vs-d ")
+    for name, desc in sweep.studies().items():
+        assert f"  {name}" in out and desc in out
+    assert cli.main(["list", "studies"]) == 0
+    assert "variants:" not in capsys.readouterr().out
+
+
+def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys):
+    out = tmp_path / "res"
+    assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--executor", "serial", "--device", "cpu"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == str(out / "capacity-vs-d.nc")
+    figures = [p for p in lines[1:]]
+    assert figures and all(p.startswith(str(out / "figures")) for p in figures)
+    assert {p.rsplit(".", 1)[1] for p in figures} == {"png", "pdf"} and all((out / "figures" / p.rsplit("/", 1)[1]).is_file() for p in figures)
+    assert "12/12" in captured.err and "pt" in captured.err  # the progress bar: points done / total
+    with xr.open_dataset(out / "capacity-vs-d.nc") as saved:
+        assert dict(saved.mse.sizes) == {"variant": 1, "key_family": 2, "d": 1, "load": 2, "seed": 3}
+
+    # rerun, quietly: everything is reused, plain log lines instead of a bar
+    assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--quiet", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "12 points in 3 groups; 12 already done, 0 groups to measure" in err and "3 reused" in err and "\r" not in err
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("--set", "--out", "--device", "--executor", "--scheduler", "--workers", "--quiet"):
+        assert flag in text
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
+    out = ["--out", str(tmp_path)]
+    _one_line_error(capsys, ["run", "nosuch", *out], "unknown study 'nosuch'; known: bill, capacity-vs-d, feature-maps")
+    _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "depth=3", *out], "unknown --set field(s) depth; allowed: variant, keys, feature, d, load")
+    _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "d=0", *out], "d must be a whole number >= 1, got 0")
+    _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "keys=nosuch", *out], "unknown key family 'nosuch'")
+    _one_line_error(capsys, ["run", "capacity-vs-d", "--executor", "threads", *out], "invalid choice: 'threads'")
+    _one_line_error(capsys, ["run", "capacity-vs-d", "--device", "tpu", *out], "invalid choice: 'tpu'")
+    if "softmax" not in variants.available():
+        _one_line_error(capsys, ["run", "bill", *out], "unknown variant 'softmax'; known: ")
+    assert not (tmp_path / ".sweep").exists(), "nothing ran"

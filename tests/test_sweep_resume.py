@@ -1,0 +1,127 @@
+"""The resume guarantee: kill a sweep part way (SIGKILL, SIGINT), rerun it, and get exactly an uninterrupted run's Dataset."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from capacity import sweep
+from capacity.sweep.points import groups
+
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+
+SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 8 groups, 48 points
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture does in-process
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    study = sweep.get("capacity-vs-d").with_overrides(SETS)
+    return study, sweep.run(study, out=tmp_path_factory.mktemp("uninterrupted"), device="cpu", progress=False)
+
+
+def _store(out: Path, study) -> Path:
+    return out / ".sweep" / study.name
+
+
+def _resume_and_compare(study, out, reference, persisted: set[str]):
+    keys = {g.key(study, "cpu") for g in groups(study)}
+    assert persisted <= keys
+    resumed = sweep.run(study, out=out, device="cpu", progress=False)
+    assert resumed.reused == len(persisted), "every group persisted before the kill is reused"
+    assert resumed.measured == len(keys) - len(persisted), "and only the others are measured again"
+    files = sorted(p.name for p in _store(out, study).iterdir())
+    assert files == sorted(f"{k}.json" for k in keys), "one file per group: nothing lost, nothing duplicated, no temporary left"
+    assert resumed.dataset.equals(reference.dataset)
+    assert resumed.dataset.attrs["config_hash"] == reference.dataset.attrs["config_hash"]
+
+
+def _script(tmp_path: Path, prelude: str = "") -> Path:
+    """A script that runs the study into the folder argv[1], after ``prelude`` (e.g. a sabotage hook)."""
+    path = tmp_path / "sweep_script.py"
+    run = f"""
+        import sys
+        from capacity import sweep
+        study = sweep.get("capacity-vs-d").with_overrides({SETS!r})
+        sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
+        """
+    path.write_text(textwrap.dedent(prelude) + textwrap.dedent(run))
+    return path
+
+
+def test_sigkill_part_way_then_resume(tmp_path, reference):
+    study, ref = reference
+    out = tmp_path / "killed"
+    script = _script(tmp_path)
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], env=ENV)
+    store = _store(out, study)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if store.exists() and len(list(store.glob("*.json"))) >= 2:
+                break
+            time.sleep(0.005)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the sweep was still running when it was killed"
+    persisted = {p.stem for p in store.glob("*.json")}
+    assert 2 <= len(persisted) < len(groups(study))
+    assert not (out / f"{study.name}.nc").exists()
+    _resume_and_compare(study, out, ref, persisted)
+
+
+def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, reference):
+    """Killed after the temporary file is written but before the rename: that group does not count, its temporary is removed."""
+    study, ref = reference
+    out = tmp_path / "midwrite"
+    script = _script(
+        tmp_path,
+        """
+        import os, signal
+        calls = []
+        real_replace = os.replace
+        def replace(src, dst):
+            calls.append(dst)
+            if len(calls) == 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+            real_replace(src, dst)
+        os.replace = replace
+        """,
+    )
+    proc = subprocess.run([sys.executable, str(script), str(out)], timeout=120, env=ENV)
+    assert proc.returncode == -signal.SIGKILL
+    store = _store(out, study)
+    assert len(list(store.glob(".*.tmp"))) == 1, "the interrupted write left its temporary file"
+    persisted = {p.stem for p in store.glob("*.json")}
+    assert len(persisted) == 2
+    _resume_and_compare(study, out, ref, persisted)
+
+
+def test_sigint_stops_with_a_resume_hint_then_resumes(tmp_path, reference):
+    study, ref = reference
+    out = tmp_path / "interrupted"
+    cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", str(out), "--quiet", "--executor", "serial", "--device", "cpu"]
+    for s in SETS:
+        cmd += ["--set", s]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "points; finished" in line:  # one group is persisted: interrupt now
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert proc.returncode == 130, "".join(lines) + rest
+    assert "interrupted:" in rest and "run the same command again to resume" in rest and "Traceback" not in rest
+    persisted = {p.stem for p in _store(out, study).glob("*.json")}
+    assert 1 <= len(persisted) < len(groups(study))
+    _resume_and_compare(study, out, ref, persisted)
