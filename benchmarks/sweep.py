@@ -6,8 +6,9 @@ the achieved GFLOP/s of the probe work next to torch.matmul's, and Dask scaling 
     .venv/bin/python benchmarks/sweep.py --quick    # small grids: checks that the script runs
 
 Every ratio is measured against its baseline in the same run. The baseline loop computes the
-same six metrics as the probe for every grid point on its own (one key draw, one write pass
-and one read per point), and its numbers are checked against the sweep's.
+same metrics as the probe for every grid point on its own (one key draw, one write pass and
+one read per point), and its numbers are checked against the sweep's; the throughput is
+measured with the argmax decode on both sides and without it on both sides.
 """
 
 from __future__ import annotations
@@ -48,11 +49,12 @@ def load_avg() -> str:
 # ---------------------------------------------------------------- the baseline: one point at a time
 
 
-def baseline_point(variant: str, family: str, d: int, n: int, seed: int, dv: int, write: str = "loop") -> dict:
+def baseline_point(variant: str, family: str, d: int, n: int, seed: int, dv: int, write: str = "loop", decode: bool = True) -> dict:
     """Draw, normalise keys, write (K.T @ V, or the delta rule token by token), read K @ S, score. Plain torch.
 
     ``write="loop"``: the delta rule as an in-place loop written here; ``"library"``: the same
-    ``kernels.update`` call the sweep's variant makes, one point at a time.
+    ``kernels.update`` call the sweep's variant makes, one point at a time. ``decode``: also the
+    argmax recall (scores of every read against every stored value), as the sweep does.
     """
     K = keys.make(family, n, d, seed=seed)[0]  # [n, d]
     V = values.make("gaussian", n, dv, seed=seed)[0]  # [n, dv]
@@ -69,15 +71,16 @@ def baseline_point(variant: str, family: str, d: int, n: int, seed: int, dv: int
     sq = ((R - V) ** 2).sum(1)
     vv, rv, rr = (V * V).sum(1), (R * V).sum(1), (R * R).sum(1)
     a = rv / vv
-    correct = (R @ V.T).argmax(1) == torch.arange(n)
-    return {
+    out = {
         "mse": float(sq.mean()),
         "rel_error": float((sq / vv).mean()),
         "cosine": float((rv / (rr.sqrt() * vv.sqrt())).mean()),
-        "recall": float(correct.float().mean()),
         "signal": float(a.mean()),
         "leak": float(((R - a[:, None] * V) ** 2).sum(1).mean()),
     }
+    if decode:
+        out["recall"] = float(((R @ V.T).argmax(1) == torch.arange(n)).float().mean())
+    return out
 
 
 def baseline(study, write: str = "loop") -> tuple[float, dict]:
@@ -89,7 +92,7 @@ def baseline(study, write: str = "loop") -> tuple[float, dict]:
             for d in g.d:
                 for load, n in zip(g.load, g.ns(d)):
                     for s in g.seed:
-                        out[(v.label, k.label, d, load, s)] = baseline_point(v.name, k.name, d, n, s, d, write)
+                        out[(v.label, k.label, d, load, s)] = baseline_point(v.name, k.name, d, n, s, d, write, study.probe.decode)
     return time.perf_counter() - t0, out
 
 
@@ -103,7 +106,7 @@ def probe_flops(study) -> float:
         cps = sorted(set(grp.ns(study)))
         d, dv = grp.d, grp.dv
         total += (2 if grp.variant.name == "linear" else 4) * cps[-1] * d * dv
-        total += sum(2 * c * d * dv + 2 * c * c * dv for c in cps)
+        total += sum(2 * c * d * dv + (2 * c * c * dv if study.probe.decode else 0) for c in cps)
     return total * len(study.grid.seed)
 
 
@@ -139,38 +142,45 @@ def part_default(study_sets: list[str]) -> list[str]:
 
 
 def part_throughput(study, threads: int) -> list[str]:
-    """The sweep's probe work and the per-point loop side by side, both with ``threads`` torch threads."""
+    """The sweep's probe work and the per-point loops side by side, ``threads`` torch threads each.
+
+    Twice: with the argmax decode on both sides (all six metrics), and without it on both sides
+    (the issue's baseline: normalise keys, K.T @ V, K @ S, error; the five cheap metrics).
+    """
     torch.set_num_threads(threads)
-    points = sum(grp.points(study) for grp in groups(study))
-    before = load_avg()
-    t = time.perf_counter()
-    results = {}
-    for grp in groups(study):
-        results[grp] = measure({"study": study.to_json(), "group": grp.to_json(), "device": "cpu", "threads": None})
-    sweep_s = time.perf_counter() - t
-    rows = [f"| sweep probe work, in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"]
-    for write, what in (("loop", "delta as an in-place loop written in the benchmark"), ("library", "delta through the same kernels.update as the sweep")):
+    rows = []
+    for decode in (True, False):
+        st = study.with_overrides([f"decode={'true' if decode else 'false'}"])
+        what_metrics = "six metrics, argmax decode included" if decode else "no argmax decode: mse, rel_error, cosine, signal, leak"
+        points = sum(grp.points(st) for grp in groups(st))
         before = load_avg()
-        base_s, base = baseline(study, write)
-        worst, recall_diff = 0.0, 0.0
-        for grp, ds in results.items():
-            for load in grp.curve:
-                for s in study.grid.seed:
-                    got = ds.sel(load=load, seed=s)
-                    for m, want in base[(grp.variant.label, grp.keys.label, grp.d, load, s)].items():
-                        diff = abs(float(got[m]) - want)
-                        if m == "recall":  # a near-tie may break the other way in the last float bit
-                            recall_diff = max(recall_diff, diff)
-                        else:
-                            worst = max(worst, diff / max(1.0, abs(want)))
-        rows += [
-            f"| per-point torch loop ({what}), same grid and metrics, {threads} thread(s) | {base_s:.1f} s = {points / base_s:.0f} points/s | {before}; metrics vs the sweep: max relative difference {worst:.1e}, recall {recall_diff:.1e} |",
-            f"| throughput ratio sweep / per-point loop ({write}), {threads} thread(s) | **{base_s / sweep_s:.2f}x** | goal >= 2x |",
-        ]
-    flops = probe_flops(study)
-    return rows + [
-        f"| probe work, {threads} thread(s): counted flops / wall | {flops / 1e9:.0f} GFLOP in {sweep_s:.1f} s = **{flops / sweep_s / 1e9:.1f} GFLOP/s** | writes, reads and argmax scores (see probe_flops) |",
-    ]
+        t = time.perf_counter()
+        results = {}
+        for grp in groups(st):
+            results[grp] = measure({"study": st.to_json(), "group": grp.to_json(), "device": "cpu", "threads": None})
+        sweep_s = time.perf_counter() - t
+        rows.append(f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |")
+        for write, what in (("loop", "delta as an in-place loop written in the benchmark"), ("library", "delta through the same kernels.update as the sweep")):
+            before = load_avg()
+            base_s, base = baseline(st, write)
+            worst, recall_diff = 0.0, 0.0
+            for grp, ds in results.items():
+                for load in grp.curve:
+                    for s in st.grid.seed:
+                        got = ds.sel(load=load, seed=s)
+                        for m, want in base[(grp.variant.label, grp.keys.label, grp.d, load, s)].items():
+                            diff = abs(float(got[m]) - want)
+                            if m == "recall":  # a near-tie may break the other way in the last float bit
+                                recall_diff = max(recall_diff, diff)
+                            else:
+                                worst = max(worst, diff / max(1.0, abs(want)))
+            rows += [
+                f"| per-point torch loop ({what}), same grid and metrics, {threads} thread(s) | {base_s:.1f} s = {points / base_s:.0f} points/s | {before}; metrics vs the sweep: max relative difference {worst:.1e}" + (f", recall {recall_diff:.1e}" if decode else "") + " |",
+                f"| throughput ratio sweep / per-point loop ({write}; {what_metrics}), {threads} thread(s) | **{base_s / sweep_s:.2f}x** | goal >= 2x |",
+            ]
+        flops = probe_flops(st)
+        rows.append(f"| probe work ({what_metrics}), {threads} thread(s): counted flops / wall | {flops / 1e9:.0f} GFLOP in {sweep_s:.1f} s = **{flops / sweep_s / 1e9:.1f} GFLOP/s** | writes, reads" + (" and argmax scores" if decode else "") + " (see probe_flops) |")
+    return rows
 
 
 def part_matmul(threads: int) -> list[str]:

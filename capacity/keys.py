@@ -1,6 +1,6 @@
 """Key families with controlled orthogonality, and their orthogonality statistics.
 
-Every family returns float32 keys ``[batch, n, d]`` with unit rows, drawn on the CPU in
+Every family returns float32 keys ``[batch, n, d]`` with unit rows, built on the CPU in
 float64 from an explicit seed (so the same seed gives the same keys on every device)
 and then moved to ``device``.
 
@@ -53,13 +53,13 @@ def _unit_rows(x: torch.Tensor) -> torch.Tensor:
 
 def _haar(batch: int, d: int, g: torch.Generator) -> torch.Tensor:
     """Haar-random orthogonal matrices [batch, d, d] (QR of a Gaussian with the sign fix)."""
-    z = torch.randn(batch, d, d, generator=g, dtype=torch.float64)
+    z = _random.normal(batch, d, d, generator=g)
     q, r = torch.linalg.qr(z)
     return q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
 
 
 def _gaussian(batch, n, d, g):
-    return _unit_rows(torch.randn(batch, n, d, generator=g, dtype=torch.float64))
+    return _unit_rows(_random.normal(batch, n, d, generator=g))
 
 
 def _harmonic_frame(n: int, d: int, freqs: torch.Tensor) -> torch.Tensor:
@@ -79,7 +79,7 @@ def _harmonic_frame(n: int, d: int, freqs: torch.Tensor) -> torch.Tensor:
 
 def _orthogonal(batch, n, d, g):
     if n <= d:
-        z = torch.randn(batch, d, n, generator=g, dtype=torch.float64)
+        z = _random.normal(batch, d, n, generator=g)
         q, r = torch.linalg.qr(z)  # q: [batch, d, n], orthonormal columns
         q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
         return q.transpose(1, 2).contiguous()  # [batch, n, d]
@@ -114,8 +114,8 @@ def _correlated(batch, n, d, g, rho):
     rho = _validate.in_range("rho", rho, 0.0, 1.0, high_open=True)
     if d < 2:
         raise CapacityError("correlated keys need d >= 2 (a shared direction plus a private one)")
-    u = _unit_rows(torch.randn(batch, 1, d, generator=g, dtype=torch.float64))  # [batch, 1, d]
-    z = torch.randn(batch, n, d, generator=g, dtype=torch.float64)
+    u = _unit_rows(_random.normal(batch, 1, d, generator=g))  # [batch, 1, d]
+    z = _random.normal(batch, n, d, generator=g)
     z = _unit_rows(z - (z * u).sum(-1, keepdim=True) * u)  # private parts, orthogonal to u
     # unit rows with k_i . k_j = rho + (1 - rho) z_i . z_j, whose mean over pairs is rho
     return math.sqrt(rho) * u + math.sqrt(1.0 - rho) * z
@@ -146,7 +146,7 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
         if lam.shape != (d,) or not np.all(np.isfinite(lam)) or np.any(lam < 0) or not np.any(lam > 0):
             raise CapacityError(f"spectrum must be {d} finite variances >= 0, not all zero; got shape {lam.shape}")
     scale = torch.from_numpy(np.sqrt(lam))  # [d]
-    z = torch.randn(batch, n, d, generator=g, dtype=torch.float64) * scale
+    z = _random.normal(batch, n, d, generator=g) * scale
     rot = _haar(batch, d, g)
     return _unit_rows(z @ rot)
 

@@ -58,8 +58,11 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
     return cps
 
 
-def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int) -> dict[str, torch.Tensor]:
-    """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32."""
+def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -> dict[str, torch.Tensor]:
+    """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
+
+    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv).
+    """
     diff = r - v
     sq = (diff * diff).sum(-1)
     vv = (v * v).sum(-1)
@@ -68,16 +71,19 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int) -> dict[str, to
     a = rv / vv
     leak_vec = r - a[..., None] * v
     cos = torch.where(rr > 0, rv / (rr.sqrt() * vv.sqrt()), torch.zeros_like(rv))
-    B, c, _ = r.shape
-    correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
-    own = torch.arange(c, device=r.device)
-    for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
-        scores = r[:, start : start + block] @ v.transpose(1, 2)  # [B, blk, c]
-        correct[:, start : start + block] = (scores.argmax(-1) == own[start : start + block]).float()
-    return {"mse": sq, "rel_error": sq / vv, "cosine": cos, "recall": correct, "signal": a, "leak": (leak_vec * leak_vec).sum(-1)}
+    out = {"mse": sq, "rel_error": sq / vv, "cosine": cos, "signal": a, "leak": (leak_vec * leak_vec).sum(-1)}
+    if decode:
+        B, c, _ = r.shape
+        correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
+        own = torch.arange(c, device=r.device)
+        for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
+            scores = r[:, start : start + block] @ v.transpose(1, 2)  # [B, blk, c]
+            correct[:, start : start + block] = (scores.argmax(-1) == own[start : start + block]).float()
+        out["recall"] = correct
+    return out
 
 
-def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False) -> xr.Dataset:
+def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
     Shapes: keys ``[B, n, d]``, values ``[B, n, dv]`` on one device (the state lives there too).
@@ -87,7 +93,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
     ``METRICS`` (mse, rel_error, cosine, recall, signal, leak), each a mean over the n_c stored
     pairs. With ``per_query=True`` it also holds ``sq_error``, ``rel_sq_error``, ``cosine_q``,
     ``correct``, ``signal_q`` and ``leak_q`` over (n, batch, query), NaN where query >= n_c.
-    The configuration is the JSON attr ``config``. The attr ``feature_dim`` is the number of
+    ``decode=False`` skips the argmax decode (no ``recall``/``correct``): at large n it is most
+    of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the JSON attr ``config``. The attr ``feature_dim`` is the number of
     state rows per key (``variant.feature_dim(d)`` where the variant has a feature map, else d).
     For a variant whose memory grows (one with a ``numel(state)`` method, such as softmax) the
     Dataset also holds ``state_numel`` over n, the measured size after each checkpoint, and the
@@ -98,6 +105,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
             raise CapacityError(f"variant {variant!r} has no method {name}(); a variant needs init_state, write, read and state_numel")
     _validate.tensor("keys", keys, ndim=3)
     _validate.tensor("values", values, ndim=3)
+    if not isinstance(decode, bool):
+        raise CapacityError(f"decode must be True or False, got {decode!r}")
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -110,10 +119,11 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
     state = variant.init_state(B, d, dv, device=device)
     measures_size = callable(getattr(variant, "numel", None))
     sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
-    rows: dict[str, list[torch.Tensor]] = {m: [] for m in METRICS}
+    names = [m for m in METRICS if decode or m != "recall"]
+    rows: dict[str, list[torch.Tensor]] = {m: [] for m in names}
     full: dict[str, torch.Tensor] = {}
     if per_query:
-        full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in METRICS}
+        full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in names}
     written = 0
     for ci, c in enumerate(cps):
         state = variant.write(state, keys[:, written:c], values[:, written:c])
@@ -124,7 +134,7 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
         if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
             raise CapacityError(f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}")
-        per = _query_metrics(r.float(), values[:, :c].float(), block)
+        per = _query_metrics(r.float(), values[:, :c].float(), block, decode)
         for m, x in per.items():
             rows[m].append(x.mean(-1))  # [B]
             if per_query:
@@ -140,10 +150,11 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
         "batch": B,
         "n": n,
         "checkpoints": cps,
+        "decode": decode,
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
-    data = {m: (("n", "batch"), host[m], {"long_name": ln, "units": u, "description": desc}) for m, (ln, u, desc) in METRICS.items()}
+    data = {m: (("n", "batch"), host[m], dict(zip(("long_name", "units", "description"), METRICS[m]))) for m in names}
     if per_query:
         for m, x in full.items():
             ln, u, desc = METRICS[m]

@@ -36,10 +36,10 @@ def make(family: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None) -
     for s in seeds:
         g = _random.generator(s, f"values/{family}")
         if family == "gaussian":
-            z = torch.randn(items, n, dv, generator=g, dtype=torch.float64)
+            z = _random.normal(items, n, dv, generator=g)
             parts.append(z / z.norm(dim=-1, keepdim=True))
         else:
-            z = torch.randn(items, dv, n, generator=g, dtype=torch.float64)
+            z = _random.normal(items, dv, n, generator=g)
             q, r = torch.linalg.qr(z)  # [items, dv, n]
             q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
             parts.append(q.transpose(1, 2))

@@ -170,3 +170,15 @@ def test_mismatched_devices_are_named():
 
     with pytest.raises(CapacityError, match="tensors must be on one device, got keys on cpu, values on meta"):
         _validate.same_device(keys=torch.zeros(1), values=torch.zeros(1, device="meta"))
+
+
+def test_decode_false_skips_only_the_argmax_recall():
+    K, V = keys.make("gaussian", 40, 8, batch=2, seed=0), values.make("gaussian", 40, 8, batch=2, seed=1)
+    full = probe.recall(LIN, K, V, checkpoints=[10, 40], per_query=True)
+    lean = probe.recall(LIN, K, V, checkpoints=[10, 40], per_query=True, decode=False)
+    assert "recall" not in lean and "correct" not in lean and set(full.data_vars) - set(lean.data_vars) == {"recall", "correct"}
+    for m in lean.data_vars:
+        assert lean[m].equals(full[m])
+    assert json.loads(lean.attrs["config"])["decode"] is False
+    with pytest.raises(CapacityError, match="decode must be True or False"):
+        probe.recall(LIN, K, V, decode="no")

@@ -226,12 +226,15 @@ class Probe:
     - ``kind``: ``recall`` (the recall probe's metrics) or ``bill`` (state size and decode time);
     - ``values``: the value family (``gaussian`` unit rows, or ``orthonormal`` with n <= dv);
     - ``key_stats``: also store ``capacity.keys.describe`` statistics of the keys at every point;
+    - ``decode``: measure argmax recall (the ``recall`` variable; it costs c^2 dv per checkpoint,
+      most of a large probe's work); false leaves the other five metrics;
     - ``repeats``: timed decode steps per point (bill).
     """
 
     kind: str = "recall"
     values: str = "gaussian"
     key_stats: bool = False
+    decode: bool = True
     repeats: int = 20
 
     def __post_init__(self):
@@ -239,8 +242,9 @@ class Probe:
 
         _validate.choice("probe kind", self.kind, KINDS)
         _validate.choice("value family", self.values, values.FAMILIES)
-        if not isinstance(self.key_stats, bool):
-            raise CapacityError(f"key_stats must be true or false, got {self.key_stats!r}")
+        for name in ("key_stats", "decode"):
+            if not isinstance(getattr(self, name), bool):
+                raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         object.__setattr__(self, "repeats", _validate.positive_int("repeats", self.repeats))
 
     def to_json(self) -> dict:

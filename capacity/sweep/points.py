@@ -171,9 +171,9 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
         nonlocal feature_dim
         feature_dim = ds.attrs.get("feature_dim", feature_dim)
         where = {int(c): i for i, c in enumerate(ds["n"].values)}
-        host = {m: ds[m].values for m in probe.METRICS}  # [checkpoints, S] each
+        host = {m: ds[m].values for m in probe.METRICS if m in ds}  # [checkpoints, S] each
         for n in at:
-            row = {m: host[m][where[n]] for m in probe.METRICS}  # [S] each
+            row = {m: x[where[n]] for m, x in host.items()}  # [S] each
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 row.update({s: stats[s].values for s in STAT_VARS})
@@ -181,15 +181,15 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
 
     if fam.iid_rows:  # one write pass; every n is a checkpoint
         K = keys_mod.make(group.keys.name, max(uniq), group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n_max, d]
-        collect(probe.recall(var, K, V, checkpoints=uniq), K, uniq)
+        collect(probe.recall(var, K, V, checkpoints=uniq, decode=study.probe.decode), K, uniq)
     else:  # a fresh draw (and write pass) per n
         for n in uniq:
             K = keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
-            collect(probe.recall(var, K, V[:, :n], checkpoints=[n]), K, [n])
-    names = list(probe.METRICS) + (list(STAT_VARS) if study.probe.key_stats else [])
+            collect(probe.recall(var, K, V[:, :n], checkpoints=[n], decode=study.probe.decode), K, [n])
+    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (list(STAT_VARS) if study.probe.key_stats else [])
     curve = grid.curve
     data = {m: ((curve, "seed"), np.stack([by_n[n][m] for n in ns]).astype(np.float64)) for m in names}
-    attrs = {"state_numel": int(var.state_numel(group.d, group.dv))}
+    attrs = {}
     if feature_dim is not None:
         attrs["feature_dim"] = int(feature_dim)
     return xr.Dataset(data, coords={curve: list(group.curve), "seed": seeds}, attrs=attrs)
