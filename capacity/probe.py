@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ from capacity import _validate
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 
-__all__ = ["recall", "default_checkpoints", "METRICS"]
+__all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS"]
 
 # name -> (long name, units, description); per checkpoint and batch item, means over the stored pairs
 METRICS = {
@@ -83,22 +84,27 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
     return out
 
 
-def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> xr.Dataset:
-    """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
+@dataclass
+class Curves:
+    """The probe's numbers before they become a Dataset (see ``measure``).
 
-    Shapes: keys ``[B, n, d]``, values ``[B, n, dv]`` on one device (the state lives there too).
-    ``checkpoints``: pair counts in [1, n] (default: ``default_checkpoints(n)``).
+    ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs;
+    ``per_query``: name -> float64 ``[C, B, n]`` (NaN past each checkpoint), or empty;
+    ``sizes``: measured state sizes after each checkpoint (memories that grow), or empty;
+    ``checkpoints``, ``feature_dim``: as in the Dataset.
+    """
 
-    Returns an xarray.Dataset over ``n`` (the checkpoints) and ``batch`` with the variables of
-    ``METRICS`` (mse, rel_error, cosine, recall, signal, leak), each a mean over the n_c stored
-    pairs. With ``per_query=True`` it also holds ``sq_error``, ``rel_sq_error``, ``cosine_q``,
-    ``correct``, ``signal_q`` and ``leak_q`` over (n, batch, query), NaN where query >= n_c.
-    ``decode=False`` skips the argmax decode (no ``recall``/``correct``): at large n it is most
-    of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the JSON attr ``config``. The attr ``feature_dim`` is the number of
-    state rows per key (``variant.feature_dim(d)`` where the variant has a feature map, else d).
-    For a variant whose memory grows (one with a ``numel(state)`` method, such as softmax) the
-    Dataset also holds ``state_numel`` over n, the measured size after each checkpoint, and the
-    attr ``state_numel`` is its last value.
+    checkpoints: list[int]
+    metrics: dict[str, np.ndarray]
+    per_query: dict[str, np.ndarray]
+    sizes: list[int]
+    feature_dim: int
+
+
+def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> Curves:
+    """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
+
+    Same arguments, checks and numbers as ``recall``.
     """
     for name in ("init_state", "write", "read", "state_numel"):
         if not callable(getattr(variant, name, None)):
@@ -139,8 +145,39 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
             rows[m].append(x.mean(-1))  # [B]
             if per_query:
                 full[m][ci, :, :c] = x
-    host = {m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in rows.items()}  # [C, B] each
+    feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
+    return Curves(
+        checkpoints=cps,
+        metrics={m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in rows.items()},  # [C, B] each, one copy to the host
+        per_query={m: x.cpu().numpy().astype(np.float64) for m, x in full.items()},
+        sizes=sizes,
+        feature_dim=int(feature_dim),
+    )
 
+
+def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> xr.Dataset:
+    """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
+
+    Shapes: keys ``[B, n, d]``, values ``[B, n, dv]`` on one device (the state lives there too).
+    ``checkpoints``: pair counts in [1, n] (default: ``default_checkpoints(n)``).
+
+    Returns an xarray.Dataset over ``n`` (the checkpoints) and ``batch`` with the variables of
+    ``METRICS`` (mse, rel_error, cosine, recall, signal, leak), each a mean over the n_c stored
+    pairs. With ``per_query=True`` it also holds ``sq_error``, ``rel_sq_error``, ``cosine_q``,
+    ``correct``, ``signal_q`` and ``leak_q`` over (n, batch, query), NaN where query >= n_c.
+    ``decode=False`` skips the argmax decode (no ``recall``/``correct``): at large n it is most
+    of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the
+    JSON attr ``config``. The attr ``feature_dim`` is the number of state rows per key
+    (``variant.feature_dim(d)`` where the variant has a feature map, else d). For a variant
+    whose memory grows (one with a ``numel(state)`` method, such as softmax) the Dataset also
+    holds ``state_numel`` over n, the measured size after each checkpoint, and the attr
+    ``state_numel`` is its last value.
+    """
+    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode)
+    B, n, d = keys.shape
+    dv = values.shape[2]
+    device = keys.device
+    vname = getattr(variant, "name", type(variant).__name__)
     params = getattr(variant, "params", {})
     config = {
         "variant": vname,
@@ -149,22 +186,20 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
         "dv": dv,
         "batch": B,
         "n": n,
-        "checkpoints": cps,
+        "checkpoints": cv.checkpoints,
         "decode": decode,
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
-    data = {m: (("n", "batch"), host[m], dict(zip(("long_name", "units", "description"), METRICS[m]))) for m in names}
-    if per_query:
-        for m, x in full.items():
-            ln, u, desc = METRICS[m]
-            qname = _PER_QUERY[m] if _PER_QUERY[m] not in METRICS else _PER_QUERY[m] + "_q"
-            data[qname] = (("n", "batch", "query"), x.cpu().numpy().astype(np.float64), {"long_name": f"{ln} per query", "units": u, "description": desc.replace("mean over stored pairs of ", "").replace("mean over stored pairs i of ", "")})
-    if measures_size:
-        data["state_numel"] = (("n",), np.asarray(sizes, dtype=np.int64), {"long_name": "state size", "units": "numbers per batch item", "description": "numbers the memory keeps after n writes (variant.numel(state))"})
-    feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
+    data = {m: (("n", "batch"), x, dict(zip(("long_name", "units", "description"), METRICS[m]))) for m, x in cv.metrics.items()}
+    for m, x in cv.per_query.items():
+        ln, u, desc = METRICS[m]
+        qname = _PER_QUERY[m] if _PER_QUERY[m] not in METRICS else _PER_QUERY[m] + "_q"
+        data[qname] = (("n", "batch", "query"), x, {"long_name": f"{ln} per query", "units": u, "description": desc.replace("mean over stored pairs of ", "").replace("mean over stored pairs i of ", "")})
+    if cv.sizes:
+        data["state_numel"] = (("n",), np.asarray(cv.sizes, dtype=np.int64), {"long_name": "state size", "units": "numbers per batch item", "description": "numbers the memory keeps after n writes (variant.numel(state))"})
     coords = {
-        "n": ("n", np.asarray(cps), {"long_name": "pairs written", "units": "pairs"}),
+        "n": ("n", np.asarray(cv.checkpoints), {"long_name": "pairs written", "units": "pairs"}),
         "batch": ("batch", np.arange(B), {"long_name": "batch item"}),
     }
     if per_query:
@@ -177,8 +212,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
             "variant_params": json.dumps(params, sort_keys=True, default=str),
             "d": d,
             "dv": dv,
-            "state_numel": sizes[-1] if measures_size else int(variant.state_numel(d, dv)),
-            "feature_dim": int(feature_dim),
+            "state_numel": cv.sizes[-1] if cv.sizes else int(variant.state_numel(d, dv)),
+            "feature_dim": cv.feature_dim,
             "device": str(device),
             "config": json.dumps(config, sort_keys=True, default=str),
         },

@@ -167,13 +167,12 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
     by_n: dict[int, dict[str, np.ndarray]] = {}
     feature_dim = None
 
-    def collect(ds: xr.Dataset, K: torch.Tensor | None, at: list[int]):
+    def collect(cv: probe.Curves, K: torch.Tensor | None, at: list[int]):
         nonlocal feature_dim
-        feature_dim = ds.attrs.get("feature_dim", feature_dim)
-        where = {int(c): i for i, c in enumerate(ds["n"].values)}
-        host = {m: ds[m].values for m in probe.METRICS if m in ds}  # [checkpoints, S] each
+        feature_dim = cv.feature_dim
+        where = {c: i for i, c in enumerate(cv.checkpoints)}
         for n in at:
-            row = {m: x[where[n]] for m, x in host.items()}  # [S] each
+            row = {m: x[where[n]] for m, x in cv.metrics.items()}  # [S] each
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 row.update({s: stats[s].values for s in STAT_VARS})
@@ -181,11 +180,11 @@ def _recall(study: Study, group: Group, device: torch.device) -> xr.Dataset:
 
     if fam.iid_rows:  # one write pass; every n is a checkpoint
         K = keys_mod.make(group.keys.name, max(uniq), group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n_max, d]
-        collect(probe.recall(var, K, V, checkpoints=uniq, decode=study.probe.decode), K, uniq)
+        collect(probe.measure(var, K, V, checkpoints=uniq, decode=study.probe.decode), K, uniq)
     else:  # a fresh draw (and write pass) per n
         for n in uniq:
             K = keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
-            collect(probe.recall(var, K, V[:, :n], checkpoints=[n], decode=study.probe.decode), K, [n])
+            collect(probe.measure(var, K, V[:, :n], checkpoints=[n], decode=study.probe.decode), K, [n])
     names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (list(STAT_VARS) if study.probe.key_stats else [])
     curve = grid.curve
     data = {m: ((curve, "seed"), np.stack([by_n[n][m] for n in ns]).astype(np.float64)) for m in names}
