@@ -208,12 +208,29 @@ def curves(ax, df, *, x: str, y: str, hue: str, name, style: str | None = None, 
     return ax
 
 
-_PLAIN = FuncFormatter(lambda x, _: f"{x:g}")
+def _plain(x, _=None) -> str:
+    """Plain numbers; powers of two below 1 as fractions (1/8, not 0.125 or 0.0078125)."""
+    if 0 < x < 1 and abs(1 / x - round(1 / x)) < 1e-9:
+        return f"1/{round(1 / x)}"
+    return f"{x:g}"
+
+
+_PLAIN = FuncFormatter(_plain)
+
+
+def _spread(ticks, min_octaves: float = 0.6) -> list:
+    """The ticks, dropping any closer than ``min_octaves`` (in log2) to the last one kept, so labels never overlap."""
+    kept: list = []
+    for t in sorted(set(ticks)):
+        if not kept or np.log2(t) - np.log2(kept[-1]) >= min_octaves:
+            kept.append(t)
+    return kept
 
 
 def log2_x(ax):
-    """A log x axis in powers of two, labelled with plain numbers (0.25, 1, 4)."""
+    """A log x axis in powers of two, at most about seven labels, plain numbers (1/4, 1, 4)."""
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=8))
     ax.xaxis.set_major_formatter(_PLAIN)
 
 
@@ -228,7 +245,7 @@ def grid_axis(ax, ticks):
     """Log-log axes against a dimension (d or D): x in powers of two with ticks at the measured values."""
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(sorted(set(ticks))))
+    ax.xaxis.set_major_locator(FixedLocator(_spread(ticks)))
     ax.xaxis.set_major_formatter(_PLAIN)
     ax.xaxis.set_minor_locator(NullLocator())
 
