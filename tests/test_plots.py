@@ -1,5 +1,5 @@
-"""Figures of capacity.plots: built from small real measurements in the result schema, checked as
-matplotlib objects (scales, labels, theory lines equal to capacity.theory), written
+"""Figures of capacity.plots: built from small real sweeps (capacity.sweep, so the result schema is
+the one the sweep writes), checked as matplotlib objects (scales, labels, theory lines equal to capacity.theory), written
 deterministically, and the `capacity plot` command's errors."""
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import cli, keys, probe, theory, values, variants
+from capacity import cli, keys, probe, sweep, theory, values, variants
 from capacity.errors import CapacityError
 from capacity.plots import (
     bill,
     capacity_vs_d,
     closed_form,
     error_vs_load,
-    examples,
     feature_maps,
     measure_closed_form,
     names,
@@ -35,33 +34,39 @@ UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parenthes
 # ---------------------------------------------------------------- fixtures: small real measurements
 
 
+def _study(name: str, sets: list[str], tmp_path_factory) -> xr.Dataset:
+    """A study run by the sweep itself, on a small grid."""
+    out = tmp_path_factory.mktemp(name)
+    return sweep.run(sweep.get(name).with_overrides(sets), out=out, device="cpu", executor="serial", progress=False).dataset
+
+
 @pytest.fixture(scope="module")
-def cvd():
-    """capacity-vs-d from real probes, with NaNs: one missing point and one run without any finite value."""
-    ds = examples.grid("capacity-vs-d", variants=("linear", "delta"), keys=("gaussian", "orthogonal"), d=(8, 16), loads=(0.25, 0.5, 1, 2, 4, 8), seeds=(0, 1), dv=16)
+def cvd(tmp_path_factory):
+    """capacity-vs-d from a real sweep, with NaNs: one missing point and one run without any finite value."""
+    ds = _study("capacity-vs-d", ["variant=linear,delta", "keys=gaussian,orthogonal", "d=8,16", "load=1/4,1/2,1,2,4,8", "seed=0,1", "dv=16"], tmp_path_factory).load()
     ds["mse"].loc[dict(variant="linear", key_family="gaussian", d=16, load=2.0, seed=1)] = np.nan
     ds["mse"].loc[dict(variant="delta", key_family="orthogonal", d=8, seed=0)] = np.nan
     return ds
 
 
 @pytest.fixture(scope="module")
-def orth():
-    return examples.grid("orthogonality", keys=("gaussian", "correlated(rho=0.3)", "anisotropic(rank=4)"), d=(16,), loads=(0.5, 1, 2), seeds=(0, 1), dv=16, key_stats=True)
+def orth(tmp_path_factory):
+    return _study("orthogonality", ["keys=gaussian,correlated(rho=0.3),anisotropic(rank=4)", "d=16", "load=1/2,1,2", "seed=0,1", "dv=16"], tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def var():
-    return examples.grid("variants", variants=("linear", "delta(beta=0.5)"), keys=("gaussian",), d=(16,), loads=(0.5, 1, 2, 4), seeds=(0, 1, 2), dv=16)
+def var(tmp_path_factory):
+    return _study("variants", ["variant=linear,delta(beta=0.5)", "d=16", "load=1/2,1,2,4", "seed=0,1,2", "dv=16"], tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def fmaps():
-    return examples.grid("feature-maps", keys=("gaussian",), features=("identity", "relu"), d=(8, 16), loads=(0.25, 0.5, 1, 2, 4), seeds=(0, 1), dv=16)
+def fmaps(tmp_path_factory):
+    return _study("feature-maps", ["feature=identity,relu", "d=8,16", "load=1/4,1/2,1,2,4", "seed=0,1", "dv=16"], tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def billds():
-    return examples.bill(d=(16,), n=(1, 8, 64), seeds=(0, 1), repeats=3)
+def billds(tmp_path_factory):
+    return _study("bill", ["d=16", "n=1,8,64", "repeats=3"], tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
