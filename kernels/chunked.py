@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA
+from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA, prepare
 
 __all__ = ["recurrence"]
 
@@ -83,13 +83,8 @@ def recurrence(k, v, *, mode, beta=None, gate=None, initial_state=None, normaliz
     Shapes: k ``[B, T, d]``, v ``[B, T, dv]``, beta ``[B, T]``, gate ``[B, T]`` (decay,
     gated_delta) or ``[B, T, d]`` (gla, kda), initial_state ``[B, d, dv]``.
     """
+    k, v, S = prepare(k, v, initial_state, normalize)  # S a copy: the caller copies the result into initial_state
     B, T, d = k.shape
-    dv = v.shape[-1]
-    k = k.float()
-    v = v.float()
-    if normalize:
-        k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    S = torch.zeros(B, d, dv, dtype=torch.float32, device=k.device) if initial_state is None else initial_state.float().clone()  # the caller copies the result into initial_state
     if mode not in USES_BETA:
         return _additive(S, k, v, mode, gate)
     if mode == "kda":  # per-channel decay ratios make a [B, C, C, d] tensor: smaller chunks, at most ~16M numbers

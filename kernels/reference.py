@@ -24,6 +24,18 @@ CHANNEL_GATE = ("gla", "kda")  # alpha: [B, T, d]
 USES_BETA = ("delta", "gated_delta", "kda")  # b: [B, T]
 
 
+def prepare(k, v, initial_state, normalize: bool):
+    """Float32 keys (L2-normalised if asked) and values, and a fresh float32 state [B, d, dv] (a copy of initial_state, or zeros)."""
+    B, _, d = k.shape
+    dv = v.shape[-1]
+    k = k.float()
+    v = v.float()
+    if normalize:
+        k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    S = torch.zeros(B, d, dv, dtype=torch.float32, device=k.device) if initial_state is None else initial_state.float().clone()
+    return k, v, S
+
+
 def recurrence(
     k: torch.Tensor,
     v: torch.Tensor,
@@ -41,13 +53,8 @@ def recurrence(
     initial_state ``[B, d, dv]`` (zeros when None). Returns a new float32 ``[B, d, dv]``.
     ``normalize`` L2-normalises each key first.
     """
-    B, T, d = k.shape
-    dv = v.shape[-1]
-    k = k.float()
-    v = v.float()
-    if normalize:
-        k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    S = torch.zeros(B, d, dv, dtype=torch.float32, device=k.device) if initial_state is None else initial_state.float().clone()
+    k, v, S = prepare(k, v, initial_state, normalize)
+    T = k.shape[1]
     if mode == "linear":
         return S + k.transpose(1, 2) @ v  # sum_t k_t^T v_t, all tokens at once
     for t in range(T):
