@@ -30,6 +30,7 @@ performer(m)   m                     exp(w_r . x - |x|^2 / 2) / sqrt(m), w_r ~ N
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from capacity.errors import CapacityError
 __all__ = ["FeatureMap", "get", "available", "PARAMS"]
 
 
-class FeatureMap:
+class FeatureMap(abc.ABC):
     """A feature map: ``phi(x)`` for x ``[..., d]`` returns float32 ``[..., feature_dim(d)]``.
 
     ``positive_kernel`` is True when phi(x) . phi(y) >= 0 for all x, y (so that a normalised
@@ -63,11 +64,13 @@ class FeatureMap:
         inner = ", ".join(f"{k}={v}" for k, v in self.params.items())
         return f"{self.name}({inner})" if inner else self.name
 
+    @abc.abstractmethod
     def feature_dim(self, d: int) -> int:
-        raise NotImplementedError
+        """The number of features D for keys of dimension d."""
 
+    @abc.abstractmethod
     def map(self, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """phi(x) for float32 x ``[..., d]``; returns ``[..., feature_dim(d)]``."""
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """Shapes: x ``[..., d]`` -> float32 ``[..., feature_dim(d)]``."""
