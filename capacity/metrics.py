@@ -22,17 +22,29 @@ LOWER_IS_BETTER = ("mse", "rel_error", "leak")
 HIGHER_IS_BETTER = ("recall", "cosine")
 
 
+def _curve(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool):
+    """One curve's finite points in increasing n, and where they meet the criterion."""
+    keep = np.isfinite(y) & np.isfinite(n) & (n > 0)
+    order = np.argsort(n[keep])
+    y, n = y[keep][order], n[keep][order]
+    return y, n, (y >= threshold if higher else y <= threshold)
+
+
+def undetermined_reason(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> int:
+    """Why ``capacity`` is NaN for one curve: 0 it is not, 1 met everywhere (beyond the grid), 2 failed at the smallest n, 3 no finite data."""
+    y, n, ok = _curve(y, n, threshold, higher)
+    if y.size == 0:
+        return 3
+    if ok.all():
+        return 1
+    return 0 if ok[0] else 2
+
+
 def _crossing(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> float:
     """First crossing of ``threshold`` along one curve, interpolated linearly in log n."""
-    keep = np.isfinite(y) & np.isfinite(n) & (n > 0)
-    y, n = y[keep], n[keep]
-    if y.size == 0:
+    if undetermined_reason(y, n, threshold, higher):
         return np.nan
-    order = np.argsort(n)
-    y, n = y[order], n[order]
-    ok = y >= threshold if higher else y <= threshold
-    if ok.all() or not ok[0]:
-        return np.nan  # never fails on the grid, or fails already at its smallest n: not determined
+    y, n, ok = _curve(y, n, threshold, higher)
     k = int(np.argmin(ok))  # first failure
     y0, y1 = y[k - 1], y[k]
     x0, x1 = np.log(n[k - 1]), np.log(n[k])

@@ -10,12 +10,7 @@ from capacity import metrics
 from capacity.errors import CapacityError
 from capacity.metrics import HIGHER_IS_BETTER
 
-__all__ = ["require", "dv_of", "levels", "tidy", "capacity", "undetermined", "undetermined_note"]
-
-def capacity(ds: xr.Dataset, metric: str, threshold: float) -> xr.DataArray:
-    """``capacity.metrics.capacity`` over ``load``."""
-    return metrics.capacity(ds, metric=metric, threshold=threshold)
-
+__all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note"]
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 
@@ -84,24 +79,10 @@ def tidy(da: xr.DataArray, name: str | None = None) -> pd.DataFrame:
     return df[np.isfinite(df[name].astype(float))]
 
 
-def _why(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> int:
-    """Why a capacity is NaN: 0 determined, 1 beyond the grid, 2 at or below its smallest n, 3 no data."""
-    keep = np.isfinite(y) & np.isfinite(n) & (n > 0)
-    y, n = y[keep], n[keep]
-    if y.size == 0:
-        return 3
-    ok = (y >= threshold if higher else y <= threshold)[np.argsort(n)]
-    if ok.all():
-        return 1
-    if not ok[0]:
-        return 2
-    return 0
-
-
 def undetermined(ds: xr.Dataset, metric: str, threshold: float, dim: str = "load") -> dict[str, int]:
     """Count the capacities ``metrics.capacity`` leaves NaN, by reason: beyond the grid, below it, no data."""
     n, y = xr.broadcast(ds.coords["n"].astype(float), ds[metric])
-    why = xr.apply_ufunc(_why, y, n, input_core_dims=[[dim], [dim]], kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER}, vectorize=True, output_dtypes=[int])
+    why = xr.apply_ufunc(metrics.undetermined_reason, y, n, input_core_dims=[[dim], [dim]], kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER}, vectorize=True, output_dtypes=[int])
     w = np.asarray(why.values).ravel()
     return {"beyond": int((w == 1).sum()), "below": int((w == 2).sum()), "missing": int((w == 3).sum()), "total": int(w.size)}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from capacity import theory
+from capacity import metrics, theory
 from capacity.plots import _data, names, theme
 
 __all__ = ["capacity_vs_d", "EPS", "TAU"]
@@ -49,7 +49,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
             sub = _data.sel(ds, variant=variant)
             for c, (metric, thr, crit) in enumerate(criteria):
                 ax = axes[r, c]
-                cap = _data.capacity(sub, metric, thr)  # [key_family, d, seed]
+                cap = metrics.capacity(sub, metric=metric, threshold=thr)  # [key_family, d, seed]
                 df = _data.tidy(cap, "capacity")
                 if "key_family" not in df:
                     df["key_family"] = "unknown"

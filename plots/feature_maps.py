@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from capacity import theory
+from capacity import metrics, theory
 from capacity.plots import _data, names, theme
 from capacity.plots.capacity_vs_d import EPS
 from capacity.plots.error_vs_load import FLOOR, theory_curves
@@ -56,7 +56,7 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
                 ax.set_ylabel(names.AXIS.get(metric, metric) if c == 0 else "")
                 ax.set_title(f"{prefix + ', ' if several else ''}d = {d}")
             ax = axes[r, -1]
-            cap = _data.capacity(sub, metric, eps)  # [feature, d, seed]
+            cap = metrics.capacity(sub, metric=metric, threshold=eps)  # [feature, d, seed]
             df = _data.tidy(cap, "capacity")
             df["feature_dim"] = [int(fdim.sel(feature=f, d=d)) for f, d in zip(df["feature"], df["d"])]
             if len(df):
