@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from capacity import kernels, keys, sweep, values
+from capacity import kernels, keys, studies, sweep, values
 from capacity.sweep.points import groups, measure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,7 +231,7 @@ def main() -> None:
     args = ap.parse_args()
     parts = args.only or ["default", "throughput", "matmul", "dask"]
     small = ["d=16,32", "load=1/4,1,4", "seed=0,1"] if args.quick else []
-    default = sweep.get("capacity-vs-d").with_overrides(small)
+    default = studies.get("capacity-vs-d").with_overrides(small)
     dask_sets = small or ["d=32,48,64,96,128", "seed=0,1,2,3"]  # 4 x 5 groups, 1200 points
     print(f"machine: {machine()}; date {datetime.date.today()}")
     rows = ["| what | measured | notes |", "|---|---|---|"]
@@ -243,7 +243,7 @@ def main() -> None:
         if "matmul" in parts:
             rows += part_matmul(threads)
     if "dask" in parts:
-        rows += part_dask(sweep.get("capacity-vs-d").with_overrides(dask_sets))
+        rows += part_dask(studies.get("capacity-vs-d").with_overrides(dask_sets))
     print("\n".join(rows))
 
 

@@ -13,8 +13,31 @@ the closed form it tests (DESIGN section 3).
 True
 """
 
-from capacity import keys, metrics, probe, theory, values, variants
+import importlib as _importlib
+import importlib.util as _util
+
 from capacity.errors import CapacityError
 
 __all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "CapacityError", "__version__"]
 __version__ = "0.1.0"
+
+# kernels/, plots/ and studies/ sit beside this folder in the source tree and are installed inside the package; a
+# source tree that is not installed in editable mode (Python started in the repository root) lacks them
+if _util.find_spec("capacity.kernels") is None:
+    raise ImportError(
+        f"capacity is being imported from the source tree {__path__[0]}, which is not installed in editable mode: "
+        "run `pip install -e .` in the repository root, or start Python from another folder"
+    )
+
+# submodules load on first use, so that `capacity --help` or `capacity list` do not import torch and xarray
+_SUBMODULES = ("keys", "values", "theory", "variants", "probe", "metrics", "features", "learned", "sweep", "kernels", "plots", "studies", "labels", "plugins")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return _importlib.import_module(f"capacity.{name}")
+    raise AttributeError(f"module 'capacity' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_SUBMODULES))

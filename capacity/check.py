@@ -251,6 +251,8 @@ def run_checks(*, device=None, seed: int = 0, only=None) -> list[Check]:
     dev = _validate.device(device)
     known = [t for thms, _ in _GROUPS for t in thms]
     wanted = set(known) if only is None else set(only)
+    if not wanted:
+        raise CapacityError(f"no theorem selected; --only takes a comma-separated list of {', '.join(known)}")
     unknown = sorted(wanted - set(known))
     if unknown:
         raise CapacityError(f"unknown theorem(s) {', '.join(unknown)}; known: {', '.join(known)}")

@@ -24,11 +24,11 @@ import torch
 import xarray as xr
 from scipy.optimize import brentq
 
-from capacity import _random, _validate
+from capacity import _random, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.theory import welch_bound
 
-__all__ = ["make", "describe", "families", "Family"]
+__all__ = ["make", "describe", "families", "family", "Family"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,18 @@ class Family:
     params: tuple[str, ...]
     iid_rows: bool
     description: str
+    check: Callable[..., None] | None = None  # (d, **params): raise CapacityError for bad values, cheaply
+
+    def validate(self, d: int, params: dict) -> None:
+        """Check the parameters at key dimension ``d`` without drawing a full set of keys (for sweeps, before work)."""
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            allowed = ", ".join(self.params) if self.params else "none"
+            raise CapacityError(f"key family {self.name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}")
+        if self.check is not None:
+            self.check(d, **params)
+        else:  # two keys at the real d check every value a draw checks
+            self.draw(1, 2, d, _random.generator(0, "keys/validate"), **params)
 
 
 def _unit_rows(x: torch.Tensor) -> torch.Tensor:
@@ -151,12 +163,6 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
     return _unit_rows(z @ rot)
 
 
-def _learned(batch, n, d, g, **params):
-    from capacity import learned  # late: it imports the variants, which import the kernels
-
-    return learned.optimise(n, d, batch=batch, seed=g, **params).keys.to(torch.float64)
-
-
 _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in [
@@ -165,14 +171,31 @@ _FAMILIES: dict[str, Family] = {
         Family("simplex", _simplex, (), False, "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)"),
         Family("correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"),
         Family("anisotropic", _anisotropic, ("rank", "spectrum"), True, "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised"),
-        Family("learned", _learned, ("variant", "values", "dv", "steps", "lr", "gain"), False, "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)"),
     ]
 }
 
 
 def families() -> dict[str, Family]:
-    """The known key families by name."""
-    return dict(_FAMILIES)
+    """The known key families by name: the built-ins and those plug-in packages declare (entry points ``capacity.keys``)."""
+    found = dict(_FAMILIES)
+    for name in plugins.entry_points("capacity.keys"):
+        found.setdefault(name, family(name))
+    return found
+
+
+def family(name) -> Family:
+    """The key family ``name``: built in, declared by an entry point (group ``capacity.keys``), or ``module:attr``."""
+    if not isinstance(name, str):
+        raise CapacityError(f"a key family is a name such as 'gaussian', got {name!r}")
+    if name in _FAMILIES:
+        return _FAMILIES[name]
+    found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.keys", name)
+    if found is None:
+        known = sorted(set(_FAMILIES) | set(plugins.entry_points("capacity.keys")))
+        raise CapacityError(f"unknown key family {name!r}; known: {', '.join(known)}, or an import path module:attr")
+    if not isinstance(found, Family):
+        raise CapacityError(f"key family {name!r} must be a capacity.keys.Family, got {type(found).__name__}")
+    return found
 
 
 def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
@@ -186,8 +209,7 @@ def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **
     >>> make("correlated", n=4, d=8, seed=1, rho=0.5).shape
     torch.Size([1, 4, 8])
     """
-    _validate.choice("key family", family, _FAMILIES)
-    fam = _FAMILIES[family]
+    fam = globals()["family"](family)
     n = _validate.positive_int("n", n)
     d = _validate.positive_int("d", d)
     batch = _validate.positive_int("batch", batch)

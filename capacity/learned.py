@@ -26,11 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from capacity import _random, _validate
+from capacity import _random, _validate, variants
 from capacity import values as value_families
 from capacity.errors import CapacityError
+from capacity.keys import Family
 
-__all__ = ["optimise", "LearnedKeys"]
+__all__ = ["optimise", "LearnedKeys", "FAMILY"]
 
 
 @dataclass
@@ -47,14 +48,10 @@ class LearnedKeys:
 
 
 def _variant(variant):
-    from capacity import variants  # late: the variants import the kernels
-
-    if isinstance(variant, str):
-        return variants.get(variant)
-    for m in ("init_state", "write", "read"):
-        if not callable(getattr(variant, m, None)):
-            raise CapacityError(f"learned keys: variant must be a registered name ({', '.join(variants.available())}) or a variant object, got {variant!r}")
-    return variant
+    try:
+        return variants.resolve(variant)
+    except CapacityError as exc:
+        raise CapacityError(f"learned keys: {exc}") from None
 
 
 def _targets(spec, batch: int, n: int, dv, g: torch.Generator) -> torch.Tensor:
@@ -116,3 +113,27 @@ def optimise(n: int, d: int, *, variant="linear", values="orthonormal", dv=None,
     if not np.all(np.isfinite(final)):
         raise CapacityError(f"learned keys: the optimisation diverged (non-finite error) with lr = {lr:g}; use a smaller lr")
     return LearnedKeys(keys=K.contiguous(), gain=c.detach().clone(), mse=final, history=history, values=V)
+
+
+_PARAMS = ("variant", "values", "dv", "steps", "lr", "gain")
+
+
+def _check(d: int, *, variant="linear", values="orthonormal", dv=None, steps: int = 300, lr: float = 0.05, gain: bool = False) -> None:
+    """The family's parameters, checked without optimising anything."""
+    _variant(variant)
+    _validate.positive_int("learned keys: steps", steps)
+    _validate.in_range("learned keys: lr", lr, 0.0, 10.0, low_open=True)
+    if not isinstance(gain, bool):
+        raise CapacityError(f"learned keys: gain must be True or False, got {gain!r}")
+    if dv is not None:
+        _validate.positive_int("learned keys: dv", dv)
+    if not isinstance(values, str) or values not in value_families.FAMILIES:
+        raise CapacityError(f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}), got {values!r}")
+
+
+def _draw(batch, n, d, g, **params):
+    return optimise(n, d, batch=batch, seed=g, **params).keys.to(torch.float64)
+
+
+# the key family "learned", declared to capacity.keys through the entry point group capacity.keys (pyproject.toml)
+FAMILY = Family("learned", _draw, _PARAMS, False, "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)", _check)

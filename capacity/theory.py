@@ -38,6 +38,7 @@ __all__ = [
     "decay_readout",
     "capacity_random_keys",
     "capacity_tight_frame",
+    "rank_bound_capacity",
     "bill",
     "break_even_n",
 ]
@@ -165,6 +166,15 @@ def capacity_random_keys(eps, d):
     eps = np.asarray(eps, dtype=np.float64)
     (d,) = _counts(d=d)
     return _out(1.0 + eps * d)
+
+
+def rank_bound_capacity(eps, d):
+    """Capacity under T8: no memory with a d x dv state and a linear read keeps error <= eps past n = d / (1 - eps)."""
+    eps = np.asarray(eps, dtype=np.float64)
+    (d,) = _counts(d=d)
+    if np.any((eps < 0) | (eps >= 1)):
+        raise CapacityError(f"eps must lie in [0, 1) for the rank-bound capacity, got {eps!r}")
+    return _out(d / (1.0 - eps))
 
 
 def capacity_tight_frame(eps, d):

@@ -1,7 +1,7 @@
 """Seaborn figures of study results, each with the closed form it tests drawn in (DESIGN section 3).
 
-``render(ds, out_dir)`` writes a study's default figures (chosen by ``ds.attrs["study"]``, see
-docs/results-schema.md) as PNG and PDF and returns their paths; ``capacity plot RESULTS`` does
+``render(ds, out_dir)`` writes the figures that fit a results Dataset (chosen from its variables and
+dimensions, see ``choose``) as PNG and PDF and returns their paths; ``capacity plot RESULTS`` does
 the same from the command line. Each figure is also a function that takes a result Dataset and
 returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 
@@ -16,7 +16,7 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 
 >>> from capacity import plots
 >>> sorted(plots.FIGURES)[:3]
-['bill', 'capacity-vs-d', 'closed-form']
+['bill', 'capacity', 'closed-form']
 """
 
 from capacity.plots.bill import bill
@@ -26,7 +26,7 @@ from capacity.plots.closed_form import measure as measure_closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.orthogonality import orthogonality
-from capacity.plots.render import FIGURES, figures, render, render_path, studies
+from capacity.plots.render import FIGURES, choose, figures, render, render_path, studies
 from capacity.plots.variants import variant_curves
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "figures",
     "studies",
     "FIGURES",
+    "choose",
     "capacity_vs_d",
     "error_vs_load",
     "orthogonality",

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from capacity import metrics
+from capacity import metrics, variants
 from capacity.errors import CapacityError
 from capacity.metrics import HIGHER_IS_BETTER
 
-__all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note"]
+__all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note", "reads"]
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 
@@ -100,3 +100,20 @@ def undetermined_note(counts: dict[str, int], criterion: str) -> str | None:
         return None
     k = counts["beyond"] + counts["below"] + counts["missing"]
     return f"{criterion}: {k} of {counts['total']} runs not drawn: " + "; ".join(parts) + "."
+
+
+def reads(ds: xr.Dataset, variant) -> tuple[bool, bool]:
+    """(additive, linear_read) of ``variant`` in ``ds``: whether T5/T7/T10 and whether T8 apply to its curves.
+
+    From the coordinates ``additive`` and ``linear_read`` the sweep writes; for a Dataset without them, from the
+    variant the label names (unknown labels: neither). A Dataset without a variant axis is taken as additive.
+    """
+    if variant is None:
+        return True, True
+    if "additive" in ds.coords and "variant" in ds["additive"].dims:
+        return bool(ds["additive"].sel(variant=variant)), bool(ds["linear_read"].sel(variant=variant))
+    try:
+        built = variants.resolve(str(variant))
+    except CapacityError:
+        return False, False
+    return getattr(built, "additive", False) is True, getattr(built, "linear_read", False) is True

@@ -61,12 +61,15 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 text = _data.undetermined_note(why, f"{names.variant_name(variant) if variant is not None else ''} {crit}".strip())
                 if text:
                     notes.append(text)
-                if metric == "mse":
+                additive, linear = _data.reads(ds, variant)
+                if metric == "mse" and linear:
+                    theme.theory_line(ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label="T8: n* ≤ d / (1 − ε) (any linear read)", color="0.45", ls=(0, (1, 1)))
+                if metric == "mse" and additive:
                     if "gaussian" in bases or not bases:
                         theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)", color=colors.get(bases.get("gaussian"), "0.15"))
                     if "orthogonal" in bases:
                         theme.theory_line(ax, dense, theory.capacity_tight_frame(thr, dense), theorem="T5", label="T5: n* = d (1 + ε) (tight frame, additive)", color=colors[bases["orthogonal"]], ls="-.")
-                else:
+                elif metric == "recall" and additive:
                     if t10 is None:  # a root search per point: computed once per figure, at the grid and between
                         t10 = _t10(ds, d_grid, thr)
                     theme.theory_line(ax, *t10, theorem="T10", label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})", color=colors.get(bases.get("gaussian"), "0.15"), ls=":")

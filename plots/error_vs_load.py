@@ -65,7 +65,9 @@ def error_vs_load(ds, *, metric: str = "mse"):
                 below += int((df[metric] < FLOOR).sum())
                 if len(df):
                     theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
-                theory_curves(ax, d, float(loads.min()), float(loads.max()))
+                additive, linear = _data.reads(ds, variant)
+                which = (["T5", "T7"] if additive else []) + (["T8"] if linear else [])
+                theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)

@@ -1,8 +1,8 @@
-"""Each study's default figures, written as PNG and PDF: ``render(ds, out_dir)`` and ``render_path(results)``.
+"""The figures that fit a results Dataset, written as PNG and PDF: ``render(ds, out_dir)`` and ``render_path(results)``.
 
-The study is ``ds.attrs["study"]`` (docs/results-schema.md). Every figure is built (and every
-missing input reported) before any file is written. Files are named ``<study>_<figure>.png``
-and ``.pdf``; the same Dataset gives the same bytes.
+Figures are chosen from what the Dataset holds (``choose``), so a user's own study renders too. Every figure is
+built (and every missing input reported) before any file is written. Files are named ``<study>_<figure>.png`` and
+``.pdf`` (``study`` from ``ds.attrs``); the same Dataset gives the same bytes.
 """
 
 from __future__ import annotations
@@ -22,43 +22,70 @@ from capacity.plots.orthogonality import orthogonality
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
 
-__all__ = ["render", "render_path", "figures", "FIGURES", "studies"]
+__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "studies"]
 
 
-def _several_d(ds) -> bool:
-    return ds.sizes.get("d", 0) > 1
+def _several(ds, dim: str) -> bool:
+    return ds.sizes.get(dim, 0) > 1
 
 
-# study -> [(figure name, figure function, condition on the Dataset)]
-FIGURES: dict[str, list[tuple[str, Callable, Callable]]] = {
-    "capacity-vs-d": [("capacity", capacity_vs_d, _several_d), ("error-vs-load", error_vs_load, None)],
-    "interference-bound": [("error-vs-load", error_vs_load, None), ("orthogonality", orthogonality, None)],
-    "orthogonality": [("orthogonality", orthogonality, None), ("error-vs-load", error_vs_load, None)],
-    "variants": [("variants", variant_curves, None), ("capacity", capacity_vs_d, _several_d)],
-    "feature-maps": [("feature-maps", feature_maps, None)],
-    "bill": [("bill", bill, None)],
-    "learned-keys": [("error-vs-load", error_vs_load, None), ("capacity", capacity_vs_d, _several_d)],
-    "closed-form": [("closed-form", closed_form, None)],
+def _has(ds, *names) -> bool:
+    return all(n in ds.data_vars for n in names)
+
+
+# figure name -> figure function
+FIGURES: dict[str, Callable] = {
+    "bill": bill,
+    "capacity": capacity_vs_d,
+    "closed-form": closed_form,
+    "error-vs-load": error_vs_load,
+    "feature-maps": feature_maps,
+    "orthogonality": orthogonality,
+    "variants": variant_curves,
 }
 
 
+def choose(ds: xr.Dataset) -> list[str]:
+    """The figures that fit what ``ds`` holds (its variables and dimensions), whatever its study is called.
+
+    bill for state sizes and decode times; closed-form for per-query reads; feature-maps for a feature axis;
+    orthogonality for key statistics; the variants overlay for several memories on one key family (else the
+    error-vs-load panels, key families as colours); capacity against d for several d.
+    """
+    if _has(ds, "state_numel", "decode_seconds"):
+        return ["bill"]
+    if ds.attrs.get("study") == "closed-form":
+        return ["closed-form"]
+    if not (_has(ds, "mse") and "d" in ds.dims and "load" in ds.dims):
+        return []
+    if "feature" in ds.dims:
+        return ["feature-maps"]
+    chosen = []
+    if _has(ds, "mean_sq_coherence", "effective_rank"):
+        chosen.append("orthogonality")
+    overlay = _several(ds, "variant") and not _several(ds, "key_family") and _has(ds, "recall")
+    chosen.append("variants" if overlay else "error-vs-load")
+    if _several(ds, "d") and _has(ds, "recall"):
+        chosen.append("capacity")
+    return chosen
+
+
 def studies() -> list[str]:
-    """The studies ``render`` knows."""
+    """The figures ``render`` can draw (kept for the command line's messages)."""
     return sorted(FIGURES)
 
 
 def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
-    """The default figures of ``ds``'s study, built but not saved: ``[(file stem, Figure), ...]``."""
+    """The figures that fit ``ds``, built but not saved: ``[(file stem, Figure), ...]``, stems ``<study>_<figure>``."""
     if not isinstance(ds, xr.Dataset):
         raise CapacityError(f"plots need an xarray.Dataset, got {type(ds).__name__}")
-    study = ds.attrs.get("study")
-    if study is None:
-        raise CapacityError(f"the Dataset has no 'study' attribute; plots are drawn for the studies {', '.join(studies())}")
-    if study not in FIGURES:
-        raise CapacityError(f"unknown study {study!r}; plots are drawn for the studies {', '.join(studies())}")
     if len(ds.data_vars) == 0:
-        raise CapacityError(f"the {study} Dataset is empty (no variables)")
-    return [(f"{study}_{name}", fn(ds)) for name, fn, cond in FIGURES[study] if cond is None or cond(ds)]
+        raise CapacityError("the Dataset is empty (no variables)")
+    names = choose(ds)
+    if not names:
+        raise CapacityError(f"no figure fits this Dataset: it needs mse over d and load, the bill's state_numel and decode_seconds, or per-query reads (it has {', '.join(map(str, ds.data_vars))})")
+    study = str(ds.attrs.get("study") or "results")
+    return [(f"{study}_{name}", FIGURES[name](ds)) for name in names]
 
 
 def render(ds: xr.Dataset, out_dir) -> list[Path]:

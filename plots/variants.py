@@ -30,6 +30,8 @@ def variant_curves(ds):
     bases = {names.parse_label(k)[0] for k in fam_labels}
     several = len(fam_labels) > 1
     loads = np.asarray(ds["load"].values, dtype=float)
+    kinds = [_data.reads(ds, v) for v in var_labels]
+    any_additive, any_linear = any(a for a, _ in kinds), any(lr for _, lr in kinds)
     with theme.style():
         fig, axes = theme.figure(2, len(d_grid), sharex=True, sharey="row")
         for c, d in enumerate(d_grid):
@@ -41,13 +43,16 @@ def variant_curves(ds):
                     style = {"style": "key_family", "style_name": names.keys_name} if several and "key_family" in df else {}
                     theme.curves(ax, df, x="load", y=metric, hue="variant", name=names.variant_name, colors=colors, **style)
                 if metric == "mse":
-                    which = ["T8"] + (["T7"] if "gaussian" in bases or not bases else []) + (["T5"] if "orthogonal" in bases else [])
+                    which = ["T8"] if any_linear else []
+                    if any_additive:
+                        which += (["T7"] if "gaussian" in bases or not bases else []) + (["T5"] if "orthogonal" in bases else [])
                     theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
                     theme.load_axis(ax)
                     ax.set_ylim(bottom=FLOOR)
-                else:
+                elif any_additive:
                     x = np.geomspace(max(loads.min(), 1.0 / d), loads.max(), 64)
                     theme.theory_line(ax, x, theory.argmax_recall(x * d, d, _data.dv_of(ds, d)), theorem="T10", label="T10 argmax recall (random keys, additive)", ls=(0, (5, 1.5, 1, 1.5, 1, 1.5)))
+                if metric == "recall":
                     theme.log2_x(ax)
                     ax.set_ylim(-0.03, 1.03)
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")

@@ -1,6 +1,11 @@
 """The named studies: one short module each, defining ``STUDY`` (a ``capacity.sweep.Study``).
 
+Plug-in packages add their own through the entry point group ``capacity.studies`` (name -> a Study).
 ``capacity list studies`` shows them; ``capacity run NAME`` runs one.
+
+>>> from capacity import studies
+>>> studies.get("capacity-vs-d").grid.d
+(16, 32, 64, 128, 256)
 """
 
 from __future__ import annotations
@@ -8,7 +13,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from capacity import _validate
+from capacity import plugins
+from capacity.errors import CapacityError
 
 __all__ = ["available", "get"]
 
@@ -23,14 +29,24 @@ def _load() -> dict:
 
 
 def available() -> dict[str, str]:
-    """Study name -> one-line description, the default study (capacity-vs-d) first."""
+    """Study name -> one-line description: the default study (capacity-vs-d) first, then the others, then plug-ins."""
     found = _load()
     order = sorted(found, key=lambda n: (n != "capacity-vs-d", n))
-    return {n: found[n].description for n in order}
+    out = {n: found[n].description for n in order}
+    for name in plugins.entry_points("capacity.studies"):
+        out.setdefault(name, "(plug-in) " + getattr(plugins.entry_point("capacity.studies", name), "description", ""))
+    return out
 
 
 def get(name: str):
-    """The study's default configuration."""
+    """The named study's default configuration (built in, or declared by a plug-in package)."""
+    if not isinstance(name, str):
+        raise CapacityError(f"a study is named by a string, got {name!r}")
     found = _load()
-    _validate.choice("study", name, found)
-    return found[name]
+    if name in found:
+        return found[name]
+    study = plugins.entry_point("capacity.studies", name)
+    if study is None:
+        known = sorted(set(found) | set(plugins.entry_points("capacity.studies")))
+        raise CapacityError(f"unknown study {name!r}; known: {', '.join(known)}")
+    return study

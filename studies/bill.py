@@ -5,7 +5,7 @@ keeps d dv) and the measured time of one decode step (write one pair, read one q
 cache break-even is at n = d dv / (d + dv) (d/2 when dv = d), the attr ``break_even_n``.
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 STUDY = Study(
     name="bill",

@@ -6,7 +6,7 @@ threshold (T7: n* = 1 + eps d for random keys; T5: d (1 + eps) for tight frames)
 recall threshold (T10) with ``capacity.metrics.capacity(ds, metric=..., threshold=...)``.
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 LOADS = (1 / 8, 3 / 16, 1 / 4, 3 / 8, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12, 16)
 

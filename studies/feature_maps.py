@@ -8,7 +8,7 @@ feature dimension: the onset of interference follows it and the features' orthog
 (positive maps interfere before n = d).
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 STUDY = Study(
     name="feature-maps",

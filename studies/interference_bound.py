@@ -6,7 +6,7 @@ n = d + 1, so they are left out), including learned keys, next to T5 (frame pote
 ``capacity.keys.describe`` at every point.
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 STUDY = Study(
     name="interference-bound",

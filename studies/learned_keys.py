@@ -4,7 +4,7 @@ How close gradient-descent keys get to the frame bound (T5, linear) and the rank
 delta), at d = 32 with gaussian unit values.
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 STUDY = Study(
     name="learned-keys",

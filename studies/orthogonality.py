@@ -5,7 +5,7 @@ d = 64 with the linear memory; the key statistics (coherence, effective rank, fr
 are stored beside the errors so error can be plotted against them.
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 STUDY = Study(
     name="orthogonality",

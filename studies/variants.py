@@ -4,7 +4,7 @@ Additive, decaying (RetNet), gated (GLA), delta (DeltaNet), gated delta, Kimi de
 softmax attention (the exact-retrieval baseline) with gaussian keys at d = 32 and 64.
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep.config import Grid, Probe, Study
 
 STUDY = Study(
     name="variants",

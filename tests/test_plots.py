@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import cli, keys, probe, sweep, theory, values, variants
+from capacity import cli, keys, probe, studies, sweep, theory, values, variants
 from capacity.errors import CapacityError
 from capacity.plots import (
     bill,
@@ -37,7 +37,7 @@ UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parenthes
 def _study(name: str, sets: list[str], tmp_path_factory) -> xr.Dataset:
     """A study run by the sweep itself, on a small grid."""
     out = tmp_path_factory.mktemp(name)
-    return sweep.run(sweep.get(name).with_overrides(sets), out=out, device="cpu", executor="serial", progress=False).dataset
+    return sweep.run(studies.get(name).with_overrides(sets), out=out, device="cpu", executor="serial", progress=False).dataset
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pytest
 import torch
 import xarray as xr
 
-from capacity import CapacityError, keys, probe, sweep, theory, values, variants
+from capacity import CapacityError, keys, probe, studies, sweep, theory, values, variants
 from capacity.metrics import capacity
 from capacity.sweep import Grid, Probe, Spec, Study
 from capacity.sweep.points import check, groups
-from capacity.sweep.store import Store
+from capacity.sweep.store import Store, fingerprint
 
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
@@ -23,7 +23,7 @@ SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    study = sweep.get("capacity-vs-d").with_overrides(SMALL)
+    study = studies.get("capacity-vs-d").with_overrides(SMALL)
     out = tmp_path_factory.mktemp("small")
     return study, out, sweep.run(study, out=out, device="cpu", executor="serial", progress=False)
 
@@ -32,7 +32,7 @@ def small(tmp_path_factory):
 
 
 def test_unknown_fields_are_rejected_with_the_allowed_ones():
-    base = sweep.get("capacity-vs-d").to_json()
+    base = studies.get("capacity-vs-d").to_json()
     with pytest.raises(CapacityError, match=r"unknown study field\(s\) colour; allowed: name, description, grid, probe"):
         Study.from_dict({**base, "colour": "red"})
     with pytest.raises(CapacityError, match=r"unknown grid field\(s\) dims; allowed: variant, keys, feature, d, load, n, seed, dtype, dv"):
@@ -40,8 +40,8 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
     with pytest.raises(CapacityError, match=r"unknown probe field\(s\) metric; allowed: kind, values, key_stats, decode, repeats"):
         Study.from_dict({**base, "probe": {"metric": "mse"}})
     with pytest.raises(CapacityError, match=r"unknown --set field\(s\) depth; allowed: variant, keys, .*, repeats"):
-        sweep.get("capacity-vs-d").with_overrides(["depth=3"])
-    assert Study.from_dict(base) == sweep.get("capacity-vs-d")  # the dict form round-trips
+        studies.get("capacity-vs-d").with_overrides(["depth=3"])
+    assert Study.from_dict(base) == studies.get("capacity-vs-d")  # the dict form round-trips
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
 )
 def test_bad_values_are_rejected(assignment, message):
     with pytest.raises(CapacityError, match=message):
-        sweep.get("capacity-vs-d").with_overrides([assignment])
+        studies.get("capacity-vs-d").with_overrides([assignment])
 
 
 def test_exactly_one_of_load_and_n():
@@ -71,7 +71,7 @@ def test_exactly_one_of_load_and_n():
         Grid(d=(16,), load=(1,), n=(4,))
     with pytest.raises(CapacityError, match="exactly one of load"):
         Grid(d=(16,))
-    g = sweep.get("capacity-vs-d").with_overrides(["n=4,8"]).grid  # setting n clears load
+    g = studies.get("capacity-vs-d").with_overrides(["n=4,8"]).grid  # setting n clears load
     assert g.load == () and g.n == (4, 8) and g.curve == "n"
 
 
@@ -83,13 +83,13 @@ def test_exactly_one_of_load_and_n():
         ("variant=delta(beta=3)", r"beta must lie in \(0, 2\)"),
         ("keys=nosuch", "unknown key family 'nosuch'; known: .*gaussian"),
         ("keys=correlated(rho=2)", r"rho must lie in \[0, 1\)"),
-        ("keys=gaussian(rho=0.5)", r"key family 'gaussian\(rho=0.5\)': unknown parameter\(s\) rho; allowed: none"),
+        ("keys=gaussian(rho=0.5)", r"key family 'gaussian' got unknown parameter\(s\) rho; allowed: none"),
         ("keys=simplex", "simplex keys exist for n <= d \\+ 1"),
         ("values=orthonormal", "orthonormal values need n <= dv"),
     ],
 )
 def test_names_and_parameters_are_checked_before_any_work(assignment, message):
-    study = sweep.get("capacity-vs-d").with_overrides(["d=16", "load=1,2", assignment])
+    study = studies.get("capacity-vs-d").with_overrides(["d=16", "load=1,2", assignment])
     with pytest.raises(CapacityError, match=message):
         check(study)
 
@@ -98,18 +98,18 @@ def test_labels_parse_and_print():
     s = Spec.parse("gated_delta(a=0.99, beta=1)", "variant")
     assert s.name == "gated_delta" and s.kwargs == {"a": 0.99, "beta": 1} and s.label == "gated_delta(a=0.99, beta=1)"
     assert Spec.parse({"name": "delta", "params": {"beta": 0.5}}, "variant").label == "delta(beta=0.5)"
-    g = sweep.get("capacity-vs-d").with_overrides(["variant=linear,delta(beta=0.5)", "load=1/8,1,16"]).grid
+    g = studies.get("capacity-vs-d").with_overrides(["variant=linear,delta(beta=0.5)", "load=1/8,1,16"]).grid
     assert [v.label for v in g.variant] == ["linear", "delta(beta=0.5)"] and g.load == (0.125, 1.0, 16.0)
 
 
 def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
-    names = sweep.studies()
+    names = studies.available()
     assert list(names)[0] == "capacity-vs-d"
     assert set(names) == {"capacity-vs-d", "interference-bound", "orthogonality", "variants", "feature-maps", "bill", "learned-keys"}
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()
     for name in names:
-        study = sweep.get(name)
+        study = studies.get(name)
         assert study.name == name
         try:
             check(study)
@@ -118,9 +118,9 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
     for missing, study in (("softmax", "bill"), ("decay", "variants")):
         if missing not in known:
             with pytest.raises(CapacityError, match=f"unknown variant '{missing}'; known: "):
-                check(sweep.get(study))
+                check(studies.get(study))
     with pytest.raises(CapacityError, match="unknown study 'nosuch'; known: bill, capacity-vs-d"):
-        sweep.get("nosuch")
+        studies.get("nosuch")
 
 
 # ---------------------------------------------------------------- the Dataset
@@ -208,7 +208,7 @@ def test_batched_groups_equal_independent_unbatched_draws(small):
 
 def test_default_study_numbers_meet_theory(tmp_path):
     """Gaussian keys: mse within 3 standard errors (over seeds) of T7's (n - 1)/d; orthogonal keys on T5."""
-    study = sweep.get("capacity-vs-d").with_overrides(["d=32,64", "load=1/2,2,4", "seed=0,1,2,3,4,5,6,7"])
+    study = studies.get("capacity-vs-d").with_overrides(["d=32,64", "load=1/2,2,4", "seed=0,1,2,3,4,5,6,7"])
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     for variant in ("linear",):
         g = ds.mse.sel(variant=variant, key_family="gaussian")
@@ -227,14 +227,14 @@ def test_default_study_numbers_meet_theory(tmp_path):
 
 def test_orthonormal_values_put_tight_frames_exactly_on_t5(tmp_path):
     """T4 + T5: with orthonormal values a tight frame's mean error is exactly n/d - 1, at every seed."""
-    study = sweep.get("capacity-vs-d").with_overrides(["variant=linear", "keys=orthogonal", "d=16", "load=1/2,1,3/2,2,4", "seed=0,1,2", "values=orthonormal", "dv=64"])
+    study = studies.get("capacity-vs-d").with_overrides(["variant=linear", "keys=orthogonal", "d=16", "load=1/2,1,3/2,2,4", "seed=0,1,2", "values=orthonormal", "dv=64"])
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert int(ds.dv) == 64
     np.testing.assert_allclose(ds.mse.sel(variant="linear", key_family="orthogonal", d=16).values, np.broadcast_to(ds.frame_bound.values[0][:, None], (5, 3)), atol=1e-5)
 
 
 def test_dtype_and_dv_axes(tmp_path):
-    study = sweep.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16", "load=1,2", "seed=0", "dtype=float32,bfloat16", "dv=16,32"])
+    study = studies.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16", "load=1,2", "seed=0", "dtype=float32,bfloat16", "dv=16,32"])
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.mse.dims) == ["variant", "key_family", "d", "load", "seed", "dtype", "dv"]
     assert ds.argmax_recall_pred.dims == ("d", "load", "dv")
@@ -243,7 +243,7 @@ def test_dtype_and_dv_axes(tmp_path):
 
 
 def test_a_grid_of_pair_counts_has_n_as_dimension_and_load_as_coordinate(tmp_path):
-    study = sweep.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16,32", "n=4,16,64", "seed=0,1"])
+    study = studies.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16,32", "n=4,16,64", "seed=0,1"])
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.mse.dims) == ["variant", "key_family", "d", "n", "seed"]
     assert ds["load"].dims == ("d", "n") and ds["load"].values.tolist() == [[0.25, 1, 4], [0.125, 0.5, 2]]
@@ -253,7 +253,7 @@ def test_a_grid_of_pair_counts_has_n_as_dimension_and_load_as_coordinate(tmp_pat
 
 
 def test_key_statistics_match_describe(tmp_path):
-    study = sweep.get("orthogonality").with_overrides(["keys=gaussian,correlated(rho=0.4)", "d=16", "load=1/2,2", "seed=0,1"])
+    study = studies.get("orthogonality").with_overrides(["keys=gaussian,correlated(rho=0.4)", "d=16", "load=1/2,2", "seed=0,1"])
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     K = keys.make("correlated", 32, 16, seed=1, rho=0.4)
     want = keys.describe(K)
@@ -298,7 +298,7 @@ def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
 
 
 def test_a_different_configuration_is_never_mixed_in(tmp_path):
-    study = sweep.get("capacity-vs-d").with_overrides(["variant=linear,delta", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"])
+    study = studies.get("capacity-vs-d").with_overrides(["variant=linear,delta", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"])
     out = tmp_path / "shared"
     first = sweep.run(study, out=out, device="cpu", progress=False)
     assert first.reused == 0 and first.measured == len(groups(study)) == 2
@@ -318,19 +318,19 @@ def test_a_file_with_another_hash_inside_is_not_taken(small, tmp_path):
     study, out, first = small
     store = Store(out / ".sweep" / study.name)
     g0, g1 = groups(study)[:2]
-    k0, k1 = g0.key(study, "cpu"), g1.key(study, "cpu")
+    k0, k1 = g0.key(study, "cpu", fingerprint()), g1.key(study, "cpu", fingerprint())
     target = tmp_path / "copy"
     copy = Store(target / ".sweep" / study.name)
     copy.root.mkdir(parents=True)
     (copy.path(k1)).write_bytes(store.path(k0).read_bytes())  # group 0's numbers under group 1's name
-    assert copy.load(k1) is None and copy.load(k0) is None
+    assert copy.load(k1)[0] is None and copy.load(k0) == (None, None)
     res = sweep.run(study, out=target, device="cpu", progress=False)
     assert res.reused == 0 and res.dataset.equals(first.dataset)
 
 
 def test_decode_false_drops_recall_and_keeps_the_rest(tmp_path):
     base = ["variant=linear", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"]
-    full = sweep.run(sweep.get("capacity-vs-d").with_overrides(base), out=tmp_path, device="cpu", progress=False).dataset
-    lean = sweep.run(sweep.get("capacity-vs-d").with_overrides(base + ["decode=false"]), out=tmp_path, device="cpu", progress=False).dataset
+    full = sweep.run(studies.get("capacity-vs-d").with_overrides(base), out=tmp_path, device="cpu", progress=False).dataset
+    lean = sweep.run(studies.get("capacity-vs-d").with_overrides(base + ["decode=false"]), out=tmp_path, device="cpu", progress=False).dataset
     assert "recall" in full and "recall" not in lean
     np.testing.assert_array_equal(lean.mse.values, full.mse.values)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import xarray as xr
 
-from capacity import cli, sweep, variants
+from capacity import cli, studies, sweep, variants
 
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
@@ -24,7 +24,7 @@ def test_list_shows_the_studies_first(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("studies:\n  capacity-vs-d ")
-    for name, desc in sweep.studies().items():
+    for name, desc in studies.available().items():
         assert f"  {name}" in out and desc in out
     assert cli.main(["list", "studies"]) == 0
     assert "variants:" not in capsys.readouterr().out
@@ -43,10 +43,15 @@ def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys):
     with xr.open_dataset(out / "capacity-vs-d.nc") as saved:
         assert dict(saved.mse.sizes) == {"variant": 1, "key_family": 2, "d": 1, "load": 2, "seed": 3}
 
-    # rerun, quietly: everything is reused, plain log lines instead of a bar
-    assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--quiet", "--device", "cpu"]) == 0
+    # rerun, verbosely: everything is reused, plain log lines instead of a bar
+    assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--verbose", "--device", "cpu"]) == 0
     err = capsys.readouterr().err
     assert "12 points in 3 groups; 12 already done, 0 groups to measure" in err and "3 reused" in err and "\r" not in err
+
+    # and quietly: nothing but the result paths
+    assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--quiet", "--device", "cpu"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.splitlines()[0] == str(out / "capacity-vs-d.nc")
 
 
 def test_help(capsys):
@@ -54,7 +59,7 @@ def test_help(capsys):
         cli.main(["run", "--help"])
     assert exc.value.code == 0
     text = capsys.readouterr().out
-    for flag in ("--set", "--out", "--device", "--executor", "--scheduler", "--workers", "--quiet"):
+    for flag in ("--set", "--out", "--device", "--executor", "--scheduler", "--workers", "--quiet", "--verbose", "--import"):
         assert flag in text
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capacity import CapacityError, sweep
+from capacity import CapacityError, studies, sweep
 from capacity.sweep import executors
 from capacity.sweep.points import groups
 
@@ -15,7 +15,7 @@ SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
-    study = sweep.get("capacity-vs-d").with_overrides(SETS)
+    study = studies.get("capacity-vs-d").with_overrides(SETS)
     return study, sweep.run(study, out=tmp_path_factory.mktemp("serial"), device="cpu", executor="serial", progress=False)
 
 
@@ -48,4 +48,4 @@ def test_executor_choices():
     with pytest.raises(CapacityError, match="--scheduler applies to the dask executor only"):
         next(executors.execute("serial", [], scheduler="tcp://x:1"))
     with pytest.raises(CapacityError, match="workers must be a whole number >= 1"):
-        sweep.run(sweep.get("capacity-vs-d"), out="unused", device="cpu", executor="processes", workers=0)
+        sweep.run(studies.get("capacity-vs-d"), out="unused", device="cpu", executor="processes", workers=0)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from capacity import sweep
+from capacity import studies, sweep
 from capacity.sweep.points import groups
+from capacity.sweep.store import fingerprint
 
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
@@ -23,7 +24,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    study = sweep.get("capacity-vs-d").with_overrides(SETS)
+    study = studies.get("capacity-vs-d").with_overrides(SETS)
     return study, sweep.run(study, out=tmp_path_factory.mktemp("uninterrupted"), device="cpu", progress=False)
 
 
@@ -32,7 +33,7 @@ def _store(out: Path, study) -> Path:
 
 
 def _resume_and_compare(study, out, reference, persisted: set[str]):
-    keys = {g.key(study, "cpu") for g in groups(study)}
+    keys = {g.key(study, "cpu", fingerprint()) for g in groups(study)}
     assert persisted <= keys
     resumed = sweep.run(study, out=out, device="cpu", progress=False)
     assert resumed.reused == len(persisted), "every group persisted before the kill is reused"
@@ -48,8 +49,8 @@ def _script(tmp_path: Path, prelude: str = "") -> Path:
     path = tmp_path / "sweep_script.py"
     run = f"""
         import sys
-        from capacity import sweep
-        study = sweep.get("capacity-vs-d").with_overrides({SETS!r})
+        from capacity import studies, sweep
+        study = studies.get("capacity-vs-d").with_overrides({SETS!r})
         sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
         """
     path.write_text(textwrap.dedent(prelude) + textwrap.dedent(run))
@@ -108,7 +109,7 @@ def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, ref
 def test_sigint_stops_with_a_resume_hint_then_resumes(tmp_path, reference):
     study, ref = reference
     out = tmp_path / "interrupted"
-    cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", str(out), "--quiet", "--executor", "serial", "--device", "cpu"]
+    cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", str(out), "--verbose", "--executor", "serial", "--device", "cpu"]
     for s in SETS:
         cmd += ["--set", s]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)

@@ -14,7 +14,7 @@ import xarray as xr
 
 from capacity import __version__, probe, theory
 from capacity.sweep.config import Study, n_of
-from capacity.sweep.points import STAT_VARS, Group
+from capacity.sweep.points import Group, build_variant
 
 __all__ = ["assemble", "versions", "git_commit"]
 
@@ -117,6 +117,9 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
         data[m] = (dims, full[m], dict(zip(("long_name", "units", "description"), meta)) if meta else _BILL_ATTRS[m])
 
     coords = {a: (a, np.asarray(v), {}) for a, v in axes}
+    built = [build_variant(v, None) if v.obj is not None or not g.feature else build_variant(v, g.feature[0]) for v in g.variant]
+    coords["additive"] = ("variant", np.array([getattr(b, "additive", False) is True for b in built]), {"description": "the write is S += k^T v and the read q S: T5, T7 and T10 apply"})
+    coords["linear_read"] = ("variant", np.array([getattr(b, "linear_read", False) is True for b in built]), {"description": "the read is linear in a fixed-size state: the rank bound T8 applies"})
     d = np.asarray(g.d)
     curve = g.curve
     if curve == "load":

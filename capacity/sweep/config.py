@@ -18,11 +18,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
-from fractions import Fraction
 
-from capacity import __version__, _validate
+from capacity import __version__, _validate, labels, variants
 from capacity.errors import CapacityError
 
 __all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "DTYPES", "KINDS"]
@@ -33,7 +33,8 @@ KINDS = {
     "bill": "measured state/cache size and per-token decode time after n writes",
 }
 
-_LABEL = re.compile(r"^\s*([A-Za-z_][\w\-]*)\s*(?:\((.*)\))?\s*$", re.S)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+SEED_MAX = 2**63 - 1  # seeds are stored as int64 in the results
 
 
 def n_of(load: float, d: int) -> int:
@@ -41,93 +42,61 @@ def n_of(load: float, d: int) -> int:
     return max(1, int(round(float(load) * int(d))))
 
 
-def _scalar(text: str):
-    """A command-line scalar: int, float (also ``1/8``), true/false, else the string itself."""
-    t = text.strip()
-    low = t.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for conv in (int, float):
-        try:
-            return conv(t)
-        except ValueError:
-            pass
-    if re.fullmatch(r"[+-]?\d+\s*/\s*\d+", t):
-        return float(Fraction(t.replace(" ", "")))
-    return t
+def _frozen(x):
+    """Lists as tuples, recursively, so that parameters can be hashed."""
+    return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
 
 
-def _split_top(text: str) -> list[str]:
-    """Split on commas that are not inside parentheses: ``a(x=1,y=2),b`` -> [``a(x=1,y=2)``, ``b``]."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _fmt(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
+def _thawed(x):
+    return [_thawed(v) for v in x] if isinstance(x, tuple) else x
 
 
 @dataclass(frozen=True)
 class Spec:
-    """A named thing with parameters (a variant, key family or feature map), labelled ``name(k=v, ...)``."""
+    """A named thing with parameters (a variant, key family or feature map), labelled ``name(k=v, ...)``.
+
+    ``name`` is a registered name or an import path ``module:attr``. A variant given as an object keeps it in
+    ``obj`` (it travels to worker processes by pickling, which imports its class by module path).
+    """
 
     name: str
     params: tuple[tuple[str, object], ...] = ()
+    obj: object = field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, value, what: str) -> Spec:
-        """From a Spec, a label string ``name(k=v, ...)`` or a dict ``{"name": ..., "params": {...}}``."""
+        """From a Spec, a label ``name(k=v, ...)``, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
         if isinstance(value, Spec):
             return value
         if isinstance(value, dict):
             unknown = sorted(set(value) - {"name", "params"})
-            if unknown or "name" not in value:
+            if unknown or "name" not in value or not isinstance(value.get("params") or {}, dict):
                 raise CapacityError(f"a {what} is a label like 'name(k=v)' or a dict with fields name, params; got {value!r}")
-            params = value.get("params") or {}
-            if not isinstance(params, dict):
-                raise CapacityError(f"{what} params must be a dict, got {params!r}")
-            return cls(str(value["name"]), tuple(sorted(params.items())))
-        if not isinstance(value, str) or not (m := _LABEL.match(value)):
-            raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)', got {value!r}")
-        params = {}
-        for item in _split_top(m.group(2) or ""):
-            key, eq, val = item.partition("=")
-            if not eq or not key.strip():
-                raise CapacityError(f"{what} {value!r}: parameters are written k=v, got {item!r}")
-            params[key.strip()] = _scalar(val)
-        return cls(m.group(1), tuple(sorted(params.items())))
+            name, params = str(value["name"]), dict(value.get("params") or {})
+        elif isinstance(value, str):
+            name, params = labels.parse(value)
+        elif what == "variant" and variants.is_variant(value):
+            name, params = labels.parse(variants.label(value))
+            return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), value)
+        else:
+            objects = ", a variant object" if what == "variant" else ""
+            raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)'{objects}; got {value!r}")
+        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())))
 
     @property
     def kwargs(self) -> dict:
-        return dict(self.params)
+        return {k: _thawed(v) for k, v in self.params}
 
     @property
     def label(self) -> str:
-        if not self.params:
-            return self.name
-        return f"{self.name}(" + ", ".join(f"{k}={_fmt(v)}" for k, v in self.params) + ")"
+        return labels.format(self.name, self.kwargs)
 
     def to_json(self) -> dict:
         return {"name": self.name, "params": self.kwargs}
 
 
 def _tuple(name: str, value) -> tuple:
-    if isinstance(value, (str, int, float, Spec, dict)):
+    if isinstance(value, (str, int, float, Spec, dict)) or variants.is_variant(value):
         value = [value]
     try:
         return tuple(value)
@@ -175,7 +144,7 @@ class Grid:
         put("d", tuple(_validate.positive_int("d", v) for v in _tuple("d", self.d)))
         put("n", tuple(_validate.positive_int("n", v) for v in _tuple("n", self.n)))
         put("load", tuple(_positive_float("load", v) for v in _tuple("load", self.load)))
-        put("seed", tuple(_validate.positive_int("seed", v, minimum=0) for v in _tuple("seed", self.seed)))
+        put("seed", tuple(_seed(v) for v in _tuple("seed", self.seed)))
         put("dv", tuple(_validate.positive_int("dv", v) for v in _tuple("dv", self.dv)))
         put("dtype", tuple(_validate.choice("dtype", str(v), DTYPES) for v in _tuple("dtype", self.dtype)))
         for name in ("variant", "keys", "d", "seed", "dtype"):
@@ -213,10 +182,20 @@ class Grid:
 
 def _positive_float(name, v) -> float:
     if isinstance(v, str):
-        v = _scalar(v)
+        v = labels.scalar(v)
     if isinstance(v, bool):
-        raise CapacityError(f"{name} must be a number > 0, got {v!r}")
-    return _validate.in_range(name, v, 0.0, float("inf"), low_open=True)
+        raise CapacityError(f"{name} must be a finite number > 0, got {v!r}")
+    x = _validate.in_range(name, v, 0.0, float("inf"), low_open=True)
+    if not math.isfinite(x):
+        raise CapacityError(f"{name} must be a finite number > 0, got {v!r}")
+    return x
+
+
+def _seed(v) -> int:
+    seed = _validate.positive_int("seed", v, minimum=0)
+    if seed > SEED_MAX:
+        raise CapacityError(f"seed must lie in 0..2^63-1 (stored as int64), got {seed}")
+    return seed
 
 
 @dataclass(frozen=True)
@@ -238,7 +217,7 @@ class Probe:
     repeats: int = 20
 
     def __post_init__(self):
-        from capacity import values
+        from capacity import values  # noqa: PLC0415 - values imports torch; config stays importable without it
 
         _validate.choice("probe kind", self.kind, KINDS)
         _validate.choice("value family", self.values, values.FAMILIES)
@@ -271,6 +250,8 @@ class Study:
     probe: Probe = field(default_factory=Probe)
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise CapacityError(f"a study name is letters, digits, '.', '_' and '-' (it names files under the output folder), got {self.name!r}")
         if not isinstance(self.grid, Grid) or not isinstance(self.probe, Probe):
             raise CapacityError("Study takes grid=Grid(...) and probe=Probe(...)")
         if self.probe.kind == "bill":
@@ -317,12 +298,12 @@ class Study:
                 raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(allowed)}")
             _check_fields("--set", [key], allowed)
             if key in grid:
-                parts = _split_top(value)
-                grid[key] = tuple(parts if key in ("variant", "keys", "feature", "dtype") else [_scalar(p) for p in parts])
+                parts = labels.split(value)
+                grid[key] = tuple(parts if key in ("variant", "keys", "feature", "dtype") else [labels.scalar(p) for p in parts])
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
             else:
-                probe[key] = _scalar(value)
+                probe[key] = labels.scalar(value)
         return Study(self.name, self.description, Grid(**grid), Probe(**probe))
 
     # ------------------------------------------------------------ identity

@@ -1,9 +1,11 @@
-"""Durable per-group results: one small JSON file per finished group, written atomically.
+"""Durable per-group results: one small JSON file per finished group, written atomically, checked on load.
 
-A group's file is named by its content hash (``Group.key``: the study's configuration, the
-group's coordinates, the device type and the package version), so a file can only ever be
-picked up by a run that would compute exactly the same numbers; the hash is stored inside the
-file as well and checked on load. Files are written to a temporary name in the same folder,
+A group's file is named by its content hash (``Group.key``: the study's configuration, the group's coordinates, the
+device type and ``fingerprint``, a hash of the source code that computes the numbers: the package's own files and the
+source of every user variant, key family or feature map in the study), so a run picks up only files that the current
+code would compute; the hash is stored inside the file and checked on load. Every loaded group is also checked
+against what the group must hold (``expect``: coordinates, variables, shapes, dtypes) and against a checksum of its
+numbers written beside them; a file that fails is measured again, with one line saying why. Files are written to a temporary name in the same folder,
 flushed to disk, then renamed over the final name: a reader (or a resumed run) sees a whole
 file or none. JSON keeps every float64 exactly (Python writes the shortest repr that reads
 back to the same double) and is an order of magnitude faster to write than a small netCDF.
@@ -11,16 +13,69 @@ back to the same double) and is an order of magnitude faster to write than a sma
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import inspect
 import json
 import os
+import sys
 import uuid
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["Store", "atomic_netcdf", "atomic_write"]
+__all__ = ["Store", "atomic_netcdf", "atomic_write", "fingerprint", "checksum"]
+
+_PACKAGES = ("capacity", "capacity.kernels", "capacity.studies")  # the code that computes numbers (not the plots)
+
+
+@lru_cache(maxsize=None)
+def _package_sources() -> str:
+    """sha256 over every .py file of the installed package (not the plots), in a stable order."""
+    h = hashlib.sha256()
+    for pkg in _PACKAGES:
+        spec = importlib.util.find_spec(pkg)
+        for root in sorted(spec.submodule_search_locations or []):
+            for f in sorted(Path(root).rglob("*.py")):
+                if "plots" in f.relative_to(root).parts:
+                    continue
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _source_of(obj) -> str:
+    """The source file of the module that defines ``obj`` (its class for an instance), as a hash; '' if none."""
+    target = obj if inspect.isclass(obj) or inspect.isfunction(obj) else type(obj)
+    module = sys.modules.get(getattr(target, "__module__", ""), None)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def fingerprint(user_objects=()) -> str:
+    """A hash of the code that computes a study's numbers: the package's sources and the user's plug-in sources."""
+    return hashlib.sha256("\n".join([_package_sources(), *sorted(_source_of(o) for o in user_objects)]).encode()).hexdigest()
+
+
+def checksum(ds: xr.Dataset) -> str:
+    """sha256 over the names, dims, dtypes and bytes of every variable and coordinate of ``ds``."""
+    h = hashlib.sha256()
+    for name in sorted(ds.variables):
+        v = ds.variables[name]
+        h.update(f"{name}|{v.dims}|{v.dtype.str}|".encode())
+        x = v.values
+        if x.dtype.kind == "f":
+            x = np.where(np.isnan(x), np.nan, x)  # one NaN bit pattern, as JSON reads it back
+        h.update(np.ascontiguousarray(x).tobytes() if x.dtype.kind != "O" else repr(x.tolist()).encode())
+    return h.hexdigest()
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -70,22 +125,32 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def load(self, key: str) -> xr.Dataset | None:
-        """The group's Dataset if it was finished by a run with the same configuration, else None."""
+    def load(self, key: str, expect: Callable[[xr.Dataset], str | None] | None = None) -> tuple[xr.Dataset | None, str | None]:
+        """``(Dataset, None)`` for a finished group that passes every check, else ``(None, why)`` (``why`` None: no file).
+
+        ``expect(ds)`` returns what is wrong with the Dataset (a short phrase), or None.
+        """
         p = self.path(key)
         if not p.exists():
-            return None
+            return None, None
         try:
-            ds = _decode(json.loads(p.read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # unreadable: recompute it (rename-on-write makes this an outside accident)
+            data = json.loads(p.read_text())
+            ds = _decode(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None, "unreadable"
         if ds.attrs.get("group_key") != key:
-            return None
-        return ds
+            return None, "its key does not match its name"
+        stored = ds.attrs.pop("checksum", None)
+        if stored != checksum(ds):
+            return None, "its numbers do not match their checksum"
+        why = expect(ds) if expect is not None else None
+        return (None, why) if why else (ds, None)
 
     def save(self, key: str, ds: xr.Dataset) -> None:
+        ds = ds.copy()
+        ds.attrs["group_key"] = key
         data = _encode(ds)
-        data["attrs"]["group_key"] = key
+        data["attrs"]["checksum"] = checksum(ds)
         atomic_write(self.path(key), lambda tmp: tmp.write_text(json.dumps(data)))
 
     def clean(self) -> None:

@@ -18,7 +18,10 @@ Optional members, used where present:
 - ``numel(state) -> int``: numbers the given state keeps per batch item, for memories that
   grow (softmax); the probe then records it as a variable ``state_numel`` over n;
 - ``additive``, ``delta_rule``: booleans that tell ``check_variant`` whether T2 (the two-pair
-  closed form) and T12 (exact read-back of the last key with beta = 1) must hold.
+  closed form) and T12 (exact read-back of the last key with beta = 1) must hold, and the figures
+  whether the additive memory's closed forms (T5, T7, T10) apply;
+- ``linear_read``: True when the read is q S for a fixed-size d x dv state, so that the rank bound
+  T8 binds it (figures draw T8 only then).
 
 Anything with the required methods works in ``capacity.probe.recall`` and ``check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
@@ -44,10 +47,10 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from capacity import _validate
+from capacity import labels, plugins
 from capacity.errors import CapacityError
 
-__all__ = ["Variant", "get", "register", "available", "from_fla", "check_variant", "Report"]
+__all__ = ["Variant", "get", "resolve", "label", "is_variant", "register", "available", "from_fla", "check_variant", "Report"]
 
 
 @runtime_checkable
@@ -82,28 +85,114 @@ def register(name: str, factory: Callable[..., Variant], description: str) -> No
 
 
 def available() -> dict[str, str]:
-    """The registered variants: name -> one-line description."""
-    return {name: entry.description for name, entry in sorted(_REGISTRY.items())}
+    """The variants known by name: built in, registered, or declared by a plug-in package (entry point
+    group ``capacity.variants``): name -> one-line description."""
+    out = {name: entry.description for name, entry in sorted(_REGISTRY.items())}
+    for name, value in sorted(plugins.entry_points("capacity.variants").items()):
+        out.setdefault(name, f"(plug-in {value})")
+    return out
 
 
-def get(name: str, **params) -> Variant:
-    """The registered variant ``name`` built with ``params``; the error lists the known names.
+def _factory(name: str):
+    """The factory registered (or declared by an installed package's entry point) as ``name``."""
+    if name in _REGISTRY:
+        return _REGISTRY[name].factory
+    found = plugins.entry_point("capacity.variants", name)
+    if found is not None:
+        return found
+    known = sorted(set(_REGISTRY) | set(plugins.entry_points("capacity.variants")))
+    raise CapacityError(f"unknown variant {name!r}; known: {', '.join(known)}, or an import path module:Class")
 
-    >>> get("gated_delta", a=0.9, beta=("uniform", 0.5, 1.0), seed=2).params
-    {'a': 0.9, 'beta': ['uniform', 0.5, 1.0], 'normalize': True, 'seed': 2}
-    """
-    _validate.choice("variant", name, _REGISTRY)
-    factory = _REGISTRY[name].factory
+
+def _build(factory, what: str, params: dict) -> Variant:
+    """Call ``factory(**params)``; unknown parameters and a result that is no variant are one-line errors."""
+    if is_variant(factory):
+        if params:
+            raise CapacityError(f"variant {what!r} is an object, not a class or factory: it takes no parameters")
+        return factory
+    if not callable(factory):
+        raise CapacityError(f"{what!r} is neither a variant nor a class or factory that builds one")
     try:
         inspect.signature(factory).bind(**params)
     except TypeError:
         sig = inspect.signature(factory)
-        allowed = [p for p, spec in sig.parameters.items() if spec.kind is inspect.Parameter.KEYWORD_ONLY]
+        allowed = [p for p, spec in sig.parameters.items() if spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)]
         unknown = sorted(set(params) - set(allowed))
-        raise CapacityError(f"variant {name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed) or 'none'}") from None
+        missing = [p for p, spec in sig.parameters.items() if spec.default is spec.empty and spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD) and p not in params]
+        if unknown:
+            raise CapacityError(f"variant {what!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed) or 'none'}") from None
+        raise CapacityError(f"variant {what!r} needs parameter(s) {', '.join(missing)}") from None
     except ValueError:  # no signature to inspect (e.g. a builtin): let the factory check
         pass
-    return factory(**params)
+    try:
+        variant = factory(**params)
+    except CapacityError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise CapacityError(f"variant {what!r}: {exc}") from None
+    if not is_variant(variant):
+        raise CapacityError(f"{what!r} built a {type(variant).__name__}, which is not a variant (needs init_state, write, read, state_numel)")
+    return variant
+
+
+def get(name: str, **params) -> Variant:
+    """The variant registered (or declared by a plug-in package) as ``name``, built with ``params``.
+
+    >>> get("gated_delta", a=0.9, beta=("uniform", 0.5, 1.0), seed=2).params
+    {'a': 0.9, 'beta': ['uniform', 0.5, 1.0], 'normalize': True, 'seed': 2}
+    """
+    if not isinstance(name, str):
+        raise CapacityError(f"a variant name is a string, got {name!r}")
+    return _build(_factory(name), name, params)
+
+
+def is_variant(obj) -> bool:
+    """True for an object with the protocol's methods (a built variant, not a class)."""
+    return not isinstance(obj, type) and all(callable(getattr(obj, m, None)) for m in ("init_state", "write", "read", "state_numel"))
+
+
+def resolve(spec, **params) -> Variant:
+    """A variant from anything that names one: a variant object, a label ``name(k=v)``, or ``module:attr(k=v)``.
+
+    ``module:attr`` is a class or factory (called with the parameters) or a variant object. Registered names and
+    the entry points of installed plug-in packages (group ``capacity.variants``) are found by name.
+
+    >>> resolve("delta(beta=0.5)").params["beta"]
+    0.5
+    >>> resolve("capacity.variants.linear:Linear(normalize=true)").params
+    {'normalize': True}
+    """
+    if is_variant(spec):
+        if params:
+            raise CapacityError(f"variant {label(spec)!r} is already built; it takes no parameters")
+        return spec
+    if isinstance(spec, dict):
+        spec = labels.format(str(spec.get("name")), spec.get("params") or {})
+    name, given = labels.parse(spec)
+    clash = sorted(set(given) & set(params))
+    if clash:
+        raise CapacityError(f"variant {spec!r} sets {', '.join(clash)} twice")
+    given.update(params)
+    if labels.is_path(name):
+        return _build(plugins.load_path(name), name, given)
+    return get(name, **given)
+
+
+def label(variant) -> str:
+    """The label that names ``variant``: ``name(params)`` for a registered variant, else ``module:Class(params)``.
+
+    ``resolve(label(v))`` builds the same variant where the class takes its ``params`` as keyword arguments.
+
+    >>> label(get("delta", beta=0.5))
+    'delta(beta=0.5, normalize=true)'
+    """
+    params = getattr(variant, "params", None) or {}
+    name = getattr(variant, "name", None)
+    entry = _REGISTRY.get(name) if isinstance(name, str) else None
+    if entry is not None and entry.factory is type(variant):
+        return labels.format(name, params)
+    cls = type(variant)
+    return labels.format(f"{cls.__module__}:{cls.__qualname__}", params)
 
 
 def _register_builtins() -> None:

@@ -95,6 +95,11 @@ class Recurrent:
         return self.mode == "linear" and not self.normalize_read and (self.feature is None or self.feature.name == "identity")
 
     @property
+    def linear_read(self) -> bool:
+        """True when the read is phi(q) S, linear in a state of D x dv numbers (T8 binds it, with D for d)."""
+        return not self.normalize_read
+
+    @property
     def params(self) -> dict:
         """The parameters; ``variants.get(self.name, **self.params)`` rebuilds the variant."""
         out = {p: self._params[p].spec() for p in ("a", "alpha", "beta") if p in self._params}

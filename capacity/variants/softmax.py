@@ -45,6 +45,7 @@ class Softmax:
     name = "softmax"
     additive = False
     delta_rule = False
+    linear_read = False  # the cache grows and the read is a softmax: T8 does not bind it
 
     def __init__(self, *, beta=None, normalize: bool = False):
         if beta is not None:

@@ -1,0 +1,152 @@
+"""One grammar for the labels that name variants, key families, feature maps and studies.
+
+A label is ``name``, ``name(k=v, ...)``, or an import path ``module:attr`` / ``module:attr(k=v, ...)``.
+Values are Python literals (numbers, quoted strings, lists, tuples, dicts, None); for the command line a
+bare word is a string and ``true``/``false`` are booleans. ``format`` writes the canonical label (keys in
+sorted order) and ``parse(format(name, params)) == (name, params)`` for every value this module writes:
+labels in result files read back to the same thing.
+
+>>> parse("delta(beta=0.5)")
+('delta', {'beta': 0.5})
+>>> parse("gla(alpha=['uniform', 0.9, 1.0], seed=0)")
+('gla', {'alpha': ['uniform', 0.9, 1.0], 'seed': 0})
+>>> parse("mypkg.memories:Longhorn(beta=0.5)")
+('mypkg.memories:Longhorn', {'beta': 0.5})
+>>> format("gla", {"seed": 0, "alpha": ("uniform", 0.9, 1.0)})
+"gla(alpha=['uniform', 0.9, 1.0], seed=0)"
+>>> split("linear,delta(beta=0.5, normalize=true),dpfp(nu=2)")
+['linear', 'delta(beta=0.5, normalize=true)', 'dpfp(nu=2)']
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from fractions import Fraction
+
+from capacity.errors import CapacityError
+
+__all__ = ["parse", "format", "split", "scalar", "is_path"]
+
+_HEAD = re.compile(r"^\s*([A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.]*)?)\s*(\(.*\))?\s*$", re.S)
+_WORDS = {"true": True, "false": False, "True": True, "False": False, "None": None, "none": None}
+_BARE = re.compile(r"^[A-Za-z_][\w.\-]*$")
+
+
+def is_path(name: str) -> bool:
+    """True for an import path ``module:attr`` (as opposed to a registered name)."""
+    return ":" in name
+
+
+def _value(node: ast.AST, label: str):
+    """A keyword value: a literal, a bare word (string or boolean), or a fraction like 1/8."""
+    if isinstance(node, ast.Name):
+        return _WORDS.get(node.id, node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        num, den = _value(node.left, label), _value(node.right, label)
+        if isinstance(num, int) and isinstance(den, int) and not isinstance(num, bool) and den != 0:
+            return float(Fraction(num, den))
+        raise CapacityError(f"{label!r}: {ast.unparse(node)} is not a number")
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_value(e, label) for e in node.elts]
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        raise CapacityError(f"{label!r}: parameter values are numbers, words, quoted strings or lists; got {ast.unparse(node)}") from None
+
+
+def parse(label) -> tuple[str, dict]:
+    """``'name(k=v, ...)'`` -> ``('name', {'k': v, ...})``; a repeated parameter or bad syntax is a CapacityError."""
+    if not isinstance(label, str):
+        raise CapacityError(f"a label is a string like 'name' or 'name(k=v, ...)', got {label!r}")
+    m = _HEAD.match(label)
+    if m is None:
+        raise CapacityError(f"{label!r} is not a label: write 'name', 'name(k=v, ...)' or 'module:attr(k=v, ...)'")
+    name, args = m.group(1), m.group(2)
+    if not args:
+        return name, {}
+    try:
+        call = ast.parse("f" + args, mode="eval").body
+    except SyntaxError as exc:
+        raise CapacityError(f"{label!r}: parameters are written k=v separated by commas ({exc.msg})") from None
+    if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
+        raise CapacityError(f"{label!r}: parameters are written k=v separated by commas")
+    params = {}
+    for kw in call.keywords:
+        if kw.arg in params:
+            raise CapacityError(f"{label!r} sets {kw.arg} more than once")
+        params[kw.arg] = _value(kw.value, label)
+    return name, params
+
+
+def _fmt(value, top: bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "None"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CapacityError(f"label values must be finite numbers, got {value!r}")
+        return repr(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, str):
+        return value if top and _BARE.match(value) and value not in _WORDS else repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v, False) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_fmt(v, False)}" for k, v in sorted(value.items())) + "}"
+    if hasattr(value, "tolist"):  # numpy scalars and small arrays, torch tensors
+        return _fmt(value.tolist(), top)
+    raise CapacityError(f"label values must be numbers, strings, booleans, None or lists of them, got {type(value).__name__}")
+
+
+def format(name: str, params: dict | None = None) -> str:  # noqa: A001 - the inverse of parse
+    """The canonical label of ``name`` with ``params`` (sorted by key)."""
+    if not params:
+        return name
+    return f"{name}(" + ", ".join(f"{k}={_fmt(v, True)}" for k, v in sorted(params.items())) + ")"
+
+
+def split(text: str) -> list[str]:
+    """Split a comma-separated list at the commas outside brackets and quotes."""
+    parts, depth, quote, cur = [], 0, None, []
+    for ch in str(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0 and not quote:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def scalar(text: str):
+    """A command-line value: an int, a float (also a fraction ``1/8``), true/false, else the string itself.
+
+    >>> scalar("1/8"), scalar("3"), scalar("true"), scalar("orthonormal")
+    (0.125, 3, True, 'orthonormal')
+    """
+    t = str(text).strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    m = re.fullmatch(r"([+-]?\d+)\s*/\s*([+-]?\d+)", t)
+    if m:
+        if int(m.group(2)) == 0:
+            raise CapacityError(f"{t!r} divides by zero")
+        return float(Fraction(int(m.group(1)), int(m.group(2))))
+    return t
