@@ -1,0 +1,329 @@
+"""Fault injection: damaged stores, code changes, killed runs and workers, bad paths and values.
+
+Every case ends as the README promises: the right numbers or a one-line error (exit 2; 130 for an interrupt, 143 for
+SIGTERM), no process left behind, nothing finished lost.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from capacity import CapacityError, learned, studies, sweep
+from capacity.sweep import store as store_mod
+from capacity.sweep.points import check, groups
+from capacity.sweep.store import Store, _decode, fingerprint
+
+PKG = Path(__file__).resolve().parent / "plugin_pkg"
+ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
+SMALL = ["variant=linear,delta", "keys=gaussian", "d=8", "load=1/2,1,2", "seed=0,1"]
+SLOW = ["slowmem:SlowMemory(sleep=0.25)", "--d", "8,12,16,24,32,48", "--load", "1/2,1,2", "--seeds", "1"]
+
+
+def _cli(*args, env=ENV, timeout=300, cwd=None):
+    return subprocess.run([sys.executable, "-m", "capacity.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def _one_line(proc, code=2, *fragments):
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == code, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    return lines[0]
+
+
+def _children(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parent = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text()
+                parent[int(p.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, pp in parent.items() if pp in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pids) -> set[int]:
+    out = set()
+    for p in pids:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state != "Z":
+                out.add(p)
+        except OSError:
+            pass
+    return out
+
+
+def _start_slow(out: Path, *extra):
+    cmd = [sys.executable, "-m", "capacity.cli", "compare", *SLOW, "--out", str(out), "--verbose", *extra]
+    return subprocess.Popen(cmd, env=ENV, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def _wait_for_a_group(proc) -> list[str]:
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "points; finished" in line:
+            return lines
+    raise AssertionError("the run ended before a group finished: " + "".join(lines))
+
+
+# ---------------------------------------------------------------- the store
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    study = studies.get("capacity-vs-d").with_overrides(SMALL)
+    out = tmp_path_factory.mktemp("ref")
+    return study, sweep.run(study, out=out, device="cpu", progress=False).dataset
+
+
+def _damage(study, out: Path, how):
+    g = groups(study)[0]
+    key = g.key(study, "cpu", fingerprint())
+    path = out / ".sweep" / study.name / f"{key}.json"
+    if how == "number":  # an edited number, checksum left as it was
+        data = json.loads(path.read_text())
+        data["data_vars"]["mse"]["data"][0][0] += 1.0
+        path.write_text(json.dumps(data))
+    elif how == "truncated":
+        path.write_bytes(path.read_bytes()[:50])
+    else:  # a consistent file (checksum recomputed) that does not hold what the group must
+        ds = _decode(json.loads(path.read_text()))
+        ds.attrs.pop("checksum", None)
+        ds = {
+            "seed column": lambda d: d.isel(seed=[0]),
+            "load": lambda d: d.isel(load=[0, 1]),
+            "variable": lambda d: d.drop_vars("mse"),
+            "coordinate": lambda d: d.assign_coords(load=d["load"] * 2),
+            "dtype": lambda d: d.assign(mse=d["mse"].astype(str)),
+        }[how](ds)
+        Store(path.parent).save(key, ds)
+
+
+@pytest.mark.parametrize("how", ["number", "truncated", "seed column", "load", "variable", "coordinate", "dtype"])
+def test_damaged_groups_are_measured_again(reference, tmp_path, capsys, how):
+    study, ref = reference
+    sweep.run(study, out=tmp_path, device="cpu", progress=False)
+    _damage(study, tmp_path, how)
+    again = sweep.run(study, out=tmp_path, device="cpu")
+    assert again.measured == 1 and again.reused == len(groups(study)) - 1
+    assert again.dataset.drop_attrs().equals(ref.drop_attrs())
+    err = capsys.readouterr().err
+    if how != "truncated" or "unreadable" in err:
+        assert "measuring it again" in err
+
+
+def test_a_code_change_invalidates_every_stored_group(reference, tmp_path, monkeypatch):
+    study, ref = reference
+    sweep.run(study, out=tmp_path, device="cpu", progress=False)
+    monkeypatch.setattr(store_mod, "_package_sources", lambda: "an edited probe")
+    again = sweep.run(study, out=tmp_path, device="cpu", progress=False)
+    assert again.reused == 0 and again.measured == len(groups(study))
+
+
+def test_editing_a_user_variant_changes_the_numbers(tmp_path):
+    mod = tmp_path / "editmem.py"
+    mod.write_text((PKG / "usermem.py").read_text())
+    env = {**ENV, "PYTHONPATH": str(tmp_path) + os.pathsep + ENV["PYTHONPATH"]}
+    args = ["compare", "editmem:GainMemory(c=1)", "--d", "8", "--load", "1,2", "--seeds", "1", "--out", str(tmp_path / "o"), "--quiet"]
+    assert _cli(*args, env=env).returncode == 0
+    with xr.open_dataset(tmp_path / "o" / "compare.nc") as ds:
+        before = ds.mse.values.copy()
+    mod.write_text(mod.read_text().replace("return self.c * (q.float() @ state)", "return 2 * self.c * (q.float() @ state)"))
+    proc = _cli(*args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(tmp_path / "o" / "compare.nc") as ds:
+        assert not np.allclose(ds.mse.values, before)
+
+
+# ---------------------------------------------------------------- validation before work
+
+
+def test_checking_learned_keys_optimises_nothing(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("validation ran the optimisation")
+
+    monkeypatch.setattr(learned, "optimise", boom)
+    check(studies.get("capacity-vs-d").with_overrides(["keys=learned(steps=100000)", "d=4096"]))
+    with pytest.raises(CapacityError, match="steps"):
+        check(studies.get("capacity-vs-d").with_overrides(["keys=learned(steps=0)"]))
+
+
+@pytest.mark.parametrize(
+    "sets,fragments",
+    [
+        (["d=100000"], ("needs about", "GiB", "available")),
+        (["seed=18446744073709551616"], ("seed must lie in 0..2^63-1",)),
+        (["load=1/0"], ("divides by zero",)),
+        (["load=inf"], ("finite",)),
+        (["load=0"], ("load must lie in",)),
+        (["variant=delta(beta=1,beta=0.5)"], ("sets beta more than once",)),
+        (["variant=nosuch:Thing"], ("cannot import 'nosuch'",)),
+    ],
+)
+def test_bad_values_stop_before_any_work(tmp_path, sets, fragments):
+    args = ["run", "capacity-vs-d", "--out", str(tmp_path / "o"), "--device", "cpu"]
+    for s in sets:
+        args += ["--set", s]
+    t0 = time.perf_counter()
+    _one_line(_cli(*args), 2, *fragments)
+    assert not (tmp_path / "o" / ".sweep" / "capacity-vs-d").exists() or not any((tmp_path / "o" / ".sweep" / "capacity-vs-d").glob("*.json"))
+    assert time.perf_counter() - t0 < 120
+
+
+def test_a_study_name_cannot_escape_the_output_folder():
+    with pytest.raises(CapacityError, match="study name"):
+        sweep.Study("../x", "", sweep.Grid(load=(1,)), sweep.Probe())
+
+
+# ---------------------------------------------------------------- paths
+
+
+def test_bad_output_paths_are_one_line(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    small = [a for s in SMALL for a in ("--set", s)]
+    _one_line(_cli("run", "capacity-vs-d", *small, "--out", str(afile)), 2, "is a file, not a folder")
+    (tmp_path / "o" / "capacity-vs-d.nc").mkdir(parents=True)
+    _one_line(_cli("run", "capacity-vs-d", *small, "--out", str(tmp_path / "o")), 2, "is a folder")
+    if Path("/sys/kernel").is_dir():  # a folder that even root cannot write
+        _one_line(_cli("run", "capacity-vs-d", *small, "--out", "/sys/kernel"), 2, "cannot write")
+    _one_line(_cli("plot", str(tmp_path / "missing.nc")), 2, "no such results file")
+
+
+def test_plot_onto_a_file_and_figures_written_whole(reference, tmp_path, monkeypatch):
+    _, ref = reference
+    path = tmp_path / "r.nc"
+    ref.to_netcdf(path, engine="h5netcdf")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    _one_line(_cli("plot", str(path), "--out", str(afile)), 2, "is a file")
+    from matplotlib.figure import Figure
+
+    from capacity import plots
+
+    real = Figure.savefig
+
+    def dies_half_way(self, fname, *a, **k):
+        Path(fname).write_bytes(b"%PDF-partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", dies_half_way)
+    with pytest.raises(CapacityError, match="No space left"):
+        plots.render(ref, tmp_path / "figs")
+    assert not any(p.suffix in (".png", ".pdf") for p in (tmp_path / "figs").iterdir())  # no partial file under a final name
+    monkeypatch.setattr(Figure, "savefig", real)
+
+
+def test_an_output_folder_that_fails_mid_run_keeps_what_was_saved(reference, tmp_path, monkeypatch):
+    study, ref = reference
+    saved = []
+    real = Store.save
+
+    def full_after_one(self, key, ds):
+        if saved:
+            raise OSError(28, "No space left on device")
+        saved.append(key)
+        real(self, key, ds)
+
+    monkeypatch.setattr(Store, "save", full_after_one)
+    with pytest.raises(CapacityError, match="No space left on device.*1 groups of this run are saved"):
+        sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
+    monkeypatch.setattr(Store, "save", real)
+    again = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
+    assert again.reused == 1 and again.dataset.drop_attrs().equals(ref.drop_attrs())
+
+
+@pytest.mark.parametrize("argv,fragments", [(["run", "capacity-vs-d", "--device", "mps"], ("invalid choice",)), (["check", "--device", "mps"], ("no MPS",)), (["check", "--only", ","], ("no theorem selected",))])
+def test_bad_devices_and_selections_are_one_line(argv, fragments):
+    _one_line(_cli(*argv), 2, *fragments)
+
+
+# ---------------------------------------------------------------- processes
+
+
+def test_kill_9_of_the_run_leaves_no_worker_behind(tmp_path):
+    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
+    try:
+        _wait_for_a_group(proc)
+        kids = _children(proc.pid)
+        assert kids, "the run has worker processes"
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.time() + 20
+        while _alive(kids) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not _alive(kids), f"left behind: {_alive(kids)}"
+    finally:
+        proc.kill()
+    resumed = _cli("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
+    assert resumed.returncode == 0 and "groups measured" in resumed.stderr and " 0 reused" not in resumed.stderr
+
+
+def test_sigterm_ends_the_run_in_one_line_and_takes_the_workers(tmp_path):
+    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
+    try:
+        _wait_for_a_group(proc)
+        kids = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 143
+        assert "terminated" in err and "Traceback" not in err
+        deadline = time.time() + 20
+        while _alive(kids) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not _alive(kids)
+    finally:
+        proc.kill()
+
+
+def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
+    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
+    try:
+        _wait_for_a_group(proc)
+        workers = [p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="ignore")]
+        assert workers
+        os.kill(workers[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+        lines = [line for line in err.strip().splitlines() if line.startswith("capacity: error")]
+        assert proc.returncode == 2 and "Traceback" not in err, err
+        assert len(lines) == 1 and "a worker process died" in lines[0] and "run the same command again to resume" in lines[0]
+    finally:
+        proc.kill()
+
+
+def test_two_runs_into_one_folder_measure_each_group_once(tmp_path):
+    a = _start_slow(tmp_path / "o", "--executor", "serial")
+    time.sleep(0.5)
+    b = _start_slow(tmp_path / "o", "--executor", "serial")
+    outs = [p.communicate(timeout=300) for p in (a, b)]
+    assert a.returncode == 0 and b.returncode == 0, outs
+    measured = [int(err.rsplit("groups measured", 1)[0].rsplit(";", 1)[1].strip()) for _, err in outs]
+    assert sum(measured) == 6, outs  # six groups (one per d), each measured by exactly one run
+    assert any("waiting for it to finish" in err for _, err in outs)
+
+
+@pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])  # after the interpreter's own start-up (site), which Python handles
+def test_an_interrupt_at_start_up_is_one_line(tmp_path, delay):
+    proc = subprocess.Popen([sys.executable, "-m", "capacity.cli", "check", "--only", "T2"], env=ENV, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:  # it may have finished first
+        assert proc.returncode == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
