@@ -72,7 +72,7 @@ def mqar_figure(ds, *, pairs=None):
                     x,
                     mqar_task.predicted_accuracy(x, d, dv, vocab),
                     theorem="T10",
-                    label=f"T10 argmax over the {vocab}-token vocabulary (additive, random keys)",
+                    label=f"T10, argmax over {vocab} values (additive)",
                 )
             left.set_title("no overwrites")
         else:
