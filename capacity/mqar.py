@@ -41,7 +41,9 @@ from scipy import integrate, special
 from capacity import _random, _validate
 from capacity import keys as key_families
 from capacity import values as value_families
+from capacity import variants as variant_registry
 from capacity.errors import CapacityError
+from capacity.sweep.config import Spec
 
 __all__ = ["METRICS", "Task", "grid", "mqar", "predicted_accuracy", "task"]
 
@@ -386,11 +388,12 @@ def mqar(
 
 def _variants(variants) -> dict:
     """Labels -> variant objects, from a mapping {label: variant} or a list of labels 'name(k=v)' / variant objects."""
-    from capacity import variants as registry
-    from capacity.sweep.config import Spec
-
     if isinstance(variants, Mapping):
-        return dict(variants)
+        if not variants:
+            raise CapacityError("variants must not be empty: give at least one {label: variant}")
+        for v in variants.values():
+            _check_variant(v)
+        return {str(label): v for label, v in variants.items()}
     if isinstance(variants, str) or not isinstance(variants, Sequence) or len(variants) == 0:
         raise CapacityError(
             "variants must be a non-empty list of labels like 'delta(beta=0.5)' or variant objects, "
@@ -400,7 +403,7 @@ def _variants(variants) -> dict:
     for v in variants:
         if isinstance(v, str):
             spec = Spec.parse(v, "variant")
-            out[spec.label] = registry.get(spec.name, **spec.kwargs)
+            out[spec.label] = variant_registry.get(spec.name, **spec.kwargs)
         else:
             _check_variant(v)
             params = getattr(v, "params", {}) or {}

@@ -310,3 +310,9 @@ def test_errors_variant_and_grid():
         mqar.grid(["nope"], pairs=[4], d=4, vocab=8)
     with pytest.raises(CapacityError, match="non-empty list of labels"):
         mqar.grid("linear", pairs=[4], d=4, vocab=8)
+    with pytest.raises(CapacityError, match="has no method init_state"):
+        mqar.grid({"mine": object()}, pairs=[4], d=4, vocab=8)
+    with pytest.raises(CapacityError, match="overwrite must lie in"):
+        mqar.grid(["linear"], pairs=[4], overwrite=[0.0, 2.0], d=4, vocab=8)
+    ds = mqar.grid({"mine": variants.get("linear")}, pairs=[4], d=4, vocab=8)
+    assert ds.variant.values.tolist() == ["mine"]
