@@ -237,9 +237,8 @@ def _scores(r: torch.Tensor, value_emb: torch.Tensor, target, stale) -> dict[str
     answer = torch.empty(B, Q, dtype=torch.int64, device=r.device)
     block = max(1, (1 << 24) // max(1, B * vocab))  # bounds the score block to ~16M floats
     for s in range(0, Q, block):
-        answer[:, s : s + block] = (r[:, s : s + block] @ value_emb.transpose(1, 2)).argmax(
-            -1
-        )  # [B, blk, vocab] -> [B, blk]
+        scores = r[:, s : s + block] @ value_emb.transpose(1, 2)  # [B, blk, vocab]
+        answer[:, s : s + block] = scores.argmax(-1)
     correct = answer == target
     wrong = (~correct).sum(-1)
     diff = r - _take(value_emb, target)

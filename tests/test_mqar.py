@@ -4,6 +4,7 @@ vocabulary, the grid, the figure, and the errors."""
 
 from __future__ import annotations
 
+import doctest
 import math
 
 import numpy as np
@@ -316,3 +317,8 @@ def test_errors_variant_and_grid():
         mqar.grid(["linear"], pairs=[4], overwrite=[0.0, 2.0], d=4, vocab=8)
     ds = mqar.grid({"mine": variants.get("linear")}, pairs=[4], d=4, vocab=8)
     assert ds.variant.values.tolist() == ["mine"]
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(mqar, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
