@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from capacity.plots import _data, names, theme
 
+from capacity import _validate
 from capacity import mqar as mqar_task
 from capacity.errors import CapacityError
 
@@ -42,7 +43,7 @@ def mqar_figure(ds, *, pairs=None):
             )
     d, dv, vocab = int(ds.attrs["d"]), int(ds.attrs["dv"]), int(ds.attrs["vocab"])
     grid_pairs = [int(p) for p in ds["pairs"].values]
-    cut = grid_pairs[0] if pairs is None else int(pairs)
+    cut = grid_pairs[0] if pairs is None else _validate.positive_int("pairs", pairs)
     if cut not in grid_pairs:
         raise CapacityError(f"pairs={pairs!r} was not measured; the Dataset has pairs {grid_pairs}")
     labels = [str(v) for v in ds["variant"].values]

@@ -272,6 +272,10 @@ def test_figure():
         mqar_figure(ds[["mse"]])
     with pytest.raises(CapacityError, match="was not measured"):
         mqar_figure(ds, pairs=12)
+    with pytest.raises(CapacityError, match="pairs must be a whole number"):
+        mqar_figure(ds, pairs="many")
+    with pytest.raises(CapacityError, match="missing dimensions 'variant', 'overwrite'"):
+        mqar_figure(mqar.mqar(variants.get("linear"), vocab=16, pairs=[4, 8], d=8))
 
 
 def _lin():
