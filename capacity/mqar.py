@@ -302,7 +302,7 @@ def mqar(
     ``seed`` as in ``task``. With ``overwrite == 0``, no distractors and all keys queried, a list of ``pairs``
     is measured from one pass (the task for p pairs is the prefix of the task for the largest p); otherwise each
     value is drawn and written separately. Variables: see ``METRICS``; ``writes`` and ``overwrites`` count the
-    tokens written and the keys overwritten, per pairs value. Results for a pairs value equal a separate call.
+    tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
     """
     vname = _check_variant(variant)
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
