@@ -1,0 +1,521 @@
+"""Multi-query associative recall (zoology's MQAR) measured directly on a memory, without training.
+
+A vocabulary of ``vocab`` key tokens and ``vocab`` value tokens, each embedded once per batch item
+(keys from a seeded key family in R^d, values gaussian unit rows in R^dv). One sequence per batch
+item, written in order into the memory:
+
+1. ``pairs`` distinct key tokens (a seeded random subset of the vocabulary), each with a random value
+   token (drawn with replacement from the value vocabulary);
+2. overwrites, placed after all of step 1: ``round(overwrite * pairs)`` of those keys (a seeded random
+   subset, in random order) written once more, each with a new value token different from its first;
+3. ``distractors`` tokens interleaved at seeded random positions of the whole sequence: key tokens drawn
+   with replacement from the vocabulary tokens *not* written in step 1 (so they are never queried and
+   never collide with a queried key) and random value tokens.
+
+Then the queries: every written key (or a seeded subsample of ``queries`` of them), read once after all
+writes. A query is correct when ``argmax_l  read . value_embedding[l]`` over the WHOLE value vocabulary
+is the key's latest value token.
+
+>>> from capacity import mqar, variants
+>>> ds = mqar.mqar(variants.get("delta", beta=1.0), vocab=32, pairs=16, d=32, keys="orthogonal",
+...                overwrite=0.5, batch=2, seed=0)
+>>> ds.accuracy.dims, ds.accuracy.values.tolist()        # orthonormal keys, beta = 1: exact (T12)
+(('pairs', 'batch'), [[1.0, 1.0]])
+>>> lin = mqar.mqar(variants.get("linear"), vocab=32, pairs=16, d=32, keys="orthogonal", overwrite=0.5, seed=0)
+>>> bool(lin.accuracy.item() < 1), bool(lin.stale.item() == 1)    # reads v_old + v_new: wrong answers are stale
+(True, True)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import xarray as xr
+from scipy import integrate, special
+
+from capacity import _random, _validate
+from capacity import keys as key_families
+from capacity import values as value_families
+from capacity import variants as variant_registry
+from capacity.errors import CapacityError
+from capacity.sweep.config import Spec
+
+__all__ = ["METRICS", "Task", "grid", "mqar", "predicted_accuracy", "task"]
+
+# name -> (long name, units, description); per pairs value and batch item
+METRICS = {
+    "accuracy": (
+        "MQAR accuracy",
+        "fraction",
+        "fraction of queries whose argmax over the whole value vocabulary is the key's latest value",
+    ),
+    "mse": (
+        "squared error",
+        "value units^2",
+        "mean over queries of ||r - v_latest||^2, v_latest the embedding of the latest value",
+    ),
+    "stale": (
+        "stale fraction",
+        "fraction",
+        (
+            "fraction of the wrong answers that are the queried key's overwritten (earlier) value; "
+            "NaN without wrong answers"
+        ),
+    ),
+    "overwritten_accuracy": (
+        "accuracy on overwritten keys",
+        "fraction",
+        "accuracy over the queried keys that were overwritten; NaN when none was queried",
+    ),
+}
+
+
+@dataclass
+class Task:
+    """One drawn MQAR task per batch item (B items, T writes, Q queries).
+
+    ``key_emb`` float32 ``[B, vocab, d]``, ``value_emb`` float32 ``[B, vocab, dv]``: the embeddings;
+    ``keys``, ``values`` int64 ``[B, T]``: the token written at each step;
+    ``queries`` int64 ``[B, Q]``: the key tokens read; ``target`` int64 ``[B, Q]``: their latest value tokens;
+    ``stale`` int64 ``[B, Q]``: their overwritten value token, -1 for keys written once.
+    """
+
+    key_emb: torch.Tensor
+    value_emb: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
+    queries: torch.Tensor
+    target: torch.Tensor
+    stale: torch.Tensor
+
+    def embed(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The written keys ``[B, T, d]``, written values ``[B, T, dv]`` and query keys ``[B, Q, d]``."""
+        return _take(self.key_emb, self.keys), _take(self.value_emb, self.values), _take(self.key_emb, self.queries)
+
+
+def _take(emb: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    return torch.take_along_dim(emb, tokens.unsqueeze(-1), dim=1)  # [B, vocab, e] at [B, t] -> [B, t, e]
+
+
+def _overwrites(pairs: int, overwrite: float) -> int:
+    return round(overwrite * pairs)
+
+
+def _draw_tokens(g: torch.Generator, items: int, vocab: int, pairs: int, m: int, distractors: int, queries):
+    """The token sequences of ``items`` batch items from one generator; all int64 on the CPU.
+
+    The first four draws have fixed sizes (vocab), so the sequence for ``pairs`` = p without overwrites or
+    distractors is the prefix of the one for any larger p (``mqar`` reads a list of pairs from one pass).
+    """
+    order = torch.argsort(torch.rand(items, vocab, generator=g), dim=1)  # key token of each slot
+    first = torch.randint(0, vocab, (items, vocab), generator=g)  # first value token of each slot
+    new = (first + torch.randint(1, vocab, (items, vocab), generator=g)) % vocab  # != first
+    priority = torch.rand(items, vocab, generator=g)  # the m slots of lowest priority are overwritten
+    ow_slots = torch.argsort(priority[:, :pairs], dim=1)[:, :m]  # [items, m]
+    overwritten = torch.zeros(items, pairs, dtype=torch.bool)
+    overwritten.scatter_(1, ow_slots, True)
+    real_keys = torch.cat([order[:, :pairs], order.gather(1, ow_slots)], dim=1)  # [items, pairs + m]
+    real_vals = torch.cat([first[:, :pairs], new.gather(1, ow_slots)], dim=1)
+    if distractors:
+        T = pairs + m + distractors
+        pick = torch.randint(0, vocab - pairs, (items, distractors), generator=g)
+        d_keys = order[:, pairs:].gather(1, pick)  # tokens never written in step 1
+        d_vals = torch.randint(0, vocab, (items, distractors), generator=g)
+        slots = torch.argsort(torch.rand(items, T, generator=g), dim=1)[:, :distractors]
+        is_d = torch.zeros(items, T, dtype=torch.bool)
+        is_d.scatter_(1, slots, True)
+        seq_k = torch.empty(items, T, dtype=torch.int64)
+        seq_v = torch.empty(items, T, dtype=torch.int64)
+        seq_k[~is_d], seq_v[~is_d] = real_keys.flatten(), real_vals.flatten()  # row-major: each row in order
+        seq_k[is_d], seq_v[is_d] = d_keys.flatten(), d_vals.flatten()
+    else:
+        seq_k, seq_v = real_keys, real_vals
+    if queries is None:
+        qs = torch.arange(pairs).expand(items, pairs)
+    else:
+        qs = torch.sort(torch.argsort(torch.rand(items, pairs, generator=g), dim=1)[:, :queries], dim=1).values
+    was = overwritten.gather(1, qs)
+    target = torch.where(was, new.gather(1, qs), first.gather(1, qs))
+    stale = torch.where(was, first.gather(1, qs), torch.full_like(qs, -1))
+    return seq_k, seq_v, order.gather(1, qs), target, stale
+
+
+def _key_params(key_params) -> dict:
+    if key_params is None:
+        return {}
+    if not isinstance(key_params, Mapping):
+        raise CapacityError(
+            f"key_params must be a dict of the key family's parameters (e.g. {{'rho': 0.5}}), got {key_params!r}"
+        )
+    return dict(key_params)
+
+
+def _check(vocab, pairs, d, dv, overwrite, distractors, queries, batch):
+    vocab = _validate.positive_int("vocab", vocab, minimum=2)
+    if isinstance(pairs, (Sequence, np.ndarray)) and not isinstance(pairs, str):
+        if len(pairs) == 0:
+            raise CapacityError(
+                f"pairs must be a whole number in [1, vocab] = [1, {vocab}] or a non-empty list of them, got []"
+            )
+        plist = sorted({_validate.positive_int("pairs", p) for p in pairs})
+    else:
+        plist = [_validate.positive_int("pairs", pairs)]
+    if plist[-1] > vocab:
+        raise CapacityError(
+            f"pairs must be at most vocab = {vocab} (each pair writes a distinct key token), got {plist[-1]}"
+        )
+    d = _validate.positive_int("d", d)
+    dv = d if dv is None else _validate.positive_int("dv", dv)
+    overwrite = _validate.in_range("overwrite", overwrite, 0.0, 1.0)
+    distractors = _validate.positive_int("distractors", distractors, minimum=0)
+    if distractors and plist[-1] >= vocab:
+        raise CapacityError(
+            f"distractors use key tokens never written as pairs, so they need pairs < vocab = {vocab}, "
+            f"got pairs = {plist[-1]}"
+        )
+    if queries is not None:
+        queries = _validate.positive_int("queries", queries)
+        if queries > plist[0]:
+            raise CapacityError(
+                f"queries must be at most pairs = {plist[0]} (a subsample of the written keys), got {queries}"
+            )
+    batch = _validate.positive_int("batch", batch)
+    return vocab, plist, d, dv, overwrite, distractors, queries, batch
+
+
+def task(
+    *,
+    vocab: int,
+    pairs: int,
+    d: int,
+    dv=None,
+    keys: str = "gaussian",
+    key_params=None,
+    overwrite: float = 0.0,
+    distractors: int = 0,
+    queries=None,
+    batch: int = 1,
+    seed=0,
+    device=None,
+) -> Task:
+    """Draw the MQAR task that ``mqar`` measures (same arguments, one whole number ``pairs``); see the module docstring.
+
+    ``seed`` is an int, a CPU torch.Generator or a sequence of ints (one batch item per seed: item b equals
+    the task drawn with ``seed=seed[b]``, as in ``capacity.keys.make``).
+    """
+    vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
+        vocab, pairs, d, dv, overwrite, distractors, queries, batch
+    )
+    if len(plist) != 1 or isinstance(pairs, (Sequence, np.ndarray)):
+        raise CapacityError(f"task draws one sequence: pairs must be a whole number, got {pairs!r}")
+    p = plist[0]
+    dev = _validate.device(device)
+    kp = _key_params(key_params)
+    key_emb = key_families.make(keys, n=vocab, d=d, batch=batch, seed=seed, device=dev, **kp)  # [B, vocab, d]
+    value_emb = value_families.make("gaussian", n=vocab, dv=dv, batch=batch, seed=seed, device=dev)  # [B, vocab, dv]
+    seeds = _random.seeds_for_batch(seed, batch)
+    items = batch if len(seeds) == 1 else 1
+    parts = [
+        _draw_tokens(
+            _random.generator(s, "mqar/tokens"), items, vocab, p, _overwrites(p, overwrite), distractors, queries
+        )
+        for s in seeds
+    ]
+    seq_k, seq_v, q, target, stale = (torch.cat(xs).to(dev) for xs in zip(*parts))
+    return Task(key_emb, value_emb, seq_k, seq_v, q, target, stale)
+
+
+def _scores(r: torch.Tensor, value_emb: torch.Tensor, target, stale) -> dict[str, torch.Tensor]:
+    """Per batch item metrics of reads r ``[B, Q, dv]`` decoded over value_emb ``[B, vocab, dv]``; each ``[B]``."""
+    B, Q, _ = r.shape
+    vocab = value_emb.shape[1]
+    answer = torch.empty(B, Q, dtype=torch.int64, device=r.device)
+    block = max(1, (1 << 24) // max(1, B * vocab))  # bounds the score block to ~16M floats
+    for s in range(0, Q, block):
+        scores = r[:, s : s + block] @ value_emb.transpose(1, 2)  # [B, blk, vocab]
+        answer[:, s : s + block] = scores.argmax(-1)
+    correct = answer == target
+    wrong = (~correct).sum(-1)
+    diff = r - _take(value_emb, target)
+    was = stale >= 0
+    nan = torch.tensor(float("nan"), device=r.device)
+    return {
+        "accuracy": correct.double().mean(-1),
+        "mse": (diff * diff).sum(-1).double().mean(-1),
+        "stale": torch.where(
+            wrong > 0, (~correct & (answer == stale)).sum(-1).double() / wrong.clamp_min(1), nan.double()
+        ),
+        "overwritten_accuracy": torch.where(
+            was.any(-1), (correct & was).sum(-1).double() / was.sum(-1).clamp_min(1), nan.double()
+        ),
+    }
+
+
+def _check_variant(variant) -> str:
+    for name in ("init_state", "write", "read"):
+        if not callable(getattr(variant, name, None)):
+            raise CapacityError(
+                f"variant {variant!r} has no method {name}(); a variant needs init_state, write and read"
+            )
+    return getattr(variant, "name", type(variant).__name__)
+
+
+def _read(variant, vname, state, q, dv):
+    r = variant.read(state, q)
+    if not isinstance(r, torch.Tensor) or tuple(r.shape) != (q.shape[0], q.shape[1], dv):
+        got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
+        raise CapacityError(
+            f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = "
+            f"{(q.shape[0], q.shape[1], dv)}"
+        )
+    return r.float()
+
+
+def mqar(
+    variant,
+    *,
+    vocab: int,
+    pairs,
+    d: int,
+    dv=None,
+    keys: str = "gaussian",
+    key_params=None,
+    overwrite: float = 0.0,
+    distractors: int = 0,
+    queries=None,
+    batch: int = 1,
+    seed=0,
+    device=None,
+) -> xr.Dataset:
+    """MQAR recall of ``variant`` (any object with init_state, write, read): an xarray.Dataset over (pairs, batch).
+
+    ``vocab``: key and value tokens (>= 2); ``pairs``: distinct keys written (<= vocab), a whole number or a list
+    (one result per value); ``d``, ``dv`` (default d): key and value dimensions; ``keys``: a key family of
+    ``capacity.keys`` for the key embeddings, with ``key_params`` (e.g. ``{"rho": 0.5}``); ``overwrite``: fraction
+    of the written keys written again with a new value, after all first writes; ``distractors``: unqueried tokens
+    interleaved at random positions; ``queries``: read a seeded subsample of this many written keys (default all);
+    ``seed`` as in ``task``. With ``overwrite == 0``, no distractors and all keys queried, a list of ``pairs``
+    is measured from one pass (the task for p pairs is the prefix of the task for the largest p); otherwise each
+    value is drawn and written separately. Variables: see ``METRICS``; ``writes`` and ``overwrites`` count the
+    tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
+    """
+    vname = _check_variant(variant)
+    vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
+        vocab, pairs, d, dv, overwrite, distractors, queries, batch
+    )
+    common = {
+        "vocab": vocab,
+        "d": d,
+        "dv": dv,
+        "keys": keys,
+        "key_params": key_params,
+        "overwrite": overwrite,
+        "distractors": distractors,
+        "queries": queries,
+        "batch": batch,
+        "seed": seed,
+        "device": device,
+    }
+    rows: list[dict[str, torch.Tensor]] = []
+    writes = []
+    if overwrite == 0 and distractors == 0 and queries is None:  # one pass, read at checkpoints
+        t = task(pairs=plist[-1], **common)
+        k, v, q = t.embed()
+        state = variant.init_state(t.keys.shape[0], d, dv, device=k.device)
+        done = 0
+        for p in plist:
+            state = variant.write(state, k[:, done:p], v[:, done:p])
+            done = p
+            r = _read(variant, vname, state, q[:, :p], dv)
+            rows.append(_scores(r, t.value_emb, t.target[:, :p], t.stale[:, :p]))
+            writes.append(p)
+    else:
+        for p in plist:
+            t = task(pairs=p, **common)
+            k, v, q = t.embed()
+            state = variant.write(variant.init_state(k.shape[0], d, dv, device=k.device), k, v)
+            rows.append(_scores(_read(variant, vname, state, q, dv), t.value_emb, t.target, t.stale))
+            writes.append(k.shape[1])
+    B = rows[0]["accuracy"].shape[0]
+    data = {
+        m: (
+            ("pairs", "batch"),
+            torch.stack([row[m] for row in rows]).cpu().numpy(),
+            dict(zip(("long_name", "units", "description"), spec)),
+        )
+        for m, spec in METRICS.items()
+    }
+    data["writes"] = ("pairs", np.asarray(writes), {"long_name": "tokens written", "units": "tokens"})
+    data["overwrites"] = (
+        "pairs",
+        np.asarray([_overwrites(p, overwrite) for p in plist]),
+        {"long_name": "keys overwritten", "units": "keys"},
+    )
+    params = getattr(variant, "params", {})
+    seed_json = seed if not isinstance(seed, torch.Generator) else "generator"
+    config = {
+        **common,
+        "pairs": plist,
+        "seed": seed_json,
+        "key_params": _key_params(key_params),
+        "device": str(_validate.device(device)),
+    }
+    return xr.Dataset(
+        data,
+        coords={
+            "pairs": ("pairs", np.asarray(plist), {"long_name": "distinct keys written", "units": "pairs"}),
+            "batch": ("batch", np.arange(B), {"long_name": "batch item"}),
+        },
+        attrs={
+            "variant": vname,
+            "variant_params": json.dumps(params, sort_keys=True, default=str),
+            "vocab": vocab,
+            "d": d,
+            "dv": dv,
+            "keys": keys,
+            "overwrite": overwrite,
+            "distractors": distractors,
+            "config": json.dumps(config, sort_keys=True, default=str),
+        },
+    )
+
+
+def _variants(variants) -> dict:
+    """Labels -> variant objects, from a mapping {label: variant} or a list of labels 'name(k=v)' / variant objects."""
+    if isinstance(variants, Mapping):
+        if not variants:
+            raise CapacityError("variants must not be empty: give at least one {label: variant}")
+        for v in variants.values():
+            _check_variant(v)
+        return {str(label): v for label, v in variants.items()}
+    if isinstance(variants, str) or not isinstance(variants, Sequence) or len(variants) == 0:
+        raise CapacityError(
+            "variants must be a non-empty list of labels like 'delta(beta=0.5)' or variant objects, "
+            f"or a dict {{label: variant}}; got {variants!r}"
+        )
+    out = {}
+    for v in variants:
+        if isinstance(v, str):
+            spec = Spec.parse(v, "variant")
+            out[spec.label] = variant_registry.get(spec.name, **spec.kwargs)
+        else:
+            _check_variant(v)
+            params = getattr(v, "params", {}) or {}
+            label = getattr(v, "name", type(v).__name__)
+            out[Spec(label, tuple(sorted(params.items()))).label if params else label] = v
+    return out
+
+
+def grid(
+    variants,
+    *,
+    pairs,
+    overwrite=(0.0,),
+    d: int,
+    vocab: int,
+    seeds=(0,),
+    dv=None,
+    keys: str = "gaussian",
+    key_params=None,
+    distractors: int = 0,
+    queries=None,
+    device=None,
+) -> xr.Dataset:
+    """``mqar`` over variants x overwrite fractions x pairs x seeds: a Dataset over (variant, overwrite, pairs, seed).
+
+    ``variants``: labels such as ``"delta(beta=0.5)"`` (registry names with parameters), variant objects, or a
+    dict ``{label: variant}``. Each seed is one batch item (the seeds' results equal separate runs).
+    """
+    table = _variants(variants)
+    seeds = [
+        int(_validate.positive_int("seed", s, minimum=0))
+        for s in (seeds if isinstance(seeds, (Sequence, np.ndarray)) else [seeds])
+    ]
+    if not seeds:
+        raise CapacityError("seeds must be a non-empty list of whole numbers >= 0")
+    ows = [float(x) for x in (overwrite if isinstance(overwrite, (Sequence, np.ndarray)) else [overwrite])]
+    if not ows:
+        raise CapacityError("overwrite must be a fraction in [0, 1] or a non-empty list of them")
+    metrics = list(METRICS)
+    per_variant = []
+    for var in table.values():
+        parts = []
+        for ow in ows:
+            ds = mqar(
+                var,
+                vocab=vocab,
+                pairs=pairs,
+                d=d,
+                dv=dv,
+                keys=keys,
+                key_params=key_params,
+                overwrite=ow,
+                distractors=distractors,
+                queries=queries,
+                batch=len(seeds),
+                seed=seeds,
+                device=device,
+            )
+            parts.append(ds.rename(batch="seed").assign_coords(seed=("seed", seeds, {"long_name": "seed"})))
+        per_variant.append(
+            xr.concat(parts, dim=xr.DataArray(ows, dims="overwrite", name="overwrite"), combine_attrs="drop")
+        )
+    out = xr.concat(
+        per_variant,
+        dim=xr.DataArray(list(table), dims="variant", name="variant"),
+        data_vars=metrics,
+        combine_attrs="drop",
+    )
+    out["overwrite"].attrs = {"long_name": "fraction of keys overwritten", "units": "fraction"}
+    params = {label: getattr(v, "params", {}) for label, v in table.items()}
+    out.attrs = {
+        "study": "mqar",
+        "vocab": int(vocab),
+        "d": int(d),
+        "dv": int(d if dv is None else dv),
+        "keys": keys,
+        "key_params": json.dumps(_key_params(key_params), sort_keys=True),
+        "distractors": int(distractors),
+        "queries": "all" if queries is None else int(queries),
+        "variant_params": json.dumps(params, sort_keys=True, default=str),
+    }
+    return out
+
+
+def predicted_accuracy(n, d, dv, vocab):
+    """T10 over a vocabulary: predicted MQAR accuracy of the additive memory (random keys and values, no overwrites).
+
+    ``capacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
+    values. The read r = v_i + sum_{j != i} G_ij v_j scores N(1, s_c^2) on its own value, N(0, s_w^2) on each of
+    the n - 1 other stored values (s_c, s_w as in T10) and N(0, s_u^2), s_u^2 = (1 + (n - 1)/d)/dv, on each of
+    the vocab - n values never stored; treating the wrong scores as independent,
+
+        P(correct) = E_z [ Phi((1 + s_c z)/s_w)^(n - 1) Phi((1 + s_c z)/s_u)^(vocab - n) ],   z ~ N(0, 1).
+
+    Equals ``argmax_recall(n, d, dv)`` at vocab = n; conservative like it (measured accuracy runs above).
+    """
+    n, d, dv, vocab = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(n, d, dv, vocab))
+    for name, a in (("n", n), ("d", d), ("dv", dv), ("vocab", vocab)):
+        if not np.all(np.isfinite(a)) or np.any(a < 1):
+            raise CapacityError(f"{name} must be >= 1 (finite), got {a!r}")
+    if np.any(vocab < n):
+        raise CapacityError("vocab must be >= n (the stored values are part of the vocabulary)")
+    shape = n.shape
+    n, d, dv, vocab = (a.ravel() for a in (n, d, dv, vocab))
+    s_c = np.sqrt((n - 1.0) / (d * dv))
+    s_w = np.sqrt(1.0 / dv + 1.0 / d + np.maximum(n - 2.0, 0.0) / (d * dv))
+    s_u = np.sqrt((1.0 + (n - 1.0) / d) / dv)
+
+    def integrand(z):
+        mean = 1.0 + s_c * z
+        log_p = (n - 1.0) * special.log_ndtr(mean / s_w) + (vocab - n) * special.log_ndtr(mean / s_u)
+        return np.exp(-0.5 * z * z + log_p) / math.sqrt(2.0 * math.pi)
+
+    value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
+    value = np.clip(value, 0.0, 1.0).reshape(shape)
+    return float(value) if value.ndim == 0 else value

@@ -1,0 +1,109 @@
+"""MQAR accuracy of memories without training (``capacity.mqar.grid``): one colour per memory.
+
+Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction
+decoded over the whole vocabulary (``capacity.mqar.predicted_accuracy``; ``theory.argmax_recall``
+decodes over the n stored values only), drawn only where it applies: the additive memory with
+random (Gaussian) keys. Right: accuracy against the fraction of keys overwritten, at one pairs value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from capacity.plots import _data, names, theme
+
+from capacity import _validate
+from capacity import mqar as mqar_task
+from capacity.errors import CapacityError
+
+__all__ = ["mqar_figure"]
+
+ACCURACY = "MQAR accuracy (fraction)"
+PAIRS = "distinct keys written (pairs)"
+OVERWRITE = "keys overwritten (fraction)"
+
+
+def mqar_figure(ds, *, pairs=None):
+    """The MQAR figure of a ``capacity.mqar.grid`` Dataset (dims variant, pairs, overwrite, seed; variable accuracy).
+
+    ``pairs``: where the right panel cuts the grid (default the smallest pairs value measured, where the memories
+    still recall well without overwrites, so the panel shows what overwrites alone cost).
+    """
+    _data.require(
+        ds,
+        "MQAR",
+        variables=("accuracy",),
+        dims=("variant", "pairs", "overwrite"),
+        allowed=("variant", "pairs", "overwrite", "seed"),
+    )
+    for key in ("d", "dv", "vocab"):
+        if key not in ds.attrs:
+            raise CapacityError(
+                f"missing attribute {key!r}; the MQAR figure needs the attrs d, dv, vocab "
+                "that capacity.mqar.grid writes"
+            )
+    d, dv, vocab = int(ds.attrs["d"]), int(ds.attrs["dv"]), int(ds.attrs["vocab"])
+    grid_pairs = [int(p) for p in ds["pairs"].values]
+    cut = grid_pairs[0] if pairs is None else _validate.positive_int("pairs", pairs)
+    if cut not in grid_pairs:
+        raise CapacityError(f"pairs={pairs!r} was not measured; the Dataset has pairs {grid_pairs}")
+    labels = [str(v) for v in ds["variant"].values]
+    colors = theme.palette(labels)
+    ows = [float(x) for x in ds["overwrite"].values]
+    nseeds = ds.sizes.get("seed", 1)
+    with theme.style():
+        fig, axes = theme.figure(1, 2, sharey=True)
+        left, right = axes[0]
+        if 0.0 in ows:
+            theme.curves(
+                left,
+                _data.tidy(ds["accuracy"].sel(overwrite=0.0), "accuracy"),
+                x="pairs",
+                y="accuracy",
+                hue="variant",
+                name=names.variant_name,
+                colors=colors,
+            )
+            additive = [
+                lab for lab in labels if names.parse_label(lab)[0] == "linear" and not names.parse_label(lab)[1]
+            ]
+            if additive and ds.attrs.get("keys") == "gaussian":
+                x = np.unique(np.round(np.geomspace(min(grid_pairs), max(grid_pairs), 48)))
+                theme.theory_line(
+                    left,
+                    x,
+                    mqar_task.predicted_accuracy(x, d, dv, vocab),
+                    theorem="T10",
+                    label=f"T10, argmax over {vocab} values (additive)",
+                )
+            left.set_title("no overwrites")
+        else:
+            left.set_title("no overwrites (not measured)")
+        theme.log2_x(left)
+        at = ds["accuracy"].sel(pairs=cut)
+        theme.curves(
+            right,
+            _data.tidy(at, "accuracy"),
+            x="overwrite",
+            y="accuracy",
+            hue="variant",
+            name=names.variant_name,
+            colors=colors,
+        )
+        right.set_title(f"{cut} pairs")
+        for ax in (left, right):
+            ax.set_ylim(-0.03, 1.03)
+        left.set_xlabel(PAIRS)
+        right.set_xlabel(OVERWRITE)
+        left.set_ylabel(ACCURACY)
+        right.set_ylabel("")
+        theme.legend(fig, axes, title="memory / theory")
+        keys = names.keys_name(str(ds.attrs.get("keys", "unnamed")))
+        theme.note(
+            fig,
+            theme.SEEDS_NOTE
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; d = {d}, dv = {dv}, vocabulary {vocab}, keys: {keys}). "
+            "Accuracy: argmax over the whole value vocabulary equals the key's latest value. "
+            "Overwrites are written after all first writes. "
+            "T10 here decodes over the vocabulary, not only the n stored values.",
+        )
+    return theme.finish(fig, "mqar")
