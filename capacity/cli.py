@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"capacity {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("check", help="check every closed form and bound (DESIGN section 3) against measurements")
+    p = sub.add_parser("check", help="check every closed form and bound (docs/theory.md) against measurements")
     p.add_argument("--device", default=None, help="torch device for the measurements (default: cpu)")
     p.add_argument("--seed", type=int, default=0, help="seed for every draw (default: 0)")
     p.add_argument("--only", default=None, metavar="T2,T5,...", help="run only the checks of these theorems (default: all, T1-T13)")
