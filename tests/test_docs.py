@@ -18,7 +18,7 @@ PENDING = {
 }
 
 FENCE = re.compile(r"^(`{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
-NO_TEST = re.compile(r"<!--\s*no-test:(.*?)-->\s*\Z", re.DOTALL)
+NO_TEST = re.compile(r"<!--\s*no-test:((?:(?!-->).)*)-->\s*\Z", re.DOTALL)
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
@@ -108,6 +108,16 @@ def test_link_checker_catches_a_broken_link(tmp_path):
     assert "title" in _anchors(page)
     assert _slug("T13: the bill, softmax against linear") == "t13-the-bill-softmax-against-linear"
     assert _slug("`capacity check`") == "capacity-check" and _slug("check_variant") == "check_variant"
+
+
+def test_only_the_block_right_after_a_no_test_comment_is_skipped(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- no-test: needs a GPU here -->\n```python\nA\n```\n\n<!-- other -->\n```python\nB\n```\n"
+        "<!-- no-test: -->\n```python\nC\n```\n```\nnot python\n```\n"
+    )
+    found = [(code, reason) for _, code, reason in _blocks(page)]
+    assert found == [("A\n", "needs a GPU here"), ("B\n", None), ("C\n", "")]
 
 
 def _defined(path: Path) -> set[str]:
