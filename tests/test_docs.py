@@ -27,14 +27,40 @@ def _rel(path: Path) -> str:
 
 
 def _blocks(path: Path):
-    """(line, code, reason) for every ```python block; reason is the no-test reason or None."""
+    """(line, code, reason, output) for every ```python block: reason is the no-test reason or None,
+    output the text of a plain ``` block right after it (what the example prints) or None."""
     text = path.read_text()
-    for m in FENCE.finditer(text):
+    fences = list(FENCE.finditer(text))
+    for i, m in enumerate(fences):
         if m.group(2).strip() != "python":
             continue
         before = NO_TEST.search(text[: m.start()])
         reason = before.group(1).strip() if before else None
-        yield text.count("\n", 0, m.start()) + 1, m.group(3), reason
+        nxt = fences[i + 1] if i + 1 < len(fences) else None
+        printed = nxt is not None and not nxt.group(2).strip() and not text[m.end() : nxt.start()].strip()
+        yield text.count("\n", 0, m.start()) + 1, m.group(3), reason, nxt.group(3) if printed else None
+
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _same_output(got: str, expected: str) -> bool:
+    """The text the same up to white space, integers equal, and each other number equal up to the
+    digits printed (one unit in the last printed place, 0.1% or 1e-6: numerical noise, not a changed result)."""
+    if re.sub(r"\s+", "", NUMBER.sub("#", got)) != re.sub(r"\s+", "", NUMBER.sub("#", expected)):
+        return False
+    for g, e in zip(NUMBER.findall(got), NUMBER.findall(expected)):
+        mantissa = re.split(r"[eE]", e)[0]
+        if "." not in e and "e" not in e.lower():
+            if g != e:
+                return False
+            continue
+        places = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        scale = 10 ** int(re.split(r"[eE]", e)[1]) if re.search(r"[eE]", e) else 1
+        tol = max(1.01 * 10.0**-places * scale, 1e-3 * abs(float(e)), 1e-6)
+        if abs(float(g) - float(e)) > tol:
+            return False
+    return True
 
 
 def _unfenced(text: str) -> str:
@@ -64,22 +90,35 @@ def _links(path: Path):
         yield prose.count("\n", 0, m.start()) + 1, m.group(1)
 
 
-EXAMPLES = [(p, line, code, reason) for p in PAGES for line, code, reason in _blocks(p)]
-RUN = [pytest.param(code, id=f"{_rel(p)}:{line}") for p, line, code, reason in EXAMPLES if reason is None]
+EXAMPLES = [(p, line, code, reason, out) for p in PAGES for line, code, reason, out in _blocks(p)]
+RUN = [pytest.param(code, out, id=f"{_rel(p)}:{line}") for p, line, code, reason, out in EXAMPLES if reason is None]
 
 
 def test_the_pages_have_examples_to_run():
     assert len(PAGES) >= 8 and len(RUN) >= 10, [_rel(p) for p in PAGES]
 
 
-@pytest.mark.parametrize("code", RUN)
-def test_python_example_runs(code, tmp_path, monkeypatch):
+@pytest.mark.parametrize("code,printed", RUN)
+def test_python_example_runs(code, printed, tmp_path, monkeypatch, capsys):
+    """Each example runs; where the page shows what it prints, it prints that."""
     monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
     exec(compile(code, "example", "exec"), {"__name__": "__docs__"})  # noqa: S102 (the docs' own examples)
+    if printed is not None:
+        got = capsys.readouterr().out
+        assert _same_output(got, printed), f"the example prints\n{got}\nthe page shows\n{printed}"
+
+
+def test_output_comparison_tolerates_noise_not_changes():
+    assert _same_output("[0.502 0.981 4.   ]\n", "[0.502 0.981 4.]")
+    assert _same_output("tensor([6.1e-12, 9.9e-12])", "tensor([6.4308e-12, 8.2963e-12])")
+    assert _same_output("2.0 0.5 0.5", "1.999 0.5 0.5")
+    assert not _same_output("0.512", "0.502")
+    assert not _same_output("D = 2146", "D = 2145")
+    assert not _same_output("linear 0.5", "decay 0.5")
 
 
 def test_every_skipped_example_says_why():
-    unexplained = [f"{_rel(p)}:{line}" for p, line, _, reason in EXAMPLES if reason is not None and len(reason) < 10]
+    unexplained = [f"{_rel(p)}:{line}" for p, line, _, reason, _ in EXAMPLES if reason is not None and len(reason) < 10]
     assert not unexplained, f"<!-- no-test: reason --> needs a reason: {unexplained}"
 
 
@@ -114,10 +153,10 @@ def test_only_the_block_right_after_a_no_test_comment_is_skipped(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
         "<!-- no-test: needs a GPU here -->\n```python\nA\n```\n\n<!-- other -->\n```python\nB\n```\n"
-        "<!-- no-test: -->\n```python\nC\n```\n```\nnot python\n```\n"
+        "<!-- no-test: -->\n```python\nC\n```\n\n```\nprinted\n```\n"
     )
-    found = [(code, reason) for _, code, reason in _blocks(page)]
-    assert found == [("A\n", "needs a GPU here"), ("B\n", None), ("C\n", "")]
+    found = [(code, reason, out) for _, code, reason, out in _blocks(page)]
+    assert found == [("A\n", "needs a GPU here", None), ("B\n", None, None), ("C\n", "", "printed\n")]
 
 
 def _defined(path: Path) -> set[str]:
