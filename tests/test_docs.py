@@ -28,7 +28,7 @@ def _rel(path: Path) -> str:
 
 def _blocks(path: Path):
     """(line, code, reason, output) for every ```python block: reason is the no-test reason or None,
-    output the text of a plain ``` block right after it (what the example prints) or None."""
+    output the text of a plain ``` block right after a block that prints (what it prints) or None."""
     text = path.read_text()
     fences = list(FENCE.finditer(text))
     for i, m in enumerate(fences):
@@ -38,6 +38,7 @@ def _blocks(path: Path):
         reason = before.group(1).strip() if before else None
         nxt = fences[i + 1] if i + 1 < len(fences) else None
         printed = nxt is not None and not nxt.group(2).strip() and not text[m.end() : nxt.start()].strip()
+        printed = printed and "print(" in m.group(3)
         yield text.count("\n", 0, m.start()) + 1, m.group(3), reason, nxt.group(3) if printed else None
 
 
@@ -153,10 +154,10 @@ def test_only_the_block_right_after_a_no_test_comment_is_skipped(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
         "<!-- no-test: needs a GPU here -->\n```python\nA\n```\n\n<!-- other -->\n```python\nB\n```\n"
-        "<!-- no-test: -->\n```python\nC\n```\n\n```\nprinted\n```\n"
+        "<!-- no-test: -->\n```python\nprint(C)\n```\n\n```\nprinted\n```\n"
     )
     found = [(code, reason, out) for _, code, reason, out in _blocks(page)]
-    assert found == [("A\n", "needs a GPU here", None), ("B\n", None, None), ("C\n", "", "printed\n")]
+    assert found == [("A\n", "needs a GPU here", None), ("B\n", None, None), ("print(C)\n", "", "printed\n")]
 
 
 def _defined(path: Path) -> set[str]:
