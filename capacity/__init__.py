@@ -1,7 +1,7 @@
 """capacity: measure how much a linear-attention state can remember.
 
 Write n key-value pairs into a memory, read them back, and hold the retrieval error next to
-the closed form it tests (DESIGN section 3).
+the closed form it tests (docs/theory.md).
 
 >>> import capacity
 >>> K = capacity.keys.make("gaussian", n=64, d=32, batch=8, seed=0)

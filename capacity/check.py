@@ -1,4 +1,4 @@
-"""``capacity check``: every closed form and bound of DESIGN section 3 against a measurement.
+"""``capacity check``: every closed form and bound of docs/theory.md against a measurement.
 
 Each check compares what the library computes (the probe, the registered variants, the kernels' oracle)
 with an independent closed form or brute-force computation, and states its tolerance.

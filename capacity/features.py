@@ -1,7 +1,7 @@
 """Feature maps phi for kernelized memories: write S = sum_i phi(k_i)^T v_i, read phi(q) S.
 
 A feature map sends a key ``[..., d]`` to float32 features ``[..., D]`` with D = ``feature_dim(d)``.
-The capacity onset is governed by D and by how orthogonal the features can be (DESIGN section 3):
+The capacity onset is governed by D and by how orthogonal the features can be (docs/theory.md):
 a positive map (elu1, performer) puts every feature in the positive orthant, so
 phi(k_i) . phi(k_j) > 0 for every pair and interference starts before n = d.
 

@@ -1,4 +1,4 @@
-"""Closed forms and bounds of DESIGN section 3 (T1-T13), as plain functions.
+"""Closed forms and bounds of docs/theory.md (T1-T13), as plain functions.
 
 Scalar functions of (n, d, dv) broadcast like numpy and return a float for scalar input,
 an ndarray otherwise. Functions of key and value matrices accept numpy arrays or torch

@@ -2,7 +2,7 @@
 
 Written for clarity, not speed: one token at a time for the recurrent modes, float32 state.
 
-Row-vector convention (DESIGN section 2): keys k in R^d, values v in R^dv, state S in R^{d x dv},
+Row-vector convention (docs/theory.md): keys k in R^d, values v in R^dv, state S in R^{d x dv},
 write S += k^T v, read o = q S. ``b`` is beta in (0, 2), ``a`` a scalar gate in (0, 1],
 ``alpha`` a per-channel gate in (0, 1]^d, all per token:
 

@@ -1,4 +1,4 @@
-"""Seaborn figures of study results, each with the closed form it tests drawn in (DESIGN section 3).
+"""Seaborn figures of study results, each with the closed form it tests drawn in (docs/theory.md).
 
 ``render(ds, out_dir)`` writes the figures that fit a results Dataset (chosen from its variables and
 dimensions, see ``choose``) as PNG and PDF and returns their paths; ``capacity plot RESULTS`` does

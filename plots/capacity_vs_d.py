@@ -3,7 +3,7 @@
 Capacity is the largest n that still meets a criterion (``capacity.metrics.capacity``): mean
 error <= eps, or argmax recall >= tau. One row of panels per variant, one column per criterion,
 one colour per key family; markers are the mean over seeds with min-max bars. Theory lines
-(DESIGN section 3, for the additive memory):
+(docs/theory.md, for the additive memory):
 
 - T7, random keys: n* = 1 + eps d (``theory.capacity_random_keys``);
 - T5, tight frames: n* = d (1 + eps) (``theory.capacity_tight_frame``);

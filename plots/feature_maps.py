@@ -1,7 +1,7 @@
 """Linear attention through feature maps: where interference starts, against the feature dimension D.
 
 A feature map phi writes S = sum phi(k_i)^T v_i, a D x dv state, so the onset of interference
-is governed by D and by how orthogonal the features can be (DESIGN section 3): positive maps
+is governed by D and by how orthogonal the features can be (docs/theory.md): positive maps
 (elu + 1, ReLU) keep every pair of features at a positive inner product, so interference starts
 before n = D. Panels:
 

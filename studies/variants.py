@@ -1,4 +1,4 @@
-"""variants: every built-in memory (DESIGN section 3) on the same keys and values.
+"""variants: every built-in memory (docs/theory.md) on the same keys and values.
 
 Additive, decaying (RetNet), gated (GLA), delta (DeltaNet), gated delta, Kimi delta and
 softmax attention (the exact-retrieval baseline) with gaussian keys at d = 32 and 64.

@@ -1,6 +1,6 @@
 """The oracle (kernels/reference.py) against independent float64 brute force, and the dispatch's input checks.
 
-The brute forces here are written from DESIGN section 3 in matrix form, one token at a time
+The brute forces here are written from docs/theory.md in matrix form, one token at a time
 in float64: (I - b k^T k) S + b k^T v with an explicit identity, Diag(alpha) as a matrix, and
 the closed forms of decay (T11, capacity.theory.decay_readout) and of gla (products of gates).
 """
@@ -31,7 +31,7 @@ def _inputs(seed: int, *, unit: bool = False):
 
 
 def _brute(mode, k, v, s0, beta, a, alpha):
-    """The recurrences of DESIGN section 3 in float64 matrix form, token by token, batch item by item."""
+    """The recurrences of docs/theory.md in float64 matrix form, token by token, batch item by item."""
     out = []
     eye = torch.eye(D, dtype=torch.float64)
     for b in range(B):
