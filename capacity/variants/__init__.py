@@ -18,7 +18,12 @@ Optional members, used where present:
 - ``numel(state) -> int``: numbers the given state keeps per batch item, for memories that
   grow (softmax); the probe then records it as a variable ``state_numel`` over n;
 - ``additive``, ``delta_rule``: booleans that tell ``check_variant`` whether T2 (the two-pair
-  closed form) and T12 (exact read-back of the last key with beta = 1) must hold.
+  closed form) and T12 (exact read-back of the last key with beta = 1) must hold; T12 reads beta
+  from ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta`` attribute;
+- ``dims``: the key dimensions d the variant takes, a tuple of whole numbers >= 2 (absent or
+  None: any d). ``check_variant`` then runs its contract checks at the declared d nearest 16
+  and measures the capacity at the declared d nearest 64 (``from_fla`` sets it when a
+  per-channel input fixes d).
 
 Anything with the required methods works in ``capacity.probe.recall`` and ``check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
