@@ -111,7 +111,7 @@ def test_wrong_shapes_and_bad_arguments_name_the_variant():
 
 
 HAVE_FLA = importlib.util.find_spec("fla") is not None
-needs_fla = pytest.mark.skipif(not HAVE_FLA, reason="flash-linear-attention is not installed (pip install 'capacity[fla]')")
+needs_fla = pytest.mark.skipif(not HAVE_FLA, reason="fla-core is not installed (pip install -e '.[test]' installs fla-core==0.6.0 and einops)")
 
 
 @needs_fla
