@@ -1,5 +1,6 @@
 """from_fla: fla-style functions written here (no fla needed), and flash-linear-attention's own references when installed."""
 
+import copy
 import importlib.util
 import math
 import pathlib
@@ -240,6 +241,9 @@ def test_variants_pickle_when_their_functions_are_importable():
     assert torch.equal(back.write(back.init_state(2, 8, 4), K, V), mem.write(mem.init_state(2, 8, 4), K, V))
     with pytest.raises(CapacityError, match=r"iplr: cannot be pickled \(to send it to worker processes\): per_token\['b'\] = .*<lambda> is not importable by module and name .*define it as a module-level function"):
         pickle.dumps(from_fla(fake_iplr_bthk, name="iplr", per_token={"a": neg, "b": lambda k: k}))
+    local_b = from_fla(fake_iplr_bthk, name="iplr", per_token={"a": neg, "b": lambda k: k})
+    twin = copy.deepcopy(local_b)  # copies need no pickle
+    assert twin.name == "iplr" and torch.equal(twin.write(twin.init_state(2, 8, 4), K, V), local_b.write(local_b.init_state(2, 8, 4), K, V))
 
     def local(q, k, v, initial_state=None, output_final_state=True):
         return v, initial_state

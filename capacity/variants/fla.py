@@ -36,6 +36,7 @@ functions; otherwise pickling raises a CapacityError that names the culprit.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import numbers
 import pickle
@@ -178,6 +179,12 @@ class FlaVariant:
                     "or a function inside another"
                 ) from None
         return dict(self.__dict__)
+
+    def __deepcopy__(self, memo):  # copies need no pickling: lambdas are copied by reference, as copy does for functions
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()})
+        return new
 
     def state_numel(self, d: int, dv: int) -> int:
         return int(d) * int(dv)
