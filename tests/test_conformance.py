@@ -220,7 +220,8 @@ def test_capacity_of_the_linear_memory_is_the_first_crossing_of_its_measured_cur
     report = check_variant("linear", d=16)
     K = keys.make("gaussian", 64, 16, batch=4, seed=0)
     V = values.make("orthonormal", 64, 64, batch=4, seed=0)
-    mse = probe.recall(variants.get("linear"), K, V, checkpoints=list(range(1, 65)), decode=False).mse.mean("batch").values
+    ds = probe.recall(variants.get("linear"), K, V, checkpoints=list(range(1, 65)), decode=False)
+    mse = ds.mse.mean("batch").values  # every n from 1 to 64
     first_fail = int(next(i for i, m in enumerate(mse) if m > 0.5)) + 1  # n of the first failure
     assert report.capacity == first_fail - 1
 
@@ -269,7 +270,8 @@ def test_checks_and_capacity_run_at_a_declared_d():
     assert report.check_d == 8 and report.d == 24 and report.n_max == 96
     assert "declares dims [8, 24]" in str(report) and "checks at d = 8" in str(report)
     assert check_variant(_OnlyDims(), d=8).d == 8
-    with pytest.raises(CapacityError, match=r"d = 64 is not a key dimension 'user-linear' takes: its dims are \[8, 24\]"):
+    wrong_d = r"d = 64 is not a key dimension 'user-linear' takes: its dims are \[8, 24\]"
+    with pytest.raises(CapacityError, match=wrong_d):
         check_variant(_OnlyDims(), d=64)
     bad = _Good()
     bad.dims = ("eight",)

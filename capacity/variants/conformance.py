@@ -96,7 +96,8 @@ class Report:
 
     def __str__(self) -> str:
         width = max(len(r.check) for r in self.results)
-        lines = [f"check_variant: {self.variant} {json.dumps(self.params, sort_keys=True, default=str)} (checks at d = {self.check_d})"]
+        shown = json.dumps(self.params, sort_keys=True, default=str)
+        lines = [f"check_variant: {self.variant} {shown} (checks at d = {self.check_d})"]
         lines += [f"  {r.status:4}  {r.check:{width}}  {r.detail}" for r in self.results]
         lines.append(f"capacity at d = {self.d}: largest n with mse <= {self.eps:g} (gaussian keys, orthonormal values, n <= {self.n_max})")
         measured = f"{self.capacity} ({self.capacity_note})" if math.isfinite(self.capacity) else self.capacity_note
@@ -292,7 +293,7 @@ def _beta(v):
 
 
 def _is_one(beta):
-    """True if beta is 1 (a number, every entry of a tensor or sequence), False if not, None if it cannot tell (a callable, a spec)."""
+    """True if beta is 1 (a number, every entry of a tensor or sequence), False if not, None if it cannot tell."""
     if isinstance(beta, bool):
         return None
     if isinstance(beta, numbers.Real):
@@ -326,7 +327,9 @@ def _t12(v, x: _Inputs) -> Result:
     if err <= 1e-4:
         return Result("T12 last key", PASS, f"beta = 1: the last of {n} unit keys reads back its value (max abs. {err:.1g})" + ("" if declared else "; not declared, holds"))
     if declared and one is None:
-        return Result("T12 last key", NA, f"declared a delta rule, but beta ({where}) is not a number to compare with 1; the last key misses by {err:.2g}")
+        why = f"declared a delta rule, but beta ({where}) is not a number to compare with 1; the last key misses by "
+        why += f"{err:.2g}"
+        return Result("T12 last key", NA, why)
     if declared:
         return Result("T12 last key", FAIL, f"declared a delta rule with beta = 1, but the last key reads back with error {err:.3g} (max abs.)")
     return Result("T12 last key", NA, f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare delta_rule = True to require it")
@@ -349,7 +352,8 @@ def _capacity(v, report: Report, seed) -> Result:
     cv = probe.measure(v, K, V, checkpoints=probe.default_checkpoints(n, count=32), decode=False)
     curve = cv.metrics["mse"].mean(1)  # [C], mean over the 4 draws
     if not bool(np.isfinite(curve).all()):
-        return Result("probe", FAIL, f"probe.measure gave non-finite mse at n = {[c for c, y in zip(cv.checkpoints, curve) if not np.isfinite(y)][:5]}")
+        bad = [c for c, y in zip(cv.checkpoints, curve) if not np.isfinite(y)][:5]
+        return Result("probe", FAIL, f"probe.measure gave non-finite mse at n = {bad}")
     mse = dict(zip(cv.checkpoints, curve.tolist()))
     last, first = _crossing(mse, report.eps)
     for _ in range(3):  # refine: measure every n between the last grid point that meets eps and the first that fails
@@ -372,7 +376,8 @@ def _capacity(v, report: Report, seed) -> Result:
         "T5 tight frame, additive rule: d (1 + eps)": float(theory.capacity_tight_frame(report.eps, d)),
         f"T8 any {D} x dv state, linear read: D / (1 - eps)": math.nan if grows else D / (1.0 - report.eps),
     }
-    return Result("probe", PASS, f"probe.measure runs at d = {d}, n <= {n}: finite errors; mse at n = {n}: {curve[-1]:.3g}")
+    detail = f"probe.measure runs at d = {d}, n <= {n}: finite errors; mse at n = {n}: {curve[-1]:.3g}"
+    return Result("probe", PASS, detail)
 
 
 def _dims(variant):
@@ -386,7 +391,7 @@ def _dims(variant):
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        return f"dims must be None or a non-empty collection of whole numbers >= 2 (the key dimensions it takes), got {dims!r}"
+        return f"dims must be None or a non-empty collection of whole numbers >= 2 (the key dimensions), got {dims!r}"
     return out
 
 
@@ -425,11 +430,22 @@ def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int 
     if d is not None:
         d = _validate.positive_int("d", d, minimum=2)
         if isinstance(dims, tuple) and d not in dims:
-            raise CapacityError(f"d = {d} is not a key dimension {getattr(variant, 'name', type(variant).__name__)!r} takes: its dims are {list(dims)}; pass one of them, or leave d unset")
+            who = getattr(variant, "name", type(variant).__name__)
+            raise CapacityError(
+                f"d = {d} is not a key dimension {who!r} takes: its dims are {list(dims)}; "
+                "pass one of them, or leave d unset"
+            )
     usable = dims if isinstance(dims, tuple) else None
     d = d if d is not None else _nearest(usable, 64)
     params = getattr(variant, "params", {})
-    report = Report(variant=str(getattr(variant, "name", type(variant).__name__)), params=params if isinstance(params, dict) else {"params": repr(params)}, d=d, eps=eps, n_max=4 * d, check_d=_nearest(usable, 16))
+    report = Report(
+        variant=str(getattr(variant, "name", type(variant).__name__)),
+        params=params if isinstance(params, dict) else {"params": repr(params)},
+        d=d,
+        eps=eps,
+        n_max=4 * d,
+        check_d=_nearest(usable, 16),
+    )
     missing = [m for m in _REQUIRED if not callable(getattr(variant, m, None))]
     if not isinstance(getattr(variant, "name", None), str):
         missing.insert(0, "name (a str)")

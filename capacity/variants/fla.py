@@ -87,22 +87,45 @@ class _LayoutError(Exception):
 class FlaVariant:
     """A variant around an fla-style function; build it with ``from_fla``."""
 
-    def __init__(self, fn: Callable, *, name: str | None, layout: str, per_token: dict | None, dims, additive: bool | None, delta_rule: bool | None, fixed_kwargs: dict):
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        name: str | None,
+        layout: str,
+        per_token: dict | None,
+        dims,
+        additive: bool | None,
+        delta_rule: bool | None,
+        fixed_kwargs: dict,
+    ):
         if not callable(fn):
-            raise CapacityError(f"from_fla needs a callable with the fla convention fn(q, k, v, ..., initial_state=, output_final_state=), got {fn!r}")
+            raise CapacityError(
+                "from_fla needs a callable with the fla convention fn(q, k, v, ..., initial_state=, "
+                f"output_final_state=), got {fn!r}"
+            )
         self.fn = fn
         self.name = name if name is not None else f"fla:{getattr(fn, '__name__', type(fn).__name__)}"
         if not isinstance(self.name, str) or not self.name:
             raise CapacityError(f"from_fla: name must be a non-empty string, got {name!r}")
         if layout not in LAYOUTS:
-            raise CapacityError(f"{self.name}: unknown layout {layout!r}; known: {', '.join(LAYOUTS)} (tokens [B, T, H, K] or [B, H, T, K])")
+            raise CapacityError(
+                f"{self.name}: unknown layout {layout!r}; known: {', '.join(LAYOUTS)} (tokens [B, T, H, K] or [B, H, "
+                "T, K])"
+            )
         self.layout = layout
         reserved = {"q", "k", "v", "initial_state", "output_final_state"} & (set(fixed_kwargs) | set(per_token or {}))
         if reserved:
-            raise CapacityError(f"{self.name}: {', '.join(sorted(reserved))} are set by the wrapper; pass only the function's other arguments")
+            raise CapacityError(
+                f"{self.name}: {', '.join(sorted(reserved))} are set by the wrapper; pass only the function's other "
+                "arguments"
+            )
         both = set(fixed_kwargs) & set(per_token or {})
         if both:
-            raise CapacityError(f"{self.name}: {', '.join(sorted(both))} given both in per_token and as a fixed keyword argument; give each once")
+            raise CapacityError(
+                f"{self.name}: {', '.join(sorted(both))} given both in per_token and as a fixed keyword argument; "
+                "give each once"
+            )
         self.fixed_kwargs = dict(fixed_kwargs)
         self.per_token: dict = {}
         channel_lengths: dict[str, int] = {}
@@ -124,8 +147,10 @@ class FlaVariant:
                 self.per_token[key] = vec
             else:
                 raise CapacityError(
-                    f"{self.name}: per_token[{key!r}] must be a number (one per token), a sequence of K numbers (one per key "
-                    f"channel; fixes d = K) or a callable of the keys k [B, T, d] returning [B, T] or [B, T, d], got {value!r}"
+                    f"{self.name}: per_token[{key!r}] must be a number (one per token), a sequence of K numbers (one "
+                    "per key "
+                    "channel; fixes d = K) or a callable of the keys k [B, T, d] returning [B, T] or [B, T, d], got "
+                    f"{value!r}"
                 )
             if not bool(torch.isfinite(self.per_token[key]).all()):
                 raise CapacityError(f"{self.name}: per_token[{key!r}] must be finite, got {value!r}")
@@ -147,12 +172,18 @@ class FlaVariant:
             if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
                 dims = (dims,)
             if not isinstance(dims, (Sequence, set, frozenset)) or isinstance(dims, str) or len(dims) == 0:
-                raise CapacityError(f"{self.name}: dims must be a whole number or a non-empty sequence of them (the key dimensions d the op accepts), got {dims!r}")
+                raise CapacityError(
+                    f"{self.name}: dims must be a whole number or a non-empty sequence of them (the key dimensions d "
+                    f"the op accepts), got {dims!r}"
+                )
             dims = tuple(sorted({_validate.positive_int("dims", x) for x in dims}))
         if channel_lengths:
             key, K = next(iter(channel_lengths.items()))
             if dims is not None and K not in dims:
-                raise CapacityError(f"{self.name}: per_token[{key!r}] has {K} entries, so the variant takes only d = {K}, but dims = {list(dims)}")
+                raise CapacityError(
+                    f"{self.name}: per_token[{key!r}] has {K} entries, so the variant takes only d = {K}, but dims = "
+                    f"{list(dims)}"
+                )
             dims = (K,)
         return dims
 
@@ -169,18 +200,30 @@ class FlaVariant:
         return f"from_fla({_label(self.fn)}, name={self.name!r}, layout={self.layout!r})"
 
     def __getstate__(self):
-        for what, obj in [("fn", self.fn)] + [(f"per_token[{k!r}]", v) for k, v in self.per_token.items() if callable(v) and not isinstance(v, torch.Tensor)]:
+        for what, obj in [("fn", self.fn)] + [
+            (f"per_token[{k!r}]", v)
+            for k, v in self.per_token.items()
+            if callable(v) and not isinstance(v, torch.Tensor)
+        ]:
             try:
                 pickle.dumps(obj)
-            except (pickle.PicklingError, AttributeError, TypeError) as exc:  # lambdas and local functions: AttributeError
+            except (
+                pickle.PicklingError,
+                AttributeError,
+                TypeError,
+            ) as exc:  # lambdas and local functions: AttributeError
                 raise CapacityError(
-                    f"{self.name}: cannot be pickled (to send it to worker processes): {what} = {_label(obj)} is not importable "
-                    f"by module and name ({type(exc).__name__}: {exc}); define it as a module-level function, not a lambda "
+                    f"{self.name}: cannot be pickled (to send it to worker processes): {what} = {_label(obj)} is not "
+                    "importable "
+                    f"by module and name ({type(exc).__name__}: {exc}); define it as a module-level function, not a "
+                    "lambda "
                     "or a function inside another"
                 ) from None
         return dict(self.__dict__)
 
-    def __deepcopy__(self, memo):  # copies need no pickling: lambdas are copied by reference, as copy does for functions
+    def __deepcopy__(
+        self, memo
+    ):  # copies need no pickling: lambdas are copied by reference, as copy does for functions
         new = object.__new__(type(self))
         memo[id(self)] = new
         new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()})
@@ -209,16 +252,20 @@ class FlaVariant:
             if not isinstance(out, torch.Tensor) or tuple(out.shape) not in ((B, T), (B, T, d)):
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
                 raise CapacityError(
-                    f"{self.name}: per_token[{key!r}] = {_label(value)} returned {got} for keys k [B, T, d] = {(B, T, d)}; "
-                    f"a callable of the keys must return [B, T] = {(B, T)} (one per token) or [B, T, d] = {(B, T, d)} (one per key channel)"
+                    f"{self.name}: per_token[{key!r}] = {_label(value)} returned {got} for keys k [B, T, d] = "
+                    f"{(B, T, d)}; "
+                    f"a callable of the keys must return [B, T] = {(B, T)} (one per token) or [B, T, d] = "
+                    f"{(B, T, d)} (one per key channel)"
                 )
             return self._tokens(out, layout)
         if value.ndim == 0:
             return self._tokens(value.to(k.device).expand(B, T), layout)  # [B, T, 1] or [B, 1, T]
         if value.numel() != d:
             raise CapacityError(
-                f"{self.name}: per_token[{key!r}] has {value.numel()} entries (one per key channel), so this variant takes only "
-                f"d = {value.numel()}, got keys with d = {d}; to follow d, give a callable of the keys returning [B, T, d], "
+                f"{self.name}: per_token[{key!r}] has {value.numel()} entries (one per key channel), so this variant "
+                "takes only "
+                f"d = {value.numel()}, got keys with d = {d}; to follow d, give a callable of the keys returning [B, "
+                "T, d], "
                 "e.g. lambda k: torch.full_like(k, x)"
             )
         return self._tokens(value.to(k.device).expand(B, T, d), layout)  # [B, T, 1, d] or [B, 1, T, d]
@@ -232,7 +279,8 @@ class FlaVariant:
             sig = ""
         return (
             f"from_fla calls it as fn(q, k, v{middle}, initial_state=[B, H, K, V], output_final_state=True) with "
-            f"{_LAYOUT_WORDS[self.layout]}{sig}; give its other inputs in per_token (one per token or key channel) or as "
+            f"{_LAYOUT_WORDS[self.layout]}{sig}; give its other inputs in per_token (one per token or key channel) "
+            "or as "
             "keyword arguments of from_fla (fixed)"
         )
 
@@ -247,7 +295,9 @@ class FlaVariant:
         try:
             inspect.signature(self.fn).bind(kt, kt, vt, **kwargs)
         except TypeError as exc:
-            raise CapacityError(f"{self.name}: {label} does not take these arguments ({exc}); {self._convention()}") from None
+            raise CapacityError(
+                f"{self.name}: {label} does not take these arguments ({exc}); {self._convention()}"
+            ) from None
         except ValueError:  # no signature to inspect: the call will tell
             pass
         try:
@@ -257,27 +307,40 @@ class FlaVariant:
         except (RuntimeError, IndexError, AssertionError, ValueError) as exc:
             raise _LayoutError(f"{self.name}: {label} raised {type(exc).__name__}: {exc}") from None
         if not isinstance(out, (tuple, list)) or len(out) < 2:
-            raise CapacityError(f"{self.name}: {label} returned {_describe(out)}; the fla convention returns (o, final_state)")
+            raise CapacityError(
+                f"{self.name}: {label} returned {_describe(out)}; the fla convention returns (o, final_state)"
+            )
         if len(out) > 2:
             raise CapacityError(
-                f"{self.name}: {label} returned {len(out)} outputs ({_describe(out)}); from_fla keeps one state, final_state "
-                "[B, H, K, V], and passes it back as initial_state, so an op with more state (e.g. a second final state) is "
+                f"{self.name}: {label} returned {len(out)} outputs ({_describe(out)}); from_fla keeps one state, "
+                "final_state "
+                "[B, H, K, V], and passes it back as initial_state, so an op with more state (e.g. a second final "
+                "state) is "
                 "refused rather than have a part dropped; wrap an op whose whole state is one [B, H, K, V] tensor"
             )
         o, final = out
         if isinstance(final, (tuple, list)):
             raise CapacityError(
-                f"{self.name}: {label} returned final_state as a {_describe(final)}; from_fla keeps a single [B, H, K, V] "
+                f"{self.name}: {label} returned final_state as a {_describe(final)}; from_fla keeps a single [B, H, "
+                "K, V] "
                 "tensor state and refuses a state of several parts rather than drop some (e.g. call the op without the "
                 "option that adds a second state, such as normalize=True)"
             )
         want_o = (B, T, 1, dv) if layout == "BTHK" else (B, 1, T, dv)
         if isinstance(o, torch.Tensor) and tuple(o.shape) != want_o:
-            raise _LayoutError(f"{self.name}: {label} returned o of shape {tuple(o.shape)}, expected {layout} = {want_o}")
+            raise _LayoutError(
+                f"{self.name}: {label} returned o of shape {tuple(o.shape)}, expected {layout} = {want_o}"
+            )
         if not isinstance(final, torch.Tensor):
-            raise CapacityError(f"{self.name}: {label} returned final_state {type(final).__name__}, expected a tensor [B, H, K, V] = {(B, 1, d, dv)} (called with output_final_state=True)")
+            raise CapacityError(
+                f"{self.name}: {label} returned final_state {type(final).__name__}, expected a tensor [B, H, K, V] = "
+                f"{(B, 1, d, dv)} (called with output_final_state=True)"
+            )
         if tuple(final.shape) != (B, 1, d, dv):
-            raise _LayoutError(f"{self.name}: {label} returned final_state of shape {tuple(final.shape)}, expected [B, H, K, V] = {(B, 1, d, dv)}")
+            raise _LayoutError(
+                f"{self.name}: {label} returned final_state of shape {tuple(final.shape)}, expected [B, H, K, V] = "
+                f"{(B, 1, d, dv)}"
+            )
         return final[:, 0].to(torch.float32).contiguous()
 
     def write(self, state: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -288,7 +351,10 @@ class FlaVariant:
         B, d, dv = state.shape
         T = k.shape[1]
         if k.shape != (B, T, d) or v.shape != (B, T, dv):
-            raise CapacityError(f"{self.name}: shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, t, d] = {list(k.shape)}, v [B, t, dv] = {list(v.shape)}")
+            raise CapacityError(
+                f"{self.name}: shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, t, d] = "
+                f"{list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
+            )
         try:
             return self._call(state, k, v, self.layout)
         except _LayoutError as exc:
@@ -297,21 +363,36 @@ class FlaVariant:
         if T > 1:  # with one token the two layouts are the same tensors
             try:
                 self._call(state, k, v, other)
-            except Exception:  # noqa: BLE001, S110  (the other layout does not fit either: report the first problem only)
+            except Exception:  # noqa: BLE001, S110  (the other layout does not fit either: report the first problem)
                 pass
             else:
-                message += f"; it looks transposed: with layout={other!r} ({_LAYOUT_WORDS[other]}) the op returns the expected shapes, so pass layout={other!r}"
+                message += (
+                    f"; it looks transposed: with layout={other!r} ({_LAYOUT_WORDS[other]}) the op returns the "
+                    f"expected shapes, so pass layout={other!r}"
+                )
         raise CapacityError(message)
 
     def read(self, state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """q S. Shapes: state ``[B, d, dv]``, q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         _validate.tensor("q", q, ndim=3, finite=False)
         if q.shape[0] != state.shape[0] or q.shape[2] != state.shape[1]:
-            raise CapacityError(f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(state.shape)}")
+            raise CapacityError(
+                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(state.shape)}"
+            )
         return q.float() @ state
 
 
-def from_fla(fn: Callable, *, name: str | None = None, layout: str = "BTHK", per_token: dict | None = None, dims=None, additive: bool | None = None, delta_rule: bool | None = None, **fixed_kwargs) -> FlaVariant:
+def from_fla(
+    fn: Callable,
+    *,
+    name: str | None = None,
+    layout: str = "BTHK",
+    per_token: dict | None = None,
+    dims=None,
+    additive: bool | None = None,
+    delta_rule: bool | None = None,
+    **fixed_kwargs,
+) -> FlaVariant:
     """A variant around ``fn``, an op with the flash-linear-attention calling convention.
 
     ``layout``: ``"BTHK"`` (tokens ``[B, T, H, K]``, most fla ops) or ``"BHTK"``. ``per_token``:
@@ -333,4 +414,13 @@ def from_fla(fn: Callable, *, name: str | None = None, layout: str = "BTHK", per
     >>> tuple(S.shape), tuple(mem.read(S, torch.randn(2, 3, 8)).shape)
     ((2, 8, 4), (2, 3, 4))
     """
-    return FlaVariant(fn, name=name, layout=layout, per_token=per_token, dims=dims, additive=additive, delta_rule=delta_rule, fixed_kwargs=fixed_kwargs)
+    return FlaVariant(
+        fn,
+        name=name,
+        layout=layout,
+        per_token=per_token,
+        dims=dims,
+        additive=additive,
+        delta_rule=delta_rule,
+        fixed_kwargs=fixed_kwargs,
+    )
