@@ -1,11 +1,12 @@
 """check_variant passes every built-in and fails deliberately broken variants, naming the broken property."""
 
 import math
+import re
 
 import pytest
 import torch
 
-from capacity import theory, variants
+from capacity import CapacityError, theory, variants
 from capacity.variants import check_variant
 
 
@@ -176,3 +177,103 @@ def test_the_good_user_variant_passes_and_an_undeclared_one_is_tried():
 
     status, detail = _status(check_variant(Scaled(), d=16), "T2 two pairs")
     assert status == "n/a" and "declare additive = True to require it" in detail
+
+
+# ------------------------------------------------------------------ beta, dims and the exact capacity
+
+
+class _LeastSquares(_Good):
+    """Keeps every pair and reads q pinv(K) V: the best linear read of a d x dv state (T8), error exactly 1 - d/n."""
+
+    name = "least-squares"
+    additive = False
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return (torch.zeros(batch, 0, d, device=device), torch.zeros(batch, 0, dv, device=device))
+
+    def write(self, state, k, v):
+        return (torch.cat([state[0], k.float()], 1), torch.cat([state[1], v.float()], 1))
+
+    def read(self, state, q):
+        S = torch.linalg.pinv(state[0].double()) @ state[1].double()  # [B, d, dv]
+        return (q.double() @ S).float()
+
+    def numel(self, state):
+        return int(state[0][0].numel() + state[1][0].numel())
+
+
+@pytest.mark.parametrize("d,eps", [(16, 0.4), (16, 0.5), (12, 0.3)])
+def test_capacity_is_an_exact_measured_crossing_within_the_t8_bound(d, eps):
+    report = check_variant(_LeastSquares(), d=d, eps=eps)
+    assert report.passed, str(report)
+    bound = d / (1 - eps)  # T8: mse = 1 - d/n <= eps  <=>  n <= d / (1 - eps)
+    assert isinstance(report.capacity, int) and report.capacity <= bound
+    # the largest n with 1 - d/n <= eps (up to float rounding exactly at the bound)
+    assert report.capacity == math.floor(bound) or (bound.is_integer() and report.capacity == bound - 1)
+    assert f"at n = {report.capacity + 1}" in report.capacity_note
+    assert re.search(rf"measured\s+{report.capacity} \(mse ", str(report))
+
+
+def test_capacity_of_the_linear_memory_is_the_first_crossing_of_its_measured_curve():
+    from capacity import keys, probe, values
+
+    report = check_variant("linear", d=16)
+    K = keys.make("gaussian", 64, 16, batch=4, seed=0)
+    V = values.make("orthonormal", 64, 64, batch=4, seed=0)
+    ds = probe.recall(variants.get("linear"), K, V, checkpoints=list(range(1, 65)), decode=False)
+    mse = ds.mse.mean("batch").values  # every n from 1 to 64
+    first_fail = int(next(i for i, m in enumerate(mse) if m > 0.5)) + 1  # n of the first failure
+    assert report.capacity == first_fail - 1
+
+
+class _DeltaHalf(_Good):
+    additive = False
+    delta_rule = True
+
+    def __init__(self, beta, where):
+        self.b = beta
+        if where == "params":
+            self.params = {"beta": beta}
+        elif where == "attribute":
+            self.beta = beta
+        else:
+            self.per_token = {"beta": torch.tensor(beta)}
+
+    def write(self, state, k, v):
+        for t in range(k.shape[1]):
+            kt, vt = k[:, t : t + 1].float(), v[:, t : t + 1].float()  # [B, 1, d], [B, 1, dv]
+            state = state + self.b * kt.transpose(1, 2) @ (vt - kt @ state)
+        return state
+
+
+@pytest.mark.parametrize("where", ["params", "attribute", "per_token"])
+def test_t12_reads_beta_wherever_the_variant_records_it(where):
+    status, detail = _status(check_variant(_DeltaHalf(0.5, where), d=16), "T12 last key")
+    assert status == "n/a" and "beta = 0.5" in detail and "T12 needs beta = 1" in detail
+    assert _status(check_variant(_DeltaHalf(1.0, where), d=16), "T12 last key")[0] == "pass"
+
+
+class _OnlyDims(_Good):
+    """Refuses every key dimension but the declared ones."""
+
+    dims = (8, 24)
+
+    def write(self, state, k, v):
+        if k.shape[-1] not in self.dims:
+            raise ValueError(f"this memory takes d in {self.dims}, got {k.shape[-1]}")
+        return super().write(state, k, v)
+
+
+def test_checks_and_capacity_run_at_a_declared_d():
+    report = check_variant(_OnlyDims())
+    assert report.passed, str(report)
+    assert report.check_d == 8 and report.d == 24 and report.n_max == 96
+    assert "declares dims [8, 24]" in str(report) and "checks at d = 8" in str(report)
+    assert check_variant(_OnlyDims(), d=8).d == 8
+    wrong_d = r"d = 64 is not a key dimension 'user-linear' takes: its dims are \[8, 24\]"
+    with pytest.raises(CapacityError, match=wrong_d):
+        check_variant(_OnlyDims(), d=64)
+    bad = _Good()
+    bad.dims = ("eight",)
+    status, detail = _status(check_variant(bad, d=16), "protocol")
+    assert status == "FAIL" and "dims must be None or a non-empty collection" in detail

@@ -19,9 +19,14 @@ Optional members, used where present:
   grow (softmax); the probe then records it as a variable ``state_numel`` over n;
 - ``additive``, ``delta_rule``: booleans that tell ``check_variant`` whether T2 (the two-pair
   closed form) and T12 (exact read-back of the last key with beta = 1) must hold, and the figures
-  whether the additive memory's closed forms (T5, T7, T10) apply;
+  whether the additive memory's closed forms (T5, T7, T10) apply; T12 reads beta from
+  ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta`` attribute;
 - ``linear_read``: True when the read is q S for a fixed-size d x dv state, so that the rank bound
-  T8 binds it (figures draw T8 only then).
+  T8 binds it (figures draw T8 only then);
+- ``dims``: the key dimensions d the variant takes, a tuple of whole numbers >= 2 (absent or
+  None: any d). ``check_variant`` then runs its contract checks at the declared d nearest 16
+  and measures the capacity at the declared d nearest 64 (``from_fla`` sets it when a
+  per-channel input fixes d).
 
 Anything with the required methods works in ``capacity.probe.recall`` and ``check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.

@@ -1,7 +1,9 @@
 """``check_variant``: a conformance suite for memory variants, in the spirit of scikit-learn's check_estimator.
 
 Run it on your own variant before you probe it: it checks the contract the probe relies on and
-two closed forms, then measures the variant's capacity at d = 64 next to the bounds.
+two closed forms at d = 16, then measures the variant's capacity at d = 64 next to the bounds.
+A variant that declares the key dimensions it takes (``dims``) is checked at the declared d
+nearest 16 and measured at the declared d nearest 64.
 
 >>> from capacity import variants
 >>> report = variants.check_variant(variants.get("delta"))
@@ -23,8 +25,14 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
 - T2 two pairs: k1 S = |k1|^2 v1 + (k1.k2) v2 for an additive variant; must hold when the
   variant declares ``additive = True``, is n/a when it declares False, and is tried otherwise;
 - T12 last key: with unit keys and beta = 1 the last written key reads back exactly; must hold
-  when the variant declares ``delta_rule = True`` and its beta is 1, tried when undeclared;
-- probe: ``capacity.probe.recall`` runs and gives finite errors; the capacity is measured there.
+  when the variant declares ``delta_rule = True`` and its beta is 1, tried when undeclared.
+  beta is read from ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta``
+  attribute (in that order); a variant that records none is taken to have beta = 1;
+- probe: ``capacity.probe.measure`` runs and gives finite errors; the capacity is measured there:
+  the largest measured n with mse <= eps whose next n fails, found exactly (every n between the
+  last grid point that meets eps and the first that fails is measured; the keys are a prefix
+  family, so a refinement rewrites and rereads a prefix). No interpolation: the reported n is a
+  measured point, so it never exceeds the capacity of a bound that every measured point respects.
 """
 
 from __future__ import annotations
@@ -32,13 +40,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from capacity import _random, _validate, keys, metrics, probe, theory, values
+from capacity import _random, _validate, keys, probe, theory, values
 from capacity.errors import CapacityError
 
 __all__ = ["check_variant", "Report", "Result"]
@@ -60,9 +69,10 @@ class Result:
 class Report:
     """What ``check_variant`` found. ``passed`` is True when no check failed; ``str(report)`` is a table.
 
-    ``capacity`` holds the measured capacity at ``d`` (largest n with mse <= eps, gaussian keys,
-    orthonormal values; NaN when not determined on the grid, see ``capacity_note``) and ``bounds``
-    the closed forms next to it.
+    ``capacity`` holds the measured capacity at ``d``: an int, the largest measured n with
+    mse <= eps whose next n fails (gaussian keys, orthonormal values), or NaN when not determined
+    on the grid (see ``capacity_note``); ``bounds`` holds the closed forms next to it.
+    ``check_d`` is the key dimension of the contract checks.
     """
 
     variant: str
@@ -71,7 +81,8 @@ class Report:
     d: int = 64
     eps: float = 0.5
     n_max: int = 256
-    capacity: float = math.nan
+    check_d: int = 16
+    capacity: int | float = math.nan
     capacity_note: str = ""
     bounds: dict[str, float] = field(default_factory=dict)
 
@@ -85,10 +96,11 @@ class Report:
 
     def __str__(self) -> str:
         width = max(len(r.check) for r in self.results)
-        lines = [f"check_variant: {self.variant} {json.dumps(self.params, sort_keys=True, default=str)}"]
+        shown = json.dumps(self.params, sort_keys=True, default=str)
+        lines = [f"check_variant: {self.variant} {shown} (checks at d = {self.check_d})"]
         lines += [f"  {r.status:4}  {r.check:{width}}  {r.detail}" for r in self.results]
         lines.append(f"capacity at d = {self.d}: largest n with mse <= {self.eps:g} (gaussian keys, orthonormal values, n <= {self.n_max})")
-        measured = f"{self.capacity:.1f}" if math.isfinite(self.capacity) else self.capacity_note
+        measured = f"{self.capacity} ({self.capacity_note})" if math.isfinite(self.capacity) else self.capacity_note
         rows = {"measured": measured} | {k: f"{v:.1f}" if math.isfinite(v) else "n/a" for k, v in self.bounds.items()}
         w = max(len(k) for k in rows)
         lines += [f"  {k:{w}}  {v}" for k, v in rows.items()]
@@ -267,13 +279,44 @@ def _t2(v, x: _Inputs) -> Result:
     return Result("T2 two pairs", NA, f"not additive (k1 S misses T2 by {err:.2g}); declare additive = True to require it")
 
 
+def _beta(v):
+    """Where the variant records beta: (value, where), or (None, None) when it records none."""
+    params = getattr(v, "params", None)
+    if isinstance(params, dict) and "beta" in params:
+        return params["beta"], 'params["beta"]'
+    per_token = getattr(v, "per_token", None)
+    if isinstance(per_token, dict) and "beta" in per_token:
+        return per_token["beta"], 'per_token["beta"]'
+    if hasattr(v, "beta"):
+        return v.beta, "the beta attribute"
+    return None, None
+
+
+def _is_one(beta):
+    """True if beta is 1 (a number, every entry of a tensor or sequence), False if not, None if it cannot tell."""
+    if isinstance(beta, bool):
+        return None
+    if isinstance(beta, numbers.Real):
+        return float(beta) == 1.0
+    if isinstance(beta, torch.Tensor):
+        return bool((beta == 1).all())
+    if isinstance(beta, (list, tuple, np.ndarray)) and len(beta) > 0:
+        if all(isinstance(b, numbers.Real) and not isinstance(b, bool) for b in beta):
+            return all(float(b) == 1.0 for b in beta)
+        if isinstance(beta[0], str):  # a draw such as ("uniform", 0.5, 1.0): 1 only if every bound is
+            return all(float(b) == 1.0 for b in beta[1:] if isinstance(b, numbers.Real))
+    return None
+
+
 def _t12(v, x: _Inputs) -> Result:
     declared = _declared(v, "delta_rule")
     if declared is False:
         return Result("T12 last key", NA, "declared delta_rule = False")
-    beta = (getattr(v, "params", None) or {}).get("beta", 1.0)
-    if declared and beta != 1.0:
-        return Result("T12 last key", NA, f"beta = {beta}; T12 needs beta = 1")
+    beta, where = _beta(v)
+    one = True if where is None else _is_one(beta)
+    if declared and one is False:
+        shown = json.dumps(beta.tolist() if isinstance(beta, torch.Tensor) else beta, default=str)
+        return Result("T12 last key", NA, f"beta = {shown[:60]} ({where}); T12 needs beta = 1")
     n = x.d + 8  # more pairs than dimensions: only the correction makes the last read exact
     g = _random.generator(0, "conformance/t12")
     K = torch.randn(x.B, n, x.d, generator=g)
@@ -283,30 +326,77 @@ def _t12(v, x: _Inputs) -> Result:
     err = float((r[:, 0] - V[:, -1]).abs().max())
     if err <= 1e-4:
         return Result("T12 last key", PASS, f"beta = 1: the last of {n} unit keys reads back its value (max abs. {err:.1g})" + ("" if declared else "; not declared, holds"))
+    if declared and one is None:
+        why = f"declared a delta rule, but beta ({where}) is not a number to compare with 1; the last key misses by "
+        why += f"{err:.2g}"
+        return Result("T12 last key", NA, why)
     if declared:
         return Result("T12 last key", FAIL, f"declared a delta rule with beta = 1, but the last key reads back with error {err:.3g} (max abs.)")
     return Result("T12 last key", NA, f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare delta_rule = True to require it")
 
 
+def _crossing(mse: dict[int, float], eps: float):
+    """(last, first): the largest measured n meeting eps before the first measured n that fails, and that n."""
+    ns = sorted(mse)
+    first = next((n for n in ns if not mse[n] <= eps), None)
+    if first is None:
+        return ns[-1], None
+    earlier = [n for n in ns if n < first]
+    return (earlier[-1] if earlier else None), first
+
+
 def _capacity(v, report: Report, seed) -> Result:
     d, n = report.d, report.n_max
-    K = keys.make("gaussian", n, d, batch=4, seed=seed)
-    V = values.make("orthonormal", n, n, batch=4, seed=seed)
-    ds = probe.recall(v, K, V, checkpoints=probe.default_checkpoints(n, count=32))
-    mse = ds.mse.mean("batch")
-    if not bool(np.isfinite(mse.values).all()):
-        return Result("probe", FAIL, f"probe.recall gave non-finite mse at n = {[int(c) for c in mse.n[~np.isfinite(mse.values)].values][:5]}")
-    report.capacity = float(metrics.capacity(mse.to_dataset(), metric="mse", threshold=report.eps))
-    if not math.isfinite(report.capacity):
-        report.capacity_note = f"> {n} (mse <= eps on the whole grid)" if float(mse[-1]) <= report.eps else "< 1 (mse > eps already at n = 1)"
-    D = int(ds.attrs.get("feature_dim", d))
-    grows = "state_numel" in ds.data_vars
+    K = keys.make("gaussian", n, d, batch=4, seed=seed)  # [4, n, d]; every prefix is the same family
+    V = values.make("orthonormal", n, n, batch=4, seed=seed)  # [4, n, n]
+    cv = probe.measure(v, K, V, checkpoints=probe.default_checkpoints(n, count=32), decode=False)
+    curve = cv.metrics["mse"].mean(1)  # [C], mean over the 4 draws
+    if not bool(np.isfinite(curve).all()):
+        bad = [c for c, y in zip(cv.checkpoints, curve) if not np.isfinite(y)][:5]
+        return Result("probe", FAIL, f"probe.measure gave non-finite mse at n = {bad}")
+    mse = dict(zip(cv.checkpoints, curve.tolist()))
+    last, first = _crossing(mse, report.eps)
+    for _ in range(3):  # refine: measure every n between the last grid point that meets eps and the first that fails
+        if last is None or first is None or first - last <= 1:
+            break
+        fine = probe.measure(v, K[:, :first], V[:, :first], checkpoints=list(range(last, first + 1)), decode=False)
+        mse.update(zip(fine.checkpoints, fine.metrics["mse"].mean(1).tolist()))
+        last, first = _crossing(mse, report.eps)
+    if first is None:
+        report.capacity_note = f"> {n} (mse <= eps on the whole grid)"
+    elif last is None:
+        report.capacity_note = f"< {first} (mse > eps already at n = {first})"
+    else:
+        report.capacity = int(last)
+        report.capacity_note = f"mse {mse[last]:.4g} at n = {last}, {mse[first]:.4g} at n = {first}"
+    D = int(cv.feature_dim)
+    grows = bool(cv.sizes)
     report.bounds = {
         "T7 random keys, additive rule: 1 + eps d": float(theory.capacity_random_keys(report.eps, d)),
         "T5 tight frame, additive rule: d (1 + eps)": float(theory.capacity_tight_frame(report.eps, d)),
         f"T8 any {D} x dv state, linear read: D / (1 - eps)": math.nan if grows else D / (1.0 - report.eps),
     }
-    return Result("probe", PASS, f"probe.recall runs at d = {d}, n <= {n}: finite errors; mse at n = {n}: {float(mse[-1]):.3g}")
+    detail = f"probe.measure runs at d = {d}, n <= {n}: finite errors; mse at n = {n}: {curve[-1]:.3g}"
+    return Result("probe", PASS, detail)
+
+
+def _dims(variant):
+    """The variant's declared key dimensions: None (any d), a sorted tuple, or a str saying what is wrong."""
+    dims = getattr(variant, "dims", None)
+    if dims is None:
+        return None
+    try:
+        out = tuple(sorted({int(x) for x in dims if not isinstance(x, bool) and int(x) == x and x >= 2}))
+        ok = len(out) == len(set(dims)) and len(out) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        return f"dims must be None or a non-empty collection of whole numbers >= 2 (the key dimensions), got {dims!r}"
+    return out
+
+
+def _nearest(dims, target: int) -> int:
+    return target if dims is None else min(dims, key=lambda x: (abs(x - target), x))
 
 
 _CHECKS: list[tuple[str, Callable]] = [
@@ -321,30 +411,52 @@ _CHECKS: list[tuple[str, Callable]] = [
 ]
 
 
-def check_variant(variant, *, d: int = 64, eps: float = 0.5, seed: int = 0) -> Report:
+def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int = 0) -> Report:
     """Run the conformance checks on ``variant`` (an object or a registered name); return a Report.
 
     ``d`` and ``eps`` set the capacity measurement: the largest n with mse <= eps for ``d``-
     dimensional gaussian keys and orthonormal values, n up to 4 d, next to T7, T5 and T8.
-    Nothing raises for a failing variant: each failure is a row of the report, with its reason.
+    ``d`` defaults to 64, or to the declared d nearest 64 for a variant with ``dims``; the
+    contract checks run at d = 16, or at the declared d nearest 16. A ``d`` outside the declared
+    ``dims`` raises a CapacityError; nothing else raises for a failing variant: each failure is a
+    row of the report, with its reason.
     """
     if isinstance(variant, str):
         from capacity import variants
 
         variant = variants.get(variant)
-    d = _validate.positive_int("d", d, minimum=2)
     eps = _validate.in_range("eps", eps, 0.0, 1.0, low_open=True, high_open=True)
+    dims = _dims(variant)
+    if d is not None:
+        d = _validate.positive_int("d", d, minimum=2)
+        if isinstance(dims, tuple) and d not in dims:
+            who = getattr(variant, "name", type(variant).__name__)
+            raise CapacityError(
+                f"d = {d} is not a key dimension {who!r} takes: its dims are {list(dims)}; "
+                "pass one of them, or leave d unset"
+            )
+    usable = dims if isinstance(dims, tuple) else None
+    d = d if d is not None else _nearest(usable, 64)
     params = getattr(variant, "params", {})
-    report = Report(variant=str(getattr(variant, "name", type(variant).__name__)), params=params if isinstance(params, dict) else {"params": repr(params)}, d=d, eps=eps, n_max=4 * d)
+    report = Report(
+        variant=str(getattr(variant, "name", type(variant).__name__)),
+        params=params if isinstance(params, dict) else {"params": repr(params)},
+        d=d,
+        eps=eps,
+        n_max=4 * d,
+        check_d=_nearest(usable, 16),
+    )
     missing = [m for m in _REQUIRED if not callable(getattr(variant, m, None))]
     if not isinstance(getattr(variant, "name", None), str):
         missing.insert(0, "name (a str)")
-    if missing:
-        report.results.append(Result("protocol", FAIL, f"missing {', '.join(missing)}"))
+    if missing or isinstance(dims, str):
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + ([dims] if isinstance(dims, str) else [])
+        report.results.append(Result("protocol", FAIL, "; ".join(problems)))
         report.results += [Result(name, NA, "protocol incomplete") for name, _ in _CHECKS] + [Result("probe", NA, "protocol incomplete")]
         return report
-    report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel"))
-    x = _Inputs(seed)
+    declared = f"; declares dims {list(dims)}" if dims is not None else ""
+    report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel" + declared))
+    x = _Inputs(seed, d=report.check_d)
     for name, check in _CHECKS:
         try:
             report.results.append(check(variant, x))
