@@ -18,7 +18,7 @@ import importlib.util as _util
 
 from capacity.errors import CapacityError
 
-__all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "CapacityError", "__version__"]
+__all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "check_variant", "CapacityError", "__version__"]
 __version__ = "0.1.0"
 
 # kernels/, plots/ and studies/ sit beside this folder in the source tree and are installed inside the package; a
@@ -30,10 +30,12 @@ if _util.find_spec("capacity.kernels") is None:
     )
 
 # submodules load on first use, so that `capacity --help` or `capacity list` do not import torch and xarray
-_SUBMODULES = ("keys", "values", "theory", "variants", "probe", "metrics", "features", "learned", "sweep", "kernels", "plots", "studies", "labels", "plugins")
+_SUBMODULES = ("keys", "values", "theory", "variants", "probe", "metrics", "features", "learned", "sweep", "kernels", "plots", "studies", "labels", "plugins", "conformance", "mqar")
 
 
 def __getattr__(name: str):
+    if name in ("check_variant", "Report"):
+        return getattr(_importlib.import_module("capacity.conformance"), name)
     if name in _SUBMODULES:
         return _importlib.import_module(f"capacity.{name}")
     raise AttributeError(f"module 'capacity' has no attribute {name!r}")

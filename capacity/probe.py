@@ -23,6 +23,7 @@ import xarray as xr
 
 from capacity import _validate
 from capacity.errors import CapacityError
+from capacity import variants as _variants
 from capacity.variants import Variant
 
 __all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS"]
@@ -106,6 +107,8 @@ def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, check
 
     Same arguments, checks and numbers as ``recall``.
     """
+    if isinstance(variant, (str, dict)):
+        variant = _variants.resolve(variant)  # a name, label or import path
     for name in ("init_state", "write", "read", "state_numel"):
         if not callable(getattr(variant, name, None)):
             raise CapacityError(f"variant {variant!r} has no method {name}(); a variant needs init_state, write, read and state_numel")
@@ -158,6 +161,8 @@ def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, check
 def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
+    ``variant``: a variant object, or anything ``capacity.variants.resolve`` takes (``"delta(beta=0.5)"``,
+    ``"mypkg.memories:Longhorn(beta=0.5)"``).
     Shapes: keys ``[B, n, d]``, values ``[B, n, dv]`` on one device (the state lives there too).
     ``checkpoints``: pair counts in [1, n] (default: ``default_checkpoints(n)``).
 
@@ -173,6 +178,8 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
     holds ``state_numel`` over n, the measured size after each checkpoint, and the attr
     ``state_numel`` is its last value.
     """
+    if isinstance(variant, (str, dict)):
+        variant = _variants.resolve(variant)
     cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode)
     B, n, d = keys.shape
     dv = values.shape[2]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from capacity import CapacityError, theory, variants
-from capacity.variants import check_variant
+from capacity.conformance import check_variant
 
 
 def _status(report, check):

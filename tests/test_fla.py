@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from capacity import CapacityError, keys, probe, values, variants
-from capacity.variants import check_variant, from_fla
+from capacity.conformance import check_variant
+from capacity.variants import from_fla
 
 
 def fake_delta_bthk(q, k, v, beta, scale=None, initial_state=None, output_final_state=False):

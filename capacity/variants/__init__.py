@@ -28,7 +28,7 @@ Optional members, used where present:
   and measures the capacity at the declared d nearest 64 (``from_fla`` sets it when a
   per-channel input fixes d).
 
-Anything with the required methods works in ``capacity.probe.recall`` and ``check_variant``;
+Anything with the required methods works in ``capacity.probe.recall`` and ``capacity.check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
 
 Built-ins: linear, decay(a), gla(alpha), delta(beta), gated_delta(a, beta), kda(alpha, beta)
@@ -55,7 +55,7 @@ import torch
 from capacity import labels, plugins
 from capacity.errors import CapacityError
 
-__all__ = ["Variant", "get", "resolve", "label", "is_variant", "register", "available", "from_fla", "check_variant", "Report"]
+__all__ = ["Variant", "get", "resolve", "label", "is_variant", "register", "available", "from_fla"]
 
 
 @runtime_checkable
@@ -218,12 +218,3 @@ def _register_builtins() -> None:
 _register_builtins()
 
 from capacity.variants.fla import from_fla  # noqa: E402  (needs the registry-free core above only)
-
-
-def __getattr__(name: str):
-    # check_variant runs the probe, which imports this package: load it on first use
-    if name in ("check_variant", "Report"):
-        from capacity.variants import conformance
-
-        return getattr(conformance, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

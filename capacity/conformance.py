@@ -5,8 +5,8 @@ two closed forms at d = 16, then measures the variant's capacity at d = 64 next 
 A variant that declares the key dimensions it takes (``dims``) is checked at the declared d
 nearest 16 and measured at the declared d nearest 64.
 
->>> from capacity import variants
->>> report = variants.check_variant(variants.get("delta"))
+>>> from capacity import check_variant, variants
+>>> report = check_variant(variants.get("delta"))
 >>> report.passed, [r.check for r in report.results if r.status == "FAIL"]
 (True, [])
 
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from capacity import _random, _validate, keys, probe, theory, values
+from capacity import _random, _validate, keys, probe, theory, values, variants
 from capacity.errors import CapacityError
 
 __all__ = ["check_variant", "Report", "Result"]
@@ -421,10 +421,8 @@ def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int 
     ``dims`` raises a CapacityError; nothing else raises for a failing variant: each failure is a
     row of the report, with its reason.
     """
-    if isinstance(variant, str):
-        from capacity import variants
-
-        variant = variants.get(variant)
+    if not variants.is_variant(variant):
+        variant = variants.resolve(variant)  # a name, label or import path
     eps = _validate.in_range("eps", eps, 0.0, 1.0, low_open=True, high_open=True)
     dims = _dims(variant)
     if d is not None:
