@@ -421,7 +421,7 @@ def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int 
     ``dims`` raises a CapacityError; nothing else raises for a failing variant: each failure is a
     row of the report, with its reason.
     """
-    if not variants.is_variant(variant):
+    if isinstance(variant, (str, dict)):
         variant = variants.resolve(variant)  # a name, label or import path
     eps = _validate.in_range("eps", eps, 0.0, 1.0, low_open=True, high_open=True)
     dims = _dims(variant)

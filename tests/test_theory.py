@@ -217,3 +217,13 @@ def test_no_state_beats_the_rank_bound(K):
     V = np.eye(n)  # orthonormal values
     S, *_ = np.linalg.lstsq(K, V, rcond=None)
     assert ((K @ S - V) ** 2).sum(-1).mean() >= theory.rank_bound(n, d) - 1e-9
+
+
+def test_rank_bound_capacity_is_where_the_rank_bound_crosses_eps():
+    for d in (8, 64, 256):
+        for eps in (0.1, 0.5, 0.9):
+            n_star = theory.rank_bound_capacity(eps, d)
+            assert abs(theory.rank_bound(n_star, d) - eps) < 1e-12
+            assert theory.rank_bound(n_star * 1.01, d) > eps
+    with pytest.raises(CapacityError, match="eps"):
+        theory.rank_bound_capacity(1.0, 16)
