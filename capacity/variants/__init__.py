@@ -125,7 +125,7 @@ def _register_builtins() -> None:
     register("kda", KDA, "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)")
     register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
     register("longhorn", Longhorn, "S = (1 - e k.k) . S + e k^T v, e = beta / (1 + beta |k|^2) (Longhorn)")
-    register("delta_product", DeltaProduct, "steps delta updates per token, keys k R_j with seeded rotations R_j (DeltaProduct)")
+    register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
     register("dplr", DPLR, "S = (Diag(w) - eta k^T k) S + eta k^T v, diagonal plus low rank (RWKV-7)")
     register("softmax", Softmax, "keeps every pair, reads softmax(beta q K^T) V (exact-retrieval baseline; T13)")
 
