@@ -52,9 +52,12 @@ def _oracle_state(mem, K, V):
     if mem.name == "delta_product":
         beta = mem._betas(B, 0, n, "cpu").double()
         return _oracles.delta_product(K64, V64, beta, rotations(mem.steps, d, mem.seed), mem.normalize)
-    eta = mem._values("eta", B, 0, n, d, "cpu").double()
+    eta = mem._values("eta", B, 0, n, d, "cpu").double()[..., None]
     w = mem._values("w", B, 0, n, d, "cpu").double()
-    return _oracles.dplr(_unit(K64) if mem.normalize else K64, V64, w, eta)
+    k = _unit(K64) if mem.normalize else K64
+    a = -k if mem.a is None else mem.a(k)
+    b = eta * k if mem.b is None else mem.b(k)
+    return _oracles.dplr(eta * k, V64, w, a, b)
 
 
 def _matrix(mem, state):
@@ -116,6 +119,42 @@ def test_dplr_with_unit_decay_is_the_delta_rule():
     assert variants.get("dplr", w=1.0, eta=1.0).delta_rule and not variants.get("dplr").delta_rule
 
 
+def _low_rank_inputs(B=2, T=45, d=12, dv=5, seed=8, dtype=torch.float32):
+    """Generic DPLR inputs: a and b independent of the keys, small enough to keep the state bounded."""
+    g = torch.Generator().manual_seed(seed)
+    kw, v = torch.randn(B, T, d, generator=g, dtype=dtype), torch.randn(B, T, dv, generator=g, dtype=dtype)
+    a = 0.3 * torch.randn(B, T, d, generator=g, dtype=dtype) / d**0.5
+    b = torch.randn(B, T, d, generator=g, dtype=dtype) / d**0.5
+    w = 0.5 + 0.5 * torch.rand(B, T, d, generator=g, dtype=dtype)
+    return kw, v, a, b, w
+
+
+def test_general_dplr_recurrence_equals_the_oracle():
+    from capacity.variants.dplr import recurrence
+
+    kw, v, a, b, w = _low_rank_inputs()
+    want = _oracles.dplr(*(x.double() for x in (kw, v, w, a, b)))
+    S0 = torch.zeros(2, 12, 5)
+    for chunk in (45, 7):
+        assert _rel(recurrence(S0, kw, v, a, b, w, chunk=chunk), want) <= 1e-5
+
+
+def test_dplr_with_callable_low_rank_parts():
+    mem = variants.get("dplr", w=("uniform", 0.8, 1.0), eta=0.6, a=lambda k: -0.5 * k, b=lambda k: k.flip(-1), seed=1)
+    K, V = _data(n=40)
+    assert _rel(_matrix(mem, _write_chunks(mem, K, V, [3, 37])), _oracle_state(mem, K, V)) <= 1e-5
+    assert mem.params["a"].endswith("<lambda>") and not mem.delta_rule
+    with pytest.raises(
+        CapacityError, match=r"dplr: a must be None \(RWKV-7's choice: a = -k, b = eta k\) or a callable"
+    ):
+        variants.get("dplr", a="rwkv7")
+    bad = variants.get("dplr", b=lambda k: k[..., :3])
+    with pytest.raises(
+        CapacityError, match=r"dplr: b\(k\) must return a tensor of the keys' shape \[B, t, d\] = \(2, 40, 16\)"
+    ):
+        bad.write(bad.init_state(2, 16, 8), K, V)
+
+
 def test_longhorn_is_the_gla_kernel_with_a_gate_in_0_1():
     k = torch.cat([_data(n=30)[0], torch.zeros(2, 1, 16)], dim=1)  # a zero key: gate 1, nothing written
     for beta in (1e-6, 1.0, 1e6):
@@ -169,7 +208,7 @@ def test_oracle_gradient_agrees_with_finite_differences():
         lambda K, V: _oracles.lsq(K, V, 0.3),
         lambda K, V: _oracles.longhorn(K, V, beta),
         lambda K, V: _oracles.delta_product(K, V, beta[..., None].expand(1, 6, 2), R, True),
-        lambda K, V: _oracles.dplr(K, V, w, beta),
+        lambda K, V: _oracles.dplr(0.7 * K, V, w, -K, 0.7 * K),
     ]
     for fn in fns:
         assert torch.autograd.gradcheck(fn, (K.clone().requires_grad_(True), V.clone().requires_grad_(True)))
@@ -302,6 +341,19 @@ def test_dplr_matches_fla_dplr_recurrence(w_spec):
     ours = mem.write(state, K[:, :20], V[:, :20])
     ours = mem.write(ours, K[:, 20:], V[:, 20:]).matrix
     assert _rel(ours, theirs[:, 0]) <= 1e-5
+
+
+def test_general_dplr_matches_fla_dplr_recurrence():
+    """a and b not derived from the keys: the whole DPLR transition, with an initial state."""
+    naive = _fla("fla.ops.generalized_delta_rule.dplr.naive")
+    from capacity.variants.dplr import recurrence
+
+    kw, v, a, b, w = _low_rank_inputs()
+    S0 = torch.randn(2, 12, 5, generator=torch.Generator().manual_seed(3))
+    _, theirs = naive.dplr_recurrence(
+        _bhtk(kw), _bhtk(kw), _bhtk(v), _bhtk(b), _bhtk(a), _bhtk(w.log()), initial_state=S0[:, None].clone()
+    )
+    assert _rel(recurrence(S0, kw, v, a, b, w, chunk=16), theirs[:, 0]) <= 1e-5
 
 
 def test_dplr_with_unit_decay_matches_fla_iplr_recurrence():

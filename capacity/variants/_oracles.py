@@ -10,7 +10,7 @@ v ``[B, T, dv]``, state S ``[B, d, dv]``; ``k_t^T v_t`` is the outer product ``[
                    S_t = S + P_t k_t^T (v_t - k_t S); S_T = (K^T K + lam I)^-1 K^T V
     longhorn       S = (1 - eps k (.) k) (.) S + eps k^T v, eps = beta / (1 + beta ||k||^2)
     delta_product  for j = 0 .. steps-1: S = S + beta_j k_j^T (v - k_j S), k_j = key of step j
-    dplr           S = (Diag(w) + a^T b) S + kw^T v with a = -k, b = eta k, kw = eta k
+    dplr           S = (Diag(w) + a^T b) S + kw^T v (RWKV-7: a = -k, b = eta k, kw = eta k)
 """
 
 from __future__ import annotations
@@ -70,13 +70,11 @@ def delta_product(
     return S
 
 
-def dplr(k: torch.Tensor, v: torch.Tensor, w: torch.Tensor, eta: torch.Tensor) -> torch.Tensor:
-    """S = (Diag(w_t) + a_t^T b_t) S + (eta_t k_t)^T v_t, a = -k, b = eta k. w [B, T, d], eta [B, T]. From zeros."""
-    B, T, d = k.shape
-    S = torch.zeros(B, d, v.shape[2], dtype=k.dtype, device=k.device)
+def dplr(kw: torch.Tensor, v: torch.Tensor, w: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """S = (Diag(w_t) + a_t^T b_t) S + kw_t^T v_t. kw, a, b, w ``[B, T, d]``, v ``[B, T, dv]``. From zeros."""
+    B, T, d = kw.shape
+    S = torch.zeros(B, d, v.shape[2], dtype=kw.dtype, device=kw.device)
     for t in range(T):
-        kt, e = k[:, t], eta[:, t, None]  # [B, d], [B, 1]
-        a, b = -kt, e * kt
-        transition = torch.diag_embed(w[:, t]) + _outer(a, b)  # [B, d, d]
-        S = transition @ S + _outer(e * kt, v[:, t])
+        transition = torch.diag_embed(w[:, t]) + _outer(a[:, t], b[:, t])  # [B, d, d]
+        S = transition @ S + _outer(kw[:, t], v[:, t])
     return S
