@@ -109,9 +109,9 @@ def get(name: str, **params) -> Variant:
 
 def _register_builtins() -> None:
     from capacity.variants.delta import KDA, Delta, GatedDelta
-    from capacity.variants.gated import GLA, Decay
     from capacity.variants.delta_product import DeltaProduct
     from capacity.variants.dplr import DPLR
+    from capacity.variants.gated import GLA, Decay
     from capacity.variants.linear import Linear
     from capacity.variants.longhorn import Longhorn
     from capacity.variants.lsq import LSQ
@@ -124,9 +124,9 @@ def _register_builtins() -> None:
     register("gated_delta", GatedDelta, "S = a (I - b k^T k) S + b k^T v (Gated DeltaNet)")
     register("kda", KDA, "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)")
     register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
-    register("longhorn", Longhorn, "S = (1 - e k.k) . S + e k^T v, e = beta / (1 + beta |k|^2) (Longhorn)")
+    register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
     register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
-    register("dplr", DPLR, "S = (Diag(w) - eta k^T k) S + eta k^T v, diagonal plus low rank (RWKV-7)")
+    register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
     register("softmax", Softmax, "keeps every pair, reads softmax(beta q K^T) V (exact-retrieval baseline; T13)")
 
 

@@ -37,7 +37,7 @@ class Memory:
     backends = ("auto", "torch", "triton")
 
     def _setup(self, *, normalize, seed, backend="torch", **params: tuple) -> None:
-        """``params``: name -> (spec, interval dict, per_channel); None specs are skipped."""
+        """``params``: name -> (spec, interval dict as in ``_params.Param``, per_channel)."""
         if not isinstance(normalize, bool):
             raise CapacityError(f"{self.name}: normalize must be True or False, got {normalize!r}")
         if backend not in self.backends:
