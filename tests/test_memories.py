@@ -306,9 +306,9 @@ def test_bad_input_names_the_memory_and_the_value():
 
 
 def _fla(module):
-    return pytest.importorskip(
-        module, reason="flash-linear-attention is not installed (pip install fla-core==0.6.0 einops)"
-    )
+    """Import an fla module, or skip (fla absent, or installed without its own dependencies such as einops)."""
+    reason = "flash-linear-attention is not installed (pip install fla-core==0.6.0 einops)"
+    return pytest.importorskip(module, reason=reason, exc_type=ImportError)
 
 
 def _bhtk(x):
