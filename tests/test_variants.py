@@ -301,7 +301,7 @@ def test_a_third_party_object_works_in_recall():
 
 
 def test_bad_input_names_the_variant_and_the_value():
-    with pytest.raises(CapacityError, match=r"unknown variant 'lstm'; known: decay, delta, gated_delta, gla, kda, linear, softmax"):
+    with pytest.raises(CapacityError, match=r"unknown variant 'lstm'; known: decay, delta, delta_product, dplr, gated_delta, gla, kda, linear, longhorn, lsq, softmax"):
         variants.get("lstm")
     with pytest.raises(CapacityError, match=r"decay: a must lie in \(0, 1\], got 1.5"):
         variants.get("decay", a=1.5)

@@ -32,7 +32,8 @@ Anything with the required methods works in ``capacity.probe.recall`` and ``capa
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
 
 Built-ins: linear, decay(a), gla(alpha), delta(beta), gated_delta(a, beta), kda(alpha, beta)
-(through ``capacity.kernels.update``) and softmax(beta). The recurrent ones take a feature map
+(through ``capacity.kernels.update``), softmax(beta), and lsq(lam), longhorn(beta),
+delta_product(steps, beta), dplr(w, eta) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``a=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``).
 
@@ -202,8 +203,12 @@ def label(variant) -> str:
 
 def _register_builtins() -> None:
     from capacity.variants.delta import KDA, Delta, GatedDelta
+    from capacity.variants.delta_product import DeltaProduct
+    from capacity.variants.dplr import DPLR
     from capacity.variants.gated import GLA, Decay
     from capacity.variants.linear import Linear
+    from capacity.variants.longhorn import Longhorn
+    from capacity.variants.lsq import LSQ
     from capacity.variants.softmax import Softmax
 
     register("linear", Linear, "additive memory S = S + k^T v, read q S (T1)")
@@ -212,6 +217,10 @@ def _register_builtins() -> None:
     register("delta", Delta, "delta rule S = (I - b k^T k) S + b k^T v, beta in (0, 2) (DeltaNet; T12)")
     register("gated_delta", GatedDelta, "S = a (I - b k^T k) S + b k^T v (Gated DeltaNet)")
     register("kda", KDA, "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)")
+    register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
+    register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
+    register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
+    register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
     register("softmax", Softmax, "keeps every pair, reads softmax(beta q K^T) V (exact-retrieval baseline; T13)")
 
 

@@ -1,0 +1,149 @@
+"""Shared plumbing of the memories lsq, longhorn, delta_product and dplr: flags, parameters, state and checks.
+
+Each of them keeps a float32 matrix state ``[B, d, dv]`` (lsq keeps two tensors, see its module)
+written token by token in order. When a parameter is drawn per token (``("uniform", low, high)``,
+see ``capacity.variants._params``) the state is a ``TokenState``, the matrix plus the count of
+tokens written, so that token t always gets the same draw however the writes are chunked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from capacity import _validate
+from capacity.errors import CapacityError
+from capacity.variants._params import Param
+from capacity.variants.recurrent import TokenState
+
+__all__ = ["GATE", "POSITIVE", "RATE", "Memory", "unit"]
+
+GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # w, eta in (0, 1]
+RATE = {"low": 0.0, "high": 2.0, "high_open": True}  # delta-rule beta in (0, 2)
+POSITIVE = {"low": 0.0, "high": math.inf, "high_open": True}  # beta > 0 (longhorn)
+
+
+def unit(x: torch.Tensor) -> torch.Tensor:
+    """Rows of x scaled to unit L2 norm (zero rows stay zero). Shape kept: ``[B, t, d]``."""
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+class Memory:
+    """Base of the four memories; subclasses set ``name`` and call ``_setup`` from ``__init__``."""
+
+    name = ""
+    additive = False  # T2 does not hold for any of them
+    backends = ("auto", "torch", "triton")
+
+    def _setup(self, *, normalize, seed, backend="torch", **params: tuple) -> None:
+        """``params``: name -> (spec, interval dict as in ``_params.Param``, per_channel)."""
+        if not isinstance(normalize, bool):
+            raise CapacityError(f"{self.name}: normalize must be True or False, got {normalize!r}")
+        if backend not in self.backends:
+            raise CapacityError(f"{self.name}: unknown backend {backend!r}; known: {', '.join(self.backends)}")
+        self.normalize, self.backend = normalize, backend
+        self.seed = _validate.positive_int(f"{self.name}: seed", seed, minimum=0)
+        self._params: dict[str, Param] = {}
+        for pname, (spec, interval, per_channel) in params.items():
+            self._params[pname] = Param(self.name, pname, spec, per_channel=per_channel, **interval)
+
+    # ------------------------------------------------------------------ description
+
+    @property
+    def drawn(self) -> bool:
+        """True when some parameter is drawn per token (the state is then a TokenState)."""
+        return any(p.drawn for p in self._params.values())
+
+    def _constant(self, pname: str, value: float) -> bool:
+        p = self._params[pname]
+        return p.kind == "constant" and p.value == value
+
+    def _extra_params(self) -> dict:
+        return {}
+
+    @property
+    def params(self) -> dict:
+        """The parameters; ``variants.get(self.name, **self.params)`` rebuilds the memory."""
+        out = {p: spec.spec() for p, spec in self._params.items()}
+        out.update(self._extra_params())
+        out["normalize"] = self.normalize
+        if self.drawn:
+            out["seed"] = self.seed
+        return out
+
+    def state_numel(self, d: int, dv: int) -> int:
+        return int(d) * int(dv)
+
+    def __repr__(self) -> str:
+        return f"variants.get({self.name!r}" + "".join(f", {k}={v!r}" for k, v in self.params.items()) + ")"
+
+    # ------------------------------------------------------------------ state and inputs
+
+    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+        batch = _validate.positive_int("batch", batch)
+        d = _validate.positive_int("d", d)
+        dv = _validate.positive_int("dv", dv)
+        S = torch.zeros(batch, d, dv, dtype=torch.float32, device=_validate.device(device))
+        return TokenState(S, 0) if self.drawn else S
+
+    def _matrix(self, state) -> tuple[torch.Tensor, int]:
+        """The float32 ``[B, d, dv]`` matrix of a state and the number of tokens written before."""
+        if self.drawn:
+            if not isinstance(state, TokenState):
+                raise CapacityError(
+                    f"{self.name}: draws per token, so its state is a TokenState from init_state(), "
+                    f"got {type(state).__name__}"
+                )
+            return state.matrix, state.tokens
+        if not isinstance(state, torch.Tensor):
+            raise CapacityError(
+                f"{self.name}: the state must be the tensor from init_state(), got {type(state).__name__}"
+            )
+        return state, 0
+
+    def _wrap(self, S: torch.Tensor, tokens: int):
+        return TokenState(S, tokens) if self.drawn else S
+
+    def _inputs(
+        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, normalize=None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Checked float32 keys ``[B, t, d]`` and values ``[B, t, dv]``.
+
+        Keys get unit rows if ``normalize`` (default: ``self.normalize``).
+        """
+        _validate.tensor("k", k, ndim=3, finite=False)
+        _validate.tensor("v", v, ndim=3, finite=False)
+        B, d, dv = S.shape
+        if k.shape[0] != B or k.shape[2] != d or v.shape[0] != B or v.shape[2] != dv or k.shape[1] != v.shape[1]:
+            raise CapacityError(
+                f"{self.name}: shapes do not match: state [B, d, dv] = {list(S.shape)}, "
+                f"k [B, t, d] = {list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
+            )
+        _validate.same_device(state=S, k=k, v=v)
+        k = k.float()
+        normalize = self.normalize if normalize is None else normalize
+        return (unit(k) if normalize else k), v.float()
+
+    def _values(self, pname: str, B: int, start: int, T: int, D: int, device) -> torch.Tensor:
+        """Parameter ``pname`` for tokens start .. start + T - 1 as float32 ``[B, T]`` (``[B, T, D]`` per channel)."""
+        p = self._params[pname]
+        x = p.values(B, start, T, D, self.seed, device)
+        if isinstance(x, float):
+            shape = (B, T, D) if p.per_channel else (B, T)
+            return torch.full(shape, x, dtype=torch.float32, device=device)
+        if p.kind == "vector":
+            return x.float().expand(B, T, D)
+        return x.float()
+
+    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+        """q S (q L2-normalised first with ``normalize``). Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
+        S, _ = self._matrix(state)
+        _validate.tensor("q", q, ndim=3, finite=False)
+        if q.shape[0] != S.shape[0] or q.shape[2] != S.shape[1]:
+            raise CapacityError(
+                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(S.shape)}"
+            )
+        _validate.same_device(state=S, q=q)
+        q = q.float()
+        return (unit(q) if self.normalize else q) @ S

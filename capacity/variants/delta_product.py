@@ -1,0 +1,116 @@
+"""DeltaProduct (Siems et al. 2025): ``steps`` delta-rule (generalised Householder) updates per token.
+
+Per token t, for j = 0 .. steps - 1 (row convention, state S ``[B, d, dv]``):
+
+    S = (I - beta_tj k_tj^T k_tj) S + beta_tj k_tj^T v_t
+
+so the token's transition is a product of ``steps`` Householder-like factors. The probe gives one
+(k, v) per token, so the keys of the steps are derived from k, fixed and seeded:
+
+    k_tj = k_t R_j      (L2-normalised with ``normalize``, the default)
+
+with R_0 = I and, for j >= 1, R_j a d x d Haar-random orthogonal matrix drawn once from
+``capacity._random.generator(seed, "variants/delta_product/<j>")`` (QR of a gaussian matrix
+with the signs of R's diagonal fixed). Every step writes the same value v_t. With steps = 1 this
+is exactly the delta rule (``delta``). beta in (0, 2) is a constant (every step) or
+``("uniform", low, high)`` drawn per token and step from ``seed``.
+
+The update is the delta rule over the interleaved sequence (k_t0, v_t), (k_t1, v_t), ..., so it
+runs as ``kernels.update(mode="delta")`` on steps x T tokens (chunked and differentiable on the
+torch backend). Its transition matches fla's gated delta product with num_householder = steps
+and log-gate 0.
+
+>>> import torch
+>>> from capacity import variants, keys
+>>> K = keys.make("gaussian", n=20, d=8, seed=0); V = torch.randn(1, 20, 4)
+>>> one, delta = variants.get("delta_product", steps=1), variants.get("delta")
+>>> S1 = one.write(one.init_state(1, 8, 4), K, V); S2 = delta.write(delta.init_state(1, 8, 4), K, V)
+>>> bool(torch.equal(S1, S2))
+True
+"""
+
+from __future__ import annotations
+
+import torch
+
+from capacity import _random, _validate, kernels
+from capacity.errors import CapacityError
+from capacity.variants._memory import RATE, Memory
+from capacity.variants._params import Param
+
+__all__ = ["DeltaProduct", "rotations"]
+
+
+def rotations(steps: int, d: int, seed: int) -> torch.Tensor:
+    """R_0 = I and seeded Haar orthogonal R_1 .. R_{steps-1}: float64 ``[steps, d, d]`` on the CPU."""
+    out = [torch.eye(d, dtype=torch.float64)]
+    for j in range(1, steps):
+        g = _random.generator(seed, f"variants/delta_product/{j}")
+        Q, R = torch.linalg.qr(_random.normal(d, d, generator=g))
+        out.append(Q * torch.sign(torch.diagonal(R))[None, :])  # sign fix: Haar-distributed
+    return torch.stack(out)
+
+
+class DeltaProduct(Memory):
+    """DeltaProduct with ``steps`` >= 1 delta updates per token; float32 state ``[B, d, dv]``."""
+
+    name = "delta_product"
+
+    def __init__(self, *, steps: int = 2, beta=1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"):
+        self.steps = _validate.positive_int("delta_product: steps", steps)
+        self._setup(normalize=normalize, seed=seed, backend=backend, beta=(beta, RATE, False))
+        if (
+            self.drawn
+        ):  # one stream per step: step 0's is the parameter's own, step j's "variants/delta_product/step<j>/beta"
+            spec = self._params["beta"].spec()
+            self._step_params = [self._params["beta"]] + [
+                Param(f"delta_product/step{j}", "beta", spec, per_channel=False, **RATE) for j in range(1, self.steps)
+            ]
+        self._rot: dict = {}
+
+    @property
+    def delta_rule(self) -> bool:
+        """With one step it is the delta rule (T12); with more the later steps move the read of k."""
+        return self.steps == 1
+
+    def _extra_params(self) -> dict:
+        return {"steps": self.steps}
+
+    def rotation_matrices(self, d: int, device) -> torch.Tensor:
+        """The R_j, float32 ``[steps, d, d]`` on ``device`` (drawn once per d)."""
+        key = (d, str(device))
+        if key not in self._rot:
+            self._rot[key] = rotations(self.steps, d, self.seed).float().to(device)
+        return self._rot[key]
+
+    def _betas(self, B: int, start: int, T: int, device) -> torch.Tensor:
+        """beta per token and step, float32 ``[B, T, steps]``."""
+        if not self.drawn:
+            return torch.full((B, T, self.steps), self._params["beta"].value, dtype=torch.float32, device=device)
+        return torch.stack([p.values(B, start, T, 1, self.seed, device) for p in self._step_params], dim=-1)
+
+    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+        """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the new state."""
+        S, start = self._matrix(state)
+        k, v = self._inputs(S, k, v, normalize=False)  # kernels.update normalises each step's key
+        B, T, d = k.shape
+        dv = v.shape[2]
+        R = self.rotation_matrices(d, S.device)  # [steps, d, d]
+        ks = torch.einsum("btd,sde->btse", k, R)  # [B, T, steps, d]: key of step j is k R_j
+        if self.steps == 1:
+            ks = k[:, :, None, :]  # R_0 = I exactly
+        vs = v[:, :, None, :].expand(B, T, self.steps, dv)
+        beta = self._betas(B, start, T, S.device)  # [B, T, steps]
+        try:
+            S = kernels.update(
+                S.clone(),
+                ks.reshape(B, T * self.steps, d),
+                vs.reshape(B, T * self.steps, dv),
+                mode="delta",
+                beta=beta.reshape(B, T * self.steps),
+                normalize=self.normalize,
+                backend=self.backend,
+            )
+        except CapacityError as exc:
+            raise CapacityError(f"{self.name}: {exc}") from None
+        return self._wrap(S, start + T)
