@@ -19,6 +19,7 @@ from capacity.plots.closed_form import closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.orthogonality import orthogonality
+from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
 
@@ -39,6 +40,7 @@ FIGURES: dict[str, list[tuple[str, Callable, Callable]]] = {
     "bill": [("bill", bill, None)],
     "learned-keys": [("error-vs-load", error_vs_load, None), ("capacity", capacity_vs_d, _several_d)],
     "closed-form": [("closed-form", closed_form, None)],
+    "pretrained-keys": [("pretrained-keys", pretrained_keys, None), ("orthogonality", orthogonality, None)],
 }
 
 
