@@ -164,7 +164,8 @@ def no_model(monkeypatch):
         raise AssertionError("parameter checks must not load the model")
 
     monkeypatch.setattr(pretrained, "_model", boom)
-    monkeypatch.setattr(pretrained, "_all_keys", boom)
+    monkeypatch.setattr(pretrained, "_token_ids", boom)
+    monkeypatch.setattr(pretrained, "_chunk_keys", boom)
 
 
 @pytest.mark.parametrize(
