@@ -206,3 +206,58 @@ def test_missing_packages_name_the_install_command(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(CapacityError, match=r"transformers is missing"):
         pretrained.model_dir()
+
+
+# ------------------------------------------------------------- the study's figure (no model needed)
+
+
+def _theory(ax) -> dict:
+    return {ln.get_gid()[len("theory:") :]: ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("theory:")}
+
+
+def _xy(line):
+    return np.asarray(line.get_xdata(), dtype=float), np.asarray(line.get_ydata(), dtype=float)
+
+
+def test_tight_frame_coherence_is_that_of_tight_frames():
+    from capacity.plots.pretrained_keys import tight_frame_coherence
+
+    for n in (24, 40, 8, 5):
+        ds = keys.describe(keys.make("orthogonal", n, 8, batch=2, seed=3))
+        np.testing.assert_allclose(ds.mean_sq_coherence.values, tight_frame_coherence(n, 8), atol=1e-7)
+
+
+def test_pretrained_keys_figure(tmp_path):
+    """The figure of a small real run of the study (gaussian and orthogonal keys only: no model needed)."""
+    from capacity.plots.pretrained_keys import pretrained_keys, tight_frame_coherence
+    from capacity.plots.render import figures
+
+    from capacity import sweep, theory
+
+    sets = ["keys=gaussian,orthogonal", "d=8", "load=1/2,1,2,4", "seed=0,1", "dv=8"]
+    study = sweep.get("pretrained-keys").with_overrides(sets)
+    ds = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False).dataset
+    assert [stem for stem, _ in figures(ds)] == ["pretrained-keys_pretrained-keys", "pretrained-keys_orthogonality"]
+    fig = pretrained_keys(ds)
+    lin, delta, coh = fig.axes[:3]
+    assert "linear" in lin.get_title() and "delta" in delta.get_title().lower()
+    assert set(_theory(lin)) == {"T5", "T7", "T8"}  # the additive memory: every bound
+    assert set(_theory(delta)) == {"T8"}  # the delta rule: only the rank bound holds
+    for theorem, fn in (("T5", theory.frame_bound), ("T7", theory.random_keys_error), ("T8", theory.rank_bound)):
+        x, y = _xy(_theory(lin)[theorem])
+        np.testing.assert_allclose(y, fn(x * 8, 8), rtol=1e-12)
+    lines = _theory(coh)
+    x, y = _xy(lines["T7:coherence"])
+    np.testing.assert_allclose(y, 1 / 8)
+    x, y = _xy(lines["T5:coherence"])
+    assert x.min() > 1
+    np.testing.assert_allclose(y, tight_frame_coherence(x * 8, 8), rtol=1e-12)
+    # the measured coherence curve is the seed mean of the stored statistic (the first variant's keys)
+    (measured,) = [ln for ln in coh.get_lines() if ln.get_gid() == "measured:gaussian"]
+    x, y = _xy(measured)
+    sub = ds.mean_sq_coherence.sel(variant="linear", key_family="gaussian", d=8)
+    np.testing.assert_allclose(y, [float(sub.sel(load=load).mean()) for load in x], rtol=1e-12)
+    (measured,) = [ln for ln in lin.get_lines() if ln.get_gid() == "measured:gaussian"]
+    x, y = _xy(measured)
+    sub = ds.mse.sel(variant="linear", key_family="gaussian", d=8)
+    np.testing.assert_allclose(y, [float(sub.sel(load=load).mean()) for load in x], rtol=1e-12)
