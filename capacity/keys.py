@@ -163,6 +163,18 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
     return _unit_rows(z @ rot)
 
 
+def _pretrained(batch, n, d, g, **params):
+    from capacity import pretrained  # late: transformers and the model load only when these keys are drawn
+
+    return pretrained.draw(batch, n, d, g, **params)
+
+
+def _pretrained_check(d, **params):
+    from capacity import pretrained  # light: checks the parameters without loading the model
+
+    pretrained.check(d, **params)
+
+
 _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in [
@@ -171,6 +183,7 @@ _FAMILIES: dict[str, Family] = {
         Family("simplex", _simplex, (), False, "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)"),
         Family("correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"),
         Family("anisotropic", _anisotropic, ("rank", "spectrum"), True, "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised"),
+        Family("pretrained", _pretrained, ("layer", "head", "text"), True, "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.pretrained; extra 'models')", _pretrained_check),
     ]
 }
 
@@ -204,7 +217,8 @@ def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **
     ``seed`` is an int, a CPU torch.Generator, or a sequence of ints (one batch item per seed:
     item b equals ``make(family, n, d, seed=seed[b])[0]``). ``params`` are the family's own
     (``rho`` for correlated; ``rank`` or ``spectrum`` for anisotropic; for learned ``variant``,
-    ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``capacity.learned.optimise``).
+    ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``capacity.learned.optimise``; for pretrained
+    ``layer``, ``head``, ``text``, see ``capacity.pretrained``).
 
     >>> make("correlated", n=4, d=8, seed=1, rho=0.5).shape
     torch.Size([1, 4, 8])

@@ -35,6 +35,7 @@ KEYS = {
     "correlated": "correlated",
     "anisotropic": "anisotropic",
     "learned": "learned",
+    "pretrained": "pretrained (MiniLM)",
 }
 FEATURES = {
     "identity": "identity",

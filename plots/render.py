@@ -19,6 +19,7 @@ from capacity.plots.closed_form import closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.orthogonality import orthogonality
+from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
 
@@ -42,6 +43,7 @@ FIGURES: dict[str, Callable] = {
     "feature-maps": feature_maps,
     "orthogonality": orthogonality,
     "variants": variant_curves,
+    "pretrained-keys": pretrained_keys,
 }
 
 
@@ -62,6 +64,9 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["feature-maps"]
     chosen = []
     if _has(ds, "mean_sq_coherence", "effective_rank"):
+        families = [str(k) for k in ds["key_family"].values.ravel()] if "key_family" in ds.coords else []
+        if any(f.startswith("pretrained") for f in families):
+            chosen.append("pretrained-keys")
         chosen.append("orthogonality")
     overlay = _several(ds, "variant") and not _several(ds, "key_family") and _has(ds, "recall")
     chosen.append("variants" if overlay else "error-vs-load")

@@ -105,7 +105,7 @@ def test_labels_parse_and_print():
 def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
     names = studies.available()
     assert list(names)[0] == "capacity-vs-d"
-    assert set(names) == {"capacity-vs-d", "interference-bound", "orthogonality", "variants", "feature-maps", "bill", "learned-keys"}
+    assert set(names) == {"capacity-vs-d", "interference-bound", "orthogonality", "variants", "feature-maps", "bill", "learned-keys", "pretrained-keys"}
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()
     for name in names:
@@ -114,7 +114,7 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         try:
             check(study)
         except CapacityError as exc:
-            assert "unknown variant" in str(exc) or "does not take" in str(exc) or "unknown key family" in str(exc), (name, exc)
+            assert "unknown variant" in str(exc) or "does not take" in str(exc) or "unknown key family" in str(exc) or "capacity[models]" in str(exc), (name, exc)
     for missing, study in (("softmax", "bill"), ("decay", "variants")):
         if missing not in known:
             with pytest.raises(CapacityError, match=f"unknown variant '{missing}'; known: "):

@@ -160,7 +160,8 @@ def run(
     root = _writable_folder(out / ".sweep" / study.name, "store folder")
     store = Store(root)
     all_groups = groups(study)
-    code = fingerprint(_plugin_objects(study))
+    files = [v for k in study.grid.keys for v in k.kwargs.values() if isinstance(v, str) and os.path.isfile(v)]
+    code = fingerprint(_plugin_objects(study), files)
     keyed = [(g, g.key(study, dev.type, code)) for g in all_groups]
     with _lock(root):
         store.clean()

@@ -60,9 +60,18 @@ def _source_of(obj) -> str:
         return ""
 
 
-def fingerprint(user_objects=()) -> str:
-    """A hash of the code that computes a study's numbers: the package's sources and the user's plug-in sources."""
-    return hashlib.sha256("\n".join([_package_sources(), *sorted(_source_of(o) for o in user_objects)]).encode()).hexdigest()
+def _file(path) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def fingerprint(user_objects=(), data_files=()) -> str:
+    """A hash of what computes a study's numbers besides its configuration: the package's sources, the user's
+    plug-in sources, and the data files the study reads (e.g. the text of pretrained keys)."""
+    parts = [_package_sources(), *sorted(_source_of(o) for o in user_objects), *sorted(_file(f) for f in data_files)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def checksum(ds: xr.Dataset) -> str:
