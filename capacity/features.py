@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from capacity import _random, _validate
+from capacity import _random, _validate, plugins
 from capacity.errors import CapacityError
 
 __all__ = ["FeatureMap", "get", "available", "PARAMS"]
@@ -223,8 +223,11 @@ PARAMS = {name: e.params for name, e in _MAPS.items()}  # each map's own paramet
 
 
 def available() -> dict[str, str]:
-    """The feature maps: name -> one-line description."""
-    return {name: e.description for name, e in _MAPS.items()}
+    """The feature maps: name -> one-line description (plug-ins of entry point group ``capacity.features`` too)."""
+    out = {name: e.description for name, e in _MAPS.items()}
+    for name, value in sorted(plugins.entry_points("capacity.features").items()):
+        out.setdefault(name, f"(plug-in {value})")
+    return out
 
 
 def get(name, **params) -> FeatureMap:
@@ -239,7 +242,15 @@ def get(name, **params) -> FeatureMap:
         return name
     if not isinstance(name, str):
         raise CapacityError(f"a feature map is a name ({', '.join(_MAPS)}) or a capacity.features.FeatureMap, got {name!r}")
-    _validate.choice("feature map", name, _MAPS)
+    if name not in _MAPS:  # a plug-in: an import path module:attr, or an entry point of group capacity.features
+        found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.features", name)
+        if found is None:
+            known = sorted(set(_MAPS) | set(plugins.entry_points("capacity.features")))
+            raise CapacityError(f"unknown feature map {name!r}; known: {', '.join(known)}, or an import path module:Class")
+        built = found(**params) if isinstance(found, type) or (callable(found) and not isinstance(found, FeatureMap)) else found
+        if not isinstance(built, FeatureMap):
+            raise CapacityError(f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}")
+        return built
     entry = _MAPS[name]
     unknown = sorted(set(params) - set(entry.params))
     if unknown:

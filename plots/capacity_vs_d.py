@@ -34,6 +34,8 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     """The capacity-vs-d figure of a result Dataset (dims ``d`` and ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "capacity vs d", variables=("mse", "recall"), coords=("n", "dv"), dims=("d", "load"))
     criteria = [("mse", float(eps), f"mean error ≤ ε = {eps:g}"), ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}")]
+    if ds.sizes.get("variant", 1) > 1 and ds.sizes.get("key_family", 1) == 1:
+        return _overlay(ds, criteria)
     variants = _data.levels(ds, "variant")
     d_grid = [int(x) for x in ds["d"].values]
     lo, hi = min(d_grid), max(d_grid)
@@ -78,6 +80,46 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 ax.set_title(title)
         theme.label_outer(axes, xlabel=names.AXIS["d"], ylabel=names.AXIS["capacity"])
         theme.legend(fig, axes, title="key family / theory")
+        nseeds = ds.sizes.get("seed", 1)
+        theme.note(fig, " ".join([theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''})", *notes]))
+    return theme.finish(fig, "capacity-vs-d")
+
+
+def _overlay(ds, criteria):
+    """Several memories on one key family: one panel per criterion, one colour per memory, bounds where they hold."""
+    ds = ds.squeeze("key_family", drop=False) if "key_family" in ds.dims else ds
+    family = str(ds["key_family"].values) if "key_family" in ds.coords else "gaussian"
+    var_labels = [str(v) for v in ds["variant"].values]
+    colors = theme.palette(var_labels)
+    kinds = [_data.reads(ds, v) for v in var_labels]
+    any_additive, any_linear = any(a for a, _ in kinds), any(lr for _, lr in kinds)
+    base = names.parse_label(family)[0]
+    d_grid = [int(x) for x in ds["d"].values]
+    dense = _dense(min(d_grid), max(d_grid))
+    notes = []
+    with theme.style():
+        fig, axes = theme.figure(1, len(criteria), sharex=True)
+        for c, (metric, thr, crit) in enumerate(criteria):
+            ax = axes[0, c]
+            cap = metrics.capacity(ds.drop_vars("key_family", errors="ignore"), metric=metric, threshold=thr)  # [variant, d, seed]
+            df = _data.tidy(cap, "capacity")
+            if len(df):
+                theme.curves(ax, df, x="d", y="capacity", hue="variant", name=names.variant_name, err_style="bars", colors=colors)
+            text = _data.undetermined_note(_data.undetermined(ds, metric, thr), crit)
+            if text:
+                notes.append(text)
+            if metric == "mse" and any_linear:
+                theme.theory_line(ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label="T8: n* ≤ d / (1 − ε) (any linear read)", color="0.45", ls=(0, (1, 1)))
+            if metric == "mse" and any_additive and base == "gaussian":
+                theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)")
+            if metric == "mse" and any_additive and base == "orthogonal":
+                theme.theory_line(ax, dense, theory.capacity_tight_frame(thr, dense), theorem="T5", label="T5: n* = d (1 + ε) (tight frame, additive)", ls="-.")
+            if metric == "recall" and any_additive and base == "gaussian":
+                theme.theory_line(ax, *_t10(ds, d_grid, thr), theorem="T10", label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})", ls=":")
+            theme.grid_axis(ax, d_grid)
+            ax.set_title(f"{crit}\n{names.keys_name(family)} keys")
+        theme.label_outer(axes, xlabel=names.AXIS["d"], ylabel=names.AXIS["capacity"])
+        theme.legend(fig, axes, title="memory / theory")
         nseeds = ds.sizes.get("seed", 1)
         theme.note(fig, " ".join([theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''})", *notes]))
     return theme.finish(fig, "capacity-vs-d")

@@ -10,12 +10,15 @@ Result Datasets label their coordinates with registry names and parameters (``de
 >>> keys_name("correlated(rho=0.5)")
 'correlated (ρ = 0.5)'
 >>> parse_label("anisotropic(rank=8)")
-('anisotropic', {'rank': '8'})
+('anisotropic', {'rank': 8})
+>>> variant_name("mymem:Longhorn(beta=1.0)")
+'Longhorn, β = 1.0'
 """
 
 from __future__ import annotations
 
-import re
+from capacity import labels
+from capacity.errors import CapacityError
 
 __all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "AXIS", "VARIANTS", "KEYS", "FEATURES", "ORDER"]
 
@@ -70,24 +73,13 @@ AXIS = {
     "decode_flops": "decode cost per token, T13 (FLOPs)",
 }
 
-_LABEL = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$")
-
-
-def parse_label(label: str) -> tuple[str, dict[str, str]]:
-    """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': 'v', 'k2': 'v2'})``; a bare name has no parameters."""
-    m = _LABEL.match(str(label))
-    if m is None:
+def parse_label(label: str) -> tuple[str, dict]:
+    """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': v, 'k2': v2})`` with ``capacity.labels`` (the one grammar
+    of labels); a label it cannot read is a bare name."""
+    try:
+        return labels.parse(str(label))
+    except CapacityError:
         return str(label), {}
-    base, inner = m.group(1), m.group(2)
-    params = {}
-    if inner:
-        for part in inner.split(","):
-            if "=" in part:
-                k, v = part.split("=", 1)
-                params[k.strip()] = v.strip()
-            elif part.strip():
-                params[part.strip()] = ""
-    return base, params
 
 
 def _with_params(base: str, params: dict[str, str], sep: str = ", ") -> str:
@@ -98,9 +90,9 @@ def _with_params(base: str, params: dict[str, str], sep: str = ", ") -> str:
 
 
 def variant_name(label: str) -> str:
-    """Display name of a variant label (registry name with optional parameters)."""
+    """Display name of a variant label (registry name or import path ``module:Class``, with optional parameters)."""
     base, params = parse_label(label)
-    return _with_params(VARIANTS.get(base, base), params)
+    return _with_params(VARIANTS.get(base, base.rpartition(":")[2]), params)
 
 
 def keys_name(label: str) -> str:

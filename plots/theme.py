@@ -71,8 +71,8 @@ def _order_key(label: str):
     for v in params.values():
         try:
             nums.append((0, float(v), ""))
-        except ValueError:
-            nums.append((1, 0.0, v))
+        except (TypeError, ValueError):
+            nums.append((1, 0.0, str(v)))
     return (rank, base, nums)
 
 

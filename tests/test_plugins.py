@@ -137,3 +137,23 @@ def test_plugins_load_path_errors_are_one_line():
         plugins.load_path("nocolon")
     with pytest.raises(CapacityError, match="no attribute"):
         plugins.load_path("capacity.theory:nosuch")
+
+
+def test_import_registers_a_plugin_in_every_worker(tmp_path):
+    """--import MODULE: the module registers its variant on import, here and in every worker process."""
+    out = tmp_path / "out"
+    proc = _cli("run", "capacity-vs-d", "--import", "regmem", "--set", "variant=registered-gain(c=0.5),linear", "--set", "keys=gaussian", "--set", "d=8,16", "--set", "load=1/2,1,2", "--set", "seed=0", "--executor", "processes", "--workers", "2", "--out", str(out), "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(out / "capacity-vs-d.nc") as ds:
+        assert list(ds.variant.values) == ["registered-gain(c=0.5)", "linear"]
+    missing = _cli("run", "capacity-vs-d", "--import", "nosuchplugin", "--out", str(out), cwd=tmp_path)
+    assert missing.returncode == 2 and "--import nosuchplugin" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_feature_maps_from_an_import_path():
+    from capacity import features
+
+    fm = features.get("capacity.features:Dpfp", nu=2)
+    assert fm.feature_dim(8) == 32
+    with pytest.raises(CapacityError, match="must build a capacity.features.FeatureMap"):
+        features.get("capacity.theory:frame_bound")
