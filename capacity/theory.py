@@ -235,17 +235,24 @@ def argmax_capacity(d, dv, tau=0.9):
     return _out(_solve_capacity(argmax_recall, d, dv, tau))
 
 
-def _solve_capacity(recall, d, dv, tau):
-    """The real n with recall(n, d, dv) = tau, for each (d, dv) (recall decreasing in n)."""
+def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
+    """The real n with recall(n, d, dv) = tau, for each (d, dv) (recall decreasing in n).
+
+    ``start(d, dv)``: a first guess to bracket from (default 2); ``xtol``: the tolerance on ln n.
+    """
 
     def one(dd, vv):
         f = lambda log_n: recall(np.exp(log_n), dd, vv) - tau  # noqa: E731
         if f(np.log(2.0)) < 0:
             return 1.0
-        hi = np.log(2.0)
+        lo = np.log(2.0) if start is None else max(np.log(2.0), np.log(start(dd, vv)))
+        step = np.log(4.0) if start is None else np.log(1.25)
+        while f(lo) < 0:
+            lo -= step
+        hi = lo + step
         while f(hi) >= 0:
-            hi += np.log(4.0)
-        return float(np.exp(optimize.brentq(f, hi - np.log(4.0), hi, xtol=1e-10)))
+            lo, hi = hi, hi + step
+        return float(np.exp(optimize.brentq(f, lo, hi, xtol=xtol)))
 
     return np.vectorize(one, otypes=[np.float64])(d, dv)
 
@@ -271,12 +278,12 @@ def _refined_one(n, d, dv):
     if n <= 1:
         return 1.0
     sig2 = (n - 1.0) / (d * dv)  # per-coordinate variance of the crosstalk N in R^dv
-    z = np.linspace(-8.0, 8.0, 161)  # a = N . v_i = sigma z
+    z = np.linspace(-8.0, 8.0, 97)  # a = N . v_i = sigma z
     wz = np.exp(-0.5 * z * z)
     wz /= wz.sum()
-    y, wy = special.roots_genlaguerre(16, (dv - 1.0) / 2.0 - 1.0)  # |N_perp|^2 = 2 sigma^2 y, y ~ Gamma((dv-1)/2)
+    y, wy = special.roots_genlaguerre(12, (dv - 1.0) / 2.0 - 1.0)  # |N_perp|^2 = 2 sigma^2 y, y ~ Gamma((dv-1)/2)
     wy = wy / wy.sum()
-    g, wg = _coordinate_nodes(d, 48)  # g = G_il = k_i . k_l
+    g, wg = _coordinate_nodes(d, 40)  # g = G_il = k_i . k_l
     a = np.sqrt(sig2) * z[:, None, None]  # [z, 1, 1]
     eta = a * a + 2.0 * sig2 * y[None, :, None]  # |N|^2, [z, y, 1]
     scale2 = np.maximum((1.0 - g) ** 2 + 2.0 * (1.0 - g) * a + eta - 1.0 / d, 1e-12)  # [z, y, g]
@@ -326,7 +333,8 @@ def argmax_capacity_refined(d, dv, tau=0.9):
         raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
     if np.any(d < 2) or np.any(dv < 2):
         raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
-    return _out(_solve_capacity(argmax_recall_refined, d, dv, tau))
+    return _out(_solve_capacity(argmax_recall_refined, d, dv, tau, start=lambda a, b: argmax_capacity(a, b, tau),
+                                xtol=1e-7))
 
 
 # ---------------------------------------------------------------- T11: decay
