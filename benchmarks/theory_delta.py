@@ -26,7 +26,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--dv", type=int, default=16)
     args = ap.parse_args()
-    print(f"{'beta':>5} {'max rel. err':>12} {'at (d, n)':>11} {'max |z|':>8} {'at (d, n)':>11} {'points':>6} {'missed':>6}")
+    head = ("beta", "max rel. err", "at (d, n)", "max |z|", "at (d, n)", "points", "missed")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(head, (5, 12, 11, 8, 11, 6, 6))))
     for beta in BETAS:
         rel, zs, where = [], [], []
         for d in DS:

@@ -25,7 +25,9 @@ def _simulate_delta(n, d, dv, beta, trials, seed):
     return out  # [n, trials]
 
 
-@pytest.mark.parametrize("n,d,dv,beta,seed", [(24, 4, 3, 1.0, 1), (40, 8, 5, 0.5, 2), (30, 16, 2, 0.2, 3), (16, 3, 6, 1.6, 4)])
+@pytest.mark.parametrize(
+    "n,d,dv,beta,seed", [(24, 4, 3, 1.0, 1), (40, 8, 5, 0.5, 2), (30, 16, 2, 0.2, 3), (16, 3, 6, 1.6, 4)]
+)
 def test_delta_rule_error_matches_a_float64_brute_force(n, d, dv, beta, seed):
     trials = 4000
     mse = _simulate_delta(n, d, dv, beta, trials, seed)
