@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from capacity import _random, keys, probe, theory, values, variants
+from capacity import _random, keys, metrics, probe, theory, values, variants
 from capacity import _validate
 from capacity.errors import CapacityError
 from capacity.kernels import reference
@@ -182,6 +182,10 @@ def _argmax(dev, seed, rows):
         ratio = measured / predicted
         rows.append(Check("T10", f"d = dv = {d}: 90%-recall capacity / prediction, in [1, 1.6]", ratio, 1.3, "in", 0.3, bool(1.0 <= ratio <= 1.6)))
         rows.append(_ge("T10", f"d = dv = {d}: measured 90%-recall capacity > d (retrieval past d)", measured, d + 1, 0.0))
+        cap = float(metrics.capacity(ds.mean("batch"), metric="recall", threshold=0.9))
+        ratio = cap / theory.argmax_capacity_refined(d, d, tau=0.9)
+        what = f"d = dv = {d}: 90% capacity / refined prediction, in [0.9, 1.1]"
+        rows.append(Check("T10", what, ratio, 1.0, "in", 0.1, bool(abs(ratio - 1.0) <= 0.1)))
 
 
 def _t11(dev, seed, rows):
@@ -214,6 +218,21 @@ def _t12(dev, seed, rows):
     rows.append(_eq("T12", "delta variant via probe, orthonormal keys, n = d: worst mse", float(ds.mse.max()), 0.0, 1e-10))
 
 
+def _t12_random(dev, seed, rows):
+    """T12: the delta rule with random unit keys against theory.delta_rule_error (exact expectation)."""
+    n, d, dv, B = 128, 32, 16, 64
+    K = keys.make("gaussian", n, d, batch=B, seed=seed, device=dev)
+    V = values.make("gaussian", n, dv, batch=B, seed=seed, device=dev)
+    for beta, c in ((0.5, 64), (1.0, 128)):
+        ds = probe.recall(variants.get("delta", beta=beta), K, V, checkpoints=[1, c], decode=False)
+        if beta != 1.0:
+            first = float(np.abs(ds.mse.isel(n=0).values - theory.delta_rule_error(1, d, beta=beta)).max())
+            rows.append(_eq("T12", f"delta b = {beta}, n = 1: mse = (1 - b)^2 (worst item)", first, 0.0, 1e-6))
+        m, se = _mean_se(torch.as_tensor(ds.mse.isel(n=1).values))
+        what = f"delta b = {beta}, d = {d}, n = {c}: mean mse = theory (3 s.e.)"
+        rows.append(_eq("T12", what, m, theory.delta_rule_error(c, d, beta=beta), 3 * se))
+
+
 def _t13(dev, seed, rows):
     """T13: softmax attention keeps every pair: exact as beta grows for distinct keys."""
     n, d = 64, 64
@@ -242,6 +261,7 @@ _GROUPS = [
     (("T10",), _argmax),
     (("T11",), _t11),
     (("T12",), _t12),
+    (("T12",), _t12_random),
     (("T13",), _t13),
 ]
 
