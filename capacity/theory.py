@@ -42,6 +42,7 @@ __all__ = [
     "capacity_random_keys",
     "capacity_tight_frame",
     "rank_bound_capacity",
+    "delta_rule_capacity",
     "bill",
     "break_even_n",
 ]
@@ -442,6 +443,29 @@ def delta_rule_error(n, d, beta=1.0, dv=None):
     traj = _delta_trajectory(n.max(), pairs[:, 0], pairs[:, 1])  # [n_max, U]
     value = traj[n.ravel().astype(np.int64) - 1, index.ravel()]
     return _out(value.reshape(n.shape))
+
+
+def delta_rule_capacity(eps, d, beta=1.0):
+    """Capacity under the delta rule's exact mean error: the largest n with ``delta_rule_error(n, d, beta) <= eps``.
+
+    Whole numbers for each broadcast (eps, d, beta); 0 when even one pair misses (eps < (1 - b)^2); inf when the
+    error never exceeds eps (it tends to 2 / (2 - b) as n grows, so for eps >= 2 / (2 - b)). d must be whole.
+
+    >>> delta_rule_capacity(0.5, 64)
+    53.0
+    """
+    eps, d, b = np.broadcast_arrays(np.asarray(eps, dtype=np.float64), np.asarray(d, dtype=np.float64), np.asarray(beta, dtype=np.float64))
+    out = np.empty(eps.shape)
+    for idx in np.ndindex(eps.shape):
+        e, dd, bb = float(eps[idx]), float(d[idx]), float(b[idx])
+        if e >= 2.0 / (2.0 - bb) if 0 < bb < 2 else False:
+            out[idx] = np.inf
+            continue
+        hi = int(64 * dd)
+        curve = np.atleast_1d(delta_rule_error(np.arange(1, hi + 1), dd, beta=bb))
+        over = np.nonzero(curve > e)[0]
+        out[idx] = float(over[0]) if over.size else np.inf
+    return _out(out)
 
 
 # ---------------------------------------------------------------- T13: the bill

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from capacity import metrics, variants
+from capacity import labels, metrics, variants
 from capacity.errors import CapacityError
 from capacity.metrics import HIGHER_IS_BETTER
 
-__all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note", "reads"]
+__all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note", "reads", "delta_beta"]
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 
@@ -117,3 +117,19 @@ def reads(ds: xr.Dataset, variant) -> tuple[bool, bool]:
     except CapacityError:
         return False, False
     return getattr(built, "additive", False) is True, getattr(built, "linear_read", False) is True
+
+
+def delta_beta(variant) -> float | None:
+    """The constant beta of a plain delta rule (unit keys, no gate, no feature map), whose exact mean error for random
+    keys is ``theory.delta_rule_error``; None for any other memory."""
+    if variant is None:
+        return None
+    try:
+        name, params = labels.parse(str(variant))
+    except CapacityError:
+        return None
+    beta = params.get("beta", 1.0)
+    plain = name == "delta" and params.get("normalize", True) is True and "feature" not in params
+    if not plain or isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 2:
+        return None
+    return float(beta)

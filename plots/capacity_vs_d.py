@@ -66,6 +66,10 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 additive, linear = _data.reads(ds, variant)
                 if metric == "mse" and linear:
                     theme.theory_line(ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label="T8: n* ≤ d / (1 − ε) (any linear read)", color="0.45", ls=(0, (1, 1)))
+                beta = _data.delta_beta(variant)
+                if metric == "mse" and beta is not None and ("gaussian" in bases or not bases):
+                    dd = np.unique(np.round(dense)).astype(int)
+                    theme.theory_line(ax, dd, theory.delta_rule_capacity(thr, dd, beta), theorem="T12:delta", label=f"T12 delta rule, β = {beta:g}: n* from its exact mean (random keys)", color=colors.get(bases.get("gaussian"), "0.15"), ls=(0, (3, 1, 1, 1)))
                 if metric == "mse" and additive:
                     if "gaussian" in bases or not bases:
                         theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)", color=colors.get(bases.get("gaussian"), "0.15"))
@@ -112,6 +116,11 @@ def _overlay(ds, criteria):
                 theme.theory_line(ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label="T8: n* ≤ d / (1 − ε) (any linear read)", color="0.45", ls=(0, (1, 1)))
             if metric == "mse" and any_additive and base == "gaussian":
                 theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)")
+            if metric == "mse" and base == "gaussian":
+                dd = np.unique(np.round(dense)).astype(int)
+                for v in var_labels:
+                    if _data.delta_beta(v) is not None:
+                        theme.theory_line(ax, dd, theory.delta_rule_capacity(thr, dd, _data.delta_beta(v)), theorem="T12:delta", label=f"T12 delta rule, β = {_data.delta_beta(v):g}: n* from its exact mean", color=colors[v], ls=(0, (3, 1, 1, 1)))
             if metric == "mse" and any_additive and base == "orthogonal":
                 theme.theory_line(ax, dense, theory.capacity_tight_frame(thr, dense), theorem="T5", label="T5: n* = d (1 + ε) (tight frame, additive)", ls="-.")
             if metric == "recall" and any_additive and base == "gaussian":

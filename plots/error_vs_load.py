@@ -19,7 +19,7 @@ import numpy as np
 from capacity import theory
 from capacity.plots import _data, names, theme
 
-__all__ = ["error_vs_load", "theory_curves", "FLOOR"]
+__all__ = ["error_vs_load", "theory_curves", "delta_curve", "FLOOR"]
 
 FLOOR = 1e-3  # lowest error shown on the log axis
 
@@ -42,6 +42,13 @@ def theory_curves(ax, d: int, lo: float, hi: float, *, which=("T5", "T7", "T8"))
         fn, label, ls = THEORY[theorem]
         theme.theory_line(ax, x, fn(x * d, d), theorem=theorem, label=label, ls=ls)
     return x
+
+
+def delta_curve(ax, d: int, beta: float, lo: float, hi: float, *, color="0.15"):
+    """The delta rule's exact mean error for random unit keys (``theory.delta_rule_error``) against load n/d."""
+    n = np.unique(np.round(np.geomspace(max(lo * d, 1.0), hi * d, 64))).astype(int)
+    label = f"T12 delta rule, β = {beta:g}, random keys: exact mean"
+    return theme.theory_line(ax, n / d, theory.delta_rule_error(n, max(d, 2), beta=beta), theorem="T12:delta", label=label, color=color, ls=(0, (3, 1, 1, 1)))
 
 
 def error_vs_load(ds, *, metric: str = "mse"):
@@ -68,6 +75,9 @@ def error_vs_load(ds, *, metric: str = "mse"):
                 additive, linear = _data.reads(ds, variant)
                 which = (["T5", "T7"] if additive else []) + (["T8"] if linear else [])
                 theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
+                beta = _data.delta_beta(variant)
+                if beta is not None and any(names.parse_label(f)[0] == "gaussian" for f in fam_labels) and metric == "mse":
+                    delta_curve(ax, d, beta, float(loads.min()), float(loads.max()), color=colors.get(next(f for f in fam_labels if names.parse_label(f)[0] == "gaussian")))
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)

@@ -15,7 +15,7 @@ import numpy as np
 
 from capacity import theory
 from capacity.plots import _data, names, theme
-from capacity.plots.error_vs_load import FLOOR, theory_curves
+from capacity.plots.error_vs_load import FLOOR, delta_curve, theory_curves
 
 __all__ = ["variant_curves"]
 
@@ -47,6 +47,10 @@ def variant_curves(ds):
                     if any_additive:
                         which += (["T7"] if "gaussian" in bases or not bases else []) + (["T5"] if "orthogonal" in bases else [])
                     theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
+                    if "gaussian" in bases or not bases:
+                        for v in var_labels:
+                            if _data.delta_beta(v) is not None:
+                                delta_curve(ax, d, _data.delta_beta(v), float(loads.min()), float(loads.max()), color=colors[v])
                     theme.load_axis(ax)
                     ax.set_ylim(bottom=FLOOR)
                 elif any_additive:
