@@ -65,8 +65,8 @@ def choose(ds: xr.Dataset) -> list[str]:
     chosen = []
     if _has(ds, "mean_sq_coherence", "effective_rank"):
         families = [str(k) for k in ds["key_family"].values.ravel()] if "key_family" in ds.coords else []
-        if any(f.startswith("pretrained") for f in families):
-            chosen.append("pretrained-keys")
+        if ds.attrs.get("study") == "pretrained-keys" or any(f.startswith("pretrained") for f in families):
+            return ["pretrained-keys", "orthogonality"]  # its panels hold the error against load too
         chosen.append("orthogonality")
     overlay = _several(ds, "variant") and not _several(ds, "key_family") and _has(ds, "recall")
     chosen.append("variants" if overlay else "error-vs-load")

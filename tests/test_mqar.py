@@ -239,7 +239,7 @@ def test_grid_equals_direct_calls():
     assert ds.accuracy.sel(variant="delta(beta=0.5)", overwrite=0.5, pairs=16, seed=1) == one.accuracy.item()
     assert ds.attrs["vocab"] == 32 and ds.attrs["d"] == 16 and ds.attrs["dv"] == 16
     objs = mqar.grid([variants.get("delta", beta=1.0)], pairs=[8], d=8, vocab=16)
-    assert objs.variant.values.tolist() == ["delta(beta=1, normalize=true)"]
+    assert objs.variant.values.tolist() == ["delta(beta=1.0, normalize=true)"]
 
 
 def test_figure():

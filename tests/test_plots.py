@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import cli, keys, probe, studies, sweep, theory, values, variants
+from capacity import cli, keys, plots, probe, studies, sweep, theory, values, variants
 from capacity.errors import CapacityError
 from capacity.plots import (
     bill,
@@ -170,15 +170,22 @@ def test_capacity_vs_d_figure(cvd):
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert_units(fig)
     assert axes[1, 0].get_xlabel() and axes[0, 0].get_ylabel()
-    for row in axes:
-        lines = theory_lines(row[0])
-        x, y = xy(lines["T7"])
-        np.testing.assert_allclose(y, theory.capacity_random_keys(0.5, x), **EXACT)
-        x, y = xy(lines["T5"])
-        np.testing.assert_allclose(y, theory.capacity_tight_frame(0.5, x), **EXACT)
-        x, y = xy(theory_lines(row[1])["T10"])
-        assert {8.0, 16.0} <= set(x)
-        np.testing.assert_allclose(y, theory.argmax_capacity(x, 16, tau=0.9), **EXACT)
+    # the additive memory's closed forms on the linear row only; T8 on both; the delta rule's own on its row
+    lines = theory_lines(axes[0, 0])
+    assert set(lines) == {"T5", "T7", "T8"}
+    x, y = xy(lines["T7"])
+    np.testing.assert_allclose(y, theory.capacity_random_keys(0.5, x), **EXACT)
+    x, y = xy(lines["T5"])
+    np.testing.assert_allclose(y, theory.capacity_tight_frame(0.5, x), **EXACT)
+    x, y = xy(theory_lines(axes[0, 1])["T10"])
+    assert {8.0, 16.0} <= set(x)
+    np.testing.assert_allclose(y, theory.argmax_capacity(x, 16, tau=0.9), **EXACT)
+    delta = theory_lines(axes[1, 0])
+    assert set(delta) == {"T8", "T12:delta"} and not theory_lines(axes[1, 1])
+    x, y = xy(delta["T12:delta"])
+    np.testing.assert_array_equal(y, theory.delta_rule_capacity(0.5, x.astype(int), 1.0))
+    x, y = xy(delta["T8"])
+    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x), **EXACT)
     # the markers are the mean over seeds of the capacity per run
     x, y = xy(measured_line(axes[0, 0], "gaussian"))
     for xi, yi in zip(x, y):
@@ -199,14 +206,19 @@ def test_error_vs_load_figure(cvd):
     fig = error_vs_load(cvd)
     axes = np.array(fig.axes).reshape(2, 2)  # rows: variants, columns: d = 8, 16
     assert_units(fig)
-    for (_, c), ax in np.ndenumerate(axes):
+    for (r, c), ax in np.ndenumerate(axes):
         d = (8, 16)[c]
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
         lines = theory_lines(ax)
-        assert set(lines) == {"T5", "T7", "T8"}
+        # T5 and T7 bind the additive memory (row 0); T8 every linear read; the delta rule has its exact mean (row 1)
+        assert set(lines) == ({"T5", "T7", "T8"} if r == 0 else {"T8", "T12:delta"})
         for theorem, fn in (("T5", theory.frame_bound), ("T7", theory.random_keys_error), ("T8", theory.rank_bound)):
-            x, y = xy(lines[theorem])
-            np.testing.assert_allclose(y, fn(x * d, d), **EXACT)
+            if theorem in lines:
+                x, y = xy(lines[theorem])
+                np.testing.assert_allclose(y, fn(x * d, d), **EXACT)
+        if r == 1:
+            x, y = xy(lines["T12:delta"])
+            np.testing.assert_allclose(y, theory.delta_rule_error(np.round(x * d).astype(int), d, beta=1.0), **EXACT)
         marker = [line for line in ax.get_lines() if line.get_gid() == "marker:n=d"]
         assert len(marker) == 1 and list(marker[0].get_xdata()) == [1.0, 1.0]
     # the measured curve is the mean over the seeds that have a value (NaN dropped)
@@ -387,11 +399,18 @@ def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var
     assert b"CreationDate" not in again[1].read_bytes() and b"matplotlib" not in again[0].read_bytes()
 
 
-def test_render_rejects_bad_datasets(cvd):
-    with pytest.raises(CapacityError, match="unknown study 'other'"):
-        render(cvd.assign_attrs(study="other"), "unused")
-    with pytest.raises(CapacityError, match="no 'study' attribute"):
+def test_render_chooses_figures_from_the_data(cvd, tmp_path):
+    """A study the plots never heard of renders by what it holds; a Dataset nothing fits is one line."""
+    paths = render(cvd.assign_attrs(study="my-own"), tmp_path)
+    assert sorted(p.name for p in paths) == ["my-own_capacity.pdf", "my-own_capacity.png", "my-own_error-vs-load.pdf", "my-own_error-vs-load.png"]
+    one = cvd.sel(key_family=["gaussian"])
+    assert plots.choose(one) == ["variants", "capacity"]  # several memories on one key family: the overlays
+    assert plots.choose(cvd.drop_vars("recall")) == ["error-vs-load"]
+    with pytest.raises(CapacityError, match="no figure fits"):
         render(xr.Dataset({"mse": ("load", [1.0])}), "unused")
+
+
+def test_render_rejects_bad_datasets(cvd):
     with pytest.raises(CapacityError, match="missing variable 'recall'"):
         capacity_vs_d(cvd.drop_vars("recall"))
     with pytest.raises(CapacityError, match="holds no finite value"):
@@ -414,11 +433,11 @@ def _run_cli(capsys, *argv):
 @pytest.mark.parametrize(
     "make, expected",
     [
-        (lambda ds: ds.assign_attrs(study="not-a-study"), "unknown study 'not-a-study'"),
-        (lambda ds: ds.drop_vars("recall"), "missing variable 'recall'"),
+        (lambda ds: ds.drop_vars(["mse", "recall"]), "no figure fits"),
+        (lambda ds: ds.assign(mse=ds.mse * np.nan), "holds no finite value"),
         (lambda ds: xr.Dataset(attrs={"study": "capacity-vs-d"}), "empty"),
     ],
-    ids=["other-study", "missing-variable", "empty"],
+    ids=["nothing-fits", "no-finite-value", "empty"],
 )
 def test_cli_plot_errors_are_one_line_and_exit_2(tmp_path, capsys, cvd, make, expected):
     path = tmp_path / "results.nc"

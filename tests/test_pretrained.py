@@ -230,10 +230,10 @@ def test_pretrained_keys_figure(tmp_path):
     from capacity.plots.pretrained_keys import pretrained_keys, tight_frame_coherence
     from capacity.plots.render import figures
 
-    from capacity import sweep, theory
+    from capacity import studies, sweep, theory
 
     sets = ["keys=gaussian,orthogonal", "d=8", "load=1/2,1,2,4", "seed=0,1", "dv=8"]
-    study = sweep.get("pretrained-keys").with_overrides(sets)
+    study = studies.get("pretrained-keys").with_overrides(sets)
     ds = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False).dataset
     assert [stem for stem, _ in figures(ds)] == ["pretrained-keys_pretrained-keys", "pretrained-keys_orthogonality"]
     fig = pretrained_keys(ds)
