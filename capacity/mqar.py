@@ -38,12 +38,11 @@ import torch
 import xarray as xr
 from scipy import integrate, special
 
-from capacity import _random, _validate
+from capacity import _random, _validate, labels
 from capacity import keys as key_families
 from capacity import values as value_families
 from capacity import variants as variant_registry
 from capacity.errors import CapacityError
-from capacity.sweep.config import Spec
 
 __all__ = ["METRICS", "Task", "grid", "mqar", "predicted_accuracy", "task"]
 
@@ -401,13 +400,11 @@ def _variants(variants) -> dict:
     out = {}
     for v in variants:
         if isinstance(v, str):
-            spec = Spec.parse(v, "variant")
-            out[spec.label] = variant_registry.get(spec.name, **spec.kwargs)
+            name, params = labels.parse(v)
+            out[labels.format(name, params)] = variant_registry.resolve(v)
         else:
             _check_variant(v)
-            params = getattr(v, "params", {}) or {}
-            label = getattr(v, "name", type(v).__name__)
-            out[Spec(label, tuple(sorted(params.items()))).label if params else label] = v
+            out[variant_registry.label(v)] = v
     return out
 
 

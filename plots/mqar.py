@@ -23,11 +23,21 @@ OVERWRITE = "keys overwritten (fraction)"
 
 
 def mqar_figure(ds, *, pairs=None):
-    """The MQAR figure of a ``capacity.mqar.grid`` Dataset (dims variant, pairs, overwrite, seed; variable accuracy).
+    """The MQAR figure of a ``capacity.mqar.grid`` Dataset (dims variant, pairs, overwrite, seed; variable accuracy),
+    or of an ``mqar`` study's results (dims variant, key_family, d, n, overwrite, seed: one key family and one d).
 
     ``pairs``: where the right panel cuts the grid (default the smallest pairs value measured, where the memories
     still recall well without overwrites, so the panel shows what overwrites alone cost).
     """
+    if "n" in getattr(ds, "dims", ()) and "pairs" not in ds.dims:  # a sweep's layout
+        for dim in ("key_family", "d"):
+            if ds.sizes.get(dim, 1) != 1:
+                raise CapacityError(f"the MQAR figure draws one {dim}; select one first, e.g. ds.sel({dim}=...)")
+        keys = str(ds["key_family"].values.ravel()[0]) if "key_family" in ds.coords else "gaussian"
+        d = int(ds["d"].values.ravel()[0])
+        dv = int(np.asarray(ds["dv"].values).ravel()[0])
+        ds = ds.squeeze([x for x in ("key_family", "d") if x in ds.dims]).rename(n="pairs")
+        ds = ds[["accuracy"]].assign_attrs(d=d, dv=dv, vocab=int(ds.attrs["vocab"]), keys=keys.partition("(")[0])
     _data.require(
         ds,
         "MQAR",

@@ -18,6 +18,7 @@ from capacity.plots.capacity_vs_d import capacity_vs_d
 from capacity.plots.closed_form import closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
+from capacity.plots.mqar import mqar_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
@@ -44,6 +45,7 @@ FIGURES: dict[str, Callable] = {
     "orthogonality": orthogonality,
     "variants": variant_curves,
     "pretrained-keys": pretrained_keys,
+    "mqar": mqar_figure,
 }
 
 
@@ -58,6 +60,8 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["bill"]
     if ds.attrs.get("study") == "closed-form":
         return ["closed-form"]
+    if _has(ds, "accuracy") and "overwrite" in ds.dims:
+        return ["mqar"]
     if not (_has(ds, "mse") and "d" in ds.dims and "load" in ds.dims):
         return []
     if "feature" in ds.dims:

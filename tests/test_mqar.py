@@ -326,3 +326,17 @@ def test_errors_variant_and_grid():
 def test_docstring_examples_run():
     result = doctest.testmod(mqar, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_mqar_study_runs_through_the_sweep_and_equals_direct_calls(tmp_path):
+    from capacity import plots, studies, sweep
+
+    study = studies.get("mqar").with_overrides(["variant=linear,delta(beta=1.0)", "d=16", "n=8,16", "seed=0,1", "vocab=64", "overwrite=0,0.5"])
+    ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
+    assert dict(ds.accuracy.sizes) == {"variant": 2, "key_family": 1, "d": 1, "n": 2, "overwrite": 2, "seed": 2}
+    direct = mqar.mqar(variants.get("delta", beta=1.0), vocab=64, pairs=[8, 16], d=16, overwrite=0.5, batch=2, seed=[0, 1])
+    got = ds.accuracy.sel(variant="delta(beta=1.0)", key_family="gaussian", d=16, overwrite=0.5).transpose("n", "seed").values
+    np.testing.assert_array_equal(got, direct.accuracy.transpose("pairs", "batch").values)
+    assert plots.choose(ds) == ["mqar"] and [p.name for p in plots.render(ds, tmp_path / "f")] == ["mqar_mqar.png", "mqar_mqar.pdf"]
+    with pytest.raises(CapacityError, match="too many"):
+        sweep.run(studies.get("mqar").with_overrides(["n=128", "vocab=64"]), out=tmp_path, progress=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from capacity import __version__, probe, theory
+from capacity import __version__, mqar, probe, theory
 from capacity.sweep.config import Study, n_of
 from capacity.sweep.points import Group, build_variant
 
@@ -68,6 +68,8 @@ def _axes(study: Study) -> list[tuple[str, list]]:
         axes.append(("feature", [f.label for f in g.feature]))
     axes.append(("d", list(g.d)))
     axes.append((g.curve, list(g.load or g.n)))
+    if study.probe.kind == "mqar":
+        axes.append(("overwrite", list(study.probe.overwrite)))
     if not bill:
         axes.append(("seed", list(g.seed)))
     if len(g.dtype) > 1:
@@ -89,7 +91,7 @@ def _index(study: Study, group: Group, dims: list[str], x) -> tuple:
         "dtype": g.dtype.index(group.dtype),
         "dv": g.dv.index(group.dv) if len(g.dv) > 1 else None,
     }
-    return tuple(slice(None) if dim == "seed" else pos[dim] for dim in dims)
+    return tuple(slice(None) if dim in ("seed", "overwrite") else pos[dim] for dim in dims)
 
 
 def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: dict) -> xr.Dataset:
@@ -113,7 +115,7 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
 
     data = {}
     for m in names:
-        meta = probe.METRICS.get(m) or _STAT_ATTRS.get(m)
+        meta = probe.METRICS.get(m) or _STAT_ATTRS.get(m) or (mqar.METRICS.get(m) if study.probe.kind == "mqar" else None)
         data[m] = (dims, full[m], dict(zip(("long_name", "units", "description"), meta)) if meta else _BILL_ATTRS[m])
 
     coords = {a: (a, np.asarray(v), {}) for a, v in axes}
@@ -157,12 +159,17 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
             data[name] = (tdims, np.broadcast_to(fn(n3, d3), np.broadcast_shapes(n3.shape, np.shape(dv))).copy(), {"units": "1" if name == "welch_bound" else "value units^2", "description": desc})
         pred = theory.argmax_recall(n3, d3, dv)
         data["argmax_recall_pred"] = (tdims, np.asarray(pred), {"long_name": "predicted argmax recall", "units": "fraction", "description": "T10 Gaussian-approximation prediction of argmax recall for random unit keys and values"})
-    else:
+    elif study.probe.kind == "bill":
         b = theory.bill(n3, d3, dv)
         for name, desc in _BILL_THEORY.items():
             data[name] = (tdims, np.broadcast_to(b[name], n3.shape).copy(), {"description": desc})
+    else:  # mqar: T10 decoded over the whole value vocabulary
+        pred = mqar.predicted_accuracy(n3, d3, dv, study.probe.vocab)
+        data["accuracy_pred"] = (tdims, np.broadcast_to(pred, np.broadcast_shapes(n3.shape, np.shape(dv))).copy(), {"long_name": "predicted MQAR accuracy", "units": "fraction", "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)"})
 
     out = xr.Dataset(data, coords=coords, attrs=dict(attrs))
+    if study.probe.kind == "mqar":
+        out.attrs.update(vocab=int(study.probe.vocab), distractors=int(study.probe.distractors))
     if study.probe.kind == "bill":
         out.attrs["break_even_n"] = np.atleast_1d(theory.break_even_n(d, None if not g.dv else np.asarray(g.dv[0]), measure="cache")).astype(np.float64)
     return out

@@ -31,6 +31,7 @@ DTYPES = ("float32", "bfloat16", "float16")
 KINDS = {
     "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
     "bill": "measured state/cache size and per-token decode time after n writes",
+    "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
 }
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -207,7 +208,8 @@ class Probe:
     - ``key_stats``: also store ``capacity.keys.describe`` statistics of the keys at every point;
     - ``decode``: measure argmax recall (the ``recall`` variable; it costs c^2 dv per checkpoint,
       most of a large probe's work); false leaves the other five metrics;
-    - ``repeats``: timed decode steps per point (bill).
+    - ``repeats``: timed decode steps per point (bill);
+    - ``vocab``, ``overwrite`` (fractions of the keys written again, an axis), ``distractors``: the MQAR task (mqar).
     """
 
     kind: str = "recall"
@@ -215,6 +217,9 @@ class Probe:
     key_stats: bool = False
     decode: bool = True
     repeats: int = 20
+    vocab: int = 1024
+    overwrite: tuple = (0.0,)
+    distractors: int = 0
 
     def __post_init__(self):
         from capacity import values  # noqa: PLC0415 - values imports torch; config stays importable without it
@@ -225,9 +230,17 @@ class Probe:
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         object.__setattr__(self, "repeats", _validate.positive_int("repeats", self.repeats))
+        object.__setattr__(self, "vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
+        object.__setattr__(self, "distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
+        ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else _tuple("overwrite", self.overwrite)
+        object.__setattr__(self, "overwrite", tuple(_validate.in_range("overwrite", labels.scalar(x) if isinstance(x, str) else x, 0.0, 1.0) for x in ows))
+        if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
+            raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out["overwrite"] = list(self.overwrite)
+        return out
 
 
 def _fields(cls) -> list[str]:
@@ -257,6 +270,8 @@ class Study:
         if self.probe.kind == "bill":
             if self.grid.curve != "n" or len(self.grid.keys) != 1 or len(self.grid.seed) != 1:
                 raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
+        if self.probe.kind == "mqar" and (self.grid.curve != "n" or self.grid.feature or len(self.grid.dtype) > 1):
+            raise CapacityError("an mqar study takes n (distinct keys written, not load), no feature maps and one dtype")
             if self.probe.key_stats:
                 raise CapacityError("key_stats applies to recall studies only")
 

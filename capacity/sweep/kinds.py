@@ -11,13 +11,13 @@ import importlib
 import torch
 import xarray as xr
 
-from capacity.sweep import bill, recall
+from capacity.sweep import bill, mqar, recall
 from capacity.sweep.config import Study
 from capacity.sweep.points import Group
 
 __all__ = ["KINDS", "measure", "expectation"]
 
-KINDS = {"recall": recall, "bill": bill}
+KINDS = {"recall": recall, "bill": bill, "mqar": mqar}
 
 
 def measure(task: dict) -> xr.Dataset:
@@ -38,8 +38,10 @@ def expectation(study: Study, group: Group):
     """A check of a stored group's Dataset: what is wrong with it (a short phrase), or None."""
     want = KINDS[study.probe.kind].variables(study)
     coords = {study.grid.curve: list(group.curve)}
-    if study.probe.kind == "recall":
+    if study.probe.kind in ("recall", "mqar"):
         coords["seed"] = list(study.grid.seed)
+    if study.probe.kind == "mqar":
+        coords["overwrite"] = list(study.probe.overwrite)
 
     def check(ds: xr.Dataset) -> str | None:
         if sorted(ds.data_vars) != sorted(want):

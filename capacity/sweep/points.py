@@ -64,7 +64,8 @@ class Group:
         return digest({"config": study.hash_payload(device), "group": self.to_json(), "code": code})
 
     def points(self, study: Study) -> int:
-        return len(self.curve) * (1 if study.probe.kind == "bill" else len(study.grid.seed))
+        per = {"bill": 1, "mqar": len(study.probe.overwrite) * len(study.grid.seed)}.get(study.probe.kind, len(study.grid.seed))
+        return len(self.curve) * per
 
     def cost(self, study: Study) -> float:
         """A rough relative cost, write pass plus argmax scores (for scheduling the largest groups first)."""
@@ -75,7 +76,7 @@ class Group:
 def _passes(study: Study, keys: Spec, d: int) -> list[tuple]:
     """The curve values each write pass covers: all at once, or one n at a time for non-i.i.d. key families."""
     g = study.grid
-    if study.probe.kind == "bill" or keys_mod.family(keys.name).iid_rows:
+    if study.probe.kind in ("bill", "mqar") or keys_mod.family(keys.name).iid_rows:
         return [tuple(g.curve_values)]
     by_n: dict[int, list] = {}
     for x, n in zip(g.curve_values, g.ns(d)):
@@ -118,6 +119,8 @@ def check(study: Study) -> None:
             fam.validate(d, k.kwargs)
             if k.name == "simplex" and max(g.ns(d)) > d + 1:
                 raise CapacityError(f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}")
+    if study.probe.kind == "mqar" and max(g.n) > study.probe.vocab:
+        raise CapacityError(f"mqar writes n distinct keys of a vocabulary of {study.probe.vocab}: n = {max(g.n)} is too many (raise vocab)")
     if study.probe.values == "orthonormal":
         for d in g.d:
             for dv in g.dvs(d):
