@@ -25,6 +25,7 @@ from capacity.plots.closed_form import closed_form
 from capacity.plots.closed_form import measure as measure_closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
+from capacity.plots.frontier import frontier
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.render import FIGURES, choose, figures, render, render_path, studies
 from capacity.plots.variants import variant_curves
@@ -41,6 +42,7 @@ __all__ = [
     "orthogonality",
     "variant_curves",
     "feature_maps",
+    "frontier",
     "bill",
     "closed_form",
     "measure_closed_form",

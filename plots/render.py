@@ -18,6 +18,7 @@ from capacity.plots.capacity_vs_d import capacity_vs_d
 from capacity.plots.closed_form import closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
+from capacity.plots.frontier import frontier
 from capacity.plots.mqar import mqar_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.pretrained_keys import pretrained_keys
@@ -46,6 +47,7 @@ FIGURES: dict[str, Callable] = {
     "variants": variant_curves,
     "pretrained-keys": pretrained_keys,
     "mqar": mqar_figure,
+    "frontier": frontier,
 }
 
 
@@ -76,6 +78,8 @@ def choose(ds: xr.Dataset) -> list[str]:
     chosen.append("variants" if overlay else "error-vs-load")
     if _several(ds, "d") and _has(ds, "recall"):
         chosen.append("capacity")
+        if overlay:
+            chosen.append("frontier")
     return chosen
 
 

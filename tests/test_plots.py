@@ -479,3 +479,19 @@ def test_names_as_users_know_them():
     assert names.keys_name("anisotropic(rank=8)") == "anisotropic (rank 8)"
     assert names.feature_name("dpfp(nu=2)") == "DPFP (ν = 2)"
     assert names.variant_name("my_memory(k=3)") == "my_memory, k = 3"  # unknown names pass through
+
+
+def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
+    from capacity.plots.frontier import frontier
+
+    res = sweep.compare(["lsq", "linear", "softmax(beta=16.0)"], d=(8, 16), load=(0.5, 1, 1.5, 2, 3, 4), seeds=2, out=tmp_path, device="cpu", progress=False)
+    assert "frontier" in plots.choose(res.dataset)
+    fig = frontier(res.dataset)
+    left = fig.axes[0]
+    x, y = xy(theory_lines(left)["T8"])
+    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x), **EXACT)
+    x, y = xy(measured_line(left, "lsq"))
+    np.testing.assert_allclose(x, [8, 16])  # D = d rows read
+    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x), rtol=0.05)  # on the frontier
+    _, lin = xy(measured_line(left, "linear"))
+    assert (lin < 0.7 * y).all()  # the additive memory sits well below it

@@ -34,6 +34,7 @@ class Memory:
 
     name = ""
     additive = False  # T2 does not hold for any of them
+    linear_read = True  # each reads q S for a d x dv matrix S (lsq: S = A^-1 B), so the rank bound T8 binds it
     backends = ("auto", "torch", "triton")
 
     def _setup(self, *, normalize, seed, backend="torch", **params: tuple) -> None:

@@ -1,0 +1,91 @@
+"""The recall-memory frontier: capacity against the numbers a memory keeps, every memory on one pair of axes.
+
+For each memory (variant, with its feature map) and key dimension d, the capacity at each criterion (mean error
+<= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with min-max bars) against the size of
+the state it reads, per value dimension: D for a linear read of a D x dv state (D the feature dimension: d, or a
+feature map's), and for softmax's cache at its capacity n* (d + dv) / dv. T8 bounds every linear read: no D x dv
+state keeps mean error <= eps past n* = D / (1 - eps), the frontier; the least-squares memory (lsq) reaches it.
+Softmax keeps every pair (T13): n = N / (d + dv) for N numbers. (lsq also keeps a d x d matrix for its update,
+which this axis does not count; the note says so.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from capacity import metrics, theory, variants
+from capacity.errors import CapacityError
+from capacity.plots import _data, names, theme
+from capacity.plots.capacity_vs_d import EPS, TAU
+
+__all__ = ["frontier"]
+
+
+def _rows(label: str, d: int, dv: int):
+    """(state rows D = numbers read per value dimension, grows): D for a fixed D x dv state; for a cache that grows,
+    (d + dv) / dv per pair kept; None when unknown."""
+    try:
+        v = variants.resolve(label)
+    except CapacityError:
+        return None, False
+    if getattr(v, "linear_read", False) is True:
+        return float(v.feature_dim(d) if callable(getattr(v, "feature_dim", None)) else d), False
+    if callable(getattr(v, "numel", None)):
+        return (d + dv) / dv, True
+    return None, False
+
+
+def frontier(ds, *, eps: float = EPS, tau: float = TAU):
+    """The frontier figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
+    _data.require(ds, "frontier", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
+    if ds.sizes.get("key_family", 1) != 1:
+        raise CapacityError("the frontier figure draws one key family; select one first, e.g. ds.sel(key_family='gaussian')")
+    sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
+    var_labels = [str(v) for v in sub["variant"].values]
+    colors = theme.palette(var_labels)
+    criteria = [("mse", float(eps), f"mean error ≤ ε = {eps:g}"), ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}")]
+    skipped = []
+    with theme.style():
+        fig, axes = theme.figure(1, 2, sharex=True)
+        for c, (metric, thr, crit) in enumerate(criteria):
+            ax = axes[0, c]
+            cap = metrics.capacity(sub, metric=metric, threshold=thr)  # [variant, d, seed]
+            rows = []
+            for v in var_labels:
+                for d in [int(x) for x in sub["d"].values]:
+                    dv = _data.dv_of(sub, d)
+                    size, grows = _rows(v, d, dv)
+                    if size is None:
+                        if v not in skipped:
+                            skipped.append(v)
+                        continue
+                    for seed_cap in np.atleast_1d(cap.sel(variant=v, d=d).values):
+                        if np.isfinite(seed_cap):
+                            rows.append({"variant": v, "numbers": size * (seed_cap if grows else 1.0), "capacity": seed_cap})
+            df = pd.DataFrame(rows)
+            if len(df):
+                theme.curves(ax, df, x="numbers", y="capacity", hue="variant", name=names.variant_name, err_style="bars", colors=colors)
+            lo = min([float(df["numbers"].min())] if len(df) else []) if len(df) else float(min(sub["d"].values))
+            hi = max(float(df["numbers"].max()) if len(df) else 0.0, 16.0 * float(max(sub["d"].values)))
+            x = np.geomspace(lo, hi, 48)
+            if metric == "mse":
+                theme.theory_line(ax, x, theory.rank_bound_capacity(thr, x), theorem="T8", label="T8 frontier of linear reads: n* = D / (1 − ε)", color="0.15")
+            growing = [v for v in var_labels if _rows(v, 16, 16)[1]]
+            if growing:
+                dv0 = _data.dv_of(sub, int(sub["d"].values[0]))
+                d0 = int(sub["d"].values[0])
+                theme.theory_line(ax, x, x * dv0 / (d0 + dv0), theorem="T13:cache", label="softmax keeps every pair: n = N / (d + dv) (T13)", color=colors[growing[0]], ls=":")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
+            ax.set_title(crit)
+            ax.set_xlabel("state rows D = numbers kept / dv")
+        axes[0, 0].set_ylabel(names.AXIS["capacity"])
+        axes[0, 1].set_ylabel("")
+        theme.legend(fig, axes, title="memory / theory")
+        nseeds = sub.sizes.get("seed", 1)
+        text = theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: a fixed D x dv state's D (the feature dimension); softmax's cache at its capacity, n* (d + dv) / dv (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured). lsq also keeps a d x d matrix for its update, not counted here."
+        if skipped:
+            text += f" Not drawn (no size known): {', '.join(skipped)}."
+        theme.note(fig, text)
+    return theme.finish(fig, "frontier")
