@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import xarray as xr
-from scipy.optimize import brentq
 
 from capacity import _random, _validate, plugins
 from capacity.errors import CapacityError
@@ -144,6 +143,8 @@ def _spectrum_for_rank(rank: float, d: int) -> np.ndarray:
         return np.ones(d)
     if rank <= 1:
         return np.eye(1, d)[0]
+    from scipy.optimize import brentq  # only here: start-up stays light
+
     q = brentq(lambda q: _participation_ratio_exp(q, d) - rank, 1e-12, 1 - 1e-12, xtol=1e-14)
     return q ** np.arange(d)
 

@@ -18,9 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy import integrate, optimize, special
 
 from capacity.errors import CapacityError
+
+
+def _scipy():
+    """scipy's integrate, optimize and special, imported on first use (only T10 needs them: start-up stays light)."""
+    from scipy import integrate, optimize, special
+
+    return integrate, optimize, special
 
 __all__ = [
     "two_pair_readout",
@@ -219,6 +225,7 @@ def argmax_recall(n, d, dv):
     in 16..256 (most for small d, dv or dv < d). ``argmax_recall_refined`` models these effects
     and is the prediction.
     """
+    integrate, optimize, special = _scipy()
     n, d, dv = _counts(n=n, d=d, dv=dv)
     shape = n.shape
     n, d, dv = (a.ravel() for a in (n, d, dv))
@@ -252,6 +259,7 @@ def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
 
     ``start(d, dv)``: a first guess to bracket from (default 2); ``xtol``: the tolerance on ln n.
     """
+    integrate, optimize, special = _scipy()
 
     def one(dd, vv):
         f = lambda log_n: recall(np.exp(log_n), dd, vv) - tau  # noqa: E731
@@ -274,6 +282,7 @@ def _coordinate_nodes(m, count):
 
     Its density is proportional to (1 - x^2)^((m - 3)/2) on [-1, 1], a Jacobi weight.
     """
+    integrate, optimize, special = _scipy()
     a = (m - 3.0) / 2.0
     x, w = special.roots_jacobi(count, a, a)
     return x, w / w.sum()
@@ -281,12 +290,14 @@ def _coordinate_nodes(m, count):
 
 def _coordinate_sf(x, m):
     """P(u > x) for one coordinate u of a uniform unit vector in R^m: (u + 1)/2 ~ Beta((m-1)/2, (m-1)/2)."""
+    integrate, optimize, special = _scipy()
     a = (m - 1.0) / 2.0
     return special.betainc(a, a, (1.0 - np.clip(x, -1.0, 1.0)) / 2.0)
 
 
 def _refined_one(n, d, dv):
     """``argmax_recall_refined`` for scalar n, d, dv (d, dv >= 2)."""
+    integrate, optimize, special = _scipy()
     if n <= 1:
         return 1.0
     sig2 = (n - 1.0) / (d * dv)  # per-coordinate variance of the crosstalk N in R^dv
