@@ -247,7 +247,10 @@ def get(name, **params) -> FeatureMap:
         if found is None:
             known = sorted(set(_MAPS) | set(plugins.entry_points("capacity.features")))
             raise CapacityError(f"unknown feature map {name!r}; known: {', '.join(known)}, or an import path module:Class")
-        built = found(**params) if isinstance(found, type) or (callable(found) and not isinstance(found, FeatureMap)) else found
+        try:
+            built = found(**params) if callable(found) and not isinstance(found, FeatureMap) else found
+        except TypeError as exc:
+            raise CapacityError(f"feature map {name!r}: {exc}") from None
         if not isinstance(built, FeatureMap):
             raise CapacityError(f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}")
         return built

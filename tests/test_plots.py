@@ -404,7 +404,7 @@ def test_render_chooses_figures_from_the_data(cvd, tmp_path):
     paths = render(cvd.assign_attrs(study="my-own"), tmp_path)
     assert sorted(p.name for p in paths) == ["my-own_capacity.pdf", "my-own_capacity.png", "my-own_error-vs-load.pdf", "my-own_error-vs-load.png"]
     one = cvd.sel(key_family=["gaussian"])
-    assert plots.choose(one) == ["variants", "capacity"]  # several memories on one key family: the overlays
+    assert plots.choose(one) == ["variants", "capacity", "frontier"]  # several memories on one key family: the overlays
     assert plots.choose(cvd.drop_vars("recall")) == ["error-vs-load"]
     with pytest.raises(CapacityError, match="no figure fits"):
         render(xr.Dataset({"mse": ("load", [1.0])}), "unused")

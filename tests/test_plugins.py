@@ -155,5 +155,7 @@ def test_feature_maps_from_an_import_path():
 
     fm = features.get("capacity.features:Dpfp", nu=2)
     assert fm.feature_dim(8) == 32
-    with pytest.raises(CapacityError, match="must build a capacity.features.FeatureMap"):
+    with pytest.raises(CapacityError, match="feature map 'capacity.theory:frame_bound'"):
         features.get("capacity.theory:frame_bound")
+    with pytest.raises(CapacityError, match="must build a capacity.features.FeatureMap"):
+        features.get("capacity.theory:__doc__")

@@ -53,7 +53,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         ("seed=-2", "seed must be a whole number >= 0"),
         ("dtype=float64", "unknown dtype 'float64'; known: bfloat16, float16, float32"),
         ("values=uniform", "unknown value family 'uniform'; known: gaussian, orthonormal"),
-        ("kind=train", "unknown probe kind 'train'; known: bill, recall"),
+        ("kind=train", "unknown probe kind 'train'; known: bill, mqar, recall"),
         ("key_stats=maybe", "key_stats must be true or false"),
         ("variant=", "grid axis variant must list at least one value"),
         ("seed=1,1", "seed lists 1 more than once"),
@@ -105,7 +105,7 @@ def test_labels_parse_and_print():
 def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
     names = studies.available()
     assert list(names)[0] == "capacity-vs-d"
-    assert set(names) == {"capacity-vs-d", "interference-bound", "orthogonality", "variants", "feature-maps", "bill", "learned-keys", "pretrained-keys"}
+    assert set(names) == {"capacity-vs-d", "interference-bound", "orthogonality", "variants", "feature-maps", "bill", "learned-keys", "pretrained-keys", "mqar", "frontier"}
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()
     for name in names:
