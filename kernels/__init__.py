@@ -65,6 +65,8 @@ def _triton_module(name: str):
 def _check_tensor(name: str, x, ndim: int, dtypes=INPUT_DTYPES) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise CapacityError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.device.type == "meta":
+        raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass a tensor on 'cpu' or 'cuda'")
     if x.ndim != ndim:
         raise CapacityError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
     if x.dtype not in dtypes:
@@ -77,6 +79,11 @@ def _check_state(state) -> tuple[int, int, int]:
     B, d, dv = state.shape
     if min(B, d, dv) < 1:
         raise CapacityError(f"state [B, d, dv] must have B, d, dv >= 1, got {list(state.shape)}")
+    if any(size > 1 and stride == 0 for size, stride in zip(state.shape, state.stride())):
+        raise CapacityError(
+            f"state must own its entries (it is written in place), got an expanded view with strides {state.stride()}; "
+            "pass state.clone()"
+        )
     return B, d, dv
 
 
@@ -92,6 +99,8 @@ def _param(name: str, x, device: torch.device) -> torch.Tensor:
             raise CapacityError(f"{name} must be on the state's device {device}, got {x.device}")
         if x.is_complex() or x.dtype == torch.bool:
             raise CapacityError(f"{name} must be real numbers, got {x.dtype}")
+        if x.device.type == "meta":
+            raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers")
     try:
         return torch.as_tensor(x, dtype=torch.float32, device=device)
     except (TypeError, ValueError, RuntimeError):
@@ -196,6 +205,8 @@ def _check_read(state, q, target=None) -> tuple[int, int, int]:
 def read(state, q, *, normalize: bool = True) -> torch.Tensor:
     """o = q S. Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``; returns float32 ``[B, m, dv]``."""
     _check_read(state, q)
+    if not isinstance(normalize, bool):
+        raise CapacityError(f"normalize must be True or False, got {normalize!r}")
     return reference.read(state, q, normalize=normalize)
 
 
