@@ -17,7 +17,7 @@ def check_seed(name: str, seed) -> int:
     """Return ``seed`` as an int, or raise unless it is a whole number in [0, 2^63 - 1]."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= MAX_SEED:
         raise CapacityError(
-            f"{name} must be a whole number in [0, 2^63 - 1]"
+            f"{name} must be a whole number >= 0 and <= 2^63 - 1"
             f" (stored results keep it as int64), got {seed!r}"
         )
     return int(seed)
@@ -35,7 +35,7 @@ def generator(seed, stream: str) -> torch.Generator:
             raise CapacityError(f"seed generators must live on the CPU (draws are made there), got {seed.device}")
         return seed
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= MAX_SEED:
-        raise CapacityError(f"seed must be a whole number in [0, 2^63 - 1] or a CPU torch.Generator, got {seed!r}")
+        raise CapacityError(f"seed must be a whole number >= 0 and <= 2^63 - 1, or a CPU torch.Generator; got {seed!r}")
     tag = zlib.crc32(stream.encode())
     state = np.random.SeedSequence([int(seed), tag]).generate_state(2, dtype=np.uint32)
     g = torch.Generator(device="cpu")

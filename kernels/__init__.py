@@ -65,13 +65,18 @@ def _triton_module(name: str):
 def _check_tensor(name: str, x, ndim: int, dtypes=INPUT_DTYPES) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise CapacityError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.device.type == "meta":
-        raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass a tensor on 'cpu' or 'cuda'")
     if x.ndim != ndim:
         raise CapacityError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
     if x.dtype not in dtypes:
         raise CapacityError(f"{name} must be {' or '.join(str(d).replace('torch.', '') for d in dtypes)}, got {str(x.dtype).replace('torch.', '')}")
     return x
+
+
+def _no_meta(**tensors) -> None:
+    """Raise for a meta tensor (checked after the one-device check, which names a mix of devices)."""
+    for name, x in tensors.items():
+        if x is not None and x.device.type == "meta":
+            raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass one on 'cpu' or 'cuda'")
 
 
 def _check_state(state) -> tuple[int, int, int]:
@@ -158,7 +163,9 @@ def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = Tr
     if v.dtype != k.dtype:
         raise CapacityError(f"k and v must share one dtype among float32, bfloat16, float16; got {k.dtype} and {v.dtype}")
     if len({state.device, k.device, v.device}) > 1:
-        raise CapacityError(f"state, k and v must be on one device, got {state.device}, {k.device}, {v.device}")
+        meta = "; meta tensors carry no numbers" if "meta" in {state.device.type, k.device.type, v.device.type} else ""
+        raise CapacityError(f"state, k and v must be on one device, got {state.device}, {k.device}, {v.device}{meta}")
+    _no_meta(state=state, k=k, v=v)
     if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
         raise CapacityError(f"shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, T, d] = {list(k.shape)}, v [B, T, dv] = {list(v.shape)}")
     if not isinstance(normalize, bool):
@@ -198,7 +205,10 @@ def _check_read(state, q, target=None) -> tuple[int, int, int]:
     devices = {state.device, q.device} | ({target.device} if target is not None else set())
     if len(devices) > 1:
         named = f"state on {state.device}, q on {q.device}" + (f", target on {target.device}" if target is not None else "")
-        raise CapacityError(f"state, q{', target' if target is not None else ''} must be on one device, got {named}")
+        meta = "; meta tensors carry no numbers" if any(dv.type == "meta" for dv in devices) else ""
+        which = "state, q" + (", target" if target is not None else "")
+        raise CapacityError(f"{which} must be on one device, got {named}{meta}")
+    _no_meta(state=state, q=q, target=target)
     return B, d, dv
 
 
