@@ -81,9 +81,10 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
         B, c, _ = r.shape
         correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
         own = torch.arange(c, device=r.device)
-        for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
-            scores = matmul(r[:, start : start + block], v.transpose(1, 2))  # [B, blk, c]
-            correct[:, start : start + block] = (scores.argmax(-1) == own[start : start + block]).float()
+        for b in range(B):  # one item at a time, so that its blocks and bits do not depend on the batch
+            for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
+                scores = matmul(r[b : b + 1, start : start + block], v[b : b + 1].transpose(1, 2))  # [1, blk, c]
+                correct[b, start : start + block] = (scores[0].argmax(-1) == own[start : start + block]).float()
         out["recall"] = correct
     return out
 
@@ -142,8 +143,8 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
-    # bounds the score block to ~16M floats per batch item; never from B, so that an item's blocks (and
-    # so its bits) do not depend on the other items of its batch
+    # bounds the score block to ~16M floats (one batch item at a time); never from B, so that an item's
+    # blocks (and so its bits) do not depend on the other items of its batch
     block = max(1, (1 << 24) // n)
     state = variant.init_state(B, d, dv, device=device)
     measures_size = callable(getattr(variant, "numel", None))

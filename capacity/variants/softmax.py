@@ -100,12 +100,13 @@ class Softmax:
         beta = math.sqrt(d) if self.beta is None else self.beta
         q = self._unit(q)
         out = torch.empty(B, m, V.shape[2], device=K.device)
-        # blocks of queries sized by t alone (~16M scores per item), products per item on the CPU
+        # one item at a time, blocks of queries sized by t alone (~16M scores), products on aligned operands
         # (kernels._batched): a batch item reads the same bits whatever else shares its batch
         block = max(1, (1 << 24) // t)
-        for s in range(0, m, block):
-            scores = beta * matmul(q[:, s : s + block], K.transpose(1, 2))  # [B, blk, t]
-            out[:, s : s + block] = matmul(torch.softmax(scores, dim=-1), V)
+        for b in range(B):
+            for s in range(0, m, block):
+                scores = beta * matmul(q[b : b + 1, s : s + block], K[b : b + 1].transpose(1, 2))  # [1, blk, t]
+                out[b, s : s + block] = matmul(torch.softmax(scores, dim=-1), V[b : b + 1])[0]
         return out
 
     def numel(self, state: Cache) -> int:
