@@ -100,9 +100,9 @@ class Softmax:
         beta = math.sqrt(d) if self.beta is None else self.beta
         q = self._unit(q)
         out = torch.empty(B, m, V.shape[2], device=K.device)
-        # one item at a time, blocks of queries sized by t alone (~16M scores), products on aligned operands
+        # one item at a time, blocks of queries sized by t alone (~4M scores), products on aligned operands
         # (kernels._batched): a batch item reads the same bits whatever else shares its batch
-        block = max(1, (1 << 24) // t)
+        block = max(1, (1 << 22) // t)
         for b in range(B):
             for s in range(0, m, block):
                 scores = beta * matmul(q[b : b + 1, s : s + block], K[b : b + 1].transpose(1, 2))  # [1, blk, t]
