@@ -10,11 +10,23 @@ import torch
 
 from capacity.errors import CapacityError
 
+MAX_SEED = 2**63 - 1  # stored results keep seeds as int64
+
+
+def check_seed(name: str, seed) -> int:
+    """Return ``seed`` as an int, or raise unless it is a whole number in [0, 2^63 - 1]."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= MAX_SEED:
+        raise CapacityError(
+            f"{name} must be a whole number >= 0 and <= 2^63 - 1"
+            f" (stored results keep it as int64), got {seed!r}"
+        )
+    return int(seed)
+
 
 def generator(seed, stream: str) -> torch.Generator:
     """A CPU torch.Generator for ``(seed, stream)``.
 
-    ``seed`` is an int (any size, >= 0) or a torch.Generator (used as is, must live on the CPU).
+    ``seed`` is an int in [0, 2^63 - 1] or a torch.Generator (used as is, must live on the CPU).
     Different ``stream`` names give independent generators for the same seed, so that keys
     and values drawn with seed 0 are not the same numbers.
     """
@@ -22,8 +34,8 @@ def generator(seed, stream: str) -> torch.Generator:
         if seed.device.type != "cpu":
             raise CapacityError(f"seed generators must live on the CPU (draws are made there), got {seed.device}")
         return seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise CapacityError(f"seed must be a whole number >= 0 or a CPU torch.Generator, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= MAX_SEED:
+        raise CapacityError(f"seed must be a whole number >= 0 and <= 2^63 - 1, or a CPU torch.Generator; got {seed!r}")
     tag = zlib.crc32(stream.encode())
     state = np.random.SeedSequence([int(seed), tag]).generate_state(2, dtype=np.uint32)
     g = torch.Generator(device="cpu")

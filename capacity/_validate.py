@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,8 +29,10 @@ def positive_int(name: str, value, *, minimum: int = 1) -> int:
 def in_range(name: str, value, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> float:
     """Return ``value`` as a float, or raise if it lies outside the interval [low, high] (open ends as asked)."""
     try:
+        if isinstance(value, (bool, str, bytes)):
+            raise TypeError
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):
         raise CapacityError(f"{name} must be a number, got {value!r}") from None
     lo_ok = x > low if low_open else x >= low
     hi_ok = x < high if high_open else x <= high
@@ -46,6 +50,8 @@ def device(value) -> torch.device:
         dev = torch.device(value)
     except (RuntimeError, TypeError):
         raise CapacityError(f"device must be a torch device such as 'cpu' or 'cuda', got {value!r}") from None
+    if dev.type == "meta":
+        raise CapacityError(f"device {value!r}: meta tensors carry no numbers; use device='cpu' or 'cuda'")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CapacityError(f"device {value!r} was asked for but no CUDA device is available; use device='cpu'")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
@@ -65,6 +71,7 @@ def tensor(name: str, x, *, ndim: int | tuple[int, ...], finite: bool = True) ->
     if x.ndim not in allowed:
         want = " or ".join(str(a) for a in allowed)
         raise CapacityError(f"{name} must have {want} dimensions, got shape {tuple(x.shape)}")
+    not_meta(name, x)
     if not x.is_floating_point():
         raise CapacityError(f"{name} must be a floating-point tensor (float32, bfloat16 or float16), got {x.dtype}")
     if any(s == 0 for s in x.shape):
@@ -72,6 +79,81 @@ def tensor(name: str, x, *, ndim: int | tuple[int, ...], finite: bool = True) ->
     if finite and not bool(torch.isfinite(x).all()):
         raise CapacityError(f"{name} contains NaN or inf; every entry must be finite")
     return x
+
+
+def not_meta(name: str, x: torch.Tensor) -> None:
+    """Raise if ``x`` is a meta tensor (a shape without numbers: nothing can be measured on it)."""
+    if isinstance(x, torch.Tensor) and x.device.type == "meta":
+        raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass a tensor on 'cpu' or 'cuda'")
+
+
+def flag(name: str, value) -> bool:
+    """Return ``value`` if it is True or False, else raise."""
+    if not isinstance(value, bool):
+        raise CapacityError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def available_bytes(device) -> int | None:
+    """Free memory on ``device`` in bytes (CPU: MemAvailable of /proc/meminfo, else free pages); None if unknown."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        try:
+            return int(torch.cuda.mem_get_info(dev)[0])
+        except (RuntimeError, AssertionError):
+            return None
+    if dev.type != "cpu":
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_alloc(what: str, shape, dtype, device, *, copies: float = 1.0) -> int:
+    """Refuse, before allocating, a tensor ``shape`` of ``dtype`` (times ``copies`` for temporaries) that
+    cannot fit in the free memory of ``device``; return the bytes asked for.
+
+    The message names ``what``, the bytes, the shape, the dtype and the free memory. Use ``alloc_error``
+    at the allocation itself for what the estimate misses.
+    """
+    numel = math.prod(int(s) for s in shape)
+    nbytes = int(numel * torch.empty((), dtype=dtype).element_size() * copies)
+    free = available_bytes(device)
+    if free is not None and nbytes > free:
+        raise CapacityError(
+            f"{what}: cannot allocate {nbytes:.1e} bytes for {list(shape)} {str(dtype).replace('torch.', '')} on "
+            f"{torch.device(device)}; {free:.1e} bytes are free: use a smaller n, d or batch"
+        )
+    return nbytes
+
+
+def alloc_error(what: str, shape, dtype, device, exc: BaseException) -> CapacityError:
+    """The CapacityError for an allocator failure (torch.OutOfMemoryError, MemoryError, RuntimeError) at ``what``."""
+    numel = math.prod(int(s) for s in shape)
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return CapacityError(
+        f"{what}: cannot allocate {nbytes:.1e} bytes for {list(shape)} {str(dtype).replace('torch.', '')} on "
+        f"{torch.device(device)} ({first[:120]}): use a smaller n, d or batch"
+    )
+
+
+def is_alloc_failure(exc: BaseException) -> bool:
+    """True for the ways torch reports an allocation it cannot make (out of memory, or a size too large)."""
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(exc).lower()
+    if isinstance(exc, RuntimeError):
+        return "alloc" in text or "out of memory" in text
+    return isinstance(exc, (OverflowError, TypeError)) and "overflow" in text
 
 
 def same_device(**tensors: torch.Tensor) -> torch.device:
@@ -85,6 +167,6 @@ def same_device(**tensors: torch.Tensor) -> torch.device:
 
 def choice(name: str, value: str, allowed: Sequence[str]) -> str:
     """Raise unless ``value`` is one of ``allowed``, listing them."""
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise CapacityError(f"unknown {name} {value!r}; known: {', '.join(sorted(allowed))}")
     return value

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 
 from capacity import _random, _validate, plugins
 from capacity.errors import CapacityError
+from capacity.kernels._batched import matmul
 
 __all__ = ["FeatureMap", "get", "available", "PARAMS"]
 
@@ -200,7 +201,11 @@ class Performer(FeatureMap):
 
     def map(self, x):
         w = self.projection(x.shape[-1]).to(x.device)  # [m, d]
-        logits = x @ w.T - 0.5 * (x * x).sum(-1, keepdim=True)  # [..., m]
+        if x.ndim >= 3:  # [..., t, d]: one product per leading item (kernels._batched), the same bits in any batch
+            proj = matmul(x.reshape(-1, *x.shape[-2:]), w.T).reshape(*x.shape[:-1], -1)
+        else:
+            proj = x @ w.T
+        logits = proj - 0.5 * (x * x).sum(-1, keepdim=True)  # [..., m]
         return torch.exp(logits) / math.sqrt(self.m)
 
 

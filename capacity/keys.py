@@ -155,9 +155,15 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
     if rank is not None:
         lam = _spectrum_for_rank(_validate.in_range("rank", rank, 1.0, float(d)), d)
     else:
-        lam = np.asarray(spectrum, dtype=np.float64)
+        want = f"spectrum must be {d} finite variances >= 0 (one per key dimension), not all zero"
+        if isinstance(spectrum, (str, bytes, dict)) or (isinstance(spectrum, torch.Tensor) and spectrum.is_complex()):
+            raise CapacityError(f"{want}; got {spectrum!r}")
+        try:
+            lam = np.asarray(spectrum.cpu() if isinstance(spectrum, torch.Tensor) else spectrum, dtype=np.float64)
+        except (TypeError, ValueError, RuntimeError):
+            raise CapacityError(f"{want}; got {spectrum!r}") from None
         if lam.shape != (d,) or not np.all(np.isfinite(lam)) or np.any(lam < 0) or not np.any(lam > 0):
-            raise CapacityError(f"spectrum must be {d} finite variances >= 0, not all zero; got shape {lam.shape}")
+            raise CapacityError(f"{want}; got shape {lam.shape}")
     scale = torch.from_numpy(np.sqrt(lam))  # [d]
     z = _random.normal(batch, n, d, generator=g) * scale
     rot = _haar(batch, d, g)
@@ -236,11 +242,24 @@ def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **
         raise CapacityError("key family 'correlated' needs rho in [0, 1)")
     dev = _validate.device(device)
     seeds = _random.seeds_for_batch(seed, batch)
-    if len(seeds) == 1:
-        out = fam.draw(batch, n, d, _random.generator(seeds[0], f"keys/{family}"), **params)
-    else:
-        out = torch.cat([fam.draw(1, n, d, _random.generator(s, f"keys/{family}"), **params) for s in seeds])
-    return out.to(device=dev, dtype=torch.float32)
+    gens = [_random.generator(s, f"keys/{family}") for s in seeds]  # checks every seed before any work
+    shape = (batch, n, d)
+    # the draw holds about three float64 copies on the CPU at its peak; the result is float32 on dev
+    _validate.check_alloc("keys.make", shape, torch.float64, "cpu", copies=3.0)
+    if dev.type != "cpu":
+        _validate.check_alloc("keys.make", shape, torch.float32, dev)
+    try:
+        if len(seeds) == 1:
+            out = fam.draw(batch, n, d, gens[0], **params)
+        else:
+            out = torch.cat([fam.draw(1, n, d, g, **params) for g in gens])
+        return out.to(device=dev, dtype=torch.float32)
+    except CapacityError:
+        raise
+    except Exception as exc:
+        if _validate.is_alloc_failure(exc):
+            raise _validate.alloc_error("keys.make", shape, torch.float64, dev, exc) from None
+        raise
 
 
 def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
@@ -259,6 +278,7 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
     (0.125, 0.125)
     """
     _validate.tensor("K", K, ndim=(2, 3))
+    block = _validate.positive_int("block", block)
     if K.ndim == 2:
         K = K.unsqueeze(0)
     batch, n, d = K.shape

@@ -61,7 +61,18 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
     crossing and interpolated linearly in log n between the grid points on either side. NaN
     where the curve meets the criterion everywhere on the grid (capacity beyond it) or nowhere.
     """
-    if metric not in LOWER_IS_BETTER + HIGHER_IS_BETTER:
+    if isinstance(ds, xr.DataArray):
+        name = ds.name if isinstance(ds.name, str) else metric
+        raise CapacityError(
+            f"ds must be an xarray.Dataset holding {metric!r}, got a DataArray; "
+            f"pass a Dataset, e.g. da.to_dataset(name={name!r})"
+        )
+    if not isinstance(ds, xr.Dataset):
+        raise CapacityError(f"ds must be an xarray.Dataset (the probe's or a sweep's result), got {type(ds).__name__}")
+    real = isinstance(threshold, (int, float, np.integer, np.floating)) and not isinstance(threshold, (bool, np.bool_))
+    if not real or not np.isfinite(threshold):
+        raise CapacityError(f"threshold must be a finite number (an error bound or a score), got {threshold!r}")
+    if not isinstance(metric, str) or metric not in LOWER_IS_BETTER + HIGHER_IS_BETTER:
         raise CapacityError(f"capacity needs an error metric ({', '.join(LOWER_IS_BETTER)}) or a score ({', '.join(HIGHER_IS_BETTER)}), got {metric!r}")
     if metric not in ds:
         raise CapacityError(f"the Dataset has no variable {metric!r}; it has: {', '.join(map(str, ds.data_vars))}")
@@ -71,7 +82,11 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
         raise CapacityError(f"{metric!r} has no dimension {dim!r}; its dimensions: {', '.join(ds[metric].dims)}")
     if "n" not in ds.coords:
         raise CapacityError("the Dataset needs a coordinate 'n' (pairs written)")
+    if not isinstance(dim, str):
+        raise CapacityError(f"dim must be a dimension name such as 'n' or 'load', got {dim!r}")
     da = ds[metric]
+    if not np.issubdtype(ds.coords["n"].dtype, np.number) or np.issubdtype(ds.coords["n"].dtype, np.complexfloating):
+        raise CapacityError(f"the coordinate 'n' (pairs written) must hold numbers, got dtype {ds.coords['n'].dtype}")
     n = ds.coords["n"].astype(np.float64)
     n, da = xr.broadcast(n, da)
     # on the bare Variables, so that no coordinate name can make xarray mistake a DataArray for a

@@ -24,6 +24,7 @@ import xarray as xr
 from capacity import _validate
 from capacity.errors import CapacityError
 from capacity import variants as _variants
+from capacity.kernels._batched import matmul
 from capacity.variants import Variant
 
 __all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS"]
@@ -43,6 +44,7 @@ _PER_QUERY = {"mse": "sq_error", "rel_error": "rel_sq_error", "cosine": "cosine"
 def default_checkpoints(n: int, count: int = 24) -> list[int]:
     """About ``count`` geometrically spaced checkpoints from 1 to n, always ending at n."""
     n = _validate.positive_int("n", n)
+    count = _validate.positive_int("count", count)
     grid = np.unique(np.round(np.geomspace(1, n, count)).astype(int))
     return sorted(set(grid.tolist()) | {n})
 
@@ -50,6 +52,8 @@ def default_checkpoints(n: int, count: int = 24) -> list[int]:
 def _checkpoints(checkpoints, n: int) -> list[int]:
     if checkpoints is None:
         return default_checkpoints(n)
+    if isinstance(checkpoints, torch.Tensor):
+        checkpoints = checkpoints.tolist() if checkpoints.ndim == 1 else checkpoints
     if isinstance(checkpoints, (int, np.integer)):
         checkpoints = [checkpoints]
     if not isinstance(checkpoints, (Sequence, np.ndarray)) or len(checkpoints) == 0:
@@ -78,9 +82,10 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
         B, c, _ = r.shape
         correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
         own = torch.arange(c, device=r.device)
-        for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
-            scores = r[:, start : start + block] @ v.transpose(1, 2)  # [B, blk, c]
-            correct[:, start : start + block] = (scores.argmax(-1) == own[start : start + block]).float()
+        for b in range(B):  # one item at a time, so that its blocks and bits do not depend on the batch
+            for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
+                scores = matmul(r[b : b + 1, start : start + block], v[b : b + 1].transpose(1, 2))  # [1, blk, c]
+                correct[b, start : start + block] = (scores[0].argmax(-1) == own[start : start + block]).float()
         out["recall"] = correct
     return out
 
@@ -114,8 +119,8 @@ def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, check
             raise CapacityError(f"variant {variant!r} has no method {name}(); a variant needs init_state, write, read and state_numel")
     _validate.tensor("keys", keys, ndim=3)
     _validate.tensor("values", values, ndim=3)
-    if not isinstance(decode, bool):
-        raise CapacityError(f"decode must be True or False, got {decode!r}")
+    _validate.flag("decode", decode)
+    _validate.flag("per_query", per_query)
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -123,12 +128,30 @@ def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, check
     dv = values.shape[2]
     cps = _checkpoints(checkpoints, n)
     vname = getattr(variant, "name", type(variant).__name__)
-    block = max(1, (1 << 24) // max(1, B * n))  # bounds the score block to ~16M floats
+    names = [m for m in METRICS if decode or m != "recall"]
+    # reads and per-query metrics at the last checkpoint: about ten [B, n, dv] float32 tensors at once
+    _validate.check_alloc("probe: reads and metrics", (B, n, dv), torch.float32, device, copies=10.0)
+    if per_query:
+        _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
+    try:
+        return _measure(variant, keys, values, cps, vname, names, per_query, decode)
+    except Exception as exc:
+        if _validate.is_alloc_failure(exc):
+            raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
+        raise
 
+
+def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Curves:
+    """The probe's loop over checkpoints, its arguments checked (see ``measure``)."""
+    B, n, d = keys.shape
+    dv = values.shape[2]
+    device = keys.device
+    # bounds the score block to ~16M floats (one batch item at a time); never from B, so that an item's
+    # blocks (and so its bits) do not depend on the other items of its batch
+    block = max(1, (1 << 24) // n)
     state = variant.init_state(B, d, dv, device=device)
     measures_size = callable(getattr(variant, "numel", None))
     sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
-    names = [m for m in METRICS if decode or m != "recall"]
     rows: dict[str, list[torch.Tensor]] = {m: [] for m in names}
     full: dict[str, torch.Tensor] = {}
     if per_query:

@@ -59,11 +59,45 @@ __all__ = [
 
 def _counts(**named):
     """Broadcast named counts to float arrays; raise unless every entry is finite and >= 1."""
-    arrays = np.broadcast_arrays(*[np.asarray(v, dtype=np.float64) for v in named.values()])
+    arrays = np.broadcast_arrays(*[_numbers(name, v) for name, v in named.items()])
     for (name, _), a in zip(named.items(), arrays):
         if not np.all(np.isfinite(a)) or np.any(a < 1):
             raise CapacityError(f"{name} must be >= 1 (finite), got {named[name]!r}")
     return arrays
+
+
+def _numbers(name: str, x) -> np.ndarray:
+    """``x`` (a number or an array of numbers) as a float64 array, or a CapacityError naming ``name``."""
+    if isinstance(x, (bool, str, bytes, np.bool_)) or (isinstance(x, torch.Tensor) and x.device.type == "meta"):
+        raise CapacityError(f"{name} must be a number or an array of numbers, got {x!r}")
+    try:
+        a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise CapacityError(f"{name} must be a number or an array of numbers, got {x!r}") from None
+    if a.dtype == object:
+        raise CapacityError(f"{name} must be a number or an array of numbers, got {x!r}")
+    return a
+
+
+def _matrix(name: str, x, min_ndim: int = 2):
+    """Check that ``x`` is a real torch tensor or numpy array with at least ``min_ndim`` dimensions."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type == "meta":
+            raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers")
+        if x.is_complex() or x.dtype == torch.bool:
+            raise CapacityError(f"{name} must hold real numbers, got {x.dtype}")
+    else:
+        x = _numbers(name, x)
+    if x.ndim < min_ndim:
+        want = "[..., n, d]" if min_ndim == 2 else "[..., d]"
+        raise CapacityError(f"{name} must have at least {min_ndim} dimension(s) {want}, got shape {tuple(x.shape)}")
+    return x
+
+
+def _same_last(names: str, *xs) -> None:
+    if len({x.shape[-1] for x in xs}) > 1:
+        shapes = ", ".join(str(tuple(x.shape)) for x in xs)
+        raise CapacityError(f"{names} must share their last dimension, got shapes {shapes}")
 
 
 def _out(x):
@@ -92,6 +126,9 @@ def two_pair_readout(k1, k2, v1, v2):
     k1 S = ||k1||^2 v1 + (k1 . k2) v2, exactly, for any keys.
     Shapes: k1, k2 ``[..., d]``; v1, v2 ``[..., dv]``; returns ``[..., dv]``.
     """
+    k1, k2, v1, v2 = (_matrix(nm, x, 1) for nm, x in (("k1", k1), ("k2", k2), ("v1", v1), ("v2", v2)))
+    _same_last("k1 and k2", k1, k2)
+    _same_last("v1 and v2", v1, v2)
     return (k1 * k1).sum(-1)[..., None] * v1 + (k1 * k2).sum(-1)[..., None] * v2
 
 
@@ -101,6 +138,9 @@ def decomposition(K, V):
     Returns ``(signal, leak)``, both ``[..., n, dv]``: signal_i = G_ii v_i and
     leak_i = sum_{j != i} G_ij v_j with G = K K^T, so that signal + leak = K K^T V (T1).
     """
+    K, V = _matrix("K", K), _matrix("V", V)
+    if K.shape[-2] != V.shape[-2]:
+        raise CapacityError(f"K [..., n, d] and V [..., n, dv] must share n, got {tuple(K.shape)}, {tuple(V.shape)}")
     G = _gram(K)  # [..., n, n]
     g_ii = _diag(G)  # [..., n]
     signal = g_ii[..., None] * V
@@ -113,7 +153,7 @@ def crosstalk_error(K):
     Equals (||G||_F^2 - 2 tr G + n) / n; for unit keys (||G||_F^2 - n) / n, the mean crosstalk energy.
     Shape: K ``[..., n, d]``; returns ``[...]``.
     """
-    G = _gram(K)
+    G = _gram(_matrix("K", K))
     n = G.shape[-1]
     return ((G**2).sum((-2, -1)) - 2 * _diag(G).sum(-1) + n) / n
 
@@ -173,7 +213,9 @@ def optimal_gain_error(n, d):
 
 def capacity_random_keys(eps, d):
     """Capacity under T7: the largest n with expected error <= eps for random keys, n* = 1 + eps d."""
-    eps = np.asarray(eps, dtype=np.float64)
+    eps = _numbers("eps", eps)
+    if np.any(~np.isfinite(eps)) or np.any(eps < 0):
+        raise CapacityError(f"eps must be a finite error bound >= 0, got {eps!r}")
     (d,) = _counts(d=d)
     return _out(1.0 + eps * d)
 
@@ -189,7 +231,9 @@ def rank_bound_capacity(eps, d):
 
 def capacity_tight_frame(eps, d):
     """Capacity under T5: the largest n with error <= eps for tight-frame keys, n* = d (1 + eps)."""
-    eps = np.asarray(eps, dtype=np.float64)
+    eps = _numbers("eps", eps)
+    if np.any(~np.isfinite(eps)) or np.any(eps < 0):
+        raise CapacityError(f"eps must be a finite error bound >= 0, got {eps!r}")
     (d,) = _counts(d=d)
     return _out(d * (1.0 + eps))
 
@@ -248,10 +292,10 @@ def argmax_capacity(d, dv, tau=0.9):
     is the prediction.
     """
     d, dv = _counts(d=d, dv=dv)
-    tau = float(tau)
-    if not 0.0 < tau < 1.0:
+    tau_a = _numbers("tau", tau)
+    if tau_a.ndim != 0 or not 0.0 < float(tau_a) < 1.0:
         raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
-    return _out(_solve_capacity(argmax_recall, d, dv, tau))
+    return _out(_solve_capacity(argmax_recall, d, dv, float(tau_a)))
 
 
 def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
@@ -369,7 +413,13 @@ def decay_readout(K, V, g):
     r_i = sum_j g^(n-j) G_ij v_j (tokens numbered 1..n), so old tokens fade by g per step.
     Shapes: K ``[..., n, d]``, V ``[..., n, dv]``; returns ``[..., n, dv]``.
     """
+    g = _numbers("g", g)
+    if g.ndim != 0 or not np.isfinite(g):
+        raise CapacityError(f"g must be one finite number (the gate, in (0, 1] for a decaying memory), got {g!r}")
     g = float(g)
+    K, V = _matrix("K", K), _matrix("V", V)
+    if K.shape[-2] != V.shape[-2]:
+        raise CapacityError(f"K [..., n, d] and V [..., n, dv] must share n, got {tuple(K.shape)}, {tuple(V.shape)}")
     n = K.shape[-2]
     if isinstance(K, torch.Tensor):
         w = g ** torch.arange(n - 1, -1, -1, dtype=K.dtype, device=K.device)  # [n]

@@ -21,9 +21,15 @@ FAMILIES = {
 }
 
 
-def make(family: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None) -> torch.Tensor:
-    """Draw values of ``family``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``."""
+def make(family: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
+    """Draw values of ``family``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``.
+
+    The value families take no parameters of their own.
+    """
     _validate.choice("value family", family, FAMILIES)
+    if params:
+        unknown = ", ".join(sorted(params))
+        raise CapacityError(f"value family {family!r} got unknown parameter(s) {unknown}; allowed: none")
     n = _validate.positive_int("n", n)
     dv = _validate.positive_int("dv", dv)
     batch = _validate.positive_int("batch", batch)
@@ -31,10 +37,24 @@ def make(family: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None) -
         raise CapacityError(f"orthonormal values need n <= dv, got n={n} > dv={dv}; use 'gaussian' values past dv")
     dev = _validate.device(device)
     seeds = _random.seeds_for_batch(seed, batch)
-    items = batch if len(seeds) == 1 else 1
+    gens = [_random.generator(s, f"values/{family}") for s in seeds]  # checks every seed before any work
+    shape = (batch, n, dv)
+    _validate.check_alloc("values.make", shape, torch.float64, "cpu", copies=3.0)  # float64 draws at the peak
+    if dev.type != "cpu":
+        _validate.check_alloc("values.make", shape, torch.float32, dev)
+    try:
+        return _draw(family, n, dv, batch, gens, dev)
+    except Exception as exc:
+        if _validate.is_alloc_failure(exc):
+            raise _validate.alloc_error("values.make", shape, torch.float64, dev, exc) from None
+        raise
+
+
+def _draw(family: str, n: int, dv: int, batch: int, gens: list, dev: torch.device) -> torch.Tensor:
+    """The draws: one generator for the whole batch, or one per item. Returns float32 [batch, n, dv] on dev."""
+    items = batch if len(gens) == 1 else 1
     parts = []
-    for s in seeds:
-        g = _random.generator(s, f"values/{family}")
+    for g in gens:
         if family == "gaussian":
             z = _random.normal(items, n, dv, generator=g)
             parts.append(z / z.norm(dim=-1, keepdim=True))

@@ -72,11 +72,23 @@ def _check_tensor(name: str, x, ndim: int, dtypes=INPUT_DTYPES) -> torch.Tensor:
     return x
 
 
+def _no_meta(**tensors) -> None:
+    """Raise for a meta tensor (checked after the one-device check, which names a mix of devices)."""
+    for name, x in tensors.items():
+        if x is not None and x.device.type == "meta":
+            raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass one on 'cpu' or 'cuda'")
+
+
 def _check_state(state) -> tuple[int, int, int]:
     _check_tensor("state", state, 3, (torch.float32,))
     B, d, dv = state.shape
     if min(B, d, dv) < 1:
         raise CapacityError(f"state [B, d, dv] must have B, d, dv >= 1, got {list(state.shape)}")
+    if any(size > 1 and stride == 0 for size, stride in zip(state.shape, state.stride())):
+        raise CapacityError(
+            f"state must own its entries (it is written in place), got an expanded view with strides {state.stride()}; "
+            "pass state.clone()"
+        )
     return B, d, dv
 
 
@@ -92,6 +104,8 @@ def _param(name: str, x, device: torch.device) -> torch.Tensor:
             raise CapacityError(f"{name} must be on the state's device {device}, got {x.device}")
         if x.is_complex() or x.dtype == torch.bool:
             raise CapacityError(f"{name} must be real numbers, got {x.dtype}")
+        if x.device.type == "meta":
+            raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers")
     try:
         return torch.as_tensor(x, dtype=torch.float32, device=device)
     except (TypeError, ValueError, RuntimeError):
@@ -149,7 +163,9 @@ def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = Tr
     if v.dtype != k.dtype:
         raise CapacityError(f"k and v must share one dtype among float32, bfloat16, float16; got {k.dtype} and {v.dtype}")
     if len({state.device, k.device, v.device}) > 1:
-        raise CapacityError(f"state, k and v must be on one device, got {state.device}, {k.device}, {v.device}")
+        meta = "; meta tensors carry no numbers" if "meta" in {state.device.type, k.device.type, v.device.type} else ""
+        raise CapacityError(f"state, k and v must be on one device, got {state.device}, {k.device}, {v.device}{meta}")
+    _no_meta(state=state, k=k, v=v)
     if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
         raise CapacityError(f"shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, T, d] = {list(k.shape)}, v [B, T, dv] = {list(v.shape)}")
     if not isinstance(normalize, bool):
@@ -189,13 +205,18 @@ def _check_read(state, q, target=None) -> tuple[int, int, int]:
     devices = {state.device, q.device} | ({target.device} if target is not None else set())
     if len(devices) > 1:
         named = f"state on {state.device}, q on {q.device}" + (f", target on {target.device}" if target is not None else "")
-        raise CapacityError(f"state, q{', target' if target is not None else ''} must be on one device, got {named}")
+        meta = "; meta tensors carry no numbers" if any(dv.type == "meta" for dv in devices) else ""
+        which = "state, q" + (", target" if target is not None else "")
+        raise CapacityError(f"{which} must be on one device, got {named}{meta}")
+    _no_meta(state=state, q=q, target=target)
     return B, d, dv
 
 
 def read(state, q, *, normalize: bool = True) -> torch.Tensor:
     """o = q S. Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``; returns float32 ``[B, m, dv]``."""
     _check_read(state, q)
+    if not isinstance(normalize, bool):
+        raise CapacityError(f"normalize must be True or False, got {normalize!r}")
     return reference.read(state, q, normalize=normalize)
 
 

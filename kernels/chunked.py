@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from capacity.kernels._batched import matmul, solve_unit_lower
 from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA, prepare
 
 __all__ = ["recurrence"]
@@ -38,14 +39,14 @@ def _log_cumsum(gate: torch.Tensor, dtype=torch.float64) -> torch.Tensor:
 def _additive(S, k, v, mode, gate):
     """linear, decay, gla over the whole sequence at once. S [B, d, dv], k [B, T, d], v [B, T, dv]."""
     if mode == "linear":
-        return S + k.transpose(1, 2) @ v
+        return S + matmul(k.transpose(1, 2), v)
     lg = _log_cumsum(gate)  # [B, T] (decay) or [B, T, d] (gla)
     last = lg[:, -1:]  # [B, 1] or [B, 1, d]
     ratio = torch.exp(last - lg).to(k.dtype)  # gamma_T / gamma_j <= 1
     total = torch.exp(last[:, 0]).to(k.dtype)  # gamma_T: [B] or [B, d]
     if mode == "decay":
-        return total[:, None, None] * S + (k * ratio[..., None]).transpose(1, 2) @ v
-    return total[:, :, None] * S + (k * ratio).transpose(1, 2) @ v
+        return total[:, None, None] * S + matmul((k * ratio[..., None]).transpose(1, 2), v)
+    return total[:, :, None] * S + matmul((k * ratio).transpose(1, 2), v)
 
 
 def _delta_chunk(S, kc, vc, bc, gc, mode):
@@ -53,28 +54,34 @@ def _delta_chunk(S, kc, vc, bc, gc, mode):
     C = kc.shape[1]
     strict = torch.ones(C, C, dtype=torch.bool, device=kc.device).tril(-1)  # j < t
     if mode == "delta":
-        coupling = kc @ kc.transpose(1, 2)  # [B, C, C]: k_t . k_j
+        coupling = matmul(kc, kc.transpose(1, 2))  # [B, C, C]: k_t . k_j
         k_now, k_end, total = kc, kc, None
     elif mode == "gated_delta":
         lg = _log_cumsum(gc, kc.dtype)  # [B, C]
         diff = (lg[:, :, None] - lg[:, None, :]).masked_fill(~strict, float("-inf"))
-        coupling = (kc @ kc.transpose(1, 2)) * torch.exp(diff).to(kc.dtype)
+        coupling = matmul(kc, kc.transpose(1, 2)) * torch.exp(diff).to(kc.dtype)
         gamma = torch.exp(lg).to(kc.dtype)  # [B, C]
         k_now = kc * gamma[..., None]  # k_t * gamma_t, against S_0
         k_end = kc * torch.exp(lg[:, -1:] - lg).to(kc.dtype)[..., None]  # k_j * gamma_C / gamma_j
         total = gamma[:, -1][:, None, None]
     else:  # kda: per-channel gates
         lg = _log_cumsum(gc, kc.dtype)  # [B, C, d]
-        diff = (lg[:, :, None, :] - lg[:, None, :, :]).masked_fill(~strict[:, :, None], float("-inf"))  # [B, C, C, d]
-        coupling = (torch.exp(diff) * kc[:, :, None, :] * kc[:, None, :, :]).sum(-1)  # sum_c k_tc k_jc gamma_tc/gamma_jc
+        group = max(1, 2**24 // (C * C * kc.shape[2]))  # batch items per [group, C, C, d] block (~16M numbers)
+        parts = []
+        for g0 in range(0, kc.shape[0], group):
+            lgg, kg = lg[g0 : g0 + group], kc[g0 : g0 + group]
+            diff = (lgg[:, :, None, :] - lgg[:, None, :, :]).masked_fill(~strict[:, :, None], float("-inf"))
+            # [g, C, C, d] summed over d: sum_c k_tc k_jc gamma_tc / gamma_jc
+            parts.append((torch.exp(diff) * kg[:, :, None, :] * kg[:, None, :, :]).sum(-1))
+        coupling = parts[0] if len(parts) == 1 else torch.cat(parts)  # [B, C, C]
         k_now = kc * torch.exp(lg).to(kc.dtype)
         k_end = kc * torch.exp(lg[:, -1:] - lg).to(kc.dtype)
         total = torch.exp(lg[:, -1]).to(kc.dtype)[:, :, None]  # [B, d, 1]
     A = torch.eye(C, dtype=kc.dtype, device=kc.device) + (bc[:, :, None] * coupling).masked_fill(~strict, 0.0)
-    rhs = bc[..., None] * (vc - k_now @ S)  # [B, C, dv]
-    w = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
+    rhs = bc[..., None] * (vc - matmul(k_now, S))  # [B, C, dv]
+    w = solve_unit_lower(A, rhs)  # [B, C, dv]
     base = S if total is None else total * S
-    return base + k_end.transpose(1, 2) @ w
+    return base + matmul(k_end.transpose(1, 2), w)
 
 
 def recurrence(k, v, *, mode, beta=None, gate=None, initial_state=None, normalize=True, chunk: int = CHUNK) -> torch.Tensor:
@@ -87,8 +94,8 @@ def recurrence(k, v, *, mode, beta=None, gate=None, initial_state=None, normaliz
     B, T, d = k.shape
     if mode not in USES_BETA:
         return _additive(S, k, v, mode, gate)
-    if mode == "kda":  # per-channel decay ratios make a [B, C, C, d] tensor: smaller chunks, at most ~16M numbers
-        chunk = max(1, min(chunk // 2, int((2**24 / max(1, B * d)) ** 0.5)))
+    if mode == "kda":  # per-channel decay ratios make a [B, C, C, d] tensor: smaller chunks, C^2 d <= ~16M numbers
+        chunk = max(1, min(chunk // 2, int((2**24 / max(1, d)) ** 0.5)))  # never from B: the same chunks for any batch
     b = beta.float()
     for t0 in range(0, T, chunk):
         sl = slice(t0, t0 + chunk)

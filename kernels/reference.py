@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from capacity.kernels._batched import matmul
+
 MODES = ("linear", "decay", "gla", "delta", "gated_delta", "kda")
 SCALAR_GATE = ("decay", "gated_delta")  # a: [B, T]
 CHANNEL_GATE = ("gla", "kda")  # alpha: [B, T, d]
@@ -77,7 +79,7 @@ def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> tor
     q = q.float()
     if normalize:
         q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return q @ state
+    return matmul(q, state)  # batch-invariant on the CPU (see _batched)
 
 
 def read_error(state: torch.Tensor, q: torch.Tensor, target: torch.Tensor, *, normalize: bool = True) -> dict[str, torch.Tensor]:

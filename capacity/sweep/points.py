@@ -14,17 +14,17 @@ study cheaply (no full-size draws, no optimisation) and ``peak_bytes`` estimates
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
 
+from capacity import _validate
 from capacity import keys as keys_mod
 from capacity import variants
 from capacity.errors import CapacityError
 from capacity.sweep.config import Spec, Study, digest
 
-__all__ = ["Group", "groups", "check", "check_memory", "build_variant", "peak_bytes", "available_bytes"]
+__all__ = ["Group", "groups", "check", "check_memory", "build_variant", "peak_bytes"]
 
 
 @dataclass(frozen=True)
@@ -157,23 +157,6 @@ def peak_bytes(study: Study, group: Group) -> int:
     return int(total)
 
 
-def available_bytes(device: torch.device) -> int | None:
-    """Memory free for a new allocation on ``device`` (MemAvailable on Linux; free memory on CUDA), or None."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _gb(b: float) -> str:
     return f"{b / 2**30:.1f} GiB"
 
@@ -184,7 +167,7 @@ def check_memory(study: Study, groups_: list[Group], device: torch.device, paral
         return
     worst = max(groups_, key=lambda gr: peak_bytes(study, gr))
     need = peak_bytes(study, worst) * parallel
-    have = available_bytes(device)
+    have = _validate.available_bytes(device)
     if have is not None and need > 0.9 * have:
         at_once = f" ({parallel} groups at once)" if parallel > 1 else ""
         raise CapacityError(

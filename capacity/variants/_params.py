@@ -59,7 +59,10 @@ class Param:
                 raise CapacityError(f"{self.variant}: {self.name} = ('uniform', low, high) needs low <= high, got {spec!r}")
             return "uniform", (lo, hi)
         if self.per_channel and isinstance(spec, (Sequence, torch.Tensor)) and not isinstance(spec, str):
-            vec = torch.as_tensor(spec, dtype=torch.float64).flatten()
+            try:
+                vec = torch.as_tensor(spec, dtype=torch.float64).flatten()
+            except (TypeError, ValueError, RuntimeError):
+                raise CapacityError(f"{self.variant}: {self.name} must be {forms}; got {spec!r}") from None
             if vec.numel() == 0:
                 raise CapacityError(f"{self.variant}: {self.name} must not be an empty sequence")
             for x in vec.tolist():

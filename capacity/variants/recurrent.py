@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _validate, features, kernels
+from capacity import _random, _validate, features, kernels
 from capacity.errors import CapacityError
 from capacity.variants._params import Param
 
@@ -53,7 +53,7 @@ class Recurrent:
                 raise CapacityError(f"{self.name}: {flag} must be True or False, got {value!r}")
         if backend not in ("auto", "torch", "triton"):
             raise CapacityError(f"{self.name}: unknown backend {backend!r}; known: auto, torch, triton")
-        self.seed = _validate.positive_int(f"{self.name}: seed", seed, minimum=0)
+        self.seed = _random.check_seed(f"{self.name}: seed", seed)
         self.normalize, self.normalize_read, self.backend = normalize, normalize_read, backend
         if feature is None:
             if feature_params:
@@ -128,7 +128,15 @@ class Recurrent:
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
-        S = torch.zeros(batch, self.feature_dim(d), dv + int(self.normalize_read), dtype=torch.float32, device=_validate.device(device))
+        dev = _validate.device(device)
+        shape = (batch, self.feature_dim(d), dv + int(self.normalize_read))
+        _validate.check_alloc(f"{self.name}: init_state", shape, torch.float32, dev)
+        try:
+            S = torch.zeros(shape, dtype=torch.float32, device=dev)
+        except Exception as exc:
+            if _validate.is_alloc_failure(exc):
+                raise _validate.alloc_error(f"{self.name}: init_state", shape, torch.float32, dev, exc) from None
+            raise
         return TokenState(S, 0) if self.drawn else S
 
     def _matrix(self, state) -> tuple[torch.Tensor, int]:

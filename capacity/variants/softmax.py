@@ -24,6 +24,7 @@ import torch
 
 from capacity import _validate
 from capacity.errors import CapacityError
+from capacity.kernels._batched import matmul
 
 
 @dataclass
@@ -100,10 +101,13 @@ class Softmax:
         beta = math.sqrt(d) if self.beta is None else self.beta
         q = self._unit(q)
         out = torch.empty(B, m, V.shape[2], device=K.device)
-        block = max(1, (1 << 24) // (B * t))  # bounds the score block to ~16M floats
-        for s in range(0, m, block):
-            scores = beta * (q[:, s : s + block] @ K.transpose(1, 2))  # [B, blk, t]
-            out[:, s : s + block] = torch.softmax(scores, dim=-1) @ V
+        # one item at a time, blocks of queries sized by t alone (~4M scores), products on aligned operands
+        # (kernels._batched): a batch item reads the same bits whatever else shares its batch
+        block = max(1, (1 << 22) // t)
+        for b in range(B):
+            for s in range(0, m, block):
+                scores = beta * matmul(q[b : b + 1, s : s + block], K[b : b + 1].transpose(1, 2))  # [1, blk, t]
+                out[b, s : s + block] = matmul(torch.softmax(scores, dim=-1), V[b : b + 1])[0]
         return out
 
     def numel(self, state: Cache) -> int:
