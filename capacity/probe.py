@@ -22,6 +22,7 @@ import torch
 import xarray as xr
 
 from capacity import _validate
+from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 
@@ -62,7 +63,7 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
 def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
-    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv).
+    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.decode``.
     """
     diff = r - v
     sq = (diff * diff).sum(-1)
@@ -74,13 +75,7 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
     cos = torch.where(rr > 0, rv / (rr.sqrt() * vv.sqrt()), torch.zeros_like(rv))
     out = {"mse": sq, "rel_error": sq / vv, "cosine": cos, "signal": a, "leak": (leak_vec * leak_vec).sum(-1)}
     if decode:
-        B, c, _ = r.shape
-        correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
-        own = torch.arange(c, device=r.device)
-        for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
-            scores = r[:, start : start + block] @ v.transpose(1, 2)  # [B, blk, c]
-            correct[:, start : start + block] = (scores.argmax(-1) == own[start : start + block]).float()
-        out["recall"] = correct
+        out["recall"] = argmax_correct(r, v, block=block)
     return out
 
 
