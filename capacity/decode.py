@@ -13,7 +13,8 @@ values l, ties going to the first index (as ``torch.argmax``): a tie with an ear
 counts as wrong, a tie with a later one as right.
 
 The scores cost 2 c^2 dv flops. They are first computed in a cheap precision (bfloat16 where
-the hardware multiplies it natively: CUDA, or a CPU with AVX-512 BF16 or AMX; else float32),
+the hardware multiplies it natively and dv is large enough: CUDA, or a CPU with AVX-512 BF16 or
+AMX; else float32),
 and each read's margin (own score minus its best other score) is compared with a rigorous
 bound on the rounding error of its scores (``score_error_bound``, used with a factor 2 of
 margin). A read whose margin clears the bound is decided; the others are screened again in
@@ -38,6 +39,7 @@ from capacity.errors import CapacityError
 __all__ = ["argmax_correct", "score_error_bound", "screen_precision"]
 
 _PRECISIONS = ("auto", "bfloat16", "float32")
+_CPU_BF16_MIN_DV = 128  # measured: see screen_precision
 _FALLBACK_ROWS = 1 << 22  # float64 scores per fallback chunk (rows x c)
 
 
@@ -55,17 +57,19 @@ def _cpu_has_bf16() -> bool:
     return False
 
 
-def screen_precision(device, precision: str = "auto") -> str:
+def screen_precision(device, precision: str = "auto", dv: int | None = None) -> str:
     """The precision the scores are screened in on ``device``: ``"bfloat16"`` or ``"float32"``.
 
-    ``"auto"``: bfloat16 on CUDA and on CPUs with native bfloat16 (AVX-512 BF16 or AMX), else float32.
+    ``"auto"``: bfloat16 on CUDA, and on CPUs with native bfloat16 (AVX-512 BF16 or AMX) for reads
+    of ``dv`` >= 128 numbers (below that the float32 screen was as fast or faster on an AMD EPYC
+    with AVX-512 BF16; see benchmarks/README.md); else float32.
     """
     if precision not in _PRECISIONS:
         raise CapacityError(f"precision must be one of {', '.join(_PRECISIONS)}, got {precision!r}")
     if precision != "auto":
         return precision
     dev = torch.device(device)
-    if dev.type == "cuda" or (dev.type == "cpu" and _cpu_has_bf16()):
+    if dev.type == "cuda" or (dev.type == "cpu" and _cpu_has_bf16() and (dv is None or dv >= _CPU_BF16_MIN_DV)):
         return "bfloat16"
     return "float32"
 
@@ -183,7 +187,7 @@ def argmax_correct(r: torch.Tensor, v: torch.Tensor, *, block: int | None = None
         raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
     B, c, dv = r.shape
     block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
-    prec = screen_precision(r.device, precision)
+    prec = screen_precision(r.device, precision, dv)
     scale = _validate.in_range("bound_scale", bound_scale, 0.0, math.inf, high_open=True)
     r32, v32 = r.float(), v.float()  # [B, c, dv]
     # own scores, float32 sums widened: |own - r_i . v_i| <= gamma_dv ||r_i|| ||v_i||, added to every bound below

@@ -183,6 +183,7 @@ def test_bad_arguments_name_what_is_allowed():
         argmax_correct(torch.zeros(4, 3), r)
     assert screen_precision("cpu", "float32") == "float32"
     assert screen_precision("cpu") in PRECISIONS
+    assert screen_precision("cpu", dv=16) == "float32"  # small reads: the float32 screen is as fast
 
 
 @pytest.mark.gpu
