@@ -179,7 +179,7 @@ def argmax_correct(r: torch.Tensor, v: torch.Tensor, *, block: int | None = None
     Reads a bfloat16 screen cannot decide are screened again in float32 (tight bound), and the
     few left after that are scored in float64.
     """
-    _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads decode as wrong; no device sync for a check
+    _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads end in the float64 argmax; no device sync here
     _validate.tensor("v", v, ndim=3, finite=False)
     if r.shape != v.shape:
         raise CapacityError(f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape")
