@@ -7,7 +7,7 @@
 Commands, alternated in every repeat (fresh output folder each time), best wall time of ``--repeats``:
 (a) ``capacity run capacity-vs-d --out TMP`` with the default executor and with ``--executor serial``,
 (b) ``benchmarks/loop_baseline.py`` on the same grid (``--set`` is applied to the study and the grid
-handed to the loop). Also printed: the probe's counted flops (writes, reads and the argmax decode's
+handed to the loop), with torch's default thread count and with one thread. Also printed: the probe's counted flops (writes, reads and the argmax decode's
 scores) over each command's wall time, next to torch.matmul's float32 GFLOP/s measured here on 1
 thread and on torch's default thread count.
 """
@@ -87,13 +87,15 @@ def matmul_gflops(threads: int, n: int = 1024, reps: int = 5) -> float:
 
 
 def commands(sets: list[str], study, out: str) -> dict[str, list[str]]:
+    loop = [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study)
     run = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--device", "cpu"]
     for s in sets:
         run += ["--set", s]
     return {
         "capacity run (default executor)": run,
         "capacity run --executor serial": run + ["--executor", "serial"],
-        "per-point torch loop (loop_baseline.py)": [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study),
+        "per-point torch loop (loop_baseline.py)": loop,
+        "per-point torch loop, 1 torch thread": loop + ["--threads", "1"],
     }
 
 
