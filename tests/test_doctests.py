@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["capacity", "capacity.keys", "capacity.values", "capacity.theory", "capacity.probe", "capacity.metrics", "capacity.variants", "capacity.kernels"]
+MODULES = ["capacity", "capacity.keys", "capacity.values", "capacity.theory", "capacity.probe", "capacity.decode", "capacity.metrics", "capacity.variants", "capacity.kernels"]
 
 
 @pytest.mark.parametrize("name", MODULES)
