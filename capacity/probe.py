@@ -22,9 +22,9 @@ import torch
 import xarray as xr
 
 from capacity import _validate
+from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity import variants as _variants
-from capacity.kernels._batched import matmul
 from capacity.variants import Variant
 
 __all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS"]
@@ -67,7 +67,7 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
 def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
-    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv).
+    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.decode``.
     """
     diff = r - v
     sq = (diff * diff).sum(-1)
@@ -79,14 +79,8 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
     cos = torch.where(rr > 0, rv / (rr.sqrt() * vv.sqrt()), torch.zeros_like(rv))
     out = {"mse": sq, "rel_error": sq / vv, "cosine": cos, "signal": a, "leak": (leak_vec * leak_vec).sum(-1)}
     if decode:
-        B, c, _ = r.shape
-        correct = torch.empty(B, c, dtype=torch.float32, device=r.device)
-        own = torch.arange(c, device=r.device)
-        for b in range(B):  # one item at a time, so that its blocks and bits do not depend on the batch
-            for start in range(0, c, block):  # scores over all stored values, a block of queries at a time
-                scores = matmul(r[b : b + 1, start : start + block], v[b : b + 1].transpose(1, 2))  # [1, blk, c]
-                correct[b, start : start + block] = (scores[0].argmax(-1) == own[start : start + block]).float()
-        out["recall"] = correct
+        # exact, and one item at a time so that an item's answer does not depend on the rest of the batch
+        out["recall"] = torch.cat([argmax_correct(r[i : i + 1], v[i : i + 1], block=block) for i in range(r.shape[0])])
     return out
 
 

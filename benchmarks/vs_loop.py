@@ -1,0 +1,145 @@
+"""The main job against the per-point torch loop a user would write, side by side, as whole processes.
+
+    .venv/bin/python benchmarks/vs_loop.py                 # the default study, best of 3 (several minutes)
+    .venv/bin/python benchmarks/vs_loop.py --quick         # a small grid, one repeat (under a minute)
+    .venv/bin/python benchmarks/vs_loop.py --set d=16,32,64,128,256,512 --set seed=0,1,2,3,4,5,6,7
+
+Commands, alternated in every repeat (fresh output folder each time), best wall time of ``--repeats``:
+(a) ``capacity run capacity-vs-d --out TMP`` with the default executor and with ``--executor serial``,
+(b) ``benchmarks/loop_baseline.py`` on the same grid (``--set`` is applied to the study and the grid
+handed to the loop), with torch's default thread count and with one thread. Also printed: the probe's counted flops (writes, reads and the argmax decode's
+scores) over each command's wall time, next to torch.matmul's float32 GFLOP/s measured here on 1
+thread and on torch's default thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from capacity import sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = ["d=16,32", "load=1/4,1,4", "seed=0,1"]
+
+
+def study_for(sets: list[str]):
+    return sweep.get("capacity-vs-d").with_overrides(sets)
+
+
+def loop_args(study) -> list[str]:
+    """The study's grid as loop_baseline.py arguments (linear and the delta rule, beta = 1, only)."""
+    g = study.grid
+    for v in g.variant:
+        if v.name not in ("linear", "delta") or dict(v.params).get("beta", 1.0) != 1.0:
+            raise SystemExit(f"the loop baseline writes linear and delta (beta = 1) memories only, got {v.label}")
+    if study.probe.values != "gaussian" or not g.load or any(g.dvs(d) != (d,) for d in g.d):
+        raise SystemExit("the loop baseline needs gaussian values, dv = d and a load axis")
+    return (["--variants"] + [v.name for v in g.variant] + ["--keys"] + [k.name for k in g.keys]
+            + ["--d"] + [str(d) for d in g.d] + ["--loads"] + [repr(float(x)) for x in g.load]
+            + ["--seeds"] + [str(s) for s in g.seed])
+
+
+def probe_flops(study, decode: bool = True) -> float:
+    """Multiply-adds x 2 of the main job's probe work on the grid (dv = d).
+
+    Gaussian keys: one write pass of n_max per (variant, d, seed), read at every n (their prefixes
+    are draws too); other key families: one pass per n. Writes: linear 2 n d dv, delta rule
+    4 n d dv (k S and the outer product per token); reads 2 c d dv; argmax scores 2 c^2 dv per
+    checkpoint c.
+    """
+    g = study.grid
+    total = 0.0
+    for v in g.variant:
+        w = 2 if v.name == "linear" else 4
+        for k in g.keys:
+            for d in g.d:
+                ns = sorted(set(g.ns(d)))
+                passes = [ns] if k.name == "gaussian" else [[n] for n in ns]
+                for cps in passes:
+                    total += w * cps[-1] * d * d + sum(2 * c * d * d + (2 * c * c * d if decode else 0) for c in cps)
+    return total * len(g.seed)
+
+
+def matmul_gflops(threads: int, n: int = 1024, reps: int = 5) -> float:
+    """Best-of-``reps`` float32 torch.matmul GFLOP/s at n x n x n on ``threads`` threads."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        a @ b
+        best = math.inf
+        for _ in range(reps):
+            t = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - t)
+    finally:
+        torch.set_num_threads(old)
+    return 2 * n**3 / best / 1e9
+
+
+def commands(sets: list[str], study, out: str) -> dict[str, list[str]]:
+    loop = [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study)
+    run = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--device", "cpu"]
+    for s in sets:
+        run += ["--set", s]
+    return {
+        "capacity run (default executor)": run,
+        "capacity run --executor serial": run + ["--executor", "serial"],
+        "per-point torch loop (loop_baseline.py)": loop,
+        "per-point torch loop, 1 torch thread": loop + ["--threads", "1"],
+    }
+
+
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - t
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=None, help="runs of each command, alternated; best counts (default 3, 1 with --quick)")
+    p.add_argument("--quick", action="store_true", help=f"a small grid ({' '.join(QUICK)}), one repeat: a smoke test")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="study override, as in capacity run")
+    a = p.parse_args(argv)
+    sets = (QUICK if a.quick else []) + a.set
+    repeats = a.repeats or (1 if a.quick else 3)
+    study = study_for(sets)
+    g = study.grid
+    points = len(g.variant) * len(g.keys) * len(g.seed) * sum(len(g.ns(d)) for d in g.d)
+    print(f"grid: {', '.join(v.label for v in g.variant)}; {', '.join(k.label for k in g.keys)}; d {list(g.d)}; "
+          f"{len(g.load)} loads; {len(g.seed)} seeds: {points} points; {repeats} repeat(s)")
+    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    times: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, name in enumerate(commands(sets, study, tmp)):
+                cmd = commands(sets, study, str(Path(tmp) / f"out{i}"))[name]  # a fresh output folder each
+                times.setdefault(name, []).append(timed(cmd))
+    flops = probe_flops(study)
+    loop_best = min(times["per-point torch loop (loop_baseline.py)"])
+    print()
+    print("| command | best wall | all runs | loop / command | probe GFLOP/s |")
+    print("|---|---|---|---|---|")
+    for name, ts in times.items():
+        best = min(ts)
+        rate = f"{flops / best / 1e9:.3g}" if name.startswith("capacity") else "-"
+        print(f"| {name} | {best:.1f} s | {', '.join(f'{t:.1f}' for t in ts)} | {loop_best / best:.2f}x | {rate} |")
+    one, many = matmul_gflops(1), matmul_gflops(torch.get_num_threads())
+    print()
+    print(f"probe work counted: {flops / 1e9:.3g} GFLOP (writes, reads, argmax scores; {probe_flops(study, False) / 1e9:.3g} without the scores); "
+          f"GFLOP/s above = counted flops / whole-process wall (start-up, figures included)")
+    print(f"torch.matmul float32 1024^3: {one:.1f} GFLOP/s on 1 thread, {many:.1f} GFLOP/s on {torch.get_num_threads()} threads")
+
+
+if __name__ == "__main__":
+    main()

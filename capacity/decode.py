@@ -1,0 +1,231 @@
+"""Argmax decode of reads against stored values: which reads pick their own value.
+
+>>> import torch
+>>> from capacity.decode import argmax_correct
+>>> v = torch.eye(4)[None]                      # [1, 4, 4] four stored values
+>>> r = v + 0.1 * torch.ones(1, 4, 4)           # [1, 4, 4] reads near their own value
+>>> r[0, 3] = v[0, 1]                           # read 3 lands on value 1
+>>> argmax_correct(r, v).tolist()
+[[1.0, 1.0, 1.0, 0.0]]
+
+Read i is correct when its own score r_i . v_i is the largest of r_i . v_l over the c stored
+values l, ties going to the first index (as ``torch.argmax``): a tie with an earlier value
+counts as wrong, a tie with a later one as right.
+
+The scores cost 2 c^2 dv flops. They are first computed in a cheap precision (bfloat16 where
+the hardware multiplies it natively and dv is large enough: CUDA, or a CPU with AVX-512 BF16 or
+AMX; else float32),
+and each read's margin (own score minus its best other score) is compared with a rigorous
+bound on the rounding error of its scores (``score_error_bound``, used with a factor 2 of
+margin). A read whose margin clears the bound is decided; the others are screened again in
+float32 (a bound of about dv 2^-23 ||r_i|| max_l ||v_l||), and the few left after that are
+scored in float64. The answer is therefore the decode in exact arithmetic (up to float64
+rounding, dv 2^-53 relative), whatever precision screened it. It equals the plain float32
+decode ``(r @ v^T).argmax(-1) == arange(c)`` except where that one's answer is decided by
+float32 rounding (a margin within about dv 2^-24 ||r_i|| ||v_l||, or an exact tie that the
+float32 matmul's blocking splits).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from capacity import _validate
+from capacity.errors import CapacityError
+
+__all__ = ["argmax_correct", "score_error_bound", "screen_precision"]
+
+_PRECISIONS = ("auto", "bfloat16", "float32")
+_CPU_BF16_MIN_DV = 128  # measured: see screen_precision
+_FALLBACK_ROWS = 1 << 22  # float64 scores per fallback chunk (rows x c)
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX-BF16), from /proc/cpuinfo (Linux)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def screen_precision(device, precision: str = "auto", dv: int | None = None) -> str:
+    """The precision the scores are screened in on ``device``: ``"bfloat16"`` or ``"float32"``.
+
+    ``"auto"``: bfloat16 on CUDA, and on CPUs with native bfloat16 (AVX-512 BF16 or AMX) for reads
+    of ``dv`` >= 128 numbers (below that the float32 screen was as fast or faster on an AMD EPYC
+    with AVX-512 BF16; see benchmarks/README.md); else float32.
+    """
+    if precision not in _PRECISIONS:
+        raise CapacityError(f"precision must be one of {', '.join(_PRECISIONS)}, got {precision!r}")
+    if precision != "auto":
+        return precision
+    dev = torch.device(device)
+    if dev.type == "cuda" or (dev.type == "cpu" and _cpu_has_bf16() and (dv is None or dv >= _CPU_BF16_MIN_DV)):
+        return "bfloat16"
+    return "float32"
+
+
+def _gamma_k(k: int, u: float) -> float:
+    """Higham's gamma_k = k u / (1 - k u): relative error bound of a k-term sum in unit roundoff u."""
+    return math.inf if k * u >= 1 else k * u / (1 - k * u)
+
+
+_U_BF16 = 2.0**-8  # unit roundoff of bfloat16 (8 significant bits), round to nearest
+_U_SUM = 2.0**-23  # unit of the float32 sums: twice float32's 2^-24, so that truncating accumulators are covered
+_TINY = 2.0**-120  # per term: covers products and partial sums flushed to zero below 2^-126
+
+
+def _float32_input_unit(device: torch.device) -> float:
+    """Relative rounding of each input inside a "float32" matmul: 0, or TF32's 2^-11 / bfloat16's 2^-8 where torch allows them."""
+    if device.type == "cuda" and (torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"):
+        return 2.0**-8 if torch.get_float32_matmul_precision() == "medium" else 2.0**-11
+    if device.type != "cuda" and torch.get_float32_matmul_precision() != "highest":
+        return 2.0**-8
+    return 0.0
+
+
+def score_error_bound(r: torch.Tensor, v: torch.Tensor, precision: str) -> torch.Tensor:
+    """e_i with |s_il - s'_il| <= e_i for every value l: the screen's error on read i's scores; float64 ``[B, c]``.
+
+    s_il = r_i . v_l exactly; s'_il is the float32 sum the matmul forms in ``precision`` before any
+    rounding of its output (see ``argmax_correct`` for the output's rounding). r, v: float32
+    ``[B, c, dv]``. With gamma_k = k u / (1 - k u) and u = 2^-23 for float32 sums (twice float32's
+    unit roundoff, so that accumulators which truncate, like tensor cores, are covered):
+
+    - ``"bfloat16"``: the matmul multiplies r_hi = bf16(r) and v_hi = bf16(v); the products are exact
+      in float32 (8 x 8 significant bits) and their sum of dv terms errs by at most
+      gamma_dv sum_k |r_hi,k v_hi,k| <= gamma_dv ||r_hi|| ||v_hi||. What the input rounding dropped
+      is r . v_l - r_hi . v_hi,l = r_hi . v_lo,l + r_lo . v_l with r_lo = r - r_hi, v_lo = v - v_hi
+      (exact in float32), at most ||r_hi|| ||v_lo,l|| + ||r_lo|| ||v_l|| (Cauchy-Schwarz): the norms
+      of the actual remainders, maximised over l.
+    - ``"float32"``: r_hi = r and v_hi = v, up to the input rounding torch allows in float32
+      matmuls (TF32's u_in = 2^-11 on CUDA, bfloat16's 2^-8 where the float32 matmul precision is
+      lowered): (u_in (2 + u_in) (1 + gamma_dv) + gamma_dv) ||r|| ||v||.
+
+    The norms are computed in float32 and enlarged by their own rounding bound (1 + 2 gamma_(dv+2));
+    dv 2^-120 per read covers products below float32's normal range (flushed to zero).
+    """
+    dv = r.shape[-1]
+    g = _gamma_k(dv, _U_SUM)
+    grow = 1 + 2 * _gamma_k(dv + 2, _U_SUM)  # a float32 norm times this is >= the exact norm
+
+    def norm(x):  # [B, c, dv] -> [B, c] float64 upper bound of the row norms
+        return x.float().norm(dim=-1).double() * grow
+
+    vmax = norm(v).amax(-1, keepdim=True)  # [B, 1]
+    if precision == "bfloat16":
+        r_hi, v_hi = r.bfloat16().float(), v.bfloat16().float()
+        rh = norm(r_hi)  # [B, c]
+        v_lo_max = norm(v - v_hi).amax(-1, keepdim=True)  # [B, 1]
+        e = rh * v_lo_max + norm(r - r_hi) * vmax + g * rh * norm(v_hi).amax(-1, keepdim=True)
+    elif precision == "float32":
+        u_in = _float32_input_unit(r.device)
+        e = (u_in * (2 + u_in) * (1 + g) + g) * norm(r) * vmax
+    else:
+        raise CapacityError(f"precision must be 'bfloat16' or 'float32', got {precision!r}")
+    return e + dv * _TINY
+
+
+def _screen_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b with float32 accumulation: on CUDA, bfloat16 split-K reductions in reduced precision are switched off."""
+    if a.device.type != "cuda":
+        return a @ b
+    mm = torch.backends.cuda.matmul
+    old = mm.allow_bf16_reduced_precision_reduction
+    mm.allow_bf16_reduced_precision_reduction = False
+    try:
+        return a @ b
+    finally:
+        mm.allow_bf16_reduced_precision_reduction = old
+
+
+def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: float):
+    """(sure right, unsure) from the best other screened score ``other``, own scores and error bounds (same shape).
+
+    The screened scores were rounded to a format of unit roundoff ``u_out`` after the sum (0: not
+    rounded): rounding is monotone, so the unrounded best other lies in [lo(other), hi(other)].
+    """
+    other = other.double()
+    pos = other >= 0
+    hi = torch.where(pos, other / (1 - u_out), other / (1 + u_out))
+    lo = torch.where(pos, other / (1 + u_out), other / (1 - u_out))
+    right = own > hi + e  # every exact other score is below the exact own score
+    wrong = (lo - e > own) & torch.isfinite(other)  # the best other's exact score beats the own one
+    return right, ~(right | wrong)
+
+
+def argmax_correct(r: torch.Tensor, v: torch.Tensor, *, block: int | None = None, precision: str = "auto",
+                   bound_scale: float = 2.0) -> torch.Tensor:
+    """1.0 where read i has its largest score with its own value v_i, else 0.0; float32 ``[B, c]``.
+
+    ``r``: reads ``[B, c, dv]``; ``v``: the stored values ``[B, c, dv]`` (row i is read i's own
+    value); any floating dtype, scored from their float32 values. ``block``: reads scored at a
+    time (the score block holds B x block x c numbers; default about 16M numbers).
+    ``precision``: ``"auto"`` (see ``screen_precision``), ``"bfloat16"`` or ``"float32"``: the
+    precision of the first screen; the result does not depend on it. ``bound_scale``: the
+    screens use ``bound_scale`` times the derived rounding-error bounds (``score_error_bound``
+    and the output's unit roundoff); the default 2 leaves a factor 2 of margin. Below 1 the
+    answer may be wrong (only tests should do that).
+
+    Reads a bfloat16 screen cannot decide are screened again in float32 (tight bound), and the
+    few left after that are scored in float64.
+    """
+    _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads end in the float64 argmax; no device sync here
+    _validate.tensor("v", v, ndim=3, finite=False)
+    if r.shape != v.shape:
+        raise CapacityError(f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape")
+    if r.device != v.device:
+        raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
+    B, c, dv = r.shape
+    block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
+    prec = screen_precision(r.device, precision, dv)
+    scale = _validate.in_range("bound_scale", bound_scale, 0.0, math.inf, high_open=True)
+    r32, v32 = r.float(), v.float()  # [B, c, dv]
+    # own scores, float32 sums widened: |own - r_i . v_i| <= gamma_dv ||r_i|| ||v_i||, added to every bound below
+    own = (r32 * v32).sum(-1).double()  # [B, c]
+    own_err = _gamma_k(dv, _U_SUM) * (1 + 2 * _gamma_k(dv + 2, _U_SUM)) ** 2
+    own_err = own_err * r32.norm(dim=-1).double() * v32.norm(dim=-1).double() + dv * _TINY  # [B, c]
+    idx = torch.arange(c, device=r.device)
+    correct = torch.zeros(B, c, dtype=torch.bool, device=r.device)
+    unsure = torch.zeros(B, c, dtype=torch.bool, device=r.device)
+    # stage 1: every read, in blocks, in the screening precision
+    e = scale * (score_error_bound(r32, v32, prec) + own_err)  # [B, c]
+    u_out = min(0.5, scale * _U_BF16) if prec == "bfloat16" else 0.0
+    sdt = torch.bfloat16 if prec == "bfloat16" else torch.float32
+    rs, vt = r32.to(sdt), v32.to(sdt).transpose(1, 2)  # [B, c, dv], [B, dv, c]
+    for start in range(0, c, block):
+        stop = min(c, start + block)
+        s = _screen_matmul(rs[:, start:stop], vt)  # [B, blk, c]
+        s[:, idx[: stop - start], idx[start:stop]] = -math.inf  # leave out the own score (summed on its own)
+        right, uns = _classify(s.amax(-1), own[:, start:stop], e[:, start:stop], u_out)
+        correct[:, start:stop] = right
+        unsure[:, start:stop] = uns
+    if not bool(unsure.any()):
+        return correct.float()
+    # stage 2 (after a bfloat16 screen): the undecided reads in float32; stage 3: what is left, in float64
+    e32 = scale * (score_error_bound(r32, v32, "float32") + own_err) if prec == "bfloat16" else None  # [B, c]
+    step = max(1, _FALLBACK_ROWS // c)
+    for b in range(B):
+        rows = unsure[b].nonzero().flatten()
+        for i in range(0, rows.numel(), step):
+            q = rows[i : i + step]  # [m] undecided reads of batch item b
+            if e32 is not None:
+                s = r32[b, q] @ v32[b].T  # [m, c]
+                s[torch.arange(q.numel(), device=r.device), q] = -math.inf
+                right, uns = _classify(s.amax(-1), own[b, q], e32[b, q], 0.0)
+                correct[b, q] = right
+                q = q[uns]
+                if q.numel() == 0:
+                    continue
+            s64 = r32[b, q].double() @ v32[b].double().T  # [m, c]; products exact, sums to dv 2^-53
+            correct[b, q] = s64.argmax(-1) == q
+    return correct.float()

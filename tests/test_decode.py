@@ -1,0 +1,195 @@
+"""The argmax decode (capacity.decode) against the plain float32 decode and an exact (float64) one."""
+
+import math
+
+import pytest
+import torch
+
+from capacity import CapacityError, keys, probe, values, variants
+from capacity._random import generator
+from capacity.decode import argmax_correct, score_error_bound, screen_precision
+
+PRECISIONS = ("bfloat16", "float32")
+
+
+def plain32(r, v):
+    """The decode the probe used before: float32 scores, torch.argmax (first index wins a tie)."""
+    r, v = r.float(), v.float()
+    return ((r @ v.transpose(1, 2)).argmax(-1) == torch.arange(r.shape[1])).float()
+
+
+def exact(r, v):
+    """The same decode in float64: products of float32 numbers are exact there, sums err by dv 2^-53."""
+    r, v = r.float().double(), v.float().double()
+    return ((r @ v.transpose(1, 2)).argmax(-1) == torch.arange(r.shape[1])).float()
+
+
+def memory_reads(variant, family, B, n, d, seed):
+    """Reads of every stored key from a real memory at load n/d: many margins near zero."""
+    K = keys.make(family, n, d, batch=B, seed=seed).float()
+    V = values.make("gaussian", n, d, batch=B, seed=seed).float()
+    var = variants.get(variant)
+    S = var.write(var.init_state(B, d, d), K, V)
+    return var.read(S, K).float(), V
+
+
+def near_ties(B, c, dv, deltas, seed):
+    """Read i sits between v_i and another value v_j: own score minus the other's = delta ||v_i - v_j||^2 / 2 ..."""
+    g = generator(seed, "near-ties")
+    v = torch.randn(B, c, dv, generator=g)
+    v = v / v.norm(dim=-1, keepdim=True)
+    j = torch.randperm(c, generator=g)
+    j = torch.where(j == torch.arange(c), (j + 1) % c, j)  # a partner other than itself
+    delta = torch.tensor(deltas)[torch.randint(len(deltas), (B, c), generator=g)]  # [B, c]
+    vi, vj = v, v[:, j]
+    r = (vi + vj) / 2 + delta[..., None] * (vi - vj)  # [B, c, dv]
+    return r, v
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("B,c,dv", [(4, 300, 64), (1, 1, 8), (1, 7, 3), (2, 513, 16), (3, 64, 200)])
+def test_random_inputs_match_the_float32_and_exact_decodes(precision, B, c, dv):
+    g = generator(c * 1000 + dv, "decode-test")
+    v = torch.randn(B, c, dv, generator=g)
+    r = v + (c / dv) ** 0.5 * torch.randn(B, c, dv, generator=g)  # recall strictly between 0 and 1
+    got = argmax_correct(r, v, precision=precision)
+    assert got.dtype == torch.float32 and got.shape == (B, c)
+    assert torch.equal(got, exact(r, v))
+    assert torch.equal(got, plain32(r, v))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("variant,family,load", [("linear", "gaussian", 8), ("delta", "gaussian", 3), ("linear", "orthogonal", 12)])
+def test_memory_reads_match_at_every_block_size(precision, variant, family, load):
+    d = 32
+    r, v = memory_reads(variant, family, 3, load * d, d, seed=1)
+    want = plain32(r, v)
+    assert 0.05 < float(want.mean()) < 0.98  # margins on both sides of zero
+    assert torch.equal(want, exact(r, v))
+    for block in (7, 100, None):
+        assert torch.equal(argmax_correct(r, v, block=block, precision=precision), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_near_ties_below_bfloat16_resolution(precision):
+    # margins of 1e-3 .. 3e-5 of ||v||^2: bfloat16 (2^-8) cannot tell them apart, float32 can
+    r, v = near_ties(4, 400, 64, [1e-3, -1e-3, 1e-4, -1e-4, 3e-5, -3e-5], seed=2)
+    want = plain32(r, v)
+    assert 0.3 < float(want.mean()) < 0.7
+    assert torch.equal(want, exact(r, v))
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_ties_below_float32_resolution_are_decided_exactly(precision):
+    # margins of 1e-7 .. 1e-9: float32 rounding decides the plain decode; ours is the float64 answer
+    r, v = near_ties(2, 200, 48, [1e-7, -1e-7, 1e-9, -1e-9], seed=3)
+    assert torch.equal(argmax_correct(r, v, precision=precision), exact(r, v))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_exact_ties_go_to_the_first_index(precision):
+    g = generator(4, "ties")
+    B, c, dv = 2, 50, 16
+    v = torch.randn(B, c, dv, generator=g)
+    v = v / v.norm(dim=-1, keepdim=True)  # unit values: r_i = v_i scores 1 with v_i, less with any other
+    v[:, 10] = v[:, 3]  # duplicate values: read 10 ties with the earlier 3 (wrong), read 3 with the later 10 (right)
+    v[:, 20] = v[:, 40]  # read 40 ties with the earlier 20 (wrong), read 20 with the later 40 (right)
+    r = v.clone()  # each read is its own value
+    r[:, 30] = r[:, 31]  # duplicate reads: read 30 reads like read 31, and picks value 31
+    want = torch.ones(B, c)
+    want[:, [10, 40, 30]] = 0
+    assert torch.equal(exact(r, v), want)
+    assert torch.equal(plain32(r, v), want)
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_integer_inputs_with_many_exact_ties(precision):
+    # small integers: every score is exact in bfloat16, float32 and float64, and ties are common
+    g = generator(5, "int-ties")
+    r = torch.randint(-2, 3, (3, 120, 4), generator=g).float()
+    v = torch.randint(-2, 3, (3, 120, 4), generator=g).float()
+    want = exact(r, v)
+    assert torch.equal(plain32(r, v), want)
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_half_precision_inputs_decode_their_float32_values(dtype, precision):
+    r, v = memory_reads("linear", "gaussian", 2, 256, 32, seed=6)
+    r, v = r.to(dtype), v.to(dtype)
+    assert torch.equal(argmax_correct(r, v, precision=precision), exact(r, v))
+    assert torch.equal(argmax_correct(r, v, precision=precision), plain32(r, v))
+
+
+def test_one_stored_pair_is_always_recalled():
+    for precision in PRECISIONS:
+        assert argmax_correct(torch.tensor([[[-1.0, 2.0]]]), torch.tensor([[[3.0, 0.5]]]), precision=precision).tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_a_too_small_bound_gives_wrong_answers(precision):
+    # with no rounding allowance the screen decides near ties on rounded scores: the fallback is what makes it exact
+    deltas = [1e-4, -1e-4, 3e-5, -3e-5] if precision == "bfloat16" else [3e-8, -3e-8, 1e-8, -1e-8]
+    r, v = near_ties(4, 400, 64, deltas, seed=7)
+    want = exact(r, v)
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    wrong = argmax_correct(r, v, precision=precision, bound_scale=0.0)
+    assert int((wrong != want).sum()) > 20
+
+
+def test_the_bfloat16_bound_holds_for_the_matmul_it_describes():
+    # |s_hat - s| <= e_i + u |s_hat| / (1 - u) for every score: the derivation, checked on this machine's matmul
+    g = generator(8, "bound")
+    for dv, scale in ((8, 1.0), (64, 1e-3), (256, 30.0)):
+        r = scale * torch.randn(2, 200, dv, generator=g)
+        v = torch.randn(2, 200, dv, generator=g) * torch.rand(2, 200, 1, generator=g)  # unequal norms
+        s_hat = (r.bfloat16() @ v.bfloat16().transpose(1, 2)).double()
+        s = r.double() @ v.double().transpose(1, 2)
+        e = score_error_bound(r, v, "bfloat16")  # [B, c]
+        err = (s_hat - s).abs()
+        allowed = e[..., None] + 2.0**-8 * s_hat.abs() / (1 - 2.0**-8)
+        assert bool((err <= allowed).all())
+        assert float((err / allowed).max()) > 0.01  # not vacuous: the bound is within 100x of the worst error
+        e32 = score_error_bound(r, v, "float32")
+        err32 = ((r @ v.transpose(1, 2)).double() - s).abs()
+        assert bool((err32 <= e32[..., None]).all())
+
+
+def test_probe_recall_is_the_exact_decode_of_its_reads():
+    d, n = 16, 160
+    K = keys.make("gaussian", n, d, batch=2, seed=9)
+    V = values.make("gaussian", n, d, batch=2, seed=9)
+    var = variants.get("linear")
+    ds = probe.recall(var, K, V, checkpoints=[n], per_query=True)
+    r = var.read(var.write(var.init_state(2, d, d), K, V), K)
+    assert torch.equal(torch.from_numpy(ds.correct.values[0]).float(), exact(r, V))
+    assert math.isclose(float(ds.recall.mean()), float(exact(r, V).mean()), abs_tol=1e-6)
+
+
+def test_bad_arguments_name_what_is_allowed():
+    r = torch.zeros(1, 4, 3)
+    with pytest.raises(CapacityError, match=r"r \[B, c, dv\] = \[1, 4, 3\] and v .* must have the same shape"):
+        argmax_correct(r, torch.zeros(1, 5, 3))
+    with pytest.raises(CapacityError, match="precision must be one of auto, bfloat16, float32"):
+        argmax_correct(r, r, precision="fp8")
+    with pytest.raises(CapacityError, match="block must be a whole number >= 1"):
+        argmax_correct(r, r, block=0)
+    with pytest.raises(CapacityError, match=r"bound_scale must lie in \[0, inf\)"):
+        argmax_correct(r, r, bound_scale=-1)
+    with pytest.raises(CapacityError, match="r must have 3 dimensions"):
+        argmax_correct(torch.zeros(4, 3), r)
+    assert screen_precision("cpu", "float32") == "float32"
+    assert screen_precision("cpu") in PRECISIONS
+    assert screen_precision("cpu", dv=16) == "float32"  # small reads: the float32 screen is as fast
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_cuda_screens_match_the_exact_decode(precision):
+    for r, v in (memory_reads("linear", "gaussian", 4, 2048, 128, seed=10), near_ties(4, 1000, 64, [1e-4, -1e-4, 1e-7, -1e-7], seed=11)):
+        got = argmax_correct(r.cuda(), v.cuda(), precision=precision).cpu()
+        assert torch.equal(got, exact(r, v))

@@ -1,0 +1,62 @@
+"""benchmarks/loop_baseline.py computes the probe's numbers; benchmarks/vs_loop.py hands it the study's grid and counts flops."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from capacity import sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+loop_baseline, vs_loop = _load("loop_baseline"), _load("vs_loop")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    sets = ["d=16", "load=1/2,2", "seed=0,1"]
+    study = vs_loop.study_for(sets)
+    ds = sweep.run(study, out=tmp_path_factory.mktemp("sweep"), device="cpu", executor="serial", progress=False).dataset
+    return study, ds
+
+
+@pytest.mark.parametrize("delta", ["loop", "kernels"])
+def test_the_loop_computes_the_probes_numbers(tiny, tmp_path, delta):
+    study, ds = tiny
+    out = tmp_path / "m.json"
+    loop_baseline.main(vs_loop.loop_args(study) + ["--delta", delta, "--out", str(out)])  # the grid as the benchmark hands it over
+    rows = json.loads(out.read_text())
+    assert len(rows) == 2 * 2 * 1 * 2 * 2
+    for row in rows:
+        variant, family, d, load, seed = row.pop("point")
+        got = ds.sel(variant=variant, key_family=family, d=d, load=float(load), seed=seed)
+        assert set(row) == {"mse", "rel_error", "cosine", "signal", "leak", "recall"}
+        for m, want in row.items():
+            assert abs(float(got[m]) - want) <= 1e-5 * max(1.0, abs(want)), (variant, family, load, seed, m)
+
+
+def test_probe_flops_counts_writes_reads_and_scores():
+    study = vs_loop.study_for(["d=16", "load=1,2", "seed=0", "variant=linear,delta", "keys=gaussian,orthogonal"])
+    dd = 16 * 16
+    reads = 2 * 16 * dd + 2 * 32 * dd
+    scores = 2 * 16**2 * 16 + 2 * 32**2 * 16
+    linear = (2 * 32 * dd + reads + scores) + (2 * 16 * dd + 2 * 32 * dd + reads + scores)  # gaussian: one pass; orthogonal: one per n
+    delta = (4 * 32 * dd + reads + scores) + (4 * 16 * dd + 4 * 32 * dd + reads + scores)
+    assert vs_loop.probe_flops(study) == linear + delta
+    assert vs_loop.probe_flops(study, decode=False) == linear + delta - 4 * scores
+
+
+def test_the_loop_refuses_grids_it_cannot_write():
+    with pytest.raises(SystemExit, match="linear and delta"):
+        vs_loop.loop_args(vs_loop.study_for(["variant=decay"]))
