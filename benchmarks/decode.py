@@ -51,9 +51,13 @@ def main(argv=None) -> None:
     torch.set_num_threads(a.threads)
     auto = f"{screen_precision('cpu', dv=16)} at dv < 128, {screen_precision('cpu', dv=256)} at dv >= 128"
     B = 4
-    print(f"{os.cpu_count()} cores, {a.threads} torch thread(s), torch {torch.__version__}, auto screen: {auto}, "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("| d | n (checkpoints) | old float32 decode | new, auto screen | new, float32 screen | old / new (auto) | recall range |")
+    print(
+        f"{os.cpu_count()} cores, {a.threads} torch thread(s), torch {torch.__version__}, auto screen: {auto}, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print(
+        "| d | n (checkpoints) | old float32 decode | new, auto screen | new, float32 screen | old / new (auto) | recall range |"
+    )
     print("|---|---|---|---|---|---|---|")
     tot = [0.0, 0.0, 0.0]
     for d in a.d:
@@ -71,12 +75,16 @@ def main(argv=None) -> None:
             t_new, got = best_of(lambda: argmax_correct(r, v, block=block), a.repeats)  # noqa: B023
             t_32, got32 = best_of(lambda: argmax_correct(r, v, block=block, precision="float32"), a.repeats)  # noqa: B023
             if not (torch.equal(got, want) and torch.equal(got32, want)):
-                print(f"  d {d}, n {n}: the decodes differ in {int((got != want).sum())} / {int((got32 != want).sum())} reads")
+                print(
+                    f"  d {d}, n {n}: the decodes differ in {int((got != want).sum())} / {int((got32 != want).sum())} reads"
+                )
             t = [t[0] + t_old, t[1] + t_new, t[2] + t_32]
             recalls.append(float(want.mean()))
         tot = [x + y for x, y in zip(tot, t)]
-        print(f"| {d} | {ns[0]}..{ns[-1]} ({len(ns)}) | {t[0]:.3f} s | {t[1]:.3f} s | {t[2]:.3f} s | {t[0] / t[1]:.2f}x | "
-              f"{min(recalls):.3f}..{max(recalls):.3f} |")
+        print(
+            f"| {d} | {ns[0]}..{ns[-1]} ({len(ns)}) | {t[0]:.3f} s | {t[1]:.3f} s | {t[2]:.3f} s | {t[0] / t[1]:.2f}x | "
+            f"{min(recalls):.3f}..{max(recalls):.3f} |"
+        )
     print(f"| all | | {tot[0]:.3f} s | {tot[1]:.3f} s | {tot[2]:.3f} s | **{tot[0] / tot[1]:.2f}x** | |")
 
 

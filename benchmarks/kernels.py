@@ -33,7 +33,6 @@ import sys
 import time
 
 import torch
-
 from capacity.kernels import reference, triton_read, triton_update
 
 MODES = reference.MODES
@@ -114,12 +113,19 @@ def bench_update(mode, B, T, d, dtype, device, bw, ref_tokens, fla_fn=None) -> d
     dv = d
     k, v, params = inputs(mode, B, T, d, dv, dtype, device)
     state = torch.zeros(B, d, dv, device=device)
-    fused = timeit(lambda: triton_update.update(state, k, v, mode=mode, normalize=True, **params), device, **_reps(device))
+    fused = timeit(
+        lambda: triton_update.update(state, k, v, mode=mode, normalize=True, **params), device, **_reps(device)
+    )
 
     n_ref = T if mode == "linear" else min(T, ref_tokens)
     kp, vp, pp = k[:, :n_ref], v[:, :n_ref], _prefix(params, n_ref)
     s0 = torch.zeros(B, d, dv, device=device)
-    torch_t = timeit(lambda: reference.recurrence(kp, vp, mode=mode, initial_state=s0, normalize=True, **pp), device, max_reps=5, warmup=1)
+    torch_t = timeit(
+        lambda: reference.recurrence(kp, vp, mode=mode, initial_state=s0, normalize=True, **pp),
+        device,
+        max_reps=5,
+        warmup=1,
+    )
     want = reference.recurrence(kp, vp, mode=mode, initial_state=s0, normalize=True, **pp)
     got = triton_update.update(s0.clone(), kp, vp, mode=mode, normalize=True, **pp)
     err = _rel_err(got, want)
@@ -128,9 +134,19 @@ def bench_update(mode, B, T, d, dtype, device, bw, ref_tokens, fla_fn=None) -> d
     nbytes = B * T * (d + dv) * elem + 2 * B * d * dv * 4
     nbytes += sum(p.numel() * 4 for p in params.values())  # beta, gates: float32 per token
     row = {
-        "kind": "update", "mode": mode, "B": B, "T": T, "d": d, "dv": dv, "dtype": str(dtype).replace("torch.", ""),
-        "fused_s": fused, "tokens_per_s": B * T / fused,
-        "torch_s": torch_t, "torch_tokens": n_ref, "bytes": nbytes, "max_rel_err_vs_reference": err,
+        "kind": "update",
+        "mode": mode,
+        "B": B,
+        "T": T,
+        "d": d,
+        "dv": dv,
+        "dtype": str(dtype).replace("torch.", ""),
+        "fused_s": fused,
+        "tokens_per_s": B * T / fused,
+        "torch_s": torch_t,
+        "torch_tokens": n_ref,
+        "bytes": nbytes,
+        "max_rel_err_vs_reference": err,
     }
     if device.type == "cuda":  # interpreter times are no performance figures: no ratio on the CPU
         row["speedup_vs_torch"] = (torch_t / n_ref) / (fused / T)
@@ -145,12 +161,21 @@ def bench_update(mode, B, T, d, dtype, device, bw, ref_tokens, fla_fn=None) -> d
 def _bench_fla(fla_fn, k, v, beta, B, d, device, fused) -> dict:
     """flash-linear-attention's fused recurrent delta rule on the same tokens, one head per state."""
     try:
-        q4, k4, v4, b3 = k[:, :, None], k[:, :, None], v[:, :, None], beta[:, :, None].to(k.dtype)  # [B, T, 1, d], [B, T, 1]
+        q4, k4, v4, b3 = (
+            k[:, :, None],
+            k[:, :, None],
+            v[:, :, None],
+            beta[:, :, None].to(k.dtype),
+        )  # [B, T, 1, d], [B, T, 1]
         h0 = torch.zeros(B, 1, d, v.shape[-1], device=device)
-        run = lambda: fla_fn(q4, k4, v4, b3, scale=1.0, initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True)  # noqa: E731
+        run = lambda: fla_fn(
+            q4, k4, v4, b3, scale=1.0, initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True
+        )
         t = timeit(run, device, **_reps(device))
         _, final = run()
-        ours = triton_update.update(torch.zeros(B, d, v.shape[-1], device=device), k, v, mode="delta", beta=beta, normalize=True)
+        ours = triton_update.update(
+            torch.zeros(B, d, v.shape[-1], device=device), k, v, mode="delta", beta=beta, normalize=True
+        )
         return {"fla_s": t, "speedup_vs_fla": t / fused, "fla_state_max_rel_diff": _rel_err(ours, final[:, 0])}
     except Exception as exc:  # an fla version with another signature: record it, keep the run
         return {"fla_error": f"{type(exc).__name__}: {exc}"}
@@ -171,9 +196,19 @@ def bench_read(B, m, d, dtype, device, bw) -> dict:
     elem = q.element_size()
     nbytes = B * m * (d + dv) * elem + B * d * dv * 4 + 3 * B * m * 4
     row = {
-        "kind": "read_error", "mode": "read", "B": B, "T": m, "d": d, "dv": dv, "dtype": str(dtype).replace("torch.", ""),
-        "fused_s": fused, "tokens_per_s": B * m / fused, "torch_s": torch_t, "torch_tokens": m,
-        "bytes": nbytes, "max_rel_err_vs_reference": err,
+        "kind": "read_error",
+        "mode": "read",
+        "B": B,
+        "T": m,
+        "d": d,
+        "dv": dv,
+        "dtype": str(dtype).replace("torch.", ""),
+        "fused_s": fused,
+        "tokens_per_s": B * m / fused,
+        "torch_s": torch_t,
+        "torch_tokens": m,
+        "bytes": nbytes,
+        "max_rel_err_vs_reference": err,
     }
     if device.type == "cuda":
         row["speedup_vs_torch"] = torch_t / fused
@@ -191,22 +226,53 @@ def plan(device: torch.device, quick: bool) -> dict:
     if device.type == "cuda":
         if quick:
             return {
-                "update": [(mode, B, T, d, dt) for mode in ("linear", "delta", "kda") for d in (64, 128) for B, T in ((1, 4096), (64, 1024))
-                           for dt in (torch.bfloat16,)],
-                "read": [(B, m, d, dt) for d in (64, 128) for B, m in ((64, 1024),) for dt in (torch.bfloat16, torch.float32)],
-                "ref_tokens": 128, "copy_bytes": 1 << 30,
+                "update": [
+                    (mode, B, T, d, dt)
+                    for mode in ("linear", "delta", "kda")
+                    for d in (64, 128)
+                    for B, T in ((1, 4096), (64, 1024))
+                    for dt in (torch.bfloat16,)
+                ],
+                "read": [
+                    (B, m, d, dt) for d in (64, 128) for B, m in ((64, 1024),) for dt in (torch.bfloat16, torch.float32)
+                ],
+                "ref_tokens": 128,
+                "copy_bytes": 1 << 30,
             }
         # the issue's goals first (linear, delta, the read), so that a --budget-s cut keeps them
         shapes = ((1, 65536), (1024, 1024))
         dims = (64, 128, 256)
-        upd = [(mode, B, T, d, dt) for mode in ("linear", "delta") for dt in (torch.bfloat16, torch.float32) for d in dims for B, T in shapes]
-        upd += [(mode, B, T, d, torch.bfloat16) for mode in ("decay", "gla", "gated_delta", "kda") for d in dims for B, T in shapes]
-        rd = [(B, m, d, dt) for d in dims for B, m in ((1, 65536), (1024, 1024)) for dt in (torch.bfloat16, torch.float32)]
+        upd = [
+            (mode, B, T, d, dt)
+            for mode in ("linear", "delta")
+            for dt in (torch.bfloat16, torch.float32)
+            for d in dims
+            for B, T in shapes
+        ]
+        upd += [
+            (mode, B, T, d, torch.bfloat16)
+            for mode in ("decay", "gla", "gated_delta", "kda")
+            for d in dims
+            for B, T in shapes
+        ]
+        rd = [
+            (B, m, d, dt) for d in dims for B, m in ((1, 65536), (1024, 1024)) for dt in (torch.bfloat16, torch.float32)
+        ]
         return {"update": upd[:24], "read": rd, "more_update": upd[24:], "ref_tokens": 256, "copy_bytes": 2 << 30}
     # CPU: the interpreter runs each program in Python, so a few small cases prove the path
     if quick:
-        return {"update": [(mode, 2, 24, 16, torch.float32) for mode in MODES], "read": [(4, 64, 16, torch.float32)], "ref_tokens": 24, "copy_bytes": 0}
-    upd = [(mode, 2, 40, d, dt) for mode in MODES for d in (16, 48) for dt in (torch.float32, torch.bfloat16, torch.float16)]
+        return {
+            "update": [(mode, 2, 24, 16, torch.float32) for mode in MODES],
+            "read": [(4, 64, 16, torch.float32)],
+            "ref_tokens": 24,
+            "copy_bytes": 0,
+        }
+    upd = [
+        (mode, 2, 40, d, dt)
+        for mode in MODES
+        for d in (16, 48)
+        for dt in (torch.float32, torch.bfloat16, torch.float16)
+    ]
     rd = [(4, 64, d, dt) for d in (16, 48) for dt in (torch.float32, torch.bfloat16)]
     return {"update": upd, "read": rd, "ref_tokens": 40, "copy_bytes": 0}
 
@@ -215,13 +281,32 @@ def torch_path_cpu(quick: bool) -> list[dict]:
     """CPU timings of the unfused torch path alone (sizes the interpreter could not run)."""
     rows = []
     cpu = torch.device("cpu")
-    for d in ((64,) if quick else (64, 128, 256)):
+    for d in (64,) if quick else (64, 128, 256):
         for mode in ("linear", "delta"):
             B, T = (16, 4096) if mode == "linear" else (16, 256)
             k, v, params = inputs(mode, B, T, d, d, torch.float32, cpu)
             s0 = torch.zeros(B, d, d)
-            t = timeit(lambda: reference.recurrence(k, v, mode=mode, initial_state=s0, **params), cpu, max_reps=5, warmup=1)
-            rows.append({"kind": "torch_path_cpu", "mode": mode, "B": B, "T": T, "d": d, "dv": d, "dtype": "float32", "torch_s": t, "tokens_per_s": B * T / t})
+            t = timeit(
+                lambda k=k, v=v, mode=mode, s0=s0, params=params: reference.recurrence(
+                    k, v, mode=mode, initial_state=s0, **params
+                ),
+                cpu,
+                max_reps=5,
+                warmup=1,
+            )
+            rows.append(
+                {
+                    "kind": "torch_path_cpu",
+                    "mode": mode,
+                    "B": B,
+                    "T": T,
+                    "d": d,
+                    "dv": d,
+                    "dtype": "float32",
+                    "torch_s": t,
+                    "tokens_per_s": B * T / t,
+                }
+            )
     return rows
 
 
@@ -231,8 +316,13 @@ def torch_path_cpu(quick: bool) -> list[dict]:
 def machine(device: torch.device) -> dict:
     import triton
 
-    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
-            "torch": torch.__version__, "triton": triton.__version__}
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+    }
     if device.type == "cuda":
         p = torch.cuda.get_device_properties(device)
         info.update(gpu=p.name, gpu_memory_GiB=round(p.total_memory / 2**30, 1), sm_count=p.multi_processor_count)
@@ -248,7 +338,9 @@ def table(rows: list[dict]) -> str:
         roof = f"{100 * r['roofline_fraction']:6.1f}" if "roofline_fraction" in r else f"{'-':>6}"
         xf = f"{r['speedup_vs_fla']:6.2f}" if "speedup_vs_fla" in r else f"{'-':>6}"
         err = f"{r['max_rel_err_vs_reference']:8.1e}" if "max_rel_err_vs_reference" in r else f"{'-':>8}"
-        lines.append(f"{r['kind'][:10]:10} {r['mode']:11} {r['dtype']:8} {r['B']:6d} {r['T']:6d} {r['d']:4d} {fused} {r['torch_s'] * 1e3:9.3f} {xt} {roof} {xf} {err}")
+        lines.append(
+            f"{r['kind'][:10]:10} {r['mode']:11} {r['dtype']:8} {r['B']:6d} {r['T']:6d} {r['d']:4d} {fused} {r['torch_s'] * 1e3:9.3f} {xt} {roof} {xf} {err}"
+        )
     return "\n".join(lines)
 
 
@@ -257,7 +349,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a small run (a minute on a GPU)")
     ap.add_argument("--out", help="write the results as JSON to this path")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when present)")
-    ap.add_argument("--budget-s", type=float, default=None, help="start no new case after this many seconds (the JSON says which were left out)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="start no new case after this many seconds (the JSON says which were left out)",
+    )
     args = ap.parse_args(argv)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -268,9 +365,8 @@ def main(argv=None) -> int:
     fla_note = "flash-linear-attention not importable: no comparison"
     if device.type == "cuda":
         try:
-            from fla.ops.delta_rule import fused_recurrent_delta_rule as fla_fn
-
             import fla
+            from fla.ops.delta_rule import fused_recurrent_delta_rule as fla_fn
 
             fla_note = f"flash-linear-attention {getattr(fla, '__version__', '?')}: fused_recurrent_delta_rule"
         except Exception as exc:  # ImportError, or fla failing on import
@@ -292,7 +388,11 @@ def main(argv=None) -> int:
         "torch_path_cpu": [],
     }
     rows = result["rows"]
-    cases = [("update", c) for c in p["update"]] + [("read", c) for c in p["read"]] + [("update", c) for c in p.get("more_update", [])]
+    cases = (
+        [("update", c) for c in p["update"]]
+        + [("read", c) for c in p["read"]]
+        + [("update", c) for c in p.get("more_update", [])]
+    )
     for kind, case in cases:
         if args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
             result["left_out"].append([kind, *[str(x).replace("torch.", "") for x in case]])
@@ -309,7 +409,9 @@ def main(argv=None) -> int:
     result["wall_s"] = time.perf_counter() - t_start
     extra = result["torch_path_cpu"]
     print()
-    print(f"kernels benchmark, {result['date']}, {result['machine'].get('gpu', platform.processor() or 'CPU')}, torch {torch.__version__}")
+    print(
+        f"kernels benchmark, {result['date']}, {result['machine'].get('gpu', platform.processor() or 'CPU')}, torch {torch.__version__}"
+    )
     if gpu:
         print(f"device copy bandwidth: {result['copy_bandwidth_GBps']:.0f} GB/s; {fla_note}")
     else:
@@ -319,7 +421,9 @@ def main(argv=None) -> int:
     if extra:
         print("\nunfused torch path on the CPU:")
         for r in extra:
-            print(f"  {r['mode']:7} B={r['B']:<4} T={r['T']:<5} d={r['d']:<4} {r['torch_s'] * 1e3:9.2f} ms  {r['tokens_per_s']:12.0f} tokens/s")
+            print(
+                f"  {r['mode']:7} B={r['B']:<4} T={r['T']:<5} d={r['d']:<4} {r['torch_s'] * 1e3:9.2f} ms  {r['tokens_per_s']:12.0f} tokens/s"
+            )
     worst = max(r["max_rel_err_vs_reference"] for r in rows)
     print(f"\nworst max error of the fused kernels against the reference (relative to the result's scale): {worst:.2e}")
     if result["left_out"]:

@@ -17,7 +17,16 @@ import torch
 
 from capacity import learned, theory
 
-ROWS = [("linear", {}, False), ("linear", {}, True), ("decay", {}, False), ("gla", {}, False), ("delta", {}, False), ("gated_delta", {}, False), ("kda", {}, False), ("softmax", {"beta": 8.0}, False)]
+ROWS = [
+    ("linear", {}, False),
+    ("linear", {}, True),
+    ("decay", {}, False),
+    ("gla", {}, False),
+    ("delta", {}, False),
+    ("gated_delta", {}, False),
+    ("kda", {}, False),
+    ("softmax", {"beta": 8.0}, False),
+]
 
 
 def main(argv=None) -> None:
@@ -28,7 +37,12 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     d = args.d
-    out = {"machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads", "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "rows": []}
+    out = {
+        "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
+        "date": time.strftime("%Y-%m-%d"),
+        "torch": torch.__version__,
+        "rows": [],
+    }
     print(f"{'variant':22} {'n':>5} {'steps':>5} {'start':>8} {'learned':>8} {'T5':>7} {'T8':>7} {'seconds':>8}")
     for n in args.n:
         for name, params, gain in ROWS:
@@ -39,9 +53,21 @@ def main(argv=None) -> None:
             res = learned.optimise(n=n, d=d, variant=mem, gain=gain, steps=args.steps, seed=0)
             secs = time.perf_counter() - t0
             label = name + (", gain" if gain else "") + (f" (beta = {params['beta']:g})" if params else "")
-            row = {"variant": label, "n": n, "d": d, "steps": args.steps, "start_mse": float(res.history[0]), "learned_mse": float(res.mse[0]), "frame_bound": theory.frame_bound(n, d), "rank_bound": theory.rank_bound(n, d), "seconds": secs}
+            row = {
+                "variant": label,
+                "n": n,
+                "d": d,
+                "steps": args.steps,
+                "start_mse": float(res.history[0]),
+                "learned_mse": float(res.mse[0]),
+                "frame_bound": theory.frame_bound(n, d),
+                "rank_bound": theory.rank_bound(n, d),
+                "seconds": secs,
+            }
             out["rows"].append(row)
-            print(f"{label:22} {n:5d} {args.steps:5d} {row['start_mse']:8.3f} {row['learned_mse']:8.3f} {row['frame_bound']:7.3f} {row['rank_bound']:7.3f} {secs:8.1f}")
+            print(
+                f"{label:22} {n:5d} {args.steps:5d} {row['start_mse']:8.3f} {row['learned_mse']:8.3f} {row['frame_bound']:7.3f} {row['rank_bound']:7.3f} {secs:8.1f}"
+            )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=2))

@@ -68,9 +68,18 @@ def main(argv=None) -> None:
     p.add_argument("--variants", nargs="+", default=["linear", "delta"], choices=["linear", "delta"])
     p.add_argument("--keys", nargs="+", default=["gaussian", "orthogonal"])
     p.add_argument("--d", nargs="+", type=int, default=[16, 32, 64, 128, 256])
-    p.add_argument("--loads", nargs="+", default=["1/8", "3/16", "1/4", "3/8", "1/2", "3/4", "1", "3/2", "2", "3", "4", "6", "8", "12", "16"])
+    p.add_argument(
+        "--loads",
+        nargs="+",
+        default=["1/8", "3/16", "1/4", "3/8", "1/2", "3/4", "1", "3/2", "2", "3", "4", "6", "8", "12", "16"],
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3])
-    p.add_argument("--delta", default="loop", choices=["loop", "kernels"], help="delta rule as a token loop or capacity.kernels.update")
+    p.add_argument(
+        "--delta",
+        default="loop",
+        choices=["loop", "kernels"],
+        help="delta rule as a token loop or capacity.kernels.update",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     p.add_argument("--out", default=None, help="write the metrics to this JSON file")
     a = p.parse_args(argv)

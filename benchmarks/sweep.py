@@ -43,13 +43,15 @@ def machine() -> str:
 
 
 def load_avg() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 # ---------------------------------------------------------------- the baseline: one point at a time
 
 
-def baseline_point(variant: str, family: str, d: int, n: int, seed: int, dv: int, write: str = "loop", decode: bool = True) -> dict:
+def baseline_point(
+    variant: str, family: str, d: int, n: int, seed: int, dv: int, write: str = "loop", decode: bool = True
+) -> dict:
     """Draw, normalise keys, write (K.T @ V, or the delta rule token by token), read K @ S, score. Plain torch.
 
     ``write="loop"``: the delta rule as an in-place loop written here; ``"library"``: the same
@@ -92,7 +94,9 @@ def baseline(study, write: str = "loop") -> tuple[float, dict]:
             for d in g.d:
                 for load, n in zip(g.load, g.ns(d)):
                     for s in g.seed:
-                        out[(v.label, k.label, d, load, s)] = baseline_point(v.name, k.name, d, n, s, d, write, study.probe.decode)
+                        out[(v.label, k.label, d, load, s)] = baseline_point(
+                            v.name, k.name, d, n, s, d, write, study.probe.decode
+                        )
     return time.perf_counter() - t0, out
 
 
@@ -130,14 +134,29 @@ def part_default(study_sets: list[str]) -> list[str]:
     rows = []
     for executor in ("auto", "serial"):
         with tempfile.TemporaryDirectory() as out:
-            cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--executor", executor, "--device", "cpu"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "capacity.cli",
+                "run",
+                "capacity-vs-d",
+                "--out",
+                out,
+                "--quiet",
+                "--executor",
+                executor,
+                "--device",
+                "cpu",
+            ]
             for s in study_sets:
                 cmd += ["--set", s]
             before = load_avg()
             t = time.perf_counter()
             subprocess.run(cmd, check=True, capture_output=True, cwd=out)
             wall = time.perf_counter() - t
-            rows.append(f"| `capacity run capacity-vs-d --executor {executor}` (wall, process start included) | {wall:.1f} s | {before} |")
+            rows.append(
+                f"| `capacity run capacity-vs-d --executor {executor}` (wall, process start included) | {wall:.1f} s | {before} |"
+            )
     return rows
 
 
@@ -151,7 +170,11 @@ def part_throughput(study, threads: int) -> list[str]:
     rows = []
     for decode in (True, False):
         st = study.with_overrides([f"decode={'true' if decode else 'false'}"])
-        what_metrics = "six metrics, argmax decode included" if decode else "no argmax decode: mse, rel_error, cosine, signal, leak"
+        what_metrics = (
+            "six metrics, argmax decode included"
+            if decode
+            else "no argmax decode: mse, rel_error, cosine, signal, leak"
+        )
         points = sum(grp.points(st) for grp in groups(st))
         before = load_avg()
         t = time.perf_counter()
@@ -159,8 +182,13 @@ def part_throughput(study, threads: int) -> list[str]:
         for grp in groups(st):
             results[grp] = measure({"study": st.to_json(), "group": grp.to_json(), "device": "cpu", "threads": None})
         sweep_s = time.perf_counter() - t
-        rows.append(f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |")
-        for write, what in (("loop", "delta as an in-place loop written in the benchmark"), ("library", "delta through the same kernels.update as the sweep")):
+        rows.append(
+            f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"
+        )
+        for write, what in (
+            ("loop", "delta as an in-place loop written in the benchmark"),
+            ("library", "delta through the same kernels.update as the sweep"),
+        ):
             before = load_avg()
             base_s, base = baseline(st, write)
             worst, recall_diff = 0.0, 0.0
@@ -175,11 +203,17 @@ def part_throughput(study, threads: int) -> list[str]:
                             else:
                                 worst = max(worst, diff / max(1.0, abs(want)))
             rows += [
-                f"| per-point torch loop ({what}), same grid and metrics, {threads} thread(s) | {base_s:.1f} s = {points / base_s:.0f} points/s | {before}; metrics vs the sweep: max relative difference {worst:.1e}" + (f", recall {recall_diff:.1e}" if decode else "") + " |",
+                f"| per-point torch loop ({what}), same grid and metrics, {threads} thread(s) | {base_s:.1f} s = {points / base_s:.0f} points/s | {before}; metrics vs the sweep: max relative difference {worst:.1e}"
+                + (f", recall {recall_diff:.1e}" if decode else "")
+                + " |",
                 f"| throughput ratio sweep / per-point loop ({write}; {what_metrics}), {threads} thread(s) | **{base_s / sweep_s:.2f}x** | goal >= 2x |",
             ]
         flops = probe_flops(st)
-        rows.append(f"| probe work ({what_metrics}), {threads} thread(s): counted flops / wall | {flops / 1e9:.0f} GFLOP in {sweep_s:.1f} s = **{flops / sweep_s / 1e9:.1f} GFLOP/s** | writes, reads" + (" and argmax scores" if decode else "") + " (see probe_flops) |")
+        rows.append(
+            f"| probe work ({what_metrics}), {threads} thread(s): counted flops / wall | {flops / 1e9:.0f} GFLOP in {sweep_s:.1f} s = **{flops / sweep_s / 1e9:.1f} GFLOP/s** | writes, reads"
+            + (" and argmax scores" if decode else "")
+            + " (see probe_flops) |"
+        )
     return rows
 
 
@@ -208,17 +242,27 @@ def part_dask(study) -> list[str]:
     points = sum(grp.points(study) for grp in groups(study))
     rows, walls = [], {}
     for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, env={"OMP_NUM_THREADS": "1"}) as cluster:
+        with LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            env={"OMP_NUM_THREADS": "1"},
+        ) as cluster:
             client = Client(cluster)
             with tempfile.TemporaryDirectory() as out:
                 before = load_avg()
                 cpu0 = sum(client.run(_cpu_seconds).values())
                 t = time.perf_counter()
-                sweep.run(study, out=out, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False)
+                sweep.run(
+                    study, out=out, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False
+                )
                 walls[workers] = time.perf_counter() - t
                 cpu = sum(client.run(_cpu_seconds).values()) - cpu0
             client.close()
-        rows.append(f"| Dask LocalCluster, {workers} worker process(es) x 1 torch thread, {points} points in {len(groups(study))} groups | {walls[workers]:.1f} s | {before}; the workers got {cpu:.1f} CPU s = {cpu / walls[workers]:.2f} cores on average |")
+        rows.append(
+            f"| Dask LocalCluster, {workers} worker process(es) x 1 torch thread, {points} points in {len(groups(study))} groups | {walls[workers]:.1f} s | {before}; the workers got {cpu:.1f} CPU s = {cpu / walls[workers]:.2f} cores on average |"
+        )
     rows.append(f"| Dask speed-up, 2 workers / 1 worker | **{walls[1] / walls[2]:.2f}x** | goal >= 1.6x |")
     return rows
 
@@ -227,7 +271,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=["default", "throughput", "matmul", "dask"], action="append")
     ap.add_argument("--quick", action="store_true", help="small grids, to check the script")
-    ap.add_argument("--threads", type=int, action="append", help="torch threads for the in-process parts (default: 1, the per-worker setting of the default executor)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        action="append",
+        help="torch threads for the in-process parts (default: 1, the per-worker setting of the default executor)",
+    )
     args = ap.parse_args()
     parts = args.only or ["default", "throughput", "matmul", "dask"]
     small = ["d=16,32", "load=1/4,1,4", "seed=0,1"] if args.quick else []

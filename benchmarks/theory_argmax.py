@@ -17,8 +17,18 @@ import time
 
 from capacity import keys, metrics, probe, theory, values, variants
 
-CONFIGS = [(16, 16, 8), (32, 32, 8), (64, 64, 8), (128, 128, 4), (256, 256, 4),
-           (16, 64, 8), (64, 16, 8), (32, 128, 8), (128, 32, 8), (256, 64, 4)]  # (d, dv, batch)
+CONFIGS = [
+    (16, 16, 8),
+    (32, 32, 8),
+    (64, 64, 8),
+    (128, 128, 4),
+    (256, 256, 4),
+    (16, 64, 8),
+    (64, 16, 8),
+    (32, 128, 8),
+    (128, 32, 8),
+    (256, 64, 4),
+]  # (d, dv, batch)
 FACTORS = (0.75, 0.85, 0.92, 1.0, 1.08, 1.17, 1.3)  # checkpoints, relative to the refined prediction
 WIDE = (0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35)  # for tau != 0.9
 
@@ -39,10 +49,20 @@ def main(argv=None) -> None:
         V = values.make("gaussian", cps[-1], dv, batch=batch, seed=2)
         rec = probe.recall(variants.get("linear"), K, V, checkpoints=cps).mean("batch")
         measured = float(metrics.capacity(rec, metric="recall", threshold=tau))
-        row = {"d": d, "dv": dv, "tau": tau, "batch": batch, "checkpoints": cps, "recall": rec.recall.values.round(4).tolist(),
-               "measured": round(measured, 1), "refined": round(refined, 1), "gaussian": round(gaussian, 1),
-               "ratio_refined": round(measured / refined, 3), "ratio_gaussian": round(measured / gaussian, 3),
-               "seconds": round(time.time() - start, 1)}
+        row = {
+            "d": d,
+            "dv": dv,
+            "tau": tau,
+            "batch": batch,
+            "checkpoints": cps,
+            "recall": rec.recall.values.round(4).tolist(),
+            "measured": round(measured, 1),
+            "refined": round(refined, 1),
+            "gaussian": round(gaussian, 1),
+            "ratio_refined": round(measured / refined, 3),
+            "ratio_gaussian": round(measured / gaussian, 3),
+            "seconds": round(time.time() - start, 1),
+        }
         print(json.dumps(row), flush=True)
 
 

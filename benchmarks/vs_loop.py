@@ -43,9 +43,18 @@ def loop_args(study) -> list[str]:
             raise SystemExit(f"the loop baseline writes linear and delta (beta = 1) memories only, got {v.label}")
     if study.probe.values != "gaussian" or not g.load or any(g.dvs(d) != (d,) for d in g.d):
         raise SystemExit("the loop baseline needs gaussian values, dv = d and a load axis")
-    return (["--variants"] + [v.name for v in g.variant] + ["--keys"] + [k.name for k in g.keys]
-            + ["--d"] + [str(d) for d in g.d] + ["--loads"] + [repr(float(x)) for x in g.load]
-            + ["--seeds"] + [str(s) for s in g.seed])
+    return (
+        ["--variants"]
+        + [v.name for v in g.variant]
+        + ["--keys"]
+        + [k.name for k in g.keys]
+        + ["--d"]
+        + [str(d) for d in g.d]
+        + ["--loads"]
+        + [repr(float(x)) for x in g.load]
+        + ["--seeds"]
+        + [str(s) for s in g.seed]
+    )
 
 
 def probe_flops(study, decode: bool = True) -> float:
@@ -107,7 +116,12 @@ def timed(cmd: list[str]) -> float:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=None, help="runs of each command, alternated; best counts (default 3, 1 with --quick)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="runs of each command, alternated; best counts (default 3, 1 with --quick)",
+    )
     p.add_argument("--quick", action="store_true", help=f"a small grid ({' '.join(QUICK)}), one repeat: a smoke test")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="study override, as in capacity run")
     a = p.parse_args(argv)
@@ -116,9 +130,13 @@ def main(argv=None) -> None:
     study = study_for(sets)
     g = study.grid
     points = len(g.variant) * len(g.keys) * len(g.seed) * sum(len(g.ns(d)) for d in g.d)
-    print(f"grid: {', '.join(v.label for v in g.variant)}; {', '.join(k.label for k in g.keys)}; d {list(g.d)}; "
-          f"{len(g.load)} loads; {len(g.seed)} seeds: {points} points; {repeats} repeat(s)")
-    print(f"machine: {os.cpu_count()} cores, torch {torch.__version__}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"grid: {', '.join(v.label for v in g.variant)}; {', '.join(k.label for k in g.keys)}; d {list(g.d)}; "
+        f"{len(g.load)} loads; {len(g.seed)} seeds: {points} points; {repeats} repeat(s)"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, torch {torch.__version__}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     times: dict[str, list[float]] = {}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
@@ -136,9 +154,13 @@ def main(argv=None) -> None:
         print(f"| {name} | {best:.1f} s | {', '.join(f'{t:.1f}' for t in ts)} | {loop_best / best:.2f}x | {rate} |")
     one, many = matmul_gflops(1), matmul_gflops(torch.get_num_threads())
     print()
-    print(f"probe work counted: {flops / 1e9:.3g} GFLOP (writes, reads, argmax scores; {probe_flops(study, False) / 1e9:.3g} without the scores); "
-          f"GFLOP/s above = counted flops / whole-process wall (start-up, figures included)")
-    print(f"torch.matmul float32 1024^3: {one:.1f} GFLOP/s on 1 thread, {many:.1f} GFLOP/s on {torch.get_num_threads()} threads")
+    print(
+        f"probe work counted: {flops / 1e9:.3g} GFLOP (writes, reads, argmax scores; {probe_flops(study, False) / 1e9:.3g} without the scores); "
+        f"GFLOP/s above = counted flops / whole-process wall (start-up, figures included)"
+    )
+    print(
+        f"torch.matmul float32 1024^3: {one:.1f} GFLOP/s on 1 thread, {many:.1f} GFLOP/s on {torch.get_num_threads()} threads"
+    )
 
 
 if __name__ == "__main__":

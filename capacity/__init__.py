@@ -30,7 +30,24 @@ if _util.find_spec("capacity.kernels") is None:
     )
 
 # submodules load on first use, so that `capacity --help` or `capacity list` do not import torch and xarray
-_SUBMODULES = ("keys", "values", "theory", "variants", "probe", "metrics", "features", "learned", "sweep", "kernels", "plots", "studies", "labels", "plugins", "conformance", "mqar")
+_SUBMODULES = (
+    "keys",
+    "values",
+    "theory",
+    "variants",
+    "probe",
+    "metrics",
+    "features",
+    "learned",
+    "sweep",
+    "kernels",
+    "plots",
+    "studies",
+    "labels",
+    "plugins",
+    "conformance",
+    "mqar",
+)
 
 
 def __getattr__(name: str):

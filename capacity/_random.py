@@ -17,8 +17,7 @@ def check_seed(name: str, seed) -> int:
     """Return ``seed`` as an int, or raise unless it is a whole number in [0, 2^63 - 1]."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= MAX_SEED:
         raise CapacityError(
-            f"{name} must be a whole number >= 0 and <= 2^63 - 1"
-            f" (stored results keep it as int64), got {seed!r}"
+            f"{name} must be a whole number >= 0 and <= 2^63 - 1 (stored results keep it as int64), got {seed!r}"
         )
     return int(seed)
 
@@ -50,7 +49,9 @@ def seeds_for_batch(seed, batch: int) -> list:
         if len(seeds) == 0:
             raise CapacityError("seed sequence must not be empty")
         if batch not in (1, len(seeds)):
-            raise CapacityError(f"batch={batch} does not match the {len(seeds)} seeds given; pass one seed per batch item")
+            raise CapacityError(
+                f"batch={batch} does not match the {len(seeds)} seeds given; pass one seed per batch item"
+            )
         return seeds
     return [seed]
 

@@ -55,9 +55,13 @@ def device(value) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CapacityError(f"device {value!r} was asked for but no CUDA device is available; use device='cpu'")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise CapacityError(f"device {value!r} does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        raise CapacityError(
+            f"device {value!r} does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
+        )
     if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise CapacityError(f"device {value!r} was asked for but this machine has no MPS (Apple GPU) device; use device='cpu'")
+        raise CapacityError(
+            f"device {value!r} was asked for but this machine has no MPS (Apple GPU) device; use device='cpu'"
+        )
     if dev.type not in ("cpu", "cuda", "mps"):
         raise CapacityError(f"device {value!r} is not supported: use 'cpu' or 'cuda'")
     return dev

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from capacity import _random, keys, metrics, probe, theory, values, variants
-from capacity import _validate
+from capacity import _random, _validate, keys, metrics, probe, theory, values, variants
 from capacity.errors import CapacityError
 from capacity.kernels import reference
 
@@ -39,7 +38,9 @@ class Check:
 
 
 def _eq(theorem, what, measured, expected, tol) -> Check:
-    return Check(theorem, what, float(measured), float(expected), "=", float(tol), bool(abs(measured - expected) <= tol))
+    return Check(
+        theorem, what, float(measured), float(expected), "=", float(tol), bool(abs(measured - expected) <= tol)
+    )
 
 
 def _ge(theorem, what, measured, bound, tol) -> Check:
@@ -96,7 +97,9 @@ def _t1(dev, seed, rows):
     for start in range(0, n, 40):  # chunked writes, as the probe does them
         S = lin.write(S, K[:, start : start + 40], V[:, start : start + 40])
     KV = K.double().transpose(1, 2) @ V.double()
-    rows.append(_eq("T1", "S_n = K^T V (max rel. error)", float((S.double() - KV).abs().max() / KV.abs().max()), 0.0, 1e-5))
+    rows.append(
+        _eq("T1", "S_n = K^T V (max rel. error)", float((S.double() - KV).abs().max() / KV.abs().max()), 0.0, 1e-5)
+    )
     ds = probe.recall(lin, K, V, checkpoints=[n], per_query=True)
     GV = (K.double() @ K.double().transpose(1, 2)) @ V.double()
     brute = ((GV - V.double()) ** 2).sum(-1).cpu().numpy()  # [B, n]
@@ -113,11 +116,35 @@ def _t3_t4(dev, seed, rows):
     ds = probe.recall(lin, K, V, checkpoints=[n], per_query=True)
     signal, leak = theory.decomposition(K.double(), V.double())
     g_ii = (signal * V.double()).sum(-1)  # G_ii, since |v_i| = 1
-    rows.append(_eq("T3", "probe signal coefficient = G_ii (max abs. diff)", float(np.abs(ds.signal_q.isel(n=0).values - g_ii.cpu().numpy()).max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T3",
+            "probe signal coefficient = G_ii (max abs. diff)",
+            float(np.abs(ds.signal_q.isel(n=0).values - g_ii.cpu().numpy()).max()),
+            0.0,
+            1e-5,
+        )
+    )
     leak_e = (leak**2).sum(-1).cpu().numpy()
-    rows.append(_eq("T3", "probe leak energy = |sum_{j!=i} G_ij v_j|^2 (max rel.)", float(np.abs(ds.leak_q.isel(n=0).values - leak_e).max() / leak_e.max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T3",
+            "probe leak energy = |sum_{j!=i} G_ij v_j|^2 (max rel.)",
+            float(np.abs(ds.leak_q.isel(n=0).values - leak_e).max() / leak_e.max()),
+            0.0,
+            1e-5,
+        )
+    )
     t4 = theory.crosstalk_error(K.double()).cpu().numpy()
-    rows.append(_eq("T4", "probe mse = (|G|_F^2 - n)/n per item (max rel.)", float(np.abs(ds.mse.isel(n=0).values - t4).max() / t4.max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T4",
+            "probe mse = (|G|_F^2 - n)/n per item (max rel.)",
+            float(np.abs(ds.mse.isel(n=0).values - t4).max() / t4.max()),
+            0.0,
+            1e-5,
+        )
+    )
 
 
 def _bounds(dev, seed, rows):
@@ -131,20 +158,54 @@ def _bounds(dev, seed, rows):
         mse = float(probe.recall(lin, K, V, checkpoints=[n]).mse.min())
         rows.append(_ge("T5", f"{fam} keys, n = 3d: min mse >= n/d - 1", mse, theory.frame_bound(n, d), 1e-4))
         stats = keys.describe(K)
-        rows.append(_ge("T6", f"{fam} keys, n = 3d: min max-coherence >= Welch", float(stats.max_coherence.min()), theory.welch_bound(n, d), 1e-6))
+        rows.append(
+            _ge(
+                "T6",
+                f"{fam} keys, n = 3d: min max-coherence >= Welch",
+                float(stats.max_coherence.min()),
+                theory.welch_bound(n, d),
+                1e-6,
+            )
+        )
         S_opt = torch.linalg.pinv(K.double()) @ V.double()  # least-squares state, [B, d, n]
         ls = float(((K.double() @ S_opt - V.double()) ** 2).sum(-1).mean(-1).min())
-        rows.append(_ge("T8", f"{fam} keys, n = 3d: least-squares state mse >= 1 - d/n", ls, theory.rank_bound(n, d), 1e-6))
+        rows.append(
+            _ge("T8", f"{fam} keys, n = 3d: least-squares state mse >= 1 - d/n", ls, theory.rank_bound(n, d), 1e-6)
+        )
     K = keys.make("orthogonal", n, d, batch=8, seed=seed, device=dev)
     ds = probe.recall(lin, K, V, checkpoints=[n])
-    rows.append(_eq("T5", "tight frame, n = 3d: mse = n/d - 1 (worst item)", float(np.abs(ds.mse.values - theory.frame_bound(n, d)).max()), 0.0, 1e-4))
+    rows.append(
+        _eq(
+            "T5",
+            "tight frame, n = 3d: mse = n/d - 1 (worst item)",
+            float(np.abs(ds.mse.values - theory.frame_bound(n, d)).max()),
+            0.0,
+            1e-4,
+        )
+    )
     ds = probe.recall(_Gain(d / n), K, V, checkpoints=[n])
-    rows.append(_eq("T8", "tight frame read with gain d/n: mse = 1 - d/n (worst item)", float(np.abs(ds.mse.values - theory.rank_bound(n, d)).max()), 0.0, 1e-4))
+    rows.append(
+        _eq(
+            "T8",
+            "tight frame read with gain d/n: mse = 1 - d/n (worst item)",
+            float(np.abs(ds.mse.values - theory.rank_bound(n, d)).max()),
+            0.0,
+            1e-4,
+        )
+    )
     Kn = keys.make("orthogonal", d, d, batch=8, seed=seed, device=dev)
     ds = probe.recall(lin, Kn, V[:, :d], checkpoints=[d])
     rows.append(_eq("T5", "orthonormal keys, n = d: mse = 0 (worst item)", float(ds.mse.max()), 0.0, 1e-5))
     simplex = keys.describe(keys.make("simplex", d + 1, d, batch=8, seed=seed, device=dev))
-    rows.append(_eq("T6", "simplex, n = d + 1: max coherence = Welch bound (worst item)", float(np.abs(simplex.max_coherence - simplex.welch_bound).max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T6",
+            "simplex, n = d + 1: max coherence = Welch bound (worst item)",
+            float(np.abs(simplex.max_coherence - simplex.welch_bound).max()),
+            0.0,
+            1e-5,
+        )
+    )
 
 
 def _random_keys(dev, seed, rows):
@@ -155,7 +216,9 @@ def _random_keys(dev, seed, rows):
     V = values.make("orthonormal", n, n, batch=B, seed=seed, device=dev)
     mse = torch.as_tensor(probe.recall(lin, K, V, checkpoints=[n]).mse.values[0])
     m, se = _mean_se(mse)
-    rows.append(_eq("T7", "random keys: mean mse = (n - 1)/d (tolerance 3 s.e.)", m, theory.random_keys_error(n, d), 3 * se))
+    rows.append(
+        _eq("T7", "random keys: mean mse = (n - 1)/d (tolerance 3 s.e.)", m, theory.random_keys_error(n, d), 3 * se)
+    )
     G = K.double() @ K.double().transpose(1, 2)
     off = G[:, ~torch.eye(n, dtype=torch.bool, device=dev)]  # [B, n(n-1)]
     m2, m4 = theory.random_coherence_moments(d)
@@ -165,7 +228,15 @@ def _random_keys(dev, seed, rows):
     rows.append(_eq("T7", "random keys: E (k_i.k_j)^4 = 3/(d(d+2)) (tolerance 3 s.e.)", mean, m4, 3 * se))
     mse = torch.as_tensor(probe.recall(_Gain(theory.optimal_gain(n, d)), K, V, checkpoints=[n]).mse.values[0])
     m, se = _mean_se(mse)
-    rows.append(_eq("T9", "random keys, gain d/(d+n-1): mse = (n-1)/(d+n-1) (3 s.e.)", m, theory.optimal_gain_error(n, d), 3 * se))
+    rows.append(
+        _eq(
+            "T9",
+            "random keys, gain d/(d+n-1): mse = (n-1)/(d+n-1) (3 s.e.)",
+            m,
+            theory.optimal_gain_error(n, d),
+            3 * se,
+        )
+    )
 
 
 def _argmax(dev, seed, rows):
@@ -180,8 +251,20 @@ def _argmax(dev, seed, rows):
         measured = float(rec.n[rec >= 0.9].max())
         predicted = theory.argmax_capacity(d, d, tau=0.9)
         ratio = measured / predicted
-        rows.append(Check("T10", f"d = dv = {d}: 90%-recall capacity / prediction, in [1, 1.6]", ratio, 1.3, "in", 0.3, bool(1.0 <= ratio <= 1.6)))
-        rows.append(_ge("T10", f"d = dv = {d}: measured 90%-recall capacity > d (retrieval past d)", measured, d + 1, 0.0))
+        rows.append(
+            Check(
+                "T10",
+                f"d = dv = {d}: 90%-recall capacity / prediction, in [1, 1.6]",
+                ratio,
+                1.3,
+                "in",
+                0.3,
+                bool(1.0 <= ratio <= 1.6),
+            )
+        )
+        rows.append(
+            _ge("T10", f"d = dv = {d}: measured 90%-recall capacity > d (retrieval past d)", measured, d + 1, 0.0)
+        )
         cap = float(metrics.capacity(ds.mean("batch"), metric="recall", threshold=0.9))
         ratio = cap / theory.argmax_capacity_refined(d, d, tau=0.9)
         what = f"d = dv = {d}: 90% capacity / refined prediction, in [0.9, 1.1]"
@@ -195,10 +278,26 @@ def _t11(dev, seed, rows):
     V = values.make("gaussian", n, dv, batch=4, seed=seed, device=dev)
     S = reference.recurrence(K, V, mode="decay", gate=torch.full((4, n), a, device=dev), normalize=False)
     want = theory.decay_readout(K.double(), V.double(), a)
-    rows.append(_eq("T11", "decay a = 0.93: reads = sum_j a^(n-j) G_ij v_j (max rel.)", float(((K.double() @ S.double()) - want).abs().max() / want.abs().max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T11",
+            "decay a = 0.93: reads = sum_j a^(n-j) G_ij v_j (max rel.)",
+            float(((K.double() @ S.double()) - want).abs().max() / want.abs().max()),
+            0.0,
+            1e-5,
+        )
+    )
     ds = probe.recall(variants.get("decay", a=a), K, V, checkpoints=[n], per_query=True)
     brute = ((want - V.double()) ** 2).sum(-1).cpu().numpy()  # [B, n]
-    rows.append(_eq("T11", "decay variant via probe: per-query error = closed form (max rel.)", float(np.abs(ds.sq_error.isel(n=0).values - brute).max() / brute.max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T11",
+            "decay variant via probe: per-query error = closed form (max rel.)",
+            float(np.abs(ds.sq_error.isel(n=0).values - brute).max() / brute.max()),
+            0.0,
+            1e-5,
+        )
+    )
 
 
 def _t12(dev, seed, rows):
@@ -207,15 +306,41 @@ def _t12(dev, seed, rows):
     V = values.make("gaussian", n, dv, batch=4, seed=seed, device=dev)
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     S = reference.recurrence(K, V, mode="delta", beta=torch.ones(4, n, device=dev), normalize=False)
-    rows.append(_eq("T12", "delta b = 1: last key reads back its value (max abs.)", float((K[:, -1:] @ S - V[:, -1:]).abs().max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T12",
+            "delta b = 1: last key reads back its value (max abs.)",
+            float((K[:, -1:] @ S - V[:, -1:]).abs().max()),
+            0.0,
+            1e-5,
+        )
+    )
     delta = variants.get("delta", beta=1.0)
     ds = probe.recall(delta, K, V, checkpoints=[n], per_query=True)
-    rows.append(_eq("T12", "delta variant via probe, b = 1: last key's squared error", float(ds.sq_error.isel(n=0, query=n - 1).max()), 0.0, 1e-10))
+    rows.append(
+        _eq(
+            "T12",
+            "delta variant via probe, b = 1: last key's squared error",
+            float(ds.sq_error.isel(n=0, query=n - 1).max()),
+            0.0,
+            1e-10,
+        )
+    )
     Ko = keys.make("orthogonal", d, d, batch=4, seed=seed, device=dev)
     S = reference.recurrence(Ko, V[:, :d], mode="delta", beta=torch.ones(4, d, device=dev), normalize=False)
-    rows.append(_eq("T12", "delta b = 1, orthonormal keys, n = d: all read back (max abs.)", float((Ko @ S - V[:, :d]).abs().max()), 0.0, 1e-5))
+    rows.append(
+        _eq(
+            "T12",
+            "delta b = 1, orthonormal keys, n = d: all read back (max abs.)",
+            float((Ko @ S - V[:, :d]).abs().max()),
+            0.0,
+            1e-5,
+        )
+    )
     ds = probe.recall(delta, Ko, V[:, :d], checkpoints=[d])
-    rows.append(_eq("T12", "delta variant via probe, orthonormal keys, n = d: worst mse", float(ds.mse.max()), 0.0, 1e-10))
+    rows.append(
+        _eq("T12", "delta variant via probe, orthonormal keys, n = d: worst mse", float(ds.mse.max()), 0.0, 1e-10)
+    )
 
 
 def _t12_random(dev, seed, rows):
@@ -239,17 +364,55 @@ def _t13(dev, seed, rows):
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     V = values.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     out = torch.softmax(200.0 * K.double() @ K.double().transpose(1, 2), dim=-1) @ V.double()
-    rows.append(_eq("T13", "softmax, beta = 200, distinct unit keys: reads = values (max abs.)", float((out - V.double()).abs().max()), 0.0, 1e-6))
+    rows.append(
+        _eq(
+            "T13",
+            "softmax, beta = 200, distinct unit keys: reads = values (max abs.)",
+            float((out - V.double()).abs().max()),
+            0.0,
+            1e-6,
+        )
+    )
     ds = probe.recall(variants.get("softmax", beta=200.0), K, V, checkpoints=[n])
     rows.append(_eq("T13", "softmax variant via probe, beta = 200: worst mse", float(ds.mse.max()), 0.0, 1e-10))
-    brute = ((torch.softmax(8.0 * K.double() @ K.double().transpose(1, 2), dim=-1) @ V.double() - V.double()) ** 2).sum(-1).mean(-1).cpu().numpy()
+    brute = (
+        ((torch.softmax(8.0 * K.double() @ K.double().transpose(1, 2), dim=-1) @ V.double() - V.double()) ** 2)
+        .sum(-1)
+        .mean(-1)
+        .cpu()
+        .numpy()
+    )
     ds = probe.recall(variants.get("softmax", beta=8.0), K, V, checkpoints=[n])
-    rows.append(_eq("T13", "softmax variant via probe, beta = 8: mse = brute force (max rel.)", float(np.abs(ds.mse.isel(n=0).values - brute).max() / brute.max()), 0.0, 1e-5))
-    rows.append(_eq("T13", "softmax variant via probe: cache after n pairs = n (d + dv)", float(ds.attrs["state_numel"]), float(theory.bill(n, d, d)["softmax_cache"]), 0.0))
+    rows.append(
+        _eq(
+            "T13",
+            "softmax variant via probe, beta = 8: mse = brute force (max rel.)",
+            float(np.abs(ds.mse.isel(n=0).values - brute).max() / brute.max()),
+            0.0,
+            1e-5,
+        )
+    )
+    rows.append(
+        _eq(
+            "T13",
+            "softmax variant via probe: cache after n pairs = n (d + dv)",
+            float(ds.attrs["state_numel"]),
+            float(theory.bill(n, d, d)["softmax_cache"]),
+            0.0,
+        )
+    )
     n_even = int(theory.break_even_n(d))  # d/2: a cache of n_even keys and values holds as many numbers as the state
     state = variants.get("linear").init_state(1, d, d, device=dev).numel()
     ds = probe.recall(variants.get("softmax", beta=8.0), K[:1, :n_even], V[:1, :n_even], checkpoints=[n_even])
-    rows.append(_eq("T13", "softmax cache at break-even n = d/2 (d = dv = 64) = linear state d dv", float(ds.attrs["state_numel"]), state, 0))
+    rows.append(
+        _eq(
+            "T13",
+            "softmax cache at break-even n = d/2 (d = dv = 64) = linear state d dv",
+            float(ds.attrs["state_numel"]),
+            state,
+            0,
+        )
+    )
 
 
 _GROUPS = [
@@ -289,7 +452,9 @@ def format_table(rows: list[Check]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         mark = "ok" if r.passed else "FAIL"
-        lines.append(f"{mark:4} {r.theorem:4} {r.what[:66]:66} {r.measured:12.6g} {r.relation:>3} {r.expected:12.6g} {r.tolerance:9.2g}")
+        lines.append(
+            f"{mark:4} {r.theorem:4} {r.what[:66]:66} {r.measured:12.6g} {r.relation:>3} {r.expected:12.6g} {r.tolerance:9.2g}"
+        )
     failed = sum(not r.passed for r in rows)
     lines.append(f"{len(rows) - failed} of {len(rows)} checks hold" + (f"; {failed} FAILED" if failed else ""))
     return "\n".join(lines)

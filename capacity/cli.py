@@ -22,7 +22,7 @@ SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, kind, values, k
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line and exit code 2, never a traceback."""
 
-    def error(self, message: str):  # noqa: D401 - argparse's hook
+    def error(self, message: str):
         raise CapacityError(f"{message} (see '{self.prog} --help')")
 
 
@@ -59,7 +59,16 @@ def _render(result, args) -> None:
 
 
 def _run_options(args) -> dict:
-    return dict(out=args.out, device=args.device, executor=args.executor, scheduler=args.scheduler, workers=args.workers, quiet=args.quiet, verbose=args.verbose, imports=args.imports)
+    return dict(
+        out=args.out,
+        device=args.device,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        quiet=args.quiet,
+        verbose=args.verbose,
+        imports=args.imports,
+    )
 
 
 def _cmd_run(args) -> int:
@@ -77,7 +86,7 @@ def _cmd_compare(args) -> int:
     from capacity import labels, plugins, sweep
 
     plugins.import_modules(args.imports)
-    numbers = lambda text, conv: tuple(conv(labels.scalar(x)) for x in labels.split(text))  # noqa: E731
+    numbers = lambda text, conv: tuple(conv(labels.scalar(x)) for x in labels.split(text))
     kwargs = {}
     if args.d:
         kwargs["d"] = numbers(args.d, int)
@@ -121,14 +130,44 @@ def _cmd_plot(args) -> int:
 
 def _sweep_options(p) -> None:
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: results)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="torch device for the probes (default: auto = cuda when available)")
-    p.add_argument("--executor", default="auto", choices=list(EXECUTORS), help="auto (default: in this process for small work, worker processes on a multi-core CPU when it pays), serial, processes or dask")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS", help="Dask scheduler address, e.g. tcp://host:8786 (dask executor; default: a local cluster)")
-    p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes for processes or a local Dask cluster (default: CPU count)")
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE", help="import MODULE first (here and in every worker): for plug-ins that register variants when imported")
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="torch device for the probes (default: auto = cuda when available)",
+    )
+    p.add_argument(
+        "--executor",
+        default="auto",
+        choices=list(EXECUTORS),
+        help="auto (default: in this process for small work, worker processes on a multi-core CPU when it pays), serial, processes or dask",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="Dask scheduler address, e.g. tcp://host:8786 (dask executor; default: a local cluster)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes for processes or a local Dask cluster (default: CPU count)",
+    )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (here and in every worker): for plug-ins that register variants when imported",
+    )
     loud = p.add_mutually_exclusive_group()
     loud.add_argument("--quiet", action="store_true", help="print nothing but errors and the result paths")
-    loud.add_argument("--verbose", action="store_true", help="one log line per finished group instead of a progress bar")
+    loud.add_argument(
+        "--verbose", action="store_true", help="one log line per finished group instead of a progress bar"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,11 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check every closed form and bound (docs/theory.md) against measurements")
     p.add_argument("--device", default=None, help="torch device for the measurements (default: cpu)")
     p.add_argument("--seed", type=int, default=0, help="seed for every draw (default: 0)")
-    p.add_argument("--only", default=None, metavar="T2,T5,...", help="run only the checks of these theorems (default: all, T1-T13)")
+    p.add_argument(
+        "--only", default=None, metavar="T2,T5,...", help="run only the checks of these theorems (default: all, T1-T13)"
+    )
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("list", help="list studies, variants, feature maps, key families and value families")
-    p.add_argument("what", nargs="?", default="all", choices=["all", "studies", "variants", "features", "keys", "values"])
+    p.add_argument(
+        "what", nargs="?", default="all", choices=["all", "studies", "variants", "features", "keys", "values"]
+    )
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser(
@@ -153,7 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
         "OUT/.sweep/STUDY/; save the Dataset as OUT/STUDY.nc and draw its figures.",
     )
     p.add_argument("study", metavar="STUDY", help="a study name, e.g. capacity-vs-d")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a grid or probe field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5),mypkg.mem:Mine(c=2)' --set load=1/8,1,16. Keys: " + SETTABLE)
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a grid or probe field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5),mypkg.mem:Mine(c=2)' --set load=1/8,1,16. Keys: "
+        + SETTABLE,
+    )
     _sweep_options(p)
     p.set_defaults(func=_cmd_run)
 
@@ -163,7 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure each VARIANT (a name like delta(beta=0.5), or an import path module:Class(k=v)) on the same "
         "keys and values, save OUT/NAME.nc (resumable) and draw capacity against d and error and recall against n/d.",
     )
-    p.add_argument("variants", nargs="+", metavar="VARIANT", help="e.g. linear delta 'mypkg.memories:Longhorn(beta=0.5)'")
+    p.add_argument(
+        "variants", nargs="+", metavar="VARIANT", help="e.g. linear delta 'mypkg.memories:Longhorn(beta=0.5)'"
+    )
     p.add_argument("--d", default=None, metavar="D,...", help="key dimensions (default: 16,32,64,128)")
     p.add_argument("--load", default=None, metavar="X,...", help="loads n/d (default: 1/8..16)")
     p.add_argument("--keys", default=None, metavar="FAMILY,...", help="key families (default: gaussian)")
@@ -174,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plot", help="draw the figures (PNG and PDF) of a results file or folder")
     p.add_argument("results", metavar="RESULTS", help="a results file (.nc) or a directory of them")
-    p.add_argument("--out", metavar="DIR", default=None, help="where the figures go (default: figures/ beside the results)")
+    p.add_argument(
+        "--out", metavar="DIR", default=None, help="where the figures go (default: figures/ beside the results)"
+    )
     p.set_defaults(func=_cmd_plot)
     return parser
 
@@ -199,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         print("capacity: interrupted; finished groups are saved, run the same command again to resume", file=sys.stderr)
         return 130
     except _Terminated:
-        print("capacity: terminated (SIGTERM); finished groups are saved, run the same command again to resume", file=sys.stderr)
+        print(
+            "capacity: terminated (SIGTERM); finished groups are saved, run the same command again to resume",
+            file=sys.stderr,
+        )
         return 143
     finally:
         if previous is not None:

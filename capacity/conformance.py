@@ -99,7 +99,9 @@ class Report:
         shown = json.dumps(self.params, sort_keys=True, default=str)
         lines = [f"check_variant: {self.variant} {shown} (checks at d = {self.check_d})"]
         lines += [f"  {r.status:4}  {r.check:{width}}  {r.detail}" for r in self.results]
-        lines.append(f"capacity at d = {self.d}: largest n with mse <= {self.eps:g} (gaussian keys, orthonormal values, n <= {self.n_max})")
+        lines.append(
+            f"capacity at d = {self.d}: largest n with mse <= {self.eps:g} (gaussian keys, orthonormal values, n <= {self.n_max})"
+        )
         measured = f"{self.capacity} ({self.capacity_note})" if math.isfinite(self.capacity) else self.capacity_note
         rows = {"measured": measured} | {k: f"{v:.1f}" if math.isfinite(v) else "n/a" for k, v in self.bounds.items()}
         w = max(len(k) for k in rows)
@@ -176,9 +178,15 @@ def _shape_dtype(v, x: _Inputs) -> Result:
     state, r = _run(v, x.K, x.V, x.Q)
     want = (x.B, x.Q.shape[1], x.dv)
     if not isinstance(r, torch.Tensor):
-        return Result("shape and dtype", FAIL, f"read returned {type(r).__name__}, expected a float32 tensor {list(want)}")
+        return Result(
+            "shape and dtype", FAIL, f"read returned {type(r).__name__}, expected a float32 tensor {list(want)}"
+        )
     if tuple(r.shape) != want or r.dtype != torch.float32:
-        return Result("shape and dtype", FAIL, f"read returned {r.dtype} {list(r.shape)}, expected float32 [B, m, dv] = {list(want)}")
+        return Result(
+            "shape and dtype",
+            FAIL,
+            f"read returned {r.dtype} {list(r.shape)}, expected float32 [B, m, dv] = {list(want)}",
+        )
     tensors = _state_tensors(state)
     if callable(getattr(v, "numel", None)):
         expect, source = v.numel(state), "numel(state)"
@@ -187,14 +195,28 @@ def _shape_dtype(v, x: _Inputs) -> Result:
     if isinstance(expect, bool) or not isinstance(expect, (int, np.integer)) or expect <= 0:
         return Result("shape and dtype", FAIL, f"{source} returned {expect!r}, expected a positive int")
     if not tensors:
-        return Result("shape and dtype", PASS, f"reads float32 [B, m, dv]; the state ({type(state).__name__}) holds no tensors to size")
+        return Result(
+            "shape and dtype",
+            PASS,
+            f"reads float32 [B, m, dv]; the state ({type(state).__name__}) holds no tensors to size",
+        )
     bad = [t for t in tensors if t.dtype != torch.float32 or t.ndim == 0 or t.shape[0] != x.B]
     if bad:
-        return Result("shape and dtype", FAIL, f"the state holds a {bad[0].dtype} tensor {list(bad[0].shape)}; state tensors must be float32 with batch {x.B} first")
+        return Result(
+            "shape and dtype",
+            FAIL,
+            f"the state holds a {bad[0].dtype} tensor {list(bad[0].shape)}; state tensors must be float32 with batch {x.B} first",
+        )
     held = sum(t[0].numel() for t in tensors)
     if held != expect:
-        return Result("shape and dtype", FAIL, f"the state holds {held} numbers per batch item but {source} says {expect}")
-    return Result("shape and dtype", PASS, f"reads float32 [B, m, dv]; state {type(state).__name__} holds {source} = {held} float32 per item")
+        return Result(
+            "shape and dtype", FAIL, f"the state holds {held} numbers per batch item but {source} says {expect}"
+        )
+    return Result(
+        "shape and dtype",
+        PASS,
+        f"reads float32 [B, m, dv]; state {type(state).__name__} holds {source} = {held} float32 per item",
+    )
 
 
 def _input_dtypes(v, x: _Inputs) -> Result:
@@ -205,19 +227,29 @@ def _input_dtypes(v, x: _Inputs) -> Result:
         _, ref = _run(v, K.float(), V.float(), Q.float())  # the same rounded numbers in float32
         if not isinstance(r, torch.Tensor) or r.dtype != torch.float32:
             got = r.dtype if isinstance(r, torch.Tensor) else type(r).__name__
-            return Result("input dtypes", FAIL, f"{dt} inputs read as {got}; reads must be float32 whatever the input dtype")
+            return Result(
+                "input dtypes", FAIL, f"{dt} inputs read as {got}; reads must be float32 whatever the input dtype"
+            )
         err = float((r.double() - ref.double()).norm() / ref.double().norm().clamp_min(1e-30))
         worst.append(err)
         if not err <= 1e-2:
-            return Result("input dtypes", FAIL, f"{dt} inputs: read differs from the float32 read of the same numbers by {err:.2g} (relative, > 1e-2)")
-    return Result("input dtypes", PASS, f"bfloat16 and float16 accepted; relative difference to float32 <= {max(worst):.1g}")
+            return Result(
+                "input dtypes",
+                FAIL,
+                f"{dt} inputs: read differs from the float32 read of the same numbers by {err:.2g} (relative, > 1e-2)",
+            )
+    return Result(
+        "input dtypes", PASS, f"bfloat16 and float16 accepted; relative difference to float32 <= {max(worst):.1g}"
+    )
 
 
 def _determinism(v, x: _Inputs) -> Result:
     _, r1 = _run(v, x.K, x.V, x.Q)
     _, r2 = _run(v, x.K, x.V, x.Q)
     if not torch.equal(r1, r2):
-        return Result("determinism", FAIL, f"two runs on the same inputs differ (max abs. {float((r1 - r2).abs().max()):.3g})")
+        return Result(
+            "determinism", FAIL, f"two runs on the same inputs differ (max abs. {float((r1 - r2).abs().max()):.3g})"
+        )
     return Result("determinism", PASS, "two runs give identical reads")
 
 
@@ -228,7 +260,11 @@ def _batch_independence(v, x: _Inputs) -> Result:
     _, r2 = _run(v, K, V, x.Q)
     err = max(_rel(r2[0], r[0]), _rel(r2[2], r[2]))
     if not err <= 1e-5:
-        return Result("batch independence", FAIL, f"changing batch item 1's pairs changed items 0 and 2's reads (max rel. {err:.3g})")
+        return Result(
+            "batch independence",
+            FAIL,
+            f"changing batch item 1's pairs changed items 0 and 2's reads (max rel. {err:.3g})",
+        )
     if _rel(r2[1], r[1]) == 0.0:
         return Result("batch independence", FAIL, "changing batch item 1's pairs did not change its own reads")
     return Result("batch independence", PASS, "changing one item's pairs leaves the others' reads unchanged")
@@ -239,7 +275,11 @@ def _chunking(v, x: _Inputs) -> Result:
     _, parts = _run(v, x.K, x.V, x.Q, chunks=[1, 4, x.n - 5])
     err = _rel(parts, whole)
     if not err <= 1e-4:
-        return Result("chunked writes", FAIL, f"writing in chunks 1 + 4 + {x.n - 5} and in one call give different reads (max rel. {err:.3g})")
+        return Result(
+            "chunked writes",
+            FAIL,
+            f"writing in chunks 1 + 4 + {x.n - 5} and in one call give different reads (max rel. {err:.3g})",
+        )
     return Result("chunked writes", PASS, f"chunks 1 + 4 + {x.n - 5} read as one write (max rel. {err:.1g})")
 
 
@@ -251,7 +291,9 @@ def _device(v, x: _Inputs) -> Result:
         where = {"reads": r.device} | {f"state tensor {i}": t.device for i, t in enumerate(_state_tensors(state))}
         wrong = {k: str(d) for k, d in where.items() if d.type != torch.device(dev).type}
         if wrong:
-            return Result("device placement", FAIL, f"inputs on {dev} but " + ", ".join(f"{k} on {d}" for k, d in wrong.items()))
+            return Result(
+                "device placement", FAIL, f"inputs on {dev} but " + ", ".join(f"{k} on {d}" for k, d in wrong.items())
+            )
     extra = "" if len(devices) > 1 else " (no CUDA device here to check)"
     return Result("device placement", PASS, f"state and reads stay on {', '.join(devices)}{extra}")
 
@@ -273,10 +315,20 @@ def _t2(v, x: _Inputs) -> Result:
     want = theory.two_pair_readout(k1, k2, V[:, 0], V[:, 1])  # [B, dv]
     err = _rel(r[:, 0], want)
     if err <= 1e-4:
-        return Result("T2 two pairs", PASS, f"k1 S = |k1|^2 v1 + (k1.k2) v2 (max rel. {err:.1g})" + ("" if declared else "; not declared, holds"))
+        return Result(
+            "T2 two pairs",
+            PASS,
+            f"k1 S = |k1|^2 v1 + (k1.k2) v2 (max rel. {err:.1g})" + ("" if declared else "; not declared, holds"),
+        )
     if declared:
-        return Result("T2 two pairs", FAIL, f"declared additive, but k1 S differs from |k1|^2 v1 + (k1.k2) v2 by {err:.3g} (max rel.)")
-    return Result("T2 two pairs", NA, f"not additive (k1 S misses T2 by {err:.2g}); declare additive = True to require it")
+        return Result(
+            "T2 two pairs",
+            FAIL,
+            f"declared additive, but k1 S differs from |k1|^2 v1 + (k1.k2) v2 by {err:.3g} (max rel.)",
+        )
+    return Result(
+        "T2 two pairs", NA, f"not additive (k1 S misses T2 by {err:.2g}); declare additive = True to require it"
+    )
 
 
 def _beta(v):
@@ -325,14 +377,27 @@ def _t12(v, x: _Inputs) -> Result:
     _, r = _run(v, K, V, K[:, -1:])
     err = float((r[:, 0] - V[:, -1]).abs().max())
     if err <= 1e-4:
-        return Result("T12 last key", PASS, f"beta = 1: the last of {n} unit keys reads back its value (max abs. {err:.1g})" + ("" if declared else "; not declared, holds"))
+        return Result(
+            "T12 last key",
+            PASS,
+            f"beta = 1: the last of {n} unit keys reads back its value (max abs. {err:.1g})"
+            + ("" if declared else "; not declared, holds"),
+        )
     if declared and one is None:
         why = f"declared a delta rule, but beta ({where}) is not a number to compare with 1; the last key misses by "
         why += f"{err:.2g}"
         return Result("T12 last key", NA, why)
     if declared:
-        return Result("T12 last key", FAIL, f"declared a delta rule with beta = 1, but the last key reads back with error {err:.3g} (max abs.)")
-    return Result("T12 last key", NA, f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare delta_rule = True to require it")
+        return Result(
+            "T12 last key",
+            FAIL,
+            f"declared a delta rule with beta = 1, but the last key reads back with error {err:.3g} (max abs.)",
+        )
+    return Result(
+        "T12 last key",
+        NA,
+        f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare delta_rule = True to require it",
+    )
 
 
 def _crossing(mse: dict[int, float], eps: float):
@@ -450,7 +515,9 @@ def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int 
     if missing or isinstance(dims, str):
         problems = ([f"missing {', '.join(missing)}"] if missing else []) + ([dims] if isinstance(dims, str) else [])
         report.results.append(Result("protocol", FAIL, "; ".join(problems)))
-        report.results += [Result(name, NA, "protocol incomplete") for name, _ in _CHECKS] + [Result("probe", NA, "protocol incomplete")]
+        report.results += [Result(name, NA, "protocol incomplete") for name, _ in _CHECKS] + [
+            Result("probe", NA, "protocol incomplete")
+        ]
         return report
     declared = f"; declares dims {list(dims)}" if dims is not None else ""
     report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel" + declared))

@@ -86,7 +86,9 @@ _TINY = 2.0**-120  # per term: covers products and partial sums flushed to zero 
 
 def _float32_input_unit(device: torch.device) -> float:
     """Relative rounding of each input inside a "float32" matmul: 0, or TF32's 2^-11 / bfloat16's 2^-8 where torch allows them."""
-    if device.type == "cuda" and (torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"):
+    if device.type == "cuda" and (
+        torch.backends.cuda.matmul.allow_tf32 or torch.get_float32_matmul_precision() != "highest"
+    ):
         return 2.0**-8 if torch.get_float32_matmul_precision() == "medium" else 2.0**-11
     if device.type != "cuda" and torch.get_float32_matmul_precision() != "highest":
         return 2.0**-8
@@ -163,8 +165,9 @@ def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: fl
     return right, ~(right | wrong)
 
 
-def argmax_correct(r: torch.Tensor, v: torch.Tensor, *, block: int | None = None, precision: str = "auto",
-                   bound_scale: float = 2.0) -> torch.Tensor:
+def argmax_correct(
+    r: torch.Tensor, v: torch.Tensor, *, block: int | None = None, precision: str = "auto", bound_scale: float = 2.0
+) -> torch.Tensor:
     """1.0 where read i has its largest score with its own value v_i, else 0.0; float32 ``[B, c]``.
 
     ``r``: reads ``[B, c, dv]``; ``v``: the stored values ``[B, c, dv]`` (row i is read i's own
@@ -182,7 +185,9 @@ def argmax_correct(r: torch.Tensor, v: torch.Tensor, *, block: int | None = None
     _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads end in the float64 argmax; no device sync here
     _validate.tensor("v", v, ndim=3, finite=False)
     if r.shape != v.shape:
-        raise CapacityError(f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape")
+        raise CapacityError(
+            f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape"
+        )
     if r.device != v.device:
         raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
     B, c, dv = r.shape

@@ -133,7 +133,9 @@ class Dpfp(FeatureMap):
     def map(self, x):
         r = torch.cat([F.relu(x), F.relu(-x)], dim=-1)  # [..., 2d]
         if self.nu > r.shape[-1] - 1:
-            raise CapacityError(f"dpfp: nu must be at most 2 d - 1 = {r.shape[-1] - 1} for d = {x.shape[-1]}, got {self.nu}")
+            raise CapacityError(
+                f"dpfp: nu must be at most 2 d - 1 = {r.shape[-1] - 1} for d = {x.shape[-1]}, got {self.nu}"
+            )
         return torch.cat([r * torch.roll(r, shifts=j, dims=-1) for j in range(1, self.nu + 1)], dim=-1)  # [..., 2 d nu]
 
 
@@ -221,8 +223,14 @@ _MAPS: dict[str, _Entry] = {
     "elu1": _Entry(Elu1, (), "phi(x) = elu(x) + 1, D = d; strictly positive, so every pair interferes"),
     "relu": _Entry(Relu, (), "phi(x) = max(x, 0), D = d; nonnegative"),
     "dpfp": _Entry(Dpfp, ("nu",), "DPFP(nu) (Schlag et al. 2021), D = 2 d nu; nonnegative, sparse"),
-    "taylor2": _Entry(Taylor2, (), "2nd-order Taylor map of exp(q.k), D = 1 + d + d(d+1)/2; phi(q).phi(k) = 1 + q.k + (q.k)^2/2"),
-    "performer": _Entry(Performer, ("m", "seed", "orthogonal"), "FAVOR+ positive random features (m, seed), D = m; E phi(q).phi(k) = exp(q.k)"),
+    "taylor2": _Entry(
+        Taylor2, (), "2nd-order Taylor map of exp(q.k), D = 1 + d + d(d+1)/2; phi(q).phi(k) = 1 + q.k + (q.k)^2/2"
+    ),
+    "performer": _Entry(
+        Performer,
+        ("m", "seed", "orthogonal"),
+        "FAVOR+ positive random features (m, seed), D = m; E phi(q).phi(k) = exp(q.k)",
+    ),
 }
 PARAMS = {name: e.params for name, e in _MAPS.items()}  # each map's own parameter names
 
@@ -243,21 +251,29 @@ def get(name, **params) -> FeatureMap:
     """
     if isinstance(name, FeatureMap):
         if params:
-            raise CapacityError(f"feature map {name.label} is already built; it takes no parameters ({', '.join(params)})")
+            raise CapacityError(
+                f"feature map {name.label} is already built; it takes no parameters ({', '.join(params)})"
+            )
         return name
     if not isinstance(name, str):
-        raise CapacityError(f"a feature map is a name ({', '.join(_MAPS)}) or a capacity.features.FeatureMap, got {name!r}")
+        raise CapacityError(
+            f"a feature map is a name ({', '.join(_MAPS)}) or a capacity.features.FeatureMap, got {name!r}"
+        )
     if name not in _MAPS:  # a plug-in: an import path module:attr, or an entry point of group capacity.features
         found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.features", name)
         if found is None:
             known = sorted(set(_MAPS) | set(plugins.entry_points("capacity.features")))
-            raise CapacityError(f"unknown feature map {name!r}; known: {', '.join(known)}, or an import path module:Class")
+            raise CapacityError(
+                f"unknown feature map {name!r}; known: {', '.join(known)}, or an import path module:Class"
+            )
         try:
             built = found(**params) if callable(found) and not isinstance(found, FeatureMap) else found
         except TypeError as exc:
             raise CapacityError(f"feature map {name!r}: {exc}") from None
         if not isinstance(built, FeatureMap):
-            raise CapacityError(f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}")
+            raise CapacityError(
+                f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}"
+            )
         return built
     entry = _MAPS[name]
     unknown = sorted(set(params) - set(entry.params))

@@ -51,7 +51,9 @@ class Family:
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             allowed = ", ".join(self.params) if self.params else "none"
-            raise CapacityError(f"key family {self.name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}")
+            raise CapacityError(
+                f"key family {self.name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}"
+            )
         if self.check is not None:
             self.check(d, **params)
         else:  # two keys at the real d check every value a draw checks
@@ -108,7 +110,9 @@ def _orthogonal(batch, n, d, g):
 
 def _simplex(batch, n, d, g):
     if n > d + 1:
-        raise CapacityError(f"simplex keys exist for n <= d + 1 = {d + 1} (d + 1 equiangular vectors in R^d), got n={n}")
+        raise CapacityError(
+            f"simplex keys exist for n <= d + 1 = {d + 1} (d + 1 equiangular vectors in R^d), got n={n}"
+        )
     m = d + 1
     centred = torch.eye(m, dtype=torch.float64) - 1.0 / m  # rows: simplex vertices, in the plane sum(x) = 0
     basis, _ = torch.linalg.qr(centred[:, :d])  # [m, d], orthonormal basis of that plane
@@ -151,7 +155,9 @@ def _spectrum_for_rank(rank: float, d: int) -> np.ndarray:
 
 def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
     if (rank is None) == (spectrum is None):
-        raise CapacityError("anisotropic keys take exactly one of rank=<effective rank in [1, d]> or spectrum=<d variances>")
+        raise CapacityError(
+            "anisotropic keys take exactly one of rank=<effective rank in [1, d]> or spectrum=<d variances>"
+        )
     if rank is not None:
         lam = _spectrum_for_rank(_validate.in_range("rank", rank, 1.0, float(d)), d)
     else:
@@ -186,11 +192,38 @@ _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in [
         Family("gaussian", _gaussian, (), True, "unit rows uniform on the sphere (E (k_i.k_j)^2 = 1/d, T7)"),
-        Family("orthogonal", _orthogonal, (), False, "orthonormal rows for n <= d; a unit-norm tight frame for n > d (T5 equality)"),
-        Family("simplex", _simplex, (), False, "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)"),
-        Family("correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"),
-        Family("anisotropic", _anisotropic, ("rank", "spectrum"), True, "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised"),
-        Family("pretrained", _pretrained, ("layer", "head", "text"), True, "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.pretrained; extra 'models')", _pretrained_check),
+        Family(
+            "orthogonal",
+            _orthogonal,
+            (),
+            False,
+            "orthonormal rows for n <= d; a unit-norm tight frame for n > d (T5 equality)",
+        ),
+        Family(
+            "simplex",
+            _simplex,
+            (),
+            False,
+            "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)",
+        ),
+        Family(
+            "correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"
+        ),
+        Family(
+            "anisotropic",
+            _anisotropic,
+            ("rank", "spectrum"),
+            True,
+            "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised",
+        ),
+        Family(
+            "pretrained",
+            _pretrained,
+            ("layer", "head", "text"),
+            True,
+            "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.pretrained; extra 'models')",
+            _pretrained_check,
+        ),
     ]
 }
 
@@ -302,14 +335,54 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
         max_coh = torch.full((batch,), float("nan"), dtype=torch.float64)
     ratio = potential / (n * n / d)
     eff_rank = n * n / potential
-    host = lambda t: t.cpu().numpy()  # noqa: E731
+    host = lambda t: t.cpu().numpy()
     ds = xr.Dataset(
         {
-            "mean_sq_coherence": ("batch", host(mean_sq), {"long_name": "mean squared coherence", "units": "1", "description": "mean over pairs i != j of (k_i . k_j)^2; 1/d expected for random keys (T7)"}),
-            "max_coherence": ("batch", host(max_coh), {"long_name": "max coherence", "units": "1", "description": "max over pairs i != j of |k_i . k_j|; never below welch_bound (T6)"}),
-            "welch_bound": ((), float(welch_bound(n, d)), {"long_name": "Welch bound", "units": "1", "description": "sqrt((n - d) / (d (n - 1))) for n > d, else 0 (T6)"}),
-            "frame_potential_ratio": ("batch", host(ratio), {"long_name": "frame potential / (n^2/d)", "units": "1", "description": "||K^T K||_F^2 / (n^2 / d); 1 iff the keys form a tight frame (T5)"}),
-            "effective_rank": ("batch", host(eff_rank), {"long_name": "effective rank", "units": "dimensions", "description": "participation ratio (tr K^T K)^2 / ||K^T K||_F^2 of the normalised keys"}),
+            "mean_sq_coherence": (
+                "batch",
+                host(mean_sq),
+                {
+                    "long_name": "mean squared coherence",
+                    "units": "1",
+                    "description": "mean over pairs i != j of (k_i . k_j)^2; 1/d expected for random keys (T7)",
+                },
+            ),
+            "max_coherence": (
+                "batch",
+                host(max_coh),
+                {
+                    "long_name": "max coherence",
+                    "units": "1",
+                    "description": "max over pairs i != j of |k_i . k_j|; never below welch_bound (T6)",
+                },
+            ),
+            "welch_bound": (
+                (),
+                float(welch_bound(n, d)),
+                {
+                    "long_name": "Welch bound",
+                    "units": "1",
+                    "description": "sqrt((n - d) / (d (n - 1))) for n > d, else 0 (T6)",
+                },
+            ),
+            "frame_potential_ratio": (
+                "batch",
+                host(ratio),
+                {
+                    "long_name": "frame potential / (n^2/d)",
+                    "units": "1",
+                    "description": "||K^T K||_F^2 / (n^2 / d); 1 iff the keys form a tight frame (T5)",
+                },
+            ),
+            "effective_rank": (
+                "batch",
+                host(eff_rank),
+                {
+                    "long_name": "effective rank",
+                    "units": "dimensions",
+                    "description": "participation ratio (tr K^T K)^2 / ||K^T K||_F^2 of the normalised keys",
+                },
+            ),
         },
         coords={"batch": np.arange(batch)},
         attrs={"n": n, "d": d},

@@ -53,7 +53,9 @@ def _value(node: ast.AST, label: str):
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError):
-        raise CapacityError(f"{label!r}: parameter values are numbers, words, quoted strings or lists; got {ast.unparse(node)}") from None
+        raise CapacityError(
+            f"{label!r}: parameter values are numbers, words, quoted strings or lists; got {ast.unparse(node)}"
+        ) from None
 
 
 def parse(label) -> tuple[str, dict]:
@@ -99,10 +101,12 @@ def _fmt(value, top: bool) -> str:
         return "{" + ", ".join(f"{k!r}: {_fmt(v, False)}" for k, v in sorted(value.items())) + "}"
     if hasattr(value, "tolist"):  # numpy scalars and small arrays, torch tensors
         return _fmt(value.tolist(), top)
-    raise CapacityError(f"label values must be numbers, strings, booleans, None or lists of them, got {type(value).__name__}")
+    raise CapacityError(
+        f"label values must be numbers, strings, booleans, None or lists of them, got {type(value).__name__}"
+    )
 
 
-def format(name: str, params: dict | None = None) -> str:  # noqa: A001 - the inverse of parse
+def format(name: str, params: dict | None = None) -> str:
     """The canonical label of ``name`` with ``params`` (sorted by key)."""
     if not params:
         return name

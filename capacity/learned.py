@@ -60,10 +60,14 @@ def _targets(spec, batch: int, n: int, dv, g: torch.Generator) -> torch.Tensor:
         if V.ndim == 2:
             V = V.unsqueeze(0)
         if V.ndim != 3 or V.shape[1] != n or V.shape[0] not in (1, batch):
-            raise CapacityError(f"learned keys: values must be a family name or a tensor [n, dv] or [batch, n, dv] with n = {n}, batch = {batch}; got {tuple(spec.shape)}")
+            raise CapacityError(
+                f"learned keys: values must be a family name or a tensor [n, dv] or [batch, n, dv] with n = {n}, batch = {batch}; got {tuple(spec.shape)}"
+            )
         return V.expand(batch, n, V.shape[2]).contiguous()
     if not isinstance(spec, str):
-        raise CapacityError(f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}) or a tensor, got {spec!r}")
+        raise CapacityError(
+            f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}) or a tensor, got {spec!r}"
+        )
     dv = (n if spec == "orthonormal" else 64) if dv is None else _validate.positive_int("learned keys: dv", dv)
     return value_families.make(spec, n, dv, batch=batch, seed=g)
 
@@ -77,7 +81,19 @@ def _loss(mem, P, c, V) -> torch.Tensor:
     return ((r - V) ** 2).sum(-1).mean(-1)
 
 
-def optimise(n: int, d: int, *, variant="linear", values="orthonormal", dv=None, steps: int = 300, lr: float = 0.05, gain: bool = False, batch: int = 1, seed=0) -> LearnedKeys:
+def optimise(
+    n: int,
+    d: int,
+    *,
+    variant="linear",
+    values="orthonormal",
+    dv=None,
+    steps: int = 300,
+    lr: float = 0.05,
+    gain: bool = False,
+    batch: int = 1,
+    seed=0,
+) -> LearnedKeys:
     """Keys ``[batch, n, d]`` optimised by Adam for retrieval through ``variant``.
 
     ``variant``: a registered name or a variant object (it must be differentiable in the keys).
@@ -111,14 +127,18 @@ def optimise(n: int, d: int, *, variant="linear", values="orthonormal", dv=None,
         final = _loss(mem, P, c, V).double().numpy()
         K = (P / P.norm(dim=-1, keepdim=True)).detach()
     if not np.all(np.isfinite(final)):
-        raise CapacityError(f"learned keys: the optimisation diverged (non-finite error) with lr = {lr:g}; use a smaller lr")
+        raise CapacityError(
+            f"learned keys: the optimisation diverged (non-finite error) with lr = {lr:g}; use a smaller lr"
+        )
     return LearnedKeys(keys=K.contiguous(), gain=c.detach().clone(), mse=final, history=history, values=V)
 
 
 _PARAMS = ("variant", "values", "dv", "steps", "lr", "gain")
 
 
-def _check(d: int, *, variant="linear", values="orthonormal", dv=None, steps: int = 300, lr: float = 0.05, gain: bool = False) -> None:
+def _check(
+    d: int, *, variant="linear", values="orthonormal", dv=None, steps: int = 300, lr: float = 0.05, gain: bool = False
+) -> None:
     """The family's parameters, checked without optimising anything."""
     _variant(variant)
     _validate.positive_int("learned keys: steps", steps)
@@ -128,7 +148,9 @@ def _check(d: int, *, variant="linear", values="orthonormal", dv=None, steps: in
     if dv is not None:
         _validate.positive_int("learned keys: dv", dv)
     if not isinstance(values, str) or values not in value_families.FAMILIES:
-        raise CapacityError(f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}), got {values!r}")
+        raise CapacityError(
+            f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}), got {values!r}"
+        )
 
 
 def _draw(batch, n, d, g, **params):
@@ -136,4 +158,11 @@ def _draw(batch, n, d, g, **params):
 
 
 # the key family "learned", declared to capacity.keys through the entry point group capacity.keys (pyproject.toml)
-FAMILY = Family("learned", _draw, _PARAMS, False, "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)", _check)
+FAMILY = Family(
+    "learned",
+    _draw,
+    _PARAMS,
+    False,
+    "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)",
+    _check,
+)

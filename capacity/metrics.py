@@ -73,7 +73,9 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
     if not real or not np.isfinite(threshold):
         raise CapacityError(f"threshold must be a finite number (an error bound or a score), got {threshold!r}")
     if not isinstance(metric, str) or metric not in LOWER_IS_BETTER + HIGHER_IS_BETTER:
-        raise CapacityError(f"capacity needs an error metric ({', '.join(LOWER_IS_BETTER)}) or a score ({', '.join(HIGHER_IS_BETTER)}), got {metric!r}")
+        raise CapacityError(
+            f"capacity needs an error metric ({', '.join(LOWER_IS_BETTER)}) or a score ({', '.join(HIGHER_IS_BETTER)}), got {metric!r}"
+        )
     if metric not in ds:
         raise CapacityError(f"the Dataset has no variable {metric!r}; it has: {', '.join(map(str, ds.data_vars))}")
     if dim is None:
@@ -101,7 +103,13 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
         output_dtypes=[np.float64],
     )
     order = [x for x in ds[metric].dims if x != dim]
-    out = xr.DataArray(out, coords={k: c for k, c in da.coords.items() if dim not in c.dims and k != "n"}).transpose(*order)
+    out = xr.DataArray(out, coords={k: c for k, c in da.coords.items() if dim not in c.dims and k != "n"}).transpose(
+        *order
+    )
     rel = ">=" if metric in HIGHER_IS_BETTER else "<="
-    out.attrs = {"long_name": f"capacity ({metric} {rel} {threshold:g})", "units": "pairs", "description": f"largest n with {metric} {rel} {threshold:g}, first crossing interpolated in log n; NaN where not determined on the grid"}
+    out.attrs = {
+        "long_name": f"capacity ({metric} {rel} {threshold:g})",
+        "units": "pairs",
+        "description": f"largest n with {metric} {rel} {threshold:g}, first crossing interpolated in log n; NaN where not determined on the grid",
+    }
     return out.rename("capacity")

@@ -15,7 +15,7 @@ importing anything. Worker processes find them the same way, so nothing depends 
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 from importlib import metadata
 
 from capacity.errors import CapacityError
@@ -33,7 +33,9 @@ def load_path(path: str):
     try:
         obj = importlib.import_module(module)
     except ImportError as exc:
-        raise CapacityError(f"cannot import {module!r} for {path!r} ({exc}); is it on PYTHONPATH or installed?") from None
+        raise CapacityError(
+            f"cannot import {module!r} for {path!r} ({exc}); is it on PYTHONPATH or installed?"
+        ) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -42,7 +44,7 @@ def load_path(path: str):
     return obj
 
 
-@lru_cache(maxsize=None)
+@cache
 def entry_points(group: str) -> dict[str, str]:
     """The entry points of ``group`` that installed packages declare: name -> ``module:attr``."""
     return {ep.name: ep.value for ep in metadata.entry_points(group=group)}
@@ -60,4 +62,6 @@ def import_modules(modules) -> None:
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            raise CapacityError(f"--import {module}: cannot import it ({exc}); is it on PYTHONPATH or installed?") from None
+            raise CapacityError(
+                f"--import {module}: cannot import it ({exc}); is it on PYTHONPATH or installed?"
+            ) from None

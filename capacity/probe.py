@@ -22,23 +22,46 @@ import torch
 import xarray as xr
 
 from capacity import _validate
+from capacity import variants as _variants
 from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
-from capacity import variants as _variants
 from capacity.variants import Variant
 
 __all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS"]
 
 # name -> (long name, units, description); per checkpoint and batch item, means over the stored pairs
 METRICS = {
-    "mse": ("mean squared error", "value units^2", "mean over stored pairs i of ||r_i - v_i||^2 (squared L2 norm of the read error; T4)"),
+    "mse": (
+        "mean squared error",
+        "value units^2",
+        "mean over stored pairs i of ||r_i - v_i||^2 (squared L2 norm of the read error; T4)",
+    ),
     "rel_error": ("relative squared error", "1", "mean over stored pairs of ||r_i - v_i||^2 / ||v_i||^2"),
     "cosine": ("cosine similarity", "1", "mean over stored pairs of cos(r_i, v_i)"),
-    "recall": ("argmax recall", "fraction", "fraction of stored pairs whose read has its largest dot product with its own value among all stored values (T10)"),
-    "signal": ("signal coefficient", "1", "mean over stored pairs of a_i = <r_i, v_i> / ||v_i||^2, the coefficient of v_i in its read (G_ii for the additive rule and orthonormal values; T3)"),
-    "leak": ("leak energy", "value units^2", "mean over stored pairs of ||r_i - a_i v_i||^2, the part of the read not along v_i (sum_{j != i} G_ij v_j for the additive rule and orthonormal values; T3)"),
+    "recall": (
+        "argmax recall",
+        "fraction",
+        "fraction of stored pairs whose read has its largest dot product with its own value among all stored values (T10)",
+    ),
+    "signal": (
+        "signal coefficient",
+        "1",
+        "mean over stored pairs of a_i = <r_i, v_i> / ||v_i||^2, the coefficient of v_i in its read (G_ii for the additive rule and orthonormal values; T3)",
+    ),
+    "leak": (
+        "leak energy",
+        "value units^2",
+        "mean over stored pairs of ||r_i - a_i v_i||^2, the part of the read not along v_i (sum_{j != i} G_ij v_j for the additive rule and orthonormal values; T3)",
+    ),
 }
-_PER_QUERY = {"mse": "sq_error", "rel_error": "rel_sq_error", "cosine": "cosine", "recall": "correct", "signal": "signal", "leak": "leak"}
+_PER_QUERY = {
+    "mse": "sq_error",
+    "rel_error": "rel_sq_error",
+    "cosine": "cosine",
+    "recall": "correct",
+    "signal": "signal",
+    "leak": "leak",
+}
 
 
 def default_checkpoints(n: int, count: int = 24) -> list[int]:
@@ -101,7 +124,15 @@ class Curves:
     feature_dim: int
 
 
-def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> Curves:
+def measure(
+    variant: Variant,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    *,
+    checkpoints=None,
+    per_query: bool = False,
+    decode: bool = True,
+) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
     Same arguments, checks and numbers as ``recall``.
@@ -110,7 +141,9 @@ def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, check
         variant = _variants.resolve(variant)  # a name, label or import path
     for name in ("init_state", "write", "read", "state_numel"):
         if not callable(getattr(variant, name, None)):
-            raise CapacityError(f"variant {variant!r} has no method {name}(); a variant needs init_state, write, read and state_numel")
+            raise CapacityError(
+                f"variant {variant!r} has no method {name}(); a variant needs init_state, write, read and state_numel"
+            )
     _validate.tensor("keys", keys, ndim=3)
     _validate.tensor("values", values, ndim=3)
     _validate.flag("decode", decode)
@@ -118,7 +151,9 @@ def measure(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, check
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
-        raise CapacityError(f"keys [B, n, d] = {list(keys.shape)} and values [B, n, dv] = {list(values.shape)} must share B and n")
+        raise CapacityError(
+            f"keys [B, n, d] = {list(keys.shape)} and values [B, n, dv] = {list(values.shape)} must share B and n"
+        )
     dv = values.shape[2]
     cps = _checkpoints(checkpoints, n)
     vname = getattr(variant, "name", type(variant).__name__)
@@ -159,7 +194,9 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
         r = variant.read(state, keys[:, :c])
         if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
-            raise CapacityError(f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}")
+            raise CapacityError(
+                f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}"
+            )
         per = _query_metrics(r.float(), values[:, :c].float(), block, decode)
         for m, x in per.items():
             rows[m].append(x.mean(-1))  # [B]
@@ -168,14 +205,24 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
     feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
     return Curves(
         checkpoints=cps,
-        metrics={m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in rows.items()},  # [C, B] each, one copy to the host
+        metrics={
+            m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in rows.items()
+        },  # [C, B] each, one copy to the host
         per_query={m: x.cpu().numpy().astype(np.float64) for m, x in full.items()},
         sizes=sizes,
         feature_dim=int(feature_dim),
     )
 
 
-def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkpoints=None, per_query: bool = False, decode: bool = True) -> xr.Dataset:
+def recall(
+    variant: Variant,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    *,
+    checkpoints=None,
+    per_query: bool = False,
+    decode: bool = True,
+) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
     ``variant``: a variant object, or anything ``capacity.variants.resolve`` takes (``"delta(beta=0.5)"``,
@@ -215,13 +262,34 @@ def recall(variant: Variant, keys: torch.Tensor, values: torch.Tensor, *, checkp
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
-    data = {m: (("n", "batch"), x, dict(zip(("long_name", "units", "description"), METRICS[m]))) for m, x in cv.metrics.items()}
+    data = {
+        m: (("n", "batch"), x, dict(zip(("long_name", "units", "description"), METRICS[m])))
+        for m, x in cv.metrics.items()
+    }
     for m, x in cv.per_query.items():
         ln, u, desc = METRICS[m]
         qname = _PER_QUERY[m] if _PER_QUERY[m] not in METRICS else _PER_QUERY[m] + "_q"
-        data[qname] = (("n", "batch", "query"), x, {"long_name": f"{ln} per query", "units": u, "description": desc.replace("mean over stored pairs of ", "").replace("mean over stored pairs i of ", "")})
+        data[qname] = (
+            ("n", "batch", "query"),
+            x,
+            {
+                "long_name": f"{ln} per query",
+                "units": u,
+                "description": desc.replace("mean over stored pairs of ", "").replace(
+                    "mean over stored pairs i of ", ""
+                ),
+            },
+        )
     if cv.sizes:
-        data["state_numel"] = (("n",), np.asarray(cv.sizes, dtype=np.int64), {"long_name": "state size", "units": "numbers per batch item", "description": "numbers the memory keeps after n writes (variant.numel(state))"})
+        data["state_numel"] = (
+            ("n",),
+            np.asarray(cv.sizes, dtype=np.int64),
+            {
+                "long_name": "state size",
+                "units": "numbers per batch item",
+                "description": "numbers the memory keeps after n writes (variant.numel(state))",
+            },
+        )
     coords = {
         "n": ("n", np.asarray(cv.checkpoints), {"long_name": "pairs written", "units": "pairs"}),
         "batch": ("batch", np.arange(B), {"long_name": "batch item"}),

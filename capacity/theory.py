@@ -28,6 +28,7 @@ def _scipy():
 
     return integrate, optimize, special
 
+
 __all__ = [
     "two_pair_readout",
     "decomposition",
@@ -306,7 +307,7 @@ def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
     integrate, optimize, special = _scipy()
 
     def one(dd, vv):
-        f = lambda log_n: recall(np.exp(log_n), dd, vv) - tau  # noqa: E731
+        f = lambda log_n: recall(np.exp(log_n), dd, vv) - tau
         if f(np.log(2.0)) < 0:
             return 1.0
         lo = np.log(2.0) if start is None else max(np.log(2.0), np.log(start(dd, vv)))
@@ -400,8 +401,9 @@ def argmax_capacity_refined(d, dv, tau=0.9):
         raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
     if np.any(d < 2) or np.any(dv < 2):
         raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
-    return _out(_solve_capacity(argmax_recall_refined, d, dv, tau, start=lambda a, b: argmax_capacity(a, b, tau),
-                                xtol=1e-7))
+    return _out(
+        _solve_capacity(argmax_recall_refined, d, dv, tau, start=lambda a, b: argmax_capacity(a, b, tau), xtol=1e-7)
+    )
 
 
 # ---------------------------------------------------------------- T11: decay
@@ -515,7 +517,9 @@ def delta_rule_capacity(eps, d, beta=1.0):
     >>> delta_rule_capacity(0.5, 64)
     53.0
     """
-    eps, d, b = np.broadcast_arrays(np.asarray(eps, dtype=np.float64), np.asarray(d, dtype=np.float64), np.asarray(beta, dtype=np.float64))
+    eps, d, b = np.broadcast_arrays(
+        np.asarray(eps, dtype=np.float64), np.asarray(d, dtype=np.float64), np.asarray(beta, dtype=np.float64)
+    )
     out = np.empty(eps.shape)
     for idx in np.ndindex(eps.shape):
         e, dd, bb = float(eps[idx]), float(d[idx]), float(b[idx])

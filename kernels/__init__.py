@@ -28,10 +28,10 @@ from __future__ import annotations
 import os
 
 import torch
-
-from capacity.errors import CapacityError
 from capacity.kernels import chunked, reference
 from capacity.kernels.reference import CHANNEL_GATE, MODES, SCALAR_GATE, USES_BETA
+
+from capacity.errors import CapacityError
 
 __all__ = ["update", "read", "read_error", "MODES", "MAX_DIM"]
 
@@ -47,7 +47,9 @@ def _backend(backend: str, device: torch.device) -> str:
         interpret = device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
         return "triton" if device.type == "cuda" or interpret else "torch"
     if backend == "triton" and device.type not in ("cuda", "cpu"):
-        raise CapacityError(f"backend='triton' runs on CUDA tensors (compiled) or CPU tensors (interpreter), got {device}; use backend='torch'")
+        raise CapacityError(
+            f"backend='triton' runs on CUDA tensors (compiled) or CPU tensors (interpreter), got {device}; use backend='torch'"
+        )
     return backend
 
 
@@ -56,7 +58,9 @@ def _triton_module(name: str):
     try:
         import triton  # noqa: F401
     except ImportError:
-        raise CapacityError("backend='triton' needs the triton package (pip install triton); use backend='torch'") from None
+        raise CapacityError(
+            "backend='triton' needs the triton package (pip install triton); use backend='torch'"
+        ) from None
     import importlib
 
     return importlib.import_module(f"capacity.kernels.{name}")
@@ -68,7 +72,9 @@ def _check_tensor(name: str, x, ndim: int, dtypes=INPUT_DTYPES) -> torch.Tensor:
     if x.ndim != ndim:
         raise CapacityError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
     if x.dtype not in dtypes:
-        raise CapacityError(f"{name} must be {' or '.join(str(d).replace('torch.', '') for d in dtypes)}, got {str(x.dtype).replace('torch.', '')}")
+        raise CapacityError(
+            f"{name} must be {' or '.join(str(d).replace('torch.', '') for d in dtypes)}, got {str(x.dtype).replace('torch.', '')}"
+        )
     return x
 
 
@@ -94,7 +100,9 @@ def _check_state(state) -> tuple[int, int, int]:
 
 def _check_dims(which: str, d: int, dv: int) -> None:
     if which == "triton" and (d > MAX_DIM or dv > MAX_DIM):
-        raise CapacityError(f"the Triton kernels take d and dv up to {MAX_DIM}, got d={d}, dv={dv}; use backend='torch'")
+        raise CapacityError(
+            f"the Triton kernels take d and dv up to {MAX_DIM}, got d={d}, dv={dv}; use backend='torch'"
+        )
 
 
 def _param(name: str, x, device: torch.device) -> torch.Tensor:
@@ -118,7 +126,9 @@ def _per_token(name: str, x, B: int, T: int, device, low: float, high: float, hi
     if t.ndim == 1:
         t = t[:, None]
     if t.ndim > 2 or (t.ndim >= 1 and t.shape[0] not in (1, B)) or (t.ndim == 2 and t.shape[1] not in (1, T)):
-        raise CapacityError(f"{name} must be a number or a tensor of shape [B] or [B, T] = [{B}] or [{B}, {T}]; got {tuple(t.shape)}")
+        raise CapacityError(
+            f"{name} must be a number or a tensor of shape [B] or [B, T] = [{B}] or [{B}, {T}]; got {tuple(t.shape)}"
+        )
     return _in_range(name, t, low, high, high_open).expand(B, T)
 
 
@@ -127,7 +137,9 @@ def _per_channel(name: str, x, B: int, T: int, d: int, device) -> torch.Tensor:
     t = _param(name, x, device)
     shapes = {0: (), 1: (d,), 2: (B, d), 3: (B, T, d)}
     if t.ndim > 3 or tuple(t.shape) != shapes[t.ndim]:
-        raise CapacityError(f"{name} must be a number or a tensor of shape [d], [B, d] or [B, T, d] = [{d}], [{B}, {d}], [{B}, {T}, {d}]; got {tuple(t.shape)}")
+        raise CapacityError(
+            f"{name} must be a number or a tensor of shape [d], [B, d] or [B, T, d] = [{d}], [{B}, {d}], [{B}, {T}, {d}]; got {tuple(t.shape)}"
+        )
     if t.ndim == 2:
         t = t[:, None, :]
     return _in_range(name, t, 0.0, 1.0, False).expand(B, T, d)
@@ -145,7 +157,9 @@ def _in_range(name, t, low, high, high_open):
     return t
 
 
-def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = True, backend: str = "auto") -> torch.Tensor:
+def update(
+    state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = True, backend: str = "auto"
+) -> torch.Tensor:
     """Write the tokens (k, v) into ``state`` in place, in order, and return ``state``.
 
     Shapes: state float32 ``[B, d, dv]``; k ``[B, T, d]``, v ``[B, T, dv]`` (float32, bfloat16
@@ -161,13 +175,17 @@ def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = Tr
     _check_tensor("k", k, 3)
     _check_tensor("v", v, 3)
     if v.dtype != k.dtype:
-        raise CapacityError(f"k and v must share one dtype among float32, bfloat16, float16; got {k.dtype} and {v.dtype}")
+        raise CapacityError(
+            f"k and v must share one dtype among float32, bfloat16, float16; got {k.dtype} and {v.dtype}"
+        )
     if len({state.device, k.device, v.device}) > 1:
         meta = "; meta tensors carry no numbers" if "meta" in {state.device.type, k.device.type, v.device.type} else ""
         raise CapacityError(f"state, k and v must be on one device, got {state.device}, {k.device}, {v.device}{meta}")
     _no_meta(state=state, k=k, v=v)
     if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-        raise CapacityError(f"shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, T, d] = {list(k.shape)}, v [B, T, dv] = {list(v.shape)}")
+        raise CapacityError(
+            f"shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, T, d] = {list(k.shape)}, v [B, T, dv] = {list(v.shape)}"
+        )
     if not isinstance(normalize, bool):
         raise CapacityError(f"normalize must be True or False, got {normalize!r}")
     T = k.shape[1]
@@ -197,14 +215,20 @@ def _check_read(state, q, target=None) -> tuple[int, int, int]:
     B, d, dv = _check_state(state)
     _check_tensor("q", q, 3)
     if q.shape[0] != B or q.shape[2] != d:
-        raise CapacityError(f"shapes do not match: state [B, d, dv] = {list(state.shape)}, q [B, m, d] = {list(q.shape)}")
+        raise CapacityError(
+            f"shapes do not match: state [B, d, dv] = {list(state.shape)}, q [B, m, d] = {list(q.shape)}"
+        )
     if target is not None:
         _check_tensor("target", target, 3)
         if tuple(target.shape) != (B, q.shape[1], dv):
-            raise CapacityError(f"shapes do not match: state [B, d, dv] = {list(state.shape)}, q [B, m, d] = {list(q.shape)}, target [B, m, dv] = {list(target.shape)}")
+            raise CapacityError(
+                f"shapes do not match: state [B, d, dv] = {list(state.shape)}, q [B, m, d] = {list(q.shape)}, target [B, m, dv] = {list(target.shape)}"
+            )
     devices = {state.device, q.device} | ({target.device} if target is not None else set())
     if len(devices) > 1:
-        named = f"state on {state.device}, q on {q.device}" + (f", target on {target.device}" if target is not None else "")
+        named = f"state on {state.device}, q on {q.device}" + (
+            f", target on {target.device}" if target is not None else ""
+        )
         meta = "; meta tensors carry no numbers" if any(dv.type == "meta" for dv in devices) else ""
         which = "state, q" + (", target" if target is not None else "")
         raise CapacityError(f"{which} must be on one device, got {named}{meta}")

@@ -48,4 +48,6 @@ def solve_unit_lower(A: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     if A.device.type != "cpu":
         return torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
     solve = torch.linalg.solve_triangular
-    return torch.stack([solve(_aligned(A[i]), _aligned(rhs[i]), upper=False, unitriangular=True) for i in range(A.shape[0])])
+    return torch.stack(
+        [solve(_aligned(A[i]), _aligned(rhs[i]), upper=False, unitriangular=True) for i in range(A.shape[0])]
+    )

@@ -49,7 +49,9 @@ def _language_objects() -> list:
         if mod is None or not name.startswith("triton.language"):
             continue
         for obj in [mod, *vars(mod).values()]:
-            if (obj is mod or (isinstance(obj, type) and obj.__module__.startswith("triton.language"))) and id(obj) not in seen:
+            if (obj is mod or (isinstance(obj, type) and obj.__module__.startswith("triton.language"))) and id(
+                obj
+            ) not in seen:
                 seen.add(id(obj))
                 out.append(obj)
     return out

@@ -22,7 +22,6 @@ exp of differences of cumulative log-gates, so they never exceed 1 and never ove
 from __future__ import annotations
 
 import torch
-
 from capacity.kernels._batched import matmul, solve_unit_lower
 from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA, prepare
 
@@ -84,7 +83,9 @@ def _delta_chunk(S, kc, vc, bc, gc, mode):
     return base + matmul(k_end.transpose(1, 2), w)
 
 
-def recurrence(k, v, *, mode, beta=None, gate=None, initial_state=None, normalize=True, chunk: int = CHUNK) -> torch.Tensor:
+def recurrence(
+    k, v, *, mode, beta=None, gate=None, initial_state=None, normalize=True, chunk: int = CHUNK
+) -> torch.Tensor:
     """Same contract as ``reference.recurrence``; returns a new float32 state ``[B, d, dv]``.
 
     Shapes: k ``[B, T, d]``, v ``[B, T, dv]``, beta ``[B, T]``, gate ``[B, T]`` (decay,

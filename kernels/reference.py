@@ -17,7 +17,6 @@ write S += k^T v, read o = q S. ``b`` is beta in (0, 2), ``a`` a scalar gate in 
 from __future__ import annotations
 
 import torch
-
 from capacity.kernels._batched import matmul
 
 MODES = ("linear", "decay", "gla", "delta", "gated_delta", "kda")
@@ -34,7 +33,11 @@ def prepare(k, v, initial_state, normalize: bool):
     v = v.float()
     if normalize:
         k = k / k.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    S = torch.zeros(B, d, dv, dtype=torch.float32, device=k.device) if initial_state is None else initial_state.float().clone()
+    S = (
+        torch.zeros(B, d, dv, dtype=torch.float32, device=k.device)
+        if initial_state is None
+        else initial_state.float().clone()
+    )
     return k, v, S
 
 
@@ -82,7 +85,9 @@ def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> tor
     return matmul(q, state)  # batch-invariant on the CPU (see _batched)
 
 
-def read_error(state: torch.Tensor, q: torch.Tensor, target: torch.Tensor, *, normalize: bool = True) -> dict[str, torch.Tensor]:
+def read_error(
+    state: torch.Tensor, q: torch.Tensor, target: torch.Tensor, *, normalize: bool = True
+) -> dict[str, torch.Tensor]:
     """Per-query error of the read against its target value.
 
     Shapes: state ``[B, d, dv]``, q ``[B, m, d]``, target ``[B, m, dv]``. Returns float32 ``[B, m]`` each:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
 from capacity.kernels._launch import Kernel
 from capacity.kernels.triton_update import FP32_DOT_PRECISION
 
@@ -21,11 +20,31 @@ __all__ = ["read_error", "read_config"]
 
 
 def _read_error_body(
-    S, Q, TG, ERR, SIG, COS,  # state [B, d, dv] float32; queries [B, m, d]; targets [B, m, dv]; outputs [B, m] float32
-    M, D, DV,
-    ss_b, ss_k, ss_v, sq_b, sq_m, sq_k, st_b, st_m, st_v, so_b, so_m,  # strides (the 3 outputs share theirs)
-    NORMALIZE: tl.constexpr, PRECISION: tl.constexpr,
-    BM: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    S,
+    Q,
+    TG,
+    ERR,
+    SIG,
+    COS,  # state [B, d, dv] float32; queries [B, m, d]; targets [B, m, dv]; outputs [B, m] float32
+    M,
+    D,
+    DV,
+    ss_b,
+    ss_k,
+    ss_v,
+    sq_b,
+    sq_m,
+    sq_k,
+    st_b,
+    st_m,
+    st_v,
+    so_b,
+    so_m,  # strides (the 3 outputs share theirs)
+    NORMALIZE: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BM: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
 ):
     i_b = tl.program_id(0).to(tl.int64)
     i_m = tl.program_id(1)
@@ -60,7 +79,9 @@ def _read_error_body(
     tl.store(COS + p_o, rv / tl.maximum(tl.sqrt_rn(rr) * tl.sqrt_rn(vv), 1e-30), mask=m_m)
 
 
-_read_error_kernel = Kernel(_read_error_body, do_not_specialize=("M", "D", "DV"))  # compiled on CUDA tensors, interpreted on CPU tensors
+_read_error_kernel = Kernel(
+    _read_error_body, do_not_specialize=("M", "D", "DV")
+)  # compiled on CUDA tensors, interpreted on CPU tensors
 
 
 def read_config(d: int, dv: int) -> dict:
@@ -71,7 +92,9 @@ def read_config(d: int, dv: int) -> dict:
     return {"BM": BM, "BK": BK, "BV": BV, "num_warps": 4, "num_stages": 2}
 
 
-def read_error(state, q, target, *, normalize: bool = True, out: tuple | None = None, config: dict | None = None) -> dict:
+def read_error(
+    state, q, target, *, normalize: bool = True, out: tuple | None = None, config: dict | None = None
+) -> dict:
     """Per-query sq_error, signal and cosine (float32 [B, m] each) of the reads q S against target.
 
     Shapes: state float32 [B, d, dv]; q [B, m, d]; target [B, m, dv] (fp32, bf16 or fp16, any
@@ -86,10 +109,27 @@ def read_error(state, q, target, *, normalize: bool = True, out: tuple | None = 
     if m > 0:
         cfg = {**read_config(d, dv), **(config or {})}
         _read_error_kernel(
-            (B, triton.cdiv(m, cfg["BM"])), state.device,
-            state, q, target, err, sig, cos, m, d, dv,
-            *state.stride(), *q.stride(), *target.stride(), *err.stride(),
-            NORMALIZE=bool(normalize), PRECISION=FP32_DOT_PRECISION,
-            BM=cfg["BM"], BK=cfg["BK"], BV=cfg["BV"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            (B, triton.cdiv(m, cfg["BM"])),
+            state.device,
+            state,
+            q,
+            target,
+            err,
+            sig,
+            cos,
+            m,
+            d,
+            dv,
+            *state.stride(),
+            *q.stride(),
+            *target.stride(),
+            *err.stride(),
+            NORMALIZE=bool(normalize),
+            PRECISION=FP32_DOT_PRECISION,
+            BM=cfg["BM"],
+            BK=cfg["BK"],
+            BV=cfg["BV"],
+            num_warps=cfg["num_warps"],
+            num_stages=cfg["num_stages"],
         )
     return {"sq_error": err, "signal": sig, "cosine": cos}

@@ -23,7 +23,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-
 from capacity.kernels._launch import Kernel
 
 __all__ = ["update", "linear_config", "recurrent_config"]
@@ -32,11 +31,29 @@ FP32_DOT_PRECISION = "tf32x3"  # float32 tl.dot on tensor cores to about float32
 
 
 def _linear_body(
-    S, K, V,  # state [B, d, dv] float32; keys [B, T, d]; values [B, T, dv]
-    T, D, DV, CHUNK,  # tokens, dims, tokens per split
-    ss_b, ss_k, ss_v, sk_b, sk_t, sk_k, sv_b, sv_t, sv_v,  # strides
-    NORMALIZE: tl.constexpr, ATOMIC: tl.constexpr, IS16: tl.constexpr, PRECISION: tl.constexpr,
-    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    S,
+    K,
+    V,  # state [B, d, dv] float32; keys [B, T, d]; values [B, T, dv]
+    T,
+    D,
+    DV,
+    CHUNK,  # tokens, dims, tokens per split
+    ss_b,
+    ss_k,
+    ss_v,
+    sk_b,
+    sk_t,
+    sk_k,
+    sv_b,
+    sv_t,
+    sv_v,  # strides
+    NORMALIZE: tl.constexpr,
+    ATOMIC: tl.constexpr,
+    IS16: tl.constexpr,
+    PRECISION: tl.constexpr,
+    BT: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
 ):
     i_b = tl.program_id(0).to(tl.int64)
     i_v = tl.program_id(1)
@@ -50,11 +67,17 @@ def _linear_body(
     t_start = i_s * CHUNK
     t_end = tl.minimum(t_start + CHUNK, T)
     acc = tl.zeros([BK, BV], dtype=tl.float32)  # partial sum_t k_t^T v_t of this split
-    for t0 in range(0, CHUNK, BT):  # bounds are plain arguments (Triton 3.6's interpreter needs that); the mask ends the last split
+    for t0 in range(
+        0, CHUNK, BT
+    ):  # bounds are plain arguments (Triton 3.6's interpreter needs that); the mask ends the last split
         o_t = t_start + t0 + tl.arange(0, BT)
         m_t = o_t < t_end
-        kt = tl.load(k_base + o_t[:, None] * sk_t + o_k[None, :] * sk_k, mask=m_t[:, None] & m_k[None, :], other=0.0)  # [BT, BK]
-        vt = tl.load(v_base + o_t[:, None] * sv_t + o_v[None, :] * sv_v, mask=m_t[:, None] & m_v[None, :], other=0.0)  # [BT, BV]
+        kt = tl.load(
+            k_base + o_t[:, None] * sk_t + o_k[None, :] * sk_k, mask=m_t[:, None] & m_k[None, :], other=0.0
+        )  # [BT, BK]
+        vt = tl.load(
+            v_base + o_t[:, None] * sv_t + o_v[None, :] * sv_v, mask=m_t[:, None] & m_v[None, :], other=0.0
+        )  # [BT, BV]
         if NORMALIZE:
             kf = kt.to(tl.float32)
             norm = tl.sqrt_rn(tl.sum(kf * kf, axis=1))  # [BT]
@@ -81,11 +104,34 @@ def _linear_body(
 
 
 def _recurrent_body(
-    S, K, V, BETA, GATE,  # state [B, d, dv] float32; keys [B, T, d]; values [B, T, dv]; beta [B, T]; gate [B, T] or [B, T, d]
-    T, D, DV,
-    ss_b, ss_k, ss_v, sk_b, sk_t, sk_k, sv_b, sv_t, sv_v, sb_b, sb_t, sg_b, sg_t, sg_k,  # strides
-    NORMALIZE: tl.constexpr, SCALAR_GATE: tl.constexpr, CHANNEL_GATE: tl.constexpr, DELTA: tl.constexpr,
-    BK: tl.constexpr, BV: tl.constexpr,
+    S,
+    K,
+    V,
+    BETA,
+    GATE,  # state [B, d, dv] float32; keys [B, T, d]; values [B, T, dv]; beta [B, T]; gate [B, T] or [B, T, d]
+    T,
+    D,
+    DV,
+    ss_b,
+    ss_k,
+    ss_v,
+    sk_b,
+    sk_t,
+    sk_k,
+    sv_b,
+    sv_t,
+    sv_v,
+    sb_b,
+    sb_t,
+    sg_b,
+    sg_t,
+    sg_k,  # strides
+    NORMALIZE: tl.constexpr,
+    SCALAR_GATE: tl.constexpr,
+    CHANNEL_GATE: tl.constexpr,
+    DELTA: tl.constexpr,
+    BK: tl.constexpr,
+    BV: tl.constexpr,
 ):
     i_b = tl.program_id(0).to(tl.int64)
     i_v = tl.program_id(1)
@@ -123,7 +169,9 @@ def _recurrent_body(
     tl.store(p_s, h, mask=m_s)
 
 
-_linear_kernel = Kernel(_linear_body, do_not_specialize=("T", "D", "DV", "CHUNK"))  # compiled on CUDA, interpreted on CPU
+_linear_kernel = Kernel(
+    _linear_body, do_not_specialize=("T", "D", "DV", "CHUNK")
+)  # compiled on CUDA, interpreted on CPU
 _recurrent_kernel = Kernel(_recurrent_body, do_not_specialize=("T", "D", "DV"))
 
 
@@ -165,7 +213,18 @@ def _splits(B: int, NV: int, T: int, BT: int, device: torch.device) -> int:
     return max(1, min(want, most, 65535))
 
 
-def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = True, config: dict | None = None, splits: int | None = None):
+def update(
+    state,
+    k,
+    v,
+    *,
+    mode: str,
+    beta=None,
+    gate=None,
+    normalize: bool = True,
+    config: dict | None = None,
+    splits: int | None = None,
+):
     """Write tokens into ``state`` in place with the fused kernel and return ``state``.
 
     Shapes: state float32 [B, d, dv]; k [B, T, d]; v [B, T, dv] (fp32, bf16 or fp16, any
@@ -185,11 +244,27 @@ def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = Tr
         chunk = triton.cdiv(triton.cdiv(T, ns), cfg["BT"]) * cfg["BT"]
         ns = triton.cdiv(T, chunk)  # no empty split
         _linear_kernel(
-            (B, NV, ns), state.device,
-            state, k, v, T, d, dv, chunk,
-            *state.stride(), *k.stride(), *v.stride(),
-            NORMALIZE=bool(normalize), ATOMIC=ns > 1, IS16=k.dtype != torch.float32, PRECISION=FP32_DOT_PRECISION,
-            BT=cfg["BT"], BK=cfg["BK"], BV=cfg["BV"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+            (B, NV, ns),
+            state.device,
+            state,
+            k,
+            v,
+            T,
+            d,
+            dv,
+            chunk,
+            *state.stride(),
+            *k.stride(),
+            *v.stride(),
+            NORMALIZE=bool(normalize),
+            ATOMIC=ns > 1,
+            IS16=k.dtype != torch.float32,
+            PRECISION=FP32_DOT_PRECISION,
+            BT=cfg["BT"],
+            BK=cfg["BK"],
+            BV=cfg["BV"],
+            num_warps=cfg["num_warps"],
+            num_stages=cfg["num_stages"],
         )
         return state
     cfg = {**recurrent_config(d, dv), **(config or {})}
@@ -208,11 +283,28 @@ def update(state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = Tr
     else:
         g_strides = (0, 0, 0)
     _recurrent_kernel(
-        (B, NV), state.device,
-        state, k, v, b, g, T, d, dv,
-        *state.stride(), *k.stride(), *v.stride(), *b_strides, *g_strides,
-        NORMALIZE=bool(normalize), SCALAR_GATE=scalar_gate, CHANNEL_GATE=channel_gate, DELTA=is_delta,
-        BK=cfg["BK"], BV=cfg["BV"], num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        (B, NV),
+        state.device,
+        state,
+        k,
+        v,
+        b,
+        g,
+        T,
+        d,
+        dv,
+        *state.stride(),
+        *k.stride(),
+        *v.stride(),
+        *b_strides,
+        *g_strides,
+        NORMALIZE=bool(normalize),
+        SCALAR_GATE=scalar_gate,
+        CHANNEL_GATE=channel_gate,
+        DELTA=is_delta,
+        BK=cfg["BK"],
+        BV=cfg["BV"],
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
     )
     return state
-

@@ -24,16 +24,24 @@ def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIM
     if not isinstance(ds, xr.Dataset):
         raise CapacityError(f"the {what} figure needs an xarray.Dataset, got {type(ds).__name__}")
     if len(ds.data_vars) == 0:
-        raise CapacityError(f"the Dataset is empty (no variables); the {what} figure needs {', '.join(variables) or 'data'}")
+        raise CapacityError(
+            f"the Dataset is empty (no variables); the {what} figure needs {', '.join(variables) or 'data'}"
+        )
     missing = [v for v in variables if v not in ds.data_vars]
     if missing:
-        raise CapacityError(f"missing variable{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(variables)} (the Dataset has {', '.join(map(str, ds.data_vars))})")
+        raise CapacityError(
+            f"missing variable{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(variables)} (the Dataset has {', '.join(map(str, ds.data_vars))})"
+        )
     missing = [c for c in coords if c not in ds.coords and c not in ds.data_vars]
     if missing:
-        raise CapacityError(f"missing coordinate{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(coords)}")
+        raise CapacityError(
+            f"missing coordinate{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(coords)}"
+        )
     missing = [d for d in dims if d not in ds.dims]
     if missing:
-        raise CapacityError(f"missing dimension{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs dimensions {', '.join(dims)}")
+        raise CapacityError(
+            f"missing dimension{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs dimensions {', '.join(dims)}"
+        )
     empty = [d for d, size in ds.sizes.items() if size == 0]
     if empty:
         raise CapacityError(f"the Dataset is empty: dimension {empty[0]!r} has length 0")
@@ -82,9 +90,22 @@ def tidy(da: xr.DataArray, name: str | None = None) -> pd.DataFrame:
 def undetermined(ds: xr.Dataset, metric: str, threshold: float, dim: str = "load") -> dict[str, int]:
     """Count the capacities ``metrics.capacity`` leaves NaN, by reason: beyond the grid, below it, no data."""
     n, y = xr.broadcast(ds.coords["n"].astype(float), ds[metric])
-    why = xr.apply_ufunc(metrics.undetermined_reason, y, n, input_core_dims=[[dim], [dim]], kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER}, vectorize=True, output_dtypes=[int])
+    why = xr.apply_ufunc(
+        metrics.undetermined_reason,
+        y,
+        n,
+        input_core_dims=[[dim], [dim]],
+        kwargs={"threshold": float(threshold), "higher": metric in HIGHER_IS_BETTER},
+        vectorize=True,
+        output_dtypes=[int],
+    )
     w = np.asarray(why.values).ravel()
-    return {"beyond": int((w == 1).sum()), "below": int((w == 2).sum()), "missing": int((w == 3).sum()), "total": int(w.size)}
+    return {
+        "beyond": int((w == 1).sum()),
+        "below": int((w == 2).sum()),
+        "missing": int((w == 3).sum()),
+        "total": int(w.size),
+    }
 
 
 def undetermined_note(counts: dict[str, int], criterion: str) -> str | None:

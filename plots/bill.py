@@ -11,16 +11,23 @@ T13's FLOPs per token, 2 n (d + dv) against 4 d dv, with their break-even 2 d dv
 from __future__ import annotations
 
 import numpy as np
+from capacity.plots import _data, names, theme
 
 from capacity import theory
-from capacity.plots import _data, names, theme
 
 __all__ = ["bill"]
 
 
 def bill(ds):
     """The bill figure of a result Dataset (dims ``variant``, ``d``, ``n``; ``state_numel``, ``decode_seconds``)."""
-    _data.require(ds, "bill", variables=("state_numel", "decode_seconds"), coords=("dv",), dims=("variant", "d", "n"), allowed=("variant", "d", "n", "seed"))
+    _data.require(
+        ds,
+        "bill",
+        variables=("state_numel", "decode_seconds"),
+        coords=("dv",),
+        dims=("variant", "d", "n"),
+        allowed=("variant", "d", "n", "seed"),
+    )
     d_grid = [int(x) for x in ds["d"].values]
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
@@ -38,8 +45,12 @@ def bill(ds):
             df = _data.tidy(sub["state_numel"], "state_numel")
             if len(df):
                 theme.curves(ax, df, x="n", y="state_numel", hue="variant", name=names.variant_name, colors=colors)
-            theme.theory_line(ax, dense, t["softmax_cache"], theorem="T13:softmax_cache", label="T13 KV cache: n (d + dv)", color=soft)
-            theme.theory_line(ax, dense, t["linear_state"], theorem="T13:linear_state", label="T13 linear state: d dv", color=lin)
+            theme.theory_line(
+                ax, dense, t["softmax_cache"], theorem="T13:softmax_cache", label="T13 KV cache: n (d + dv)", color=soft
+            )
+            theme.theory_line(
+                ax, dense, t["linear_state"], theorem="T13:linear_state", label="T13 linear state: d dv", color=lin
+            )
             cache_even = theory.break_even_n(d, dv)
             theme.mark_x(ax, cache_even, label=f"break-even n = {cache_even:g}", gid="marker:break-even:cache")
             theme.log2_x(ax)
@@ -59,14 +70,37 @@ def bill(ds):
             ax.set_title(f"decode cost per token, d = {d}, dv = {dv}")
             twin = ax.twinx()
             twin.grid(False)
-            theme.theory_line(twin, dense, t["softmax_decode_flops"], theorem="T13:softmax_decode_flops", label="T13 softmax decode: 2 n (d + dv) FLOPs", color=soft, ls=":")
-            theme.theory_line(twin, dense, t["linear_decode_flops"], theorem="T13:linear_decode_flops", label="T13 linear decode: 4 d dv FLOPs", color=lin, ls=":")
+            theme.theory_line(
+                twin,
+                dense,
+                t["softmax_decode_flops"],
+                theorem="T13:softmax_decode_flops",
+                label="T13 softmax decode: 2 n (d + dv) FLOPs",
+                color=soft,
+                ls=":",
+            )
+            theme.theory_line(
+                twin,
+                dense,
+                t["linear_decode_flops"],
+                theorem="T13:linear_decode_flops",
+                label="T13 linear decode: 4 d dv FLOPs",
+                color=lin,
+                ls=":",
+            )
             twin.set_yscale("log")
             twin.set_ylabel(names.AXIS["decode_flops"])
             flops_even = theory.break_even_n(d, dv, measure="flops")
             theme.mark_x(ax, flops_even, label=f"FLOPs break-even n = {flops_even:g}", gid="marker:break-even:flops")
-        theme.legend(fig, [ax for row in axes for ax in row] + [a for a in fig.axes if a not in np.ravel(axes)], title="memory / theory")
+        theme.legend(
+            fig,
+            [ax for row in axes for ax in row] + [a for a in fig.axes if a not in np.ravel(axes)],
+            title="memory / theory",
+        )
         nseeds = ds.sizes.get("seed", 1)
         what = ds["decode_seconds"].attrs.get("description", "measured decode time")
-        theme.note(fig, f"Measured: markers (state sizes counted from the state after n writes; decode times: {what}; mean over {nseeds} seed{'s' if nseeds != 1 else ''}, band min to max). Dashed and dotted: T13 closed forms.")
+        theme.note(
+            fig,
+            f"Measured: markers (state sizes counted from the state after n writes; decode times: {what}; mean over {nseeds} seed{'s' if nseeds != 1 else ''}, band min to max). Dashed and dotted: T13 closed forms.",
+        )
     return theme.finish(fig, "bill")

@@ -16,9 +16,9 @@ largest n, or failing it at the smallest) are not drawn; a note under the figure
 from __future__ import annotations
 
 import numpy as np
+from capacity.plots import _data, names, theme
 
 from capacity import metrics, theory
-from capacity.plots import _data, names, theme
 
 __all__ = ["capacity_vs_d", "EPS", "TAU"]
 
@@ -33,7 +33,10 @@ def _dense(lo: float, hi: float, count: int = 48) -> np.ndarray:
 def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     """The capacity-vs-d figure of a result Dataset (dims ``d`` and ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "capacity vs d", variables=("mse", "recall"), coords=("n", "dv"), dims=("d", "load"))
-    criteria = [("mse", float(eps), f"mean error ≤ ε = {eps:g}"), ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}")]
+    criteria = [
+        ("mse", float(eps), f"mean error ≤ ε = {eps:g}"),
+        ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}"),
+    ]
     if ds.sizes.get("variant", 1) > 1 and ds.sizes.get("key_family", 1) == 1:
         return _overlay(ds, criteria)
     variants = _data.levels(ds, "variant")
@@ -56,29 +59,87 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 if "key_family" not in df:
                     df["key_family"] = "unknown"
                 if len(df):
-                    theme.curves(ax, df, x="d", y="capacity", hue="key_family", name=names.keys_name, err_style="bars", colors=colors)
+                    theme.curves(
+                        ax,
+                        df,
+                        x="d",
+                        y="capacity",
+                        hue="key_family",
+                        name=names.keys_name,
+                        err_style="bars",
+                        colors=colors,
+                    )
                 else:
-                    ax.text(0.5, 0.5, "no capacity determined\non the measured grid", transform=ax.transAxes, ha="center", va="center", fontsize="small", color="0.3")
+                    ax.text(
+                        0.5,
+                        0.5,
+                        "no capacity determined\non the measured grid",
+                        transform=ax.transAxes,
+                        ha="center",
+                        va="center",
+                        fontsize="small",
+                        color="0.3",
+                    )
                 why = _data.undetermined(sub, metric, thr)
-                text = _data.undetermined_note(why, f"{names.variant_name(variant) if variant is not None else ''} {crit}".strip())
+                text = _data.undetermined_note(
+                    why, f"{names.variant_name(variant) if variant is not None else ''} {crit}".strip()
+                )
                 if text:
                     notes.append(text)
                 additive, linear = _data.reads(ds, variant)
                 if metric == "mse" and linear:
-                    theme.theory_line(ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label="T8: n* ≤ d / (1 − ε) (any linear read)", color="0.45", ls=(0, (1, 1)))
+                    theme.theory_line(
+                        ax,
+                        dense,
+                        theory.rank_bound_capacity(thr, dense),
+                        theorem="T8",
+                        label="T8: n* ≤ d / (1 − ε) (any linear read)",
+                        color="0.45",
+                        ls=(0, (1, 1)),
+                    )
                 beta = _data.delta_beta(variant)
                 if metric == "mse" and beta is not None and ("gaussian" in bases or not bases):
                     dd = np.unique(np.round(dense)).astype(int)
-                    theme.theory_line(ax, dd, theory.delta_rule_capacity(thr, dd, beta), theorem="T12:delta", label=f"T12 delta rule, β = {beta:g}: n* from its exact mean (random keys)", color=colors.get(bases.get("gaussian"), "0.15"), ls=(0, (3, 1, 1, 1)))
+                    theme.theory_line(
+                        ax,
+                        dd,
+                        theory.delta_rule_capacity(thr, dd, beta),
+                        theorem="T12:delta",
+                        label=f"T12 delta rule, β = {beta:g}: n* from its exact mean (random keys)",
+                        color=colors.get(bases.get("gaussian"), "0.15"),
+                        ls=(0, (3, 1, 1, 1)),
+                    )
                 if metric == "mse" and additive:
                     if "gaussian" in bases or not bases:
-                        theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)", color=colors.get(bases.get("gaussian"), "0.15"))
+                        theme.theory_line(
+                            ax,
+                            dense,
+                            theory.capacity_random_keys(thr, dense),
+                            theorem="T7",
+                            label="T7: n* = 1 + ε d (random keys, additive)",
+                            color=colors.get(bases.get("gaussian"), "0.15"),
+                        )
                     if "orthogonal" in bases:
-                        theme.theory_line(ax, dense, theory.capacity_tight_frame(thr, dense), theorem="T5", label="T5: n* = d (1 + ε) (tight frame, additive)", color=colors[bases["orthogonal"]], ls="-.")
+                        theme.theory_line(
+                            ax,
+                            dense,
+                            theory.capacity_tight_frame(thr, dense),
+                            theorem="T5",
+                            label="T5: n* = d (1 + ε) (tight frame, additive)",
+                            color=colors[bases["orthogonal"]],
+                            ls="-.",
+                        )
                 elif metric == "recall" and additive:
                     if t10 is None:  # a root search per point: computed once per figure, at the grid and between
                         t10 = _t10(ds, d_grid, thr)
-                    theme.theory_line(ax, *t10, theorem="T10", label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})", color=colors.get(bases.get("gaussian"), "0.15"), ls=":")
+                    theme.theory_line(
+                        ax,
+                        *t10,
+                        theorem="T10",
+                        label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})",
+                        color=colors.get(bases.get("gaussian"), "0.15"),
+                        ls=":",
+                    )
                 theme.grid_axis(ax, d_grid)
                 title = crit if variant is None else f"{names.variant_name(variant)}\n{crit}"
                 ax.set_title(title)
@@ -105,26 +166,65 @@ def _overlay(ds, criteria):
         fig, axes = theme.figure(1, len(criteria), sharex=True)
         for c, (metric, thr, crit) in enumerate(criteria):
             ax = axes[0, c]
-            cap = metrics.capacity(ds.drop_vars("key_family", errors="ignore"), metric=metric, threshold=thr)  # [variant, d, seed]
+            cap = metrics.capacity(
+                ds.drop_vars("key_family", errors="ignore"), metric=metric, threshold=thr
+            )  # [variant, d, seed]
             df = _data.tidy(cap, "capacity")
             if len(df):
-                theme.curves(ax, df, x="d", y="capacity", hue="variant", name=names.variant_name, err_style="bars", colors=colors)
+                theme.curves(
+                    ax, df, x="d", y="capacity", hue="variant", name=names.variant_name, err_style="bars", colors=colors
+                )
             text = _data.undetermined_note(_data.undetermined(ds, metric, thr), crit)
             if text:
                 notes.append(text)
             if metric == "mse" and any_linear:
-                theme.theory_line(ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label="T8: n* ≤ d / (1 − ε) (any linear read)", color="0.45", ls=(0, (1, 1)))
+                theme.theory_line(
+                    ax,
+                    dense,
+                    theory.rank_bound_capacity(thr, dense),
+                    theorem="T8",
+                    label="T8: n* ≤ d / (1 − ε) (any linear read)",
+                    color="0.45",
+                    ls=(0, (1, 1)),
+                )
             if metric == "mse" and any_additive and base == "gaussian":
-                theme.theory_line(ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label="T7: n* = 1 + ε d (random keys, additive)")
+                theme.theory_line(
+                    ax,
+                    dense,
+                    theory.capacity_random_keys(thr, dense),
+                    theorem="T7",
+                    label="T7: n* = 1 + ε d (random keys, additive)",
+                )
             if metric == "mse" and base == "gaussian":
                 dd = np.unique(np.round(dense)).astype(int)
                 for v in var_labels:
                     if _data.delta_beta(v) is not None:
-                        theme.theory_line(ax, dd, theory.delta_rule_capacity(thr, dd, _data.delta_beta(v)), theorem="T12:delta", label=f"T12 delta rule, β = {_data.delta_beta(v):g}: n* from its exact mean", color=colors[v], ls=(0, (3, 1, 1, 1)))
+                        theme.theory_line(
+                            ax,
+                            dd,
+                            theory.delta_rule_capacity(thr, dd, _data.delta_beta(v)),
+                            theorem="T12:delta",
+                            label=f"T12 delta rule, β = {_data.delta_beta(v):g}: n* from its exact mean",
+                            color=colors[v],
+                            ls=(0, (3, 1, 1, 1)),
+                        )
             if metric == "mse" and any_additive and base == "orthogonal":
-                theme.theory_line(ax, dense, theory.capacity_tight_frame(thr, dense), theorem="T5", label="T5: n* = d (1 + ε) (tight frame, additive)", ls="-.")
+                theme.theory_line(
+                    ax,
+                    dense,
+                    theory.capacity_tight_frame(thr, dense),
+                    theorem="T5",
+                    label="T5: n* = d (1 + ε) (tight frame, additive)",
+                    ls="-.",
+                )
             if metric == "recall" and any_additive and base == "gaussian":
-                theme.theory_line(ax, *_t10(ds, d_grid, thr), theorem="T10", label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})", ls=":")
+                theme.theory_line(
+                    ax,
+                    *_t10(ds, d_grid, thr),
+                    theorem="T10",
+                    label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})",
+                    ls=":",
+                )
             theme.grid_axis(ax, d_grid)
             ax.set_title(f"{crit}\n{names.keys_name(family)} keys")
         theme.label_outer(axes, xlabel=names.AXIS["d"], ylabel=names.AXIS["capacity"])

@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 import xarray as xr
+from capacity.plots import _data, names, theme
 
 from capacity import probe, theory, variants
-from capacity.plots import _data, names, theme
 
 __all__ = ["measure", "closed_form", "QUANTITIES"]
 
@@ -93,11 +93,23 @@ def measure(keys: torch.Tensor, values: torch.Tensor, *, variant=None, checkpoin
     for q, (title, _, units, _) in QUANTITIES.items():
         data[f"measured_{q}"] = (dims, measured[q].values, {"long_name": f"measured {title}", "units": units})
         data[f"predicted_{q}"] = (dims, predicted[q], {"long_name": f"{title} by T2 (n = 2) and T3", "units": units})
-    data["measured_mse"] = (("n", "batch"), pr["mse"].values, {"long_name": "measured mean squared error", "units": "value units²"})
-    data["predicted_mse"] = (("n", "batch"), t4, {"long_name": "T4 crosstalk error (||G||_F² − 2 tr G + n)/n", "units": "value units²"})
+    data["measured_mse"] = (
+        ("n", "batch"),
+        pr["mse"].values,
+        {"long_name": "measured mean squared error", "units": "value units²"},
+    )
+    data["predicted_mse"] = (
+        ("n", "batch"),
+        t4,
+        {"long_name": "T4 crosstalk error (||G||_F² − 2 tr G + n)/n", "units": "value units²"},
+    )
     return xr.Dataset(
         data,
-        coords={"n": ("n", cps, {"long_name": "pairs written", "units": "pairs"}), "batch": np.arange(B), "query": np.arange(n)},
+        coords={
+            "n": ("n", cps, {"long_name": "pairs written", "units": "pairs"}),
+            "batch": np.arange(B),
+            "query": np.arange(n),
+        },
         attrs={
             "study": "closed-form",
             "description": "measured reads of the additive memory against T2/T3/T4",
@@ -123,8 +135,13 @@ def _limits(x: np.ndarray, y: np.ndarray, log: bool):
 
 def closed_form(ds):
     """The closed-form figure of a ``measure`` Dataset: measured (y) against predicted (x), one colour per n."""
-    need = tuple(f"{kind}_{q}" for q in QUANTITIES for kind in ("measured", "predicted")) + ("measured_mse", "predicted_mse")
-    _data.require(ds, "closed-form check", variables=need, dims=("n", "batch", "query"), allowed=("n", "batch", "query"))
+    need = tuple(f"{kind}_{q}" for q in QUANTITIES for kind in ("measured", "predicted")) + (
+        "measured_mse",
+        "predicted_mse",
+    )
+    _data.require(
+        ds, "closed-form check", variables=need, dims=("n", "batch", "query"), allowed=("n", "batch", "query")
+    )
     panels = list(QUANTITIES) + ["mse"]
     ns = [int(x) for x in ds.n.values]
     colors = theme.sequential(ns)
@@ -133,7 +150,11 @@ def closed_form(ds):
         for ax, q in zip(axes[0], panels):
             if q == "mse":
                 title, sym, units, log = "mean error per run (T4)", "mean error", "value units²", True
-                theorem = "T4, exact for orthonormal values" if ds.attrs.get("values_orthonormal") else "T4, expected over values"
+                theorem = (
+                    "T4, exact for orthonormal values"
+                    if ds.attrs.get("values_orthonormal")
+                    else "T4, expected over values"
+                )
             else:
                 title, sym, units, log = QUANTITIES[q]
                 theorem = "T2/T3"
@@ -143,7 +164,9 @@ def closed_form(ds):
                 y = np.ravel(ds[f"measured_{q}"].sel(n=n).values)
                 keep = np.isfinite(x) & np.isfinite(y)
                 label = f"n = {n}" + (" (T2)" if n == 2 else "")
-                pts = ax.scatter(x[keep], y[keep], s=9 if q != "mse" else 22, color=colors[n], alpha=0.75, linewidths=0, label=label)
+                pts = ax.scatter(
+                    x[keep], y[keep], s=9 if q != "mse" else 22, color=colors[n], alpha=0.75, linewidths=0, label=label
+                )
                 pts.set_gid(f"measured:{q}:n={n}")
                 xs.append(x[keep])
                 ys.append(y[keep])
@@ -152,7 +175,9 @@ def closed_form(ds):
             if log:
                 ax.set_xscale("log")
                 ax.set_yscale("log")
-            (diag,) = ax.plot([lo, hi], [lo, hi], color="0.2", lw=0.9, ls="--", label="measured = predicted", zorder=0.5)
+            (diag,) = ax.plot(
+                [lo, hi], [lo, hi], color="0.2", lw=0.9, ls="--", label="measured = predicted", zorder=0.5
+            )
             diag.set_gid("diagonal")
             ax.set_xlim(lo, hi)
             ax.set_ylim(lo, hi)
@@ -161,8 +186,20 @@ def closed_form(ds):
             ax.set_xlabel(f"predicted by {theorem} ({units})")
             ax.set_ylabel(f"measured ({units})")
             dev = np.max(np.abs(y - x)) if x.size else np.nan
-            ax.text(0.04, 0.96, f"max |measured − predicted| = {dev:.1e}", transform=ax.transAxes, ha="left", va="top", fontsize="x-small", color="0.3")
+            ax.text(
+                0.04,
+                0.96,
+                f"max |measured − predicted| = {dev:.1e}",
+                transform=ax.transAxes,
+                ha="left",
+                va="top",
+                fontsize="x-small",
+                color="0.3",
+            )
         theme.legend(fig, axes, title="pairs written")
         variant = names.variant_name(ds.attrs.get("variant", "linear"))
-        theme.note(fig, f"{variant}, d = {ds.attrs.get('d', '?')}, dv = {ds.attrs.get('dv', '?')}, {ds.sizes['batch']} runs; every stored key read back at each n (one point per query).")
+        theme.note(
+            fig,
+            f"{variant}, d = {ds.attrs.get('d', '?')}, dv = {ds.attrs.get('dv', '?')}, {ds.sizes['batch']} runs; every stored key read back at each n (one point per query).",
+        )
     return theme.finish(fig, "closed-form")

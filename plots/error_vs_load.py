@@ -15,9 +15,9 @@ panel; a note under the figure says so.
 from __future__ import annotations
 
 import numpy as np
+from capacity.plots import _data, names, theme
 
 from capacity import theory
-from capacity.plots import _data, names, theme
 
 __all__ = ["error_vs_load", "theory_curves", "delta_curve", "FLOOR"]
 
@@ -48,7 +48,15 @@ def delta_curve(ax, d: int, beta: float, lo: float, hi: float, *, color="0.15"):
     """The delta rule's exact mean error for random unit keys (``theory.delta_rule_error``) against load n/d."""
     n = np.unique(np.round(np.geomspace(max(lo * d, 1.0), hi * d, 64))).astype(int)
     label = f"T12 delta rule, β = {beta:g}, random keys: exact mean"
-    return theme.theory_line(ax, n / d, theory.delta_rule_error(n, max(d, 2), beta=beta), theorem="T12:delta", label=label, color=color, ls=(0, (3, 1, 1, 1)))
+    return theme.theory_line(
+        ax,
+        n / d,
+        theory.delta_rule_error(n, max(d, 2), beta=beta),
+        theorem="T12:delta",
+        label=label,
+        color=color,
+        ls=(0, (3, 1, 1, 1)),
+    )
 
 
 def error_vs_load(ds, *, metric: str = "mse"):
@@ -76,18 +84,36 @@ def error_vs_load(ds, *, metric: str = "mse"):
                 which = (["T5", "T7"] if additive else []) + (["T8"] if linear else [])
                 theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
                 beta = _data.delta_beta(variant)
-                if beta is not None and any(names.parse_label(f)[0] == "gaussian" for f in fam_labels) and metric == "mse":
-                    delta_curve(ax, d, beta, float(loads.min()), float(loads.max()), color=colors.get(next(f for f in fam_labels if names.parse_label(f)[0] == "gaussian")))
+                if (
+                    beta is not None
+                    and any(names.parse_label(f)[0] == "gaussian" for f in fam_labels)
+                    and metric == "mse"
+                ):
+                    delta_curve(
+                        ax,
+                        d,
+                        beta,
+                        float(loads.min()),
+                        float(loads.max()),
+                        color=colors.get(next(f for f in fam_labels if names.parse_label(f)[0] == "gaussian")),
+                    )
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)
                 head = f"d = {d}" if variant is None else f"{names.variant_name(variant)}, d = {d}"
                 ax.set_title(head)
-        ylabel = names.AXIS[metric] if metric in names.AXIS else f"{ds[metric].attrs.get('long_name', metric)} ({ds[metric].attrs.get('units', '1')})"
+        ylabel = (
+            names.AXIS[metric]
+            if metric in names.AXIS
+            else f"{ds[metric].attrs.get('long_name', metric)} ({ds[metric].attrs.get('units', '1')})"
+        )
         theme.label_outer(axes, xlabel=names.AXIS["load"], ylabel=ylabel)
         theme.legend(fig, axes, title="key family / theory")
         nseeds = ds.sizes.get("seed", 1)
-        text = theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). T5 and T7 hold for the additive memory, T8 for any d x dv state with a linear read."
+        text = (
+            theme.SEEDS_NOTE
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). T5 and T7 hold for the additive memory, T8 for any d x dv state with a linear read."
+        )
         if below:
             text += f" {below} measured points below {FLOOR:g} (exact recall) lie under the axis."
         theme.note(fig, text)

@@ -15,18 +15,25 @@ before n = D. Panels:
 from __future__ import annotations
 
 import numpy as np
-
-from capacity import metrics, theory
 from capacity.plots import _data, names, theme
 from capacity.plots.capacity_vs_d import EPS
 from capacity.plots.error_vs_load import FLOOR, theory_curves
+
+from capacity import metrics, theory
 
 __all__ = ["feature_maps"]
 
 
 def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
     """The feature-maps figure of a result Dataset (dims ``feature``, ``d``, ``load``; coord ``feature_dim``)."""
-    _data.require(ds, "feature maps", variables=(metric,), coords=("n", "feature_dim"), dims=("feature", "d", "load"), allowed=(*_data.GRID_DIMS, "feature"))
+    _data.require(
+        ds,
+        "feature maps",
+        variables=(metric,),
+        coords=("n", "feature_dim"),
+        dims=("feature", "d", "load"),
+        allowed=(*_data.GRID_DIMS, "feature"),
+    )
     d_grid = [int(x) for x in ds["d"].values]
     feats = [str(f) for f in ds["feature"].values]
     colors = theme.palette(feats)
@@ -38,7 +45,14 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
         fig, axes = theme.figure(len(rows), len(d_grid) + 1)
         for r, (variant, keys) in enumerate(rows):
             sub = _data.sel(ds, variant=variant, key_family=keys)
-            prefix = ", ".join(x for x in (names.variant_name(variant) if variant is not None else None, names.keys_name(keys) if keys is not None else None) if x)
+            prefix = ", ".join(
+                x
+                for x in (
+                    names.variant_name(variant) if variant is not None else None,
+                    names.keys_name(keys) if keys is not None else None,
+                )
+                if x
+            )
             for c, d in enumerate(d_grid):
                 ax = axes[r, c]
                 at = sub.sel(d=d)
@@ -46,9 +60,13 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
                 dims_at_d = {str(f): int(fdim.sel(feature=f, d=d)) for f in feats}
                 df["load_feature"] = df["n"] / df["feature"].map(dims_at_d)
                 if len(df):
-                    theme.curves(ax, df, x="load_feature", y=metric, hue="feature", name=names.feature_name, colors=colors)
+                    theme.curves(
+                        ax, df, x="load_feature", y=metric, hue="feature", name=names.feature_name, colors=colors
+                    )
                 lo, hi = float(df["load_feature"].min()), float(df["load_feature"].max())
-                theory_curves(ax, max(dims_at_d.values()), lo, hi, which=("T8",))  # a function of n / D alone: one line for every D
+                theory_curves(
+                    ax, max(dims_at_d.values()), lo, hi, which=("T8",)
+                )  # a function of n / D alone: one line for every D
                 theme.mark_x(ax, 1.0, label="n = D", gid="marker:n=D")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)
@@ -60,21 +78,56 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
             df = _data.tidy(cap, "capacity")
             df["feature_dim"] = [int(fdim.sel(feature=f, d=d)) for f, d in zip(df["feature"], df["d"])]
             if len(df):
-                theme.curves(ax, df, x="feature_dim", y="capacity", hue="feature", name=names.feature_name, colors=colors, err_style="bars")
+                theme.curves(
+                    ax,
+                    df,
+                    x="feature_dim",
+                    y="capacity",
+                    hue="feature",
+                    name=names.feature_name,
+                    colors=colors,
+                    err_style="bars",
+                )
             all_dims = np.unique(np.asarray(fdim.values, dtype=float))
             dense = np.geomspace(all_dims.min(), all_dims.max(), 48) if all_dims.size > 1 else all_dims
-            theme.theory_line(ax, dense, theory.capacity_random_keys(eps, dense), theorem="T7", label="T7 in D: 1 + ε D (random unit features)")
-            theme.theory_line(ax, dense, theory.capacity_tight_frame(eps, dense), theorem="T5", label="T5 in D: D (1 + ε) (tight frame, unit features)", ls=(0, (1, 1)))
+            theme.theory_line(
+                ax,
+                dense,
+                theory.capacity_random_keys(eps, dense),
+                theorem="T7",
+                label="T7 in D: 1 + ε D (random unit features)",
+            )
+            theme.theory_line(
+                ax,
+                dense,
+                theory.capacity_tight_frame(eps, dense),
+                theorem="T5",
+                label="T5 in D: D (1 + ε) (tight frame, unit features)",
+                ls=(0, (1, 1)),
+            )
             theme.grid_axis(ax, all_dims.astype(int))
             ax.set_xlabel(names.AXIS["feature_dim"])
             ax.set_ylabel(names.AXIS["capacity"])
             ax.set_title(f"{prefix + ': ' if several else ''}capacity, mean error ≤ ε = {eps:g}")
-            text = _data.undetermined_note(_data.undetermined(sub, metric, eps), f"{prefix + ' ' if prefix else ''}capacity")
+            text = _data.undetermined_note(
+                _data.undetermined(sub, metric, eps), f"{prefix + ' ' if prefix else ''}capacity"
+            )
             if text:
                 notes.append(text)
         theme.legend(fig, axes, title="feature map / theory")
         nseeds = ds.sizes.get("seed", 1)
-        single = "" if several else ", ".join(x for x in (names.variant_name(rows[0][0]) if rows[0][0] is not None else None, names.keys_name(rows[0][1]) if rows[0][1] is not None else None) if x)
+        single = (
+            ""
+            if several
+            else ", ".join(
+                x
+                for x in (
+                    names.variant_name(rows[0][0]) if rows[0][0] is not None else None,
+                    names.keys_name(rows[0][1]) if rows[0][1] is not None else None,
+                )
+                if x
+            )
+        )
         head = f"{single}. " if single else ""
         theme.note(fig, " ".join([head + theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}).", *notes]))
     return theme.finish(fig, "feature-maps")

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from capacity.plots import _data, names, theme
+from capacity.plots.capacity_vs_d import EPS, TAU
 
 from capacity import metrics, theory, variants
 from capacity.errors import CapacityError
-from capacity.plots import _data, names, theme
-from capacity.plots.capacity_vs_d import EPS, TAU
 
 __all__ = ["frontier"]
 
@@ -40,11 +40,16 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
     """The frontier figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "frontier", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
     if ds.sizes.get("key_family", 1) != 1:
-        raise CapacityError("the frontier figure draws one key family; select one first, e.g. ds.sel(key_family='gaussian')")
+        raise CapacityError(
+            "the frontier figure draws one key family; select one first, e.g. ds.sel(key_family='gaussian')"
+        )
     sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
     var_labels = [str(v) for v in sub["variant"].values]
     colors = theme.palette(var_labels)
-    criteria = [("mse", float(eps), f"mean error ≤ ε = {eps:g}"), ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}")]
+    criteria = [
+        ("mse", float(eps), f"mean error ≤ ε = {eps:g}"),
+        ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}"),
+    ]
     skipped = []
     with theme.style():
         fig, axes = theme.figure(1, 2, sharex=True)
@@ -62,20 +67,46 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
                         continue
                     for seed_cap in np.atleast_1d(cap.sel(variant=v, d=d).values):
                         if np.isfinite(seed_cap):
-                            rows.append({"variant": v, "numbers": size * (seed_cap if grows else 1.0), "capacity": seed_cap})
+                            rows.append(
+                                {"variant": v, "numbers": size * (seed_cap if grows else 1.0), "capacity": seed_cap}
+                            )
             df = pd.DataFrame(rows)
             if len(df):
-                theme.curves(ax, df, x="numbers", y="capacity", hue="variant", name=names.variant_name, err_style="bars", colors=colors)
+                theme.curves(
+                    ax,
+                    df,
+                    x="numbers",
+                    y="capacity",
+                    hue="variant",
+                    name=names.variant_name,
+                    err_style="bars",
+                    colors=colors,
+                )
             lo = min([float(df["numbers"].min())] if len(df) else []) if len(df) else float(min(sub["d"].values))
             hi = max(float(df["numbers"].max()) if len(df) else 0.0, 16.0 * float(max(sub["d"].values)))
             x = np.geomspace(lo, hi, 48)
             if metric == "mse":
-                theme.theory_line(ax, x, theory.rank_bound_capacity(thr, x), theorem="T8", label="T8 frontier of linear reads: n* = D / (1 − ε)", color="0.15")
+                theme.theory_line(
+                    ax,
+                    x,
+                    theory.rank_bound_capacity(thr, x),
+                    theorem="T8",
+                    label="T8 frontier of linear reads: n* = D / (1 − ε)",
+                    color="0.15",
+                )
             growing = [v for v in var_labels if _rows(v, 16, 16)[1]]
             if growing:
                 dv0 = _data.dv_of(sub, int(sub["d"].values[0]))
                 d0 = int(sub["d"].values[0])
-                theme.theory_line(ax, x, x * dv0 / (d0 + dv0), theorem="T13:cache", label="softmax keeps every pair: n = N / (d + dv) (T13)", color=colors[growing[0]], ls=":")
+                theme.theory_line(
+                    ax,
+                    x,
+                    x * dv0 / (d0 + dv0),
+                    theorem="T13:cache",
+                    label="softmax keeps every pair: n = N / (d + dv) (T13)",
+                    color=colors[growing[0]],
+                    ls=":",
+                )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
             ax.set_title(crit)
@@ -84,7 +115,10 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
         axes[0, 1].set_ylabel("")
         theme.legend(fig, axes, title="memory / theory")
         nseeds = sub.sizes.get("seed", 1)
-        text = theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: a fixed D x dv state's D (the feature dimension); softmax's cache at its capacity, n* (d + dv) / dv (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured). lsq also keeps a d x d matrix for its update, not counted here."
+        text = (
+            theme.SEEDS_NOTE
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: a fixed D x dv state's D (the feature dimension); softmax's cache at its capacity, n* (d + dv) / dv (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured). lsq also keeps a d x d matrix for its update, not counted here."
+        )
         if skipped:
             text += f" Not drawn (no size known): {', '.join(skipped)}."
         theme.note(fig, text)

@@ -73,6 +73,7 @@ AXIS = {
     "decode_flops": "decode cost per token, T13 (FLOPs)",
 }
 
+
 def parse_label(label: str) -> tuple[str, dict]:
     """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': v, 'k2': v2})`` with ``capacity.labels`` (the one grammar
     of labels); a label it cannot read is a bare name."""

@@ -16,7 +16,6 @@ matters for the additive memory is the frame potential, nothing else about the k
 from __future__ import annotations
 
 import numpy as np
-
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR
 
@@ -72,15 +71,42 @@ def orthogonality(ds, *, metric: str = "mse"):
                     for base in fam_bases:
                         pts = at[at["key_family"].map(lambda s: names.parse_label(str(s))[0]) == base]
                         if len(pts):
-                            h = ax.scatter(pts[stat], pts[metric], s=16, marker=markers[base], color=colors[load], linewidths=0, alpha=0.85, label=f"_{base}")
+                            h = ax.scatter(
+                                pts[stat],
+                                pts[metric],
+                                s=16,
+                                marker=markers[base],
+                                color=colors[load],
+                                linewidths=0,
+                                alpha=0.85,
+                                label=f"_{base}",
+                            )
                             h.set_gid(f"measured:{base}:load={load:g}")
                     if additive and len(at):
                         n = int(sub["n"].sel(load=load))
                         lo, hi = float(at[stat].min()) / 1.3, float(at[stat].max()) * 1.3
                         x = np.geomspace(lo, hi, 64)
-                        theme.theory_line(ax, x, law(n, x), theorem=f"T4:{stat}:n={n}", label=f"_T4 n/d = {load:g}", color=colors[load], ls="--", lw=1.0)
+                        theme.theory_line(
+                            ax,
+                            x,
+                            law(n, x),
+                            theorem=f"T4:{stat}:n={n}",
+                            label=f"_T4 n/d = {load:g}",
+                            color=colors[load],
+                            ls="--",
+                            lw=1.0,
+                        )
                 if additive:
-                    ax.text(0.97, 0.04, f"dashed: {law_label}", transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small", color="0.3")
+                    ax.text(
+                        0.97,
+                        0.04,
+                        f"dashed: {law_label}",
+                        transform=ax.transAxes,
+                        ha="right",
+                        va="bottom",
+                        fontsize="x-small",
+                        color="0.3",
+                    )
                 ax.set_xscale("log")
                 ax.set_yscale("log")
                 ax.set_ylim(bottom=FLOOR)
@@ -99,7 +125,14 @@ def orthogonality(ds, *, metric: str = "mse"):
 def _legend(fig, axes, loads, colors, fam_bases, markers):
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], ls="--", marker="o", color=colors[x], markeredgewidth=0, label=f"n/d = {x:g}") for x in loads]
-    handles += [Line2D([], [], ls="", marker=markers[b], color="0.35", markeredgewidth=0, label=names.keys_name(b)) for b in fam_bases]
+    handles = [
+        Line2D([], [], ls="--", marker="o", color=colors[x], markeredgewidth=0, label=f"n/d = {x:g}") for x in loads
+    ]
+    handles += [
+        Line2D([], [], ls="", marker=markers[b], color="0.35", markeredgewidth=0, label=names.keys_name(b))
+        for b in fam_bases
+    ]
     handles.append(Line2D([], [], ls="--", color="0.35", label="T4 at that load (dashed)"))
-    fig.legend(handles=handles, loc="outside right upper", title="load, key family", fontsize="small", title_fontsize="small")
+    fig.legend(
+        handles=handles, loc="outside right upper", title="load, key family", fontsize="small", title_fontsize="small"
+    )

@@ -11,8 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import xarray as xr
-
-from capacity.errors import CapacityError
 from capacity.plots.bill import bill
 from capacity.plots.capacity_vs_d import capacity_vs_d
 from capacity.plots.closed_form import closed_form
@@ -24,6 +22,8 @@ from capacity.plots.orthogonality import orthogonality
 from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
+
+from capacity.errors import CapacityError
 
 __all__ = ["render", "render_path", "figures", "choose", "FIGURES", "studies"]
 
@@ -96,7 +96,9 @@ def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
         raise CapacityError("the Dataset is empty (no variables)")
     names = choose(ds)
     if not names:
-        raise CapacityError(f"no figure fits this Dataset: it needs mse over d and load, the bill's state_numel and decode_seconds, or per-query reads (it has {', '.join(map(str, ds.data_vars))})")
+        raise CapacityError(
+            f"no figure fits this Dataset: it needs mse over d and load, the bill's state_numel and decode_seconds, or per-query reads (it has {', '.join(map(str, ds.data_vars))})"
+        )
     study = str(ds.attrs.get("study") or "results")
     return [(f"{study}_{name}", FIGURES[name](ds)) for name in names]
 
@@ -111,7 +113,9 @@ def _open(path: Path) -> xr.Dataset:
         with xr.open_dataset(path, engine="h5netcdf") as f:
             return f.load()
     except (OSError, ValueError, TypeError) as exc:
-        raise CapacityError(f"not a readable netCDF results file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise CapacityError(
+            f"not a readable netCDF results file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
 
 
 def render_path(results, out=None) -> list[Path]:

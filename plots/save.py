@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from capacity.errors import CapacityError
 from capacity.plots import theme
+
+from capacity.errors import CapacityError
 
 __all__ = ["save", "FORMATS"]
 

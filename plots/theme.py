@@ -13,13 +13,32 @@ from contextlib import contextmanager
 import matplotlib as mpl
 import numpy as np
 import seaborn as sns
+from capacity.plots import names
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from capacity.plots import names
-
-__all__ = ["style", "figure", "palette", "sequential", "ordered", "curves", "theory_line", "mark_x", "note", "legend", "log2_x", "load_axis", "grid_axis", "label_outer", "finish", "THEORY_GID", "SEEDS_NOTE", "PANEL_W", "PANEL_H"]
+__all__ = [
+    "style",
+    "figure",
+    "palette",
+    "sequential",
+    "ordered",
+    "curves",
+    "theory_line",
+    "mark_x",
+    "note",
+    "legend",
+    "log2_x",
+    "load_axis",
+    "grid_axis",
+    "label_outer",
+    "finish",
+    "THEORY_GID",
+    "SEEDS_NOTE",
+    "PANEL_W",
+    "PANEL_H",
+]
 
 PANEL_W, PANEL_H = 3.3, 2.7  # inches per panel
 THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests find them by it)
@@ -39,11 +58,17 @@ _RC = {
 @contextmanager
 def style():
     """The plots' seaborn theme (ticks, paper context), applied only inside the block."""
-    with sns.axes_style("ticks", {"axes.grid": True, "grid.color": ".92"}), sns.plotting_context("paper", font_scale=1.05), mpl.rc_context(_RC):
+    with (
+        sns.axes_style("ticks", {"axes.grid": True, "grid.color": ".92"}),
+        sns.plotting_context("paper", font_scale=1.05),
+        mpl.rc_context(_RC),
+    ):
         yield
 
 
-def figure(nrows: int = 1, ncols: int = 1, *, sharex=False, sharey=False, width=None, height=None, legend_width: float = 2.9):
+def figure(
+    nrows: int = 1, ncols: int = 1, *, sharex=False, sharey=False, width=None, height=None, legend_width: float = 2.9
+):
     """A new Figure with a grid of axes (always a 2-D array), constrained layout, Agg canvas.
 
     The default size gives each panel PANEL_W x PANEL_H inches plus ``legend_width`` inches on
@@ -116,7 +141,9 @@ def sequential(values, name: str = "flare") -> dict:
 
 def theory_line(ax, x, y, *, theorem: str, label: str, color="0.15", ls="--", lw=1.2, zorder=1.5):
     """Draw a closed form; its gid is ``'theory:' + theorem`` and its legend label ``label``."""
-    (line,) = ax.plot(np.asarray(x, dtype=float), np.asarray(y, dtype=float), ls=ls, lw=lw, color=color, label=label, zorder=zorder)
+    (line,) = ax.plot(
+        np.asarray(x, dtype=float), np.asarray(y, dtype=float), ls=ls, lw=lw, color=color, label=label, zorder=zorder
+    )
     line.set_gid(THEORY_GID + theorem)
     return line
 
@@ -125,14 +152,26 @@ def mark_x(ax, x: float, *, label: str, gid: str, color="0.45"):
     """A vertical marker (e.g. n = d) with a small text label at the top of the axes."""
     line = ax.axvline(x, color=color, lw=0.9, ls=":", zorder=1)
     line.set_gid(gid)
-    ax.annotate(label, xy=(x, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2), textcoords="offset points", ha="left", va="top", fontsize="x-small", color=color)
+    ax.annotate(
+        label,
+        xy=(x, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(2, -2),
+        textcoords="offset points",
+        ha="left",
+        va="top",
+        fontsize="x-small",
+        color=color,
+    )
     return line
 
 
 def note(fig, text: str):
     """A short paragraph under the panels (the figure's supxlabel, so the layout makes room for it)."""
     width = max(40, int(fig.get_figwidth() * 17))  # characters per line at x-small size
-    t = fig.supxlabel(textwrap.fill(text, width), x=0.0, ha="left", fontsize="x-small", color="0.3", multialignment="left")
+    t = fig.supxlabel(
+        textwrap.fill(text, width), x=0.0, ha="left", fontsize="x-small", color="0.3", multialignment="left"
+    )
     t.set_gid("note")
     return t
 
@@ -147,13 +186,32 @@ def legend(fig, axes, *, title: str | None = None):
         if ax.get_legend() is not None:
             ax.get_legend().remove()
     if seen:
-        fig.legend(list(seen.values()), list(seen.keys()), loc="outside right upper", title=title, fontsize="small", title_fontsize="small")
+        fig.legend(
+            list(seen.values()),
+            list(seen.keys()),
+            loc="outside right upper",
+            title=title,
+            fontsize="small",
+            title_fontsize="small",
+        )
 
 
 SEEDS_NOTE = "Lines and markers: mean over seeds; bands and bars: min to max across seeds."
 
 
-def curves(ax, df, *, x: str, y: str, hue: str, name, style: str | None = None, style_name=None, err_style: str = "band", colors=None):
+def curves(
+    ax,
+    df,
+    *,
+    x: str,
+    y: str,
+    hue: str,
+    name,
+    style: str | None = None,
+    style_name=None,
+    err_style: str = "band",
+    colors=None,
+):
     """Measured curves: one per ``hue`` label (shown as ``name(label)``), the mean over seeds with the min-max range.
 
     ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The
@@ -198,7 +256,15 @@ def curves(ax, df, *, x: str, y: str, hue: str, name, style: str | None = None, 
         if (part["max"] - part["min"]).abs().max() == 0:
             continue
         if err_style == "bars":
-            bars = ax.errorbar(part[x], part["mean"], yerr=np.maximum([part["mean"] - part["min"], part["max"] - part["mean"]], 0.0), fmt="none", ecolor=colors[lab], elinewidth=1.2, capsize=0)
+            bars = ax.errorbar(
+                part[x],
+                part["mean"],
+                yerr=np.maximum([part["mean"] - part["min"], part["max"] - part["mean"]], 0.0),
+                fmt="none",
+                ecolor=colors[lab],
+                elinewidth=1.2,
+                capsize=0,
+            )
             for art in bars.lines[2]:
                 art.set_gid(f"range:{lab}")
         else:

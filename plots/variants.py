@@ -12,10 +12,10 @@ are several). Closed forms for reference:
 from __future__ import annotations
 
 import numpy as np
-
-from capacity import theory
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR, delta_curve, theory_curves
+
+from capacity import theory
 
 __all__ = ["variant_curves"]
 
@@ -40,22 +40,37 @@ def variant_curves(ds):
                 ax = axes[r, c]
                 df = _data.tidy(sub[metric], metric)
                 if len(df):
-                    style = {"style": "key_family", "style_name": names.keys_name} if several and "key_family" in df else {}
-                    theme.curves(ax, df, x="load", y=metric, hue="variant", name=names.variant_name, colors=colors, **style)
+                    style = (
+                        {"style": "key_family", "style_name": names.keys_name} if several and "key_family" in df else {}
+                    )
+                    theme.curves(
+                        ax, df, x="load", y=metric, hue="variant", name=names.variant_name, colors=colors, **style
+                    )
                 if metric == "mse":
                     which = ["T8"] if any_linear else []
                     if any_additive:
-                        which += (["T7"] if "gaussian" in bases or not bases else []) + (["T5"] if "orthogonal" in bases else [])
+                        which += (["T7"] if "gaussian" in bases or not bases else []) + (
+                            ["T5"] if "orthogonal" in bases else []
+                        )
                     theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
                     if "gaussian" in bases or not bases:
                         for v in var_labels:
                             if _data.delta_beta(v) is not None:
-                                delta_curve(ax, d, _data.delta_beta(v), float(loads.min()), float(loads.max()), color=colors[v])
+                                delta_curve(
+                                    ax, d, _data.delta_beta(v), float(loads.min()), float(loads.max()), color=colors[v]
+                                )
                     theme.load_axis(ax)
                     ax.set_ylim(bottom=FLOOR)
                 elif any_additive:
                     x = np.geomspace(max(loads.min(), 1.0 / d), loads.max(), 64)
-                    theme.theory_line(ax, x, theory.argmax_recall(x * d, d, _data.dv_of(ds, d)), theorem="T10", label="T10 argmax recall (random keys, additive)", ls=(0, (5, 1.5, 1, 1.5, 1, 1.5)))
+                    theme.theory_line(
+                        ax,
+                        x,
+                        theory.argmax_recall(x * d, d, _data.dv_of(ds, d)),
+                        theorem="T10",
+                        label="T10 argmax recall (random keys, additive)",
+                        ls=(0, (5, 1.5, 1, 1.5, 1, 1.5)),
+                    )
                 if metric == "recall":
                     theme.log2_x(ax)
                     ax.set_ylim(-0.03, 1.03)

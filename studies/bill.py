@@ -10,6 +10,12 @@ from capacity.sweep.config import Grid, Probe, Study
 STUDY = Study(
     name="bill",
     description="measured state/cache size and per-token decode time after n writes, softmax vs linear (T13)",
-    grid=Grid(variant=("softmax", "linear"), keys=("gaussian",), d=(64, 128), n=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192), seed=(0,)),
+    grid=Grid(
+        variant=("softmax", "linear"),
+        keys=("gaussian",),
+        d=(64, 128),
+        n=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+        seed=(0,),
+    ),
     probe=Probe(kind="bill", values="gaussian", repeats=20),
 )

@@ -13,6 +13,12 @@ LOADS = (1 / 8, 3 / 16, 1 / 4, 3 / 8, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12,
 STUDY = Study(
     name="capacity-vs-d",
     description="capacity against d: linear and delta, gaussian and orthogonal keys, d 16..256, n/d 1/8..16 (MSE and argmax)",
-    grid=Grid(variant=("linear", "delta"), keys=("gaussian", "orthogonal"), d=(16, 32, 64, 128, 256), load=LOADS, seed=(0, 1, 2, 3)),
+    grid=Grid(
+        variant=("linear", "delta"),
+        keys=("gaussian", "orthogonal"),
+        d=(16, 32, 64, 128, 256),
+        load=LOADS,
+        seed=(0, 1, 2, 3),
+    ),
     probe=Probe(values="gaussian"),
 )

@@ -9,6 +9,12 @@ from capacity.sweep.config import Grid, Probe, Study
 STUDY = Study(
     name="learned-keys",
     description="learned keys vs gaussian and orthogonal keys for linear and delta memories, against T5 and T8",
-    grid=Grid(variant=("linear", "delta"), keys=("gaussian", "orthogonal", "learned"), d=(32,), load=(1 / 2, 1, 3 / 2, 2, 3, 4, 8), seed=(0, 1)),
+    grid=Grid(
+        variant=("linear", "delta"),
+        keys=("gaussian", "orthogonal", "learned"),
+        d=(32,),
+        load=(1 / 2, 1, 3 / 2, 2, 3, 4, 8),
+        seed=(0, 1),
+    ),
     probe=Probe(values="gaussian", key_stats=True),
 )

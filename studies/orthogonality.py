@@ -12,7 +12,8 @@ STUDY = Study(
     description="error against key coherence and effective rank at d = 64 (correlated and anisotropic keys)",
     grid=Grid(
         variant=("linear",),
-        keys=tuple(f"correlated(rho={r})" for r in (0, 0.05, 0.1, 0.2, 0.4, 0.6)) + tuple(f"anisotropic(rank={r})" for r in (4, 8, 16, 32, 64)),
+        keys=tuple(f"correlated(rho={r})" for r in (0, 0.05, 0.1, 0.2, 0.4, 0.6))
+        + tuple(f"anisotropic(rank={r})" for r in (4, 8, 16, 32, 64)),
         d=(64,),
         load=(1 / 8, 1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 4, 8),
         seed=(0, 1, 2),

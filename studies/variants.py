@@ -10,7 +10,16 @@ STUDY = Study(
     name="variants",
     description="the built-in variants side by side: linear, decay, gla, delta, gated_delta, kda, softmax",
     grid=Grid(
-        variant=("linear", "decay(a=0.99)", "gla(alpha=0.99)", "delta(beta=1)", "delta(beta=0.5)", "gated_delta(a=0.99, beta=1)", "kda(alpha=0.99, beta=1)", "softmax(beta=16)"),
+        variant=(
+            "linear",
+            "decay(a=0.99)",
+            "gla(alpha=0.99)",
+            "delta(beta=1)",
+            "delta(beta=0.5)",
+            "gated_delta(a=0.99, beta=1)",
+            "kda(alpha=0.99, beta=1)",
+            "softmax(beta=16)",
+        ),
         keys=("gaussian",),
         d=(32, 64),
         load=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16),

@@ -62,6 +62,8 @@ def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
 
 
 def test_the_installed_command_prints_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "capacity.cli", "check", "--seed", "-3"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "capacity.cli", "check", "--seed", "-3"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "seed must be" in proc.stderr

@@ -19,7 +19,18 @@ def _status(report, check):
 def test_every_builtin_passes(name):
     report = check_variant(variants.get(name), d=32)
     assert report.passed, str(report)
-    assert [r.check for r in report.results] == ["protocol", "shape and dtype", "input dtypes", "determinism", "batch independence", "chunked writes", "device placement", "T2 two pairs", "T12 last key", "probe"]
+    assert [r.check for r in report.results] == [
+        "protocol",
+        "shape and dtype",
+        "input dtypes",
+        "determinism",
+        "batch independence",
+        "chunked writes",
+        "device placement",
+        "T2 two pairs",
+        "T12 last key",
+        "probe",
+    ]
     assert _status(report, "T2 two pairs")[0] == ("pass" if name == "linear" else "n/a")
     assert _status(report, "T12 last key")[0] == ("pass" if name in ("delta", "gated_delta", "kda") else "n/a")
 
@@ -46,10 +57,16 @@ def test_report_capacity_next_to_the_bounds_at_d_64():
     assert report.bounds["T5 tight frame, additive rule: d (1 + eps)"] == 96.0
     assert report.bounds["T8 any 64 x dv state, linear read: D / (1 - eps)"] == 128.0
     text = str(report)
-    assert "check_variant: linear" in text and "capacity at d = 64" in text and "9 passed, 0 failed, 1 not applicable" in text
+    assert (
+        "check_variant: linear" in text
+        and "capacity at d = 64" in text
+        and "9 passed, 0 failed, 1 not applicable" in text
+    )
     soft = check_variant("softmax", d=16)
     assert math.isnan(soft.capacity) and soft.capacity_note.startswith("> 64") or soft.capacity > 16
-    assert math.isnan(soft.bounds["T8 any 16 x dv state, linear read: D / (1 - eps)"])  # the cache grows: T8 does not bound it
+    assert math.isnan(
+        soft.bounds["T8 any 16 x dv state, linear read: D / (1 - eps)"]
+    )  # the cache grows: T8 does not bound it
 
 
 # ------------------------------------------------------------------ broken variants
@@ -115,7 +132,9 @@ class _ReadsElsewhere(_Good):
 
 class _LowPrecision(_Good):
     def write(self, state, k, v):
-        return state + (k.float().transpose(1, 2) @ v.float()) * (1.0 if k.dtype == torch.float32 else 1.5)  # mishandles bf16/fp16
+        return state + (k.float().transpose(1, 2) @ v.float()) * (
+            1.0 if k.dtype == torch.float32 else 1.5
+        )  # mishandles bf16/fp16
 
 
 class _NotDelta(_Good):

@@ -59,7 +59,9 @@ def test_random_inputs_match_the_float32_and_exact_decodes(precision, B, c, dv):
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("variant,family,load", [("linear", "gaussian", 8), ("delta", "gaussian", 3), ("linear", "orthogonal", 12)])
+@pytest.mark.parametrize(
+    "variant,family,load", [("linear", "gaussian", 8), ("delta", "gaussian", 3), ("linear", "orthogonal", 12)]
+)
 def test_memory_reads_match_at_every_block_size(precision, variant, family, load):
     d = 32
     r, v = memory_reads(variant, family, 3, load * d, d, seed=1)
@@ -126,7 +128,9 @@ def test_half_precision_inputs_decode_their_float32_values(dtype, precision):
 
 def test_one_stored_pair_is_always_recalled():
     for precision in PRECISIONS:
-        assert argmax_correct(torch.tensor([[[-1.0, 2.0]]]), torch.tensor([[[3.0, 0.5]]]), precision=precision).tolist() == [[1.0]]
+        assert argmax_correct(
+            torch.tensor([[[-1.0, 2.0]]]), torch.tensor([[[3.0, 0.5]]]), precision=precision
+        ).tolist() == [[1.0]]
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
@@ -190,6 +194,9 @@ def test_bad_arguments_name_what_is_allowed():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_cuda_screens_match_the_exact_decode(precision):
-    for r, v in (memory_reads("linear", "gaussian", 4, 2048, 128, seed=10), near_ties(4, 1000, 64, [1e-4, -1e-4, 1e-7, -1e-7], seed=11)):
+    for r, v in (
+        memory_reads("linear", "gaussian", 4, 2048, 128, seed=10),
+        near_ties(4, 1000, 64, [1e-4, -1e-4, 1e-7, -1e-7], seed=11),
+    ):
         got = argmax_correct(r.cuda(), v.cuda(), precision=precision).cpu()
         assert torch.equal(got, exact(r, v))

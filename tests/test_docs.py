@@ -13,8 +13,12 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Pages other branches are adding; a link to one of them may not resolve until they are merged.
 # Once a page exists, links to it (and to its headings) are checked like any other.
 PENDING = {
-    "docs/memories.md", "docs/theory-delta.md", "docs/fla.md",
-    "docs/mqar.md", "docs/pretrained-keys.md", "docs/plugins.md",
+    "docs/memories.md",
+    "docs/theory-delta.md",
+    "docs/fla.md",
+    "docs/mqar.md",
+    "docs/pretrained-keys.md",
+    "docs/plugins.md",
 }
 
 FENCE = re.compile(r"^(`{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -103,7 +107,7 @@ def test_the_pages_have_examples_to_run():
 def test_python_example_runs(code, printed, tmp_path, monkeypatch, capsys):
     """Each example runs; where the page shows what it prints, it prints that."""
     monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
-    exec(compile(code, "example", "exec"), {"__name__": "__docs__"})  # noqa: S102 (the docs' own examples)
+    exec(compile(code, "example", "exec"), {"__name__": "__docs__"})
     if printed is not None:
         got = capsys.readouterr().out
         assert _same_output(got, printed), f"the example prints\n{got}\nthe page shows\n{printed}"

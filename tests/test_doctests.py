@@ -30,7 +30,13 @@ MODULES = _modules()
 
 
 def test_every_module_is_searched():
-    assert {"capacity.sweep.runner", "capacity.labels", "capacity.kernels.chunked", "capacity.plots.render", "capacity.studies"} <= set(MODULES)
+    assert {
+        "capacity.sweep.runner",
+        "capacity.labels",
+        "capacity.kernels.chunked",
+        "capacity.plots.render",
+        "capacity.studies",
+    } <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -86,7 +86,10 @@ CASES = {
         lambda: kernels.update(torch.zeros(1, 4, 4, device="meta"), META, META, mode="linear"),
         r"state is a meta tensor",
     ),
-    "meta k to update": (lambda: kernels.update(torch.zeros(1, 4, 4), META, V, mode="linear"), r"state, k and v must be on one device, got cpu, meta, cpu; meta tensors carry no numbers"),
+    "meta k to update": (
+        lambda: kernels.update(torch.zeros(1, 4, 4), META, V, mode="linear"),
+        r"state, k and v must be on one device, got cpu, meta, cpu; meta tensors carry no numbers",
+    ),
     "meta keys to describe": (lambda: keys.describe(META), r"K is a meta tensor"),
     "meta device": (
         lambda: keys.make("gaussian", 8, 4, device="meta"),
@@ -108,7 +111,10 @@ CASES = {
         lambda: metrics.capacity(xr.Dataset({"mse": ("n", [0.1, 0.2])}, coords={"n": ["a", "b"]}), threshold=0.5),
         r"coordinate 'n'",
     ),
-    "seed 2**64": (lambda: keys.make("gaussian", 8, 4, seed=2**64), r"seed must be a whole number >= 0 and <= 2\^63 - 1"),
+    "seed 2**64": (
+        lambda: keys.make("gaussian", 8, 4, seed=2**64),
+        r"seed must be a whole number >= 0 and <= 2\^63 - 1",
+    ),
     "seed 2**63": (
         lambda: values.make("gaussian", 8, 4, seed=2**63),
         r"seed must be a whole number >= 0 and <= 2\^63 - 1",

@@ -28,7 +28,9 @@ SLOW = ["slowmem:SlowMemory(sleep=0.25)", "--d", "8,12,16,24,32,48", "--load", "
 
 
 def _cli(*args, env=ENV, timeout=300, cwd=None):
-    return subprocess.run([sys.executable, "-m", "capacity.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "capacity.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
 
 
 def _one_line(proc, code=2, *fragments):
@@ -141,11 +143,25 @@ def test_editing_a_user_variant_changes_the_numbers(tmp_path):
     mod = tmp_path / "editmem.py"
     mod.write_text((PKG / "usermem.py").read_text())
     env = {**ENV, "PYTHONPATH": str(tmp_path) + os.pathsep + ENV["PYTHONPATH"]}
-    args = ["compare", "editmem:GainMemory(c=1)", "--d", "8", "--load", "1,2", "--seeds", "1", "--out", str(tmp_path / "o"), "--quiet"]
+    args = [
+        "compare",
+        "editmem:GainMemory(c=1)",
+        "--d",
+        "8",
+        "--load",
+        "1,2",
+        "--seeds",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    ]
     assert _cli(*args, env=env).returncode == 0
     with xr.open_dataset(tmp_path / "o" / "compare.nc") as ds:
         before = ds.mse.values.copy()
-    mod.write_text(mod.read_text().replace("return self.c * (q.float() @ state)", "return 2 * self.c * (q.float() @ state)"))
+    mod.write_text(
+        mod.read_text().replace("return self.c * (q.float() @ state)", "return 2 * self.c * (q.float() @ state)")
+    )
     proc = _cli(*args, env=env)
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(tmp_path / "o" / "compare.nc") as ds:
@@ -183,7 +199,9 @@ def test_bad_values_stop_before_any_work(tmp_path, sets, fragments):
         args += ["--set", s]
     t0 = time.perf_counter()
     _one_line(_cli(*args), 2, *fragments)
-    assert not (tmp_path / "o" / ".sweep" / "capacity-vs-d").exists() or not any((tmp_path / "o" / ".sweep" / "capacity-vs-d").glob("*.json"))
+    assert not (tmp_path / "o" / ".sweep" / "capacity-vs-d").exists() or not any(
+        (tmp_path / "o" / ".sweep" / "capacity-vs-d").glob("*.json")
+    )
     assert time.perf_counter() - t0 < 120
 
 
@@ -227,7 +245,9 @@ def test_plot_onto_a_file_and_figures_written_whole(reference, tmp_path, monkeyp
     monkeypatch.setattr(Figure, "savefig", dies_half_way)
     with pytest.raises(CapacityError, match="No space left"):
         plots.render(ref, tmp_path / "figs")
-    assert not any(p.suffix in (".png", ".pdf") for p in (tmp_path / "figs").iterdir())  # no partial file under a final name
+    assert not any(
+        p.suffix in (".png", ".pdf") for p in (tmp_path / "figs").iterdir()
+    )  # no partial file under a final name
     monkeypatch.setattr(Figure, "savefig", real)
 
 
@@ -250,7 +270,14 @@ def test_an_output_folder_that_fails_mid_run_keeps_what_was_saved(reference, tmp
     assert again.reused == 1 and again.dataset.drop_attrs().equals(ref.drop_attrs())
 
 
-@pytest.mark.parametrize("argv,fragments", [(["run", "capacity-vs-d", "--device", "mps"], ("invalid choice",)), (["check", "--device", "mps"], ("no MPS",)), (["check", "--only", ","], ("no theorem selected",))])
+@pytest.mark.parametrize(
+    "argv,fragments",
+    [
+        (["run", "capacity-vs-d", "--device", "mps"], ("invalid choice",)),
+        (["check", "--device", "mps"], ("no MPS",)),
+        (["check", "--only", ","], ("no theorem selected",)),
+    ],
+)
 def test_bad_devices_and_selections_are_one_line(argv, fragments):
     _one_line(_cli(*argv), 2, *fragments)
 
@@ -258,7 +285,9 @@ def test_bad_devices_and_selections_are_one_line(argv, fragments):
 # ---------------------------------------------------------------- processes
 
 
-@pytest.mark.parametrize("executor,moment", [("processes", "after a group"), ("processes", "at start-up"), ("dask", "after a group")])
+@pytest.mark.parametrize(
+    "executor,moment", [("processes", "after a group"), ("processes", "at start-up"), ("dask", "after a group")]
+)
 def test_kill_9_of_the_run_leaves_no_worker_behind(tmp_path, executor, moment):
     proc = _start_slow(tmp_path / "o", "--executor", executor, "--workers", "2")
     try:
@@ -305,13 +334,19 @@ def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
     proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
     try:
         _wait_for_a_group(proc)
-        workers = [p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="ignore")]
+        workers = [
+            p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="ignore")
+        ]
         assert workers
         os.kill(workers[0], signal.SIGKILL)
         _, err = proc.communicate(timeout=120)
         lines = [line for line in err.strip().splitlines() if line.startswith("capacity: error")]
         assert proc.returncode == 2 and "Traceback" not in err, err
-        assert len(lines) == 1 and "a worker process died" in lines[0] and "run the same command again to resume" in lines[0]
+        assert (
+            len(lines) == 1
+            and "a worker process died" in lines[0]
+            and "run the same command again to resume" in lines[0]
+        )
     finally:
         proc.kill()
 
@@ -329,7 +364,13 @@ def test_two_runs_into_one_folder_measure_each_group_once(tmp_path):
 
 @pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])  # after the interpreter's own start-up (site), which Python handles
 def test_an_interrupt_at_start_up_is_one_line(tmp_path, delay):
-    proc = subprocess.Popen([sys.executable, "-m", "capacity.cli", "check", "--only", "T2"], env=ENV, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "capacity.cli", "check", "--only", "T2"],
+        env=ENV,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)

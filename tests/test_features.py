@@ -94,7 +94,9 @@ def test_positive_kernel_flags():
 
 
 def test_bad_feature_input():
-    with pytest.raises(CapacityError, match=r"unknown feature map 'softplus'; known: dpfp, elu1, identity, performer, relu, taylor2"):
+    with pytest.raises(
+        CapacityError, match=r"unknown feature map 'softplus'; known: dpfp, elu1, identity, performer, relu, taylor2"
+    ):
         features.get("softplus")
     with pytest.raises(CapacityError, match=r"feature map 'taylor2' got unknown parameter\(s\) m; allowed: none"):
         features.get("taylor2", m=3)

@@ -5,7 +5,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # where each installed package's source lives (pyproject.toml maps kernels/, plots/, studies/ into capacity)
-SOURCES = {"capacity": ROOT / "capacity", "capacity.kernels": ROOT / "kernels", "capacity.plots": ROOT / "plots", "capacity.studies": ROOT / "studies"}
+SOURCES = {
+    "capacity": ROOT / "capacity",
+    "capacity.kernels": ROOT / "kernels",
+    "capacity.plots": ROOT / "plots",
+    "capacity.studies": ROOT / "studies",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -13,7 +18,11 @@ def _modules() -> dict[str, Path]:
     for pkg, root in SOURCES.items():
         for f in root.rglob("*.py"):
             rel = f.relative_to(root).with_suffix("").parts
-            if any(p in SOURCES for p in (".".join((pkg,) + rel[:i]) for i in range(1, len(rel)))) and pkg == "capacity" and rel[0] in ("kernels", "plots", "studies"):
+            if (
+                any(p in SOURCES for p in (".".join((pkg,) + rel[:i]) for i in range(1, len(rel))))
+                and pkg == "capacity"
+                and rel[0] in ("kernels", "plots", "studies")
+            ):
                 continue
             name = ".".join((pkg,) + (rel[:-1] if rel[-1] == "__init__" else rel))
             found[name] = f
@@ -39,7 +48,9 @@ def _edges(modules: dict[str, Path]) -> dict[str, set[str]]:
             for t in targets:
                 while t and t not in modules:
                     t = t.rpartition(".")[0]
-                if t and t != mod and not mod.startswith(t + "."):  # importing one's own parent package is not a dependency cycle
+                if (
+                    t and t != mod and not mod.startswith(t + ".")
+                ):  # importing one's own parent package is not a dependency cycle
                     edges[mod].add(t)
     return edges
 
@@ -52,7 +63,7 @@ def _cycle(edges):
         stack.append(m)
         for n in sorted(edges[m]):
             if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
+                return stack[stack.index(n) :] + [n]
             if n not in state:
                 found = visit(n)
                 if found:

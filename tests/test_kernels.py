@@ -20,16 +20,18 @@ import sys
 
 import pytest
 import torch
+from capacity.kernels import reference, triton_read, triton_update
 
 from capacity import kernels
-from capacity.kernels import reference, triton_read, triton_update
 
 SHAPES = [(16, 24), (33, 40), (64, 100), (100, 64), (128, 20), (256, 48)]  # (d, dv), dv != d
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
 NAN = float("nan")
 
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: compiled-kernel tests need a GPU")
+needs_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device: compiled-kernel tests need a GPU"
+)
 
 
 def make(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, device="cpu"):
@@ -45,7 +47,7 @@ def make(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, device="c
         params["gate"] = 0.5 + 0.5 * torch.rand(B, T, generator=g)
     if mode in reference.CHANNEL_GATE:
         params["gate"] = 0.5 + 0.5 * torch.rand(B, T, d, generator=g)
-    move = lambda x: x.to(device)  # noqa: E731
+    move = lambda x: x.to(device)
     return move(state), move(k), move(v), {n: move(p) for n, p in params.items()}
 
 
@@ -70,7 +72,9 @@ def run_case(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, norma
     want = expected(state, k, v, mode, params, normalize)
     out = kernels.update(state, k, v, mode=mode, normalize=normalize, backend="triton", **params)
     assert out is state
-    assert_state_close(state, want, dtype, f"{mode} B={B} T={T} d={d} dv={dv} {dtype} init={init} normalize={normalize}")
+    assert_state_close(
+        state, want, dtype, f"{mode} B={B} T={T} d={d} dv={dv} {dtype} init={init} normalize={normalize}"
+    )
 
 
 # ------------------------------------------------------------------ interpreter (CPU)
@@ -158,7 +162,14 @@ def test_update_strided_views_padding_untouched(mode):
 def test_update_broadcast_gate_and_beta():
     """A number or [d] gate and a number beta reach the kernel as stride-0 views, not copies."""
     state, k, v, _ = make("kda", 3, 8, 33, 17, seed=9)
-    want = reference.recurrence(k, v, mode="kda", beta=torch.full((3, 8), 0.6), gate=torch.linspace(0.5, 1.0, 33).expand(3, 8, 33), initial_state=state)
+    want = reference.recurrence(
+        k,
+        v,
+        mode="kda",
+        beta=torch.full((3, 8), 0.6),
+        gate=torch.linspace(0.5, 1.0, 33).expand(3, 8, 33),
+        initial_state=state,
+    )
     kernels.update(state, k, v, mode="kda", beta=0.6, gate=torch.linspace(0.5, 1.0, 33), backend="triton")
     assert_state_close(state, want, torch.float32, "kda broadcast")
 
@@ -190,7 +201,9 @@ def read_case(B, m, d, dv, dtype=torch.float32, *, seed=0, normalize=True, devic
         assert torch.isfinite(x).all(), f"read_error {name}: unwritten or non-finite entries"
         scale = want[name].abs().max().clamp_min(1e-30)
         err = float((x - want[name]).abs().max() / scale)
-        assert err <= TOL[torch.float32], f"read_error {name} B={B} m={m} d={d} dv={dv} {dtype}: error {err:.3g} x scale"
+        assert err <= TOL[torch.float32], (
+            f"read_error {name} B={B} m={m} d={d} dv={dv} {dtype}: error {err:.3g} x scale"
+        )
 
 
 @pytest.mark.parametrize("d, dv", SHAPES)
@@ -245,7 +258,10 @@ def _language_attributes():
     for name, mod in list(sys.modules.items()):
         if mod is None or not name.startswith("triton.language"):
             continue
-        for obj in [mod, *[c for c in vars(mod).values() if isinstance(c, type) and c.__module__.startswith("triton.language")]]:
+        for obj in [
+            mod,
+            *[c for c in vars(mod).values() if isinstance(c, type) and c.__module__.startswith("triton.language")],
+        ]:
             for attr, value in vars(obj).items():
                 out[(id(obj), attr)] = value
     return out
@@ -364,7 +380,9 @@ def test_gpu_auto_backend_runs_the_kernel(monkeypatch):
 # ---------------------------------------------------------------- the probe through the Triton path
 
 
-@pytest.mark.parametrize("name,params", [("linear", {}), ("delta", {"beta": 1.0}), ("gated_delta", {"a": 0.9, "beta": 0.7})])
+@pytest.mark.parametrize(
+    "name,params", [("linear", {}), ("delta", {"beta": 1.0}), ("gated_delta", {"a": 0.9, "beta": 0.7})]
+)
 def test_probe_runs_through_the_triton_kernels(name, params):
     """The probe, with the variant's writes on the Triton path (interpreted on the CPU), equals the torch path."""
     from capacity import keys as key_families

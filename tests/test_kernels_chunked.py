@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from capacity.kernels import chunked, reference
 
 from capacity import kernels
-from capacity.kernels import chunked, reference
 
 MODES = reference.MODES
 
@@ -35,7 +35,9 @@ def _rel(a, b):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("B,T,d,dv,chunk", [(1, 1, 4, 3, 64), (3, 150, 33, 20, 64), (2, 65, 16, 40, 16), (5, 7, 100, 9, 3)])
+@pytest.mark.parametrize(
+    "B,T,d,dv,chunk", [(1, 1, 4, 3, 64), (3, 150, 33, 20, 64), (2, 65, 16, 40, 16), (5, 7, 100, 9, 3)]
+)
 def test_matches_the_oracle(mode, B, T, d, dv, chunk):
     k, v, s0, beta, gate = _case(mode, B, T, d, dv, seed=B * 1000 + T)
     for init in (None, s0):

@@ -16,10 +16,9 @@ import pytest
 triton = pytest.importorskip("triton")
 pytest.importorskip("triton.backends.nvidia", reason="Triton's CUDA backend (with ptxas) is not installed")
 
+from capacity.kernels import triton_read, triton_update  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
-
-from capacity.kernels import triton_read, triton_update  # noqa: E402
 
 HOPPER = GPUTarget("cuda", 90, 32)
 ATOMIC_ADD = re.compile(r"\b(?:red|atom)\.global\.[\w.]*add")  # e.g. red.global.gpu.relaxed.add.f32
@@ -28,16 +27,35 @@ ATOMIC_ADD = re.compile(r"\b(?:red|atom)\.global\.[\w.]*add")  # e.g. red.global
 def compile_ptx(kernel, pointers: dict, constexprs: dict, num_warps: int, num_stages: int) -> str:
     """PTX of one specialisation of a kernel (pointer args typed, other runtime args i32)."""
     fn = kernel.compiled
-    signature = {name: "constexpr" if name in constexprs else pointers.get(name, "i32") for name in inspect.signature(fn.fn).parameters}
-    compiled = triton.compile(ASTSource(fn, signature, constexprs), target=HOPPER, options={"num_warps": num_warps, "num_stages": num_stages})
+    signature = {
+        name: "constexpr" if name in constexprs else pointers.get(name, "i32")
+        for name in inspect.signature(fn.fn).parameters
+    }
+    compiled = triton.compile(
+        ASTSource(fn, signature, constexprs), target=HOPPER, options={"num_warps": num_warps, "num_stages": num_stages}
+    )
     assert compiled.asm["cubin"], "no cubin"
     return compiled.asm["ptx"]
 
 
 def compile_linear(d: int, dv: int, dtype: str, *, atomic: bool) -> str:
     cfg = triton_update.linear_config(d, dv)
-    constexprs = dict(NORMALIZE=True, ATOMIC=atomic, IS16=dtype != "fp32", PRECISION=triton_update.FP32_DOT_PRECISION, BT=cfg["BT"], BK=cfg["BK"], BV=cfg["BV"])
-    return compile_ptx(triton_update._linear_kernel, {"S": "*fp32", "K": f"*{dtype}", "V": f"*{dtype}"}, constexprs, cfg["num_warps"], cfg["num_stages"])
+    constexprs = dict(
+        NORMALIZE=True,
+        ATOMIC=atomic,
+        IS16=dtype != "fp32",
+        PRECISION=triton_update.FP32_DOT_PRECISION,
+        BT=cfg["BT"],
+        BK=cfg["BK"],
+        BV=cfg["BV"],
+    )
+    return compile_ptx(
+        triton_update._linear_kernel,
+        {"S": "*fp32", "K": f"*{dtype}", "V": f"*{dtype}"},
+        constexprs,
+        cfg["num_warps"],
+        cfg["num_stages"],
+    )
 
 
 def test_linear_bf16_normalised_split_chunk_uses_tensor_cores_and_reductions():
@@ -56,9 +74,18 @@ def test_linear_fp32_uses_tf32x3_tensor_cores():
 def test_recurrent_d256_state_tile_stays_in_registers(mode):
     cfg = triton_update.recurrent_config(256, 256)
     ptx = compile_ptx(
-        triton_update._recurrent_kernel, {"S": "*fp32", "K": "*bf16", "V": "*bf16", "BETA": "*fp32", "GATE": "*fp32"},
-        dict(NORMALIZE=True, SCALAR_GATE=mode == "gated_delta", CHANNEL_GATE=mode == "kda", DELTA=True, BK=cfg["BK"], BV=cfg["BV"]),
-        cfg["num_warps"], cfg["num_stages"],
+        triton_update._recurrent_kernel,
+        {"S": "*fp32", "K": "*bf16", "V": "*bf16", "BETA": "*fp32", "GATE": "*fp32"},
+        dict(
+            NORMALIZE=True,
+            SCALAR_GATE=mode == "gated_delta",
+            CHANNEL_GATE=mode == "kda",
+            DELTA=True,
+            BK=cfg["BK"],
+            BV=cfg["BV"],
+        ),
+        cfg["num_warps"],
+        cfg["num_stages"],
     )
     assert "ld.local" not in ptx and "st.local" not in ptx, "the state tile spilled to local memory"
 
@@ -66,9 +93,11 @@ def test_recurrent_d256_state_tile_stays_in_registers(mode):
 def test_read_error_compiles_without_storing_reads():
     cfg = triton_read.read_config(256, 200)
     ptx = compile_ptx(
-        triton_read._read_error_kernel, {"S": "*fp32", "Q": "*bf16", "TG": "*bf16", "ERR": "*fp32", "SIG": "*fp32", "COS": "*fp32"},
+        triton_read._read_error_kernel,
+        {"S": "*fp32", "Q": "*bf16", "TG": "*bf16", "ERR": "*fp32", "SIG": "*fp32", "COS": "*fp32"},
         dict(NORMALIZE=True, PRECISION=triton_update.FP32_DOT_PRECISION, BM=cfg["BM"], BK=cfg["BK"], BV=cfg["BV"]),
-        cfg["num_warps"], cfg["num_stages"],
+        cfg["num_warps"],
+        cfg["num_stages"],
     )
     assert "mma" in ptx
     stores = re.findall(r"\bst\.global\.[\w.]+", ptx)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from capacity.kernels import reference
 
 from capacity import kernels, theory
 from capacity.errors import CapacityError
-from capacity.kernels import reference
 
 B, T, D, DV = 3, 11, 7, 5
 
@@ -103,7 +103,9 @@ def test_reference_gla_matches_gate_product_closed_form():
     after = torch.flip(torch.cumprod(torch.flip(alpha, [1]), 1), [1])  # [B, T, d]: prod_{s >= t} alpha_s
     later = torch.cat([after[:, 1:], torch.ones(B, 1, D, dtype=torch.float64)], 1)  # prod_{s > t}
     want = after[:, 0, :, None] * s0 + torch.einsum("btk,btv->bkv", later * k, v)
-    got = reference.recurrence(k.float(), v.float(), mode="gla", gate=alpha.float(), initial_state=s0.float(), normalize=False).double()
+    got = reference.recurrence(
+        k.float(), v.float(), mode="gla", gate=alpha.float(), initial_state=s0.float(), normalize=False
+    ).double()
     assert (got - want).abs().max() <= 1e-5 * want.abs().max()
 
 
@@ -151,7 +153,9 @@ def test_broadcast_parameters_equal_full_tensors():
     """beta as a number, [B] or [B, T] and a gla gate as [d], [B, d] or [B, T, d] mean the same thing."""
     k, v, s0, _, _, _ = _inputs(8)
     k, v, s0 = k.float(), v.float(), s0.float()
-    full = kernels.update(s0.clone(), k, v, mode="kda", beta=torch.full((B, T), 0.7), gate=torch.full((B, T, D), 0.9), backend="torch")
+    full = kernels.update(
+        s0.clone(), k, v, mode="kda", beta=torch.full((B, T), 0.7), gate=torch.full((B, T, D), 0.9), backend="torch"
+    )
     for beta in (0.7, torch.tensor(0.7), torch.full((B,), 0.7), torch.full((1,), 0.7)):
         for gate in (0.9, torch.full((D,), 0.9), torch.full((B, D), 0.9)):
             got = kernels.update(s0.clone(), k, v, mode="kda", beta=beta, gate=gate, backend="torch")
@@ -176,7 +180,10 @@ def _ok():
         (lambda s, k, v: dict(state=s.double(), k=k, v=v, mode="linear"), "state must be float32"),
         (lambda s, k, v: dict(state=s.half(), k=k, v=v, mode="linear"), "state must be float32"),
         (lambda s, k, v: dict(state=s, k=k.half(), v=v, mode="linear"), "share one dtype"),
-        (lambda s, k, v: dict(state=s, k=k.double(), v=v.double(), mode="linear"), "k must be float32 or bfloat16 or float16"),
+        (
+            lambda s, k, v: dict(state=s, k=k.double(), v=v.double(), mode="linear"),
+            "k must be float32 or bfloat16 or float16",
+        ),
         (lambda s, k, v: dict(state=s, k=k.long(), v=v.long(), mode="linear"), "k must be"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="nope"), "unknown mode"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta"), "needs beta"),
@@ -187,15 +194,24 @@ def _ok():
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=0.0), r"beta must lie in \(0, 2\)"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.tensor([0.5, -0.1])), r"beta must lie in"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=float("nan")), r"beta must lie in"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.full((2, 5), 0.5)), "beta must be a number or a tensor of shape"),
+        (
+            lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.full((2, 5), 0.5)),
+            "beta must be a number or a tensor of shape",
+        ),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", gate=1.01), r"gate must lie in \(0, 1\]"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", gate=0.0), r"gate must lie in \(0, 1\]"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="gla", gate=torch.full((8,), 1.5)), r"gate must lie in \(0, 1\]"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="kda", beta=1.0, gate=torch.full((2, 3, 7), 0.5)), "gate must be a number or a tensor of shape"),
+        (
+            lambda s, k, v: dict(state=s, k=k, v=v, mode="kda", beta=1.0, gate=torch.full((2, 3, 7), 0.5)),
+            "gate must be a number or a tensor of shape",
+        ),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="linear", normalize=1), "normalize must be True or False"),
         (lambda s, k, v: dict(state=torch.zeros(0, 8, 4), k=k[:0], v=v[:0], mode="linear"), "B, d, dv >= 1"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="linear", backend="cuda"), "unknown backend"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.full((2,), 0.5, device="meta")), "state's device"),
+        (
+            lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.full((2,), 0.5, device="meta")),
+            "state's device",
+        ),
         (lambda s, k, v: dict(state=s, k=k.to("meta"), v=v, mode="linear"), "one device"),
     ],
 )
@@ -215,7 +231,14 @@ def test_triton_backend_rejects_dims_above_256():
     with pytest.raises(CapacityError, match="up to 256"):
         kernels.update(torch.zeros(1, 257, 4), k, v, mode="linear", backend="triton")
     with pytest.raises(CapacityError, match="up to 256"):
-        kernels.update(torch.zeros(1, 4, 300), torch.randn(1, 2, 4), torch.randn(1, 2, 300), mode="delta", beta=1.0, backend="triton")
+        kernels.update(
+            torch.zeros(1, 4, 300),
+            torch.randn(1, 2, 4),
+            torch.randn(1, 2, 300),
+            mode="delta",
+            beta=1.0,
+            backend="triton",
+        )
     with pytest.raises(CapacityError, match="up to 256"):
         kernels.read_error(torch.zeros(1, 257, 4), torch.randn(1, 2, 257), torch.randn(1, 2, 4), backend="triton")
     # the torch backend takes any size

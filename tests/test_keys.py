@@ -10,7 +10,16 @@ import torch
 from capacity import CapacityError, keys, values
 
 
-@pytest.mark.parametrize("family,params", [("gaussian", {}), ("orthogonal", {}), ("correlated", {"rho": 0.4}), ("anisotropic", {"rank": 5.0}), ("simplex", {})])
+@pytest.mark.parametrize(
+    "family,params",
+    [
+        ("gaussian", {}),
+        ("orthogonal", {}),
+        ("correlated", {"rho": 0.4}),
+        ("anisotropic", {"rank": 5.0}),
+        ("simplex", {}),
+    ],
+)
 def test_shape_dtype_unit_rows_and_seed(family, params):
     n, d = (9, 8) if family == "simplex" else (40, 16)
     K = keys.make(family, n, d, batch=3, seed=7, **params)
@@ -70,10 +79,15 @@ def test_anisotropic_rank_sets_the_spectrum_and_lowers_effective_rank():
     for r in (1.0, 3.5, 10.0, 32.0):
         lam = _spectrum_for_rank(r, 32)
         assert abs(lam.sum() ** 2 / (lam**2).sum() - r) < 1e-6
-    eff = [float(keys.describe(keys.make("anisotropic", 400, 32, seed=0, rank=r)).effective_rank[0]) for r in (2.0, 8.0, 32.0)]
+    eff = [
+        float(keys.describe(keys.make("anisotropic", 400, 32, seed=0, rank=r)).effective_rank[0])
+        for r in (2.0, 8.0, 32.0)
+    ]
     assert eff[0] < eff[1] < eff[2]
     K = keys.make("anisotropic", 50, 4, seed=1, spectrum=[1.0, 0.0, 0.0, 0.0]).double()
-    assert torch.allclose((K @ K.transpose(1, 2)).abs(), torch.ones(1, 50, 50, dtype=torch.float64), atol=1e-6)  # rank one
+    assert torch.allclose(
+        (K @ K.transpose(1, 2)).abs(), torch.ones(1, 50, 50, dtype=torch.float64), atol=1e-6
+    )  # rank one
 
 
 def _describe_brute(K: np.ndarray, d: int):
@@ -94,7 +108,13 @@ def test_describe_matches_a_double_loop():
         assert ds.frame_potential_ratio[b] == pytest.approx(fpr, rel=1e-9)
         assert ds.effective_rank[b] == pytest.approx(er, rel=1e-9)
     assert float(ds.welch_bound) == pytest.approx(math.sqrt((30 - 7) / (7 * 29)))
-    assert set(ds.data_vars) == {"mean_sq_coherence", "max_coherence", "welch_bound", "frame_potential_ratio", "effective_rank"}
+    assert set(ds.data_vars) == {
+        "mean_sq_coherence",
+        "max_coherence",
+        "welch_bound",
+        "frame_potential_ratio",
+        "effective_rank",
+    }
 
 
 def test_values_families():
@@ -121,7 +141,14 @@ def test_values_families():
         (lambda: keys.make("anisotropic", 4, 4, rank=9), r"rank must lie in \[1, 4\]"),
         (lambda: keys.make("anisotropic", 4, 3, spectrum=[1, 2]), "spectrum must be 3"),
         (lambda: keys.make("gaussian", 4, 4, seed=-1), "seed must be"),
-        (lambda: keys.make("gaussian", 4, 4, device="cuda:0") if not torch.cuda.is_available() else keys.make("nope", 1, 1), "cuda|unknown"),
+        (
+            lambda: (
+                keys.make("gaussian", 4, 4, device="cuda:0")
+                if not torch.cuda.is_available()
+                else keys.make("nope", 1, 1)
+            ),
+            "cuda|unknown",
+        ),
         (lambda: values.make("bogus", 4, 4), "unknown value family 'bogus'; known: gaussian, orthonormal"),
         (lambda: keys.describe(torch.zeros(3, 4)), "nonzero"),
         (lambda: keys.describe(torch.full((3, 4), float("nan"))), "NaN or inf"),

@@ -38,7 +38,9 @@ def test_the_key_family_returns_unit_rows_and_follows_the_seed():
 def test_other_variants_improve_on_their_start(variant):
     res = learned.optimise(24, 8, variant=variant, steps=40, seed=2)
     assert res.mse[0] < 0.8 * res.history[0]
-    assert res.mse[0] >= theory.rank_bound(24, 8) - 1e-4 or variant == "softmax"  # T8 bounds every d x dv state with a linear read
+    assert (
+        res.mse[0] >= theory.rank_bound(24, 8) - 1e-4 or variant == "softmax"
+    )  # T8 bounds every d x dv state with a linear read
 
 
 def test_learned_bad_input():

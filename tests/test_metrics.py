@@ -11,7 +11,9 @@ from capacity.metrics import capacity
 
 
 def test_crossing_is_interpolated_in_log_n():
-    ds = xr.Dataset({"mse": ("n", [0.0, 0.25, 0.75, 1.5]), "recall": ("n", [1.0, 0.95, 0.5, 0.1])}, coords={"n": [8, 16, 32, 64]})
+    ds = xr.Dataset(
+        {"mse": ("n", [0.0, 0.25, 0.75, 1.5]), "recall": ("n", [1.0, 0.95, 0.5, 0.1])}, coords={"n": [8, 16, 32, 64]}
+    )
     # mse crosses 0.5 halfway between 16 and 32 (in y), i.e. at sqrt(16 * 32) in log n
     assert float(capacity(ds, metric="mse", threshold=0.5)) == pytest.approx(math.sqrt(16 * 32))
     assert float(capacity(ds, metric="recall", threshold=0.9)) == pytest.approx(16 * 2 ** ((0.95 - 0.9) / 0.45))

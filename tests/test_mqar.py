@@ -37,8 +37,8 @@ def brute_force_linear(t: mqar.Task) -> dict[str, np.ndarray]:
         sq = 0.0
         for k in t.queries[b].tolist():
             r = K[k] @ S  # read q S
-            scores = [float(r @ V[l]) for l in range(vocab)]
-            answer = max(range(vocab), key=lambda l: scores[l])
+            scores = [float(r @ V[j]) for j in range(vocab)]
+            answer = max(range(vocab), key=lambda j: scores[j])
             ok = answer == latest[k]
             right += ok
             wrong += not ok
@@ -331,12 +331,23 @@ def test_docstring_examples_run():
 def test_the_mqar_study_runs_through_the_sweep_and_equals_direct_calls(tmp_path):
     from capacity import plots, studies, sweep
 
-    study = studies.get("mqar").with_overrides(["variant=linear,delta(beta=1.0)", "d=16", "n=8,16", "seed=0,1", "vocab=64", "overwrite=0,0.5"])
+    study = studies.get("mqar").with_overrides(
+        ["variant=linear,delta(beta=1.0)", "d=16", "n=8,16", "seed=0,1", "vocab=64", "overwrite=0,0.5"]
+    )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert dict(ds.accuracy.sizes) == {"variant": 2, "key_family": 1, "d": 1, "n": 2, "overwrite": 2, "seed": 2}
-    direct = mqar.mqar(variants.get("delta", beta=1.0), vocab=64, pairs=[8, 16], d=16, overwrite=0.5, batch=2, seed=[0, 1])
-    got = ds.accuracy.sel(variant="delta(beta=1.0)", key_family="gaussian", d=16, overwrite=0.5).transpose("n", "seed").values
+    direct = mqar.mqar(
+        variants.get("delta", beta=1.0), vocab=64, pairs=[8, 16], d=16, overwrite=0.5, batch=2, seed=[0, 1]
+    )
+    got = (
+        ds.accuracy.sel(variant="delta(beta=1.0)", key_family="gaussian", d=16, overwrite=0.5)
+        .transpose("n", "seed")
+        .values
+    )
     np.testing.assert_array_equal(got, direct.accuracy.transpose("pairs", "batch").values)
-    assert plots.choose(ds) == ["mqar"] and [p.name for p in plots.render(ds, tmp_path / "f")] == ["mqar_mqar.png", "mqar_mqar.pdf"]
+    assert plots.choose(ds) == ["mqar"] and [p.name for p in plots.render(ds, tmp_path / "f")] == [
+        "mqar_mqar.png",
+        "mqar_mqar.pdf",
+    ]
     with pytest.raises(CapacityError, match="too many"):
         sweep.run(studies.get("mqar").with_overrides(["n=128", "vocab=64"]), out=tmp_path, progress=False)

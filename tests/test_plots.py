@@ -9,9 +9,6 @@ import re
 import numpy as np
 import pytest
 import xarray as xr
-
-from capacity import cli, keys, plots, probe, studies, sweep, theory, values, variants
-from capacity.errors import CapacityError
 from capacity.plots import (
     bill,
     capacity_vs_d,
@@ -27,6 +24,9 @@ from capacity.plots import (
 from capacity.plots.orthogonality import error_from_coherence, error_from_effective_rank
 from capacity.plots.save import save
 
+from capacity import cli, keys, plots, probe, studies, sweep, theory, values, variants
+from capacity.errors import CapacityError
+
 EXACT = dict(rtol=1e-12, atol=0)
 UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parentheses
 
@@ -37,13 +37,19 @@ UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parenthes
 def _study(name: str, sets: list[str], tmp_path_factory) -> xr.Dataset:
     """A study run by the sweep itself, on a small grid."""
     out = tmp_path_factory.mktemp(name)
-    return sweep.run(studies.get(name).with_overrides(sets), out=out, device="cpu", executor="serial", progress=False).dataset
+    return sweep.run(
+        studies.get(name).with_overrides(sets), out=out, device="cpu", executor="serial", progress=False
+    ).dataset
 
 
 @pytest.fixture(scope="module")
 def cvd(tmp_path_factory):
     """capacity-vs-d from a real sweep, with NaNs: one missing point and one run without any finite value."""
-    ds = _study("capacity-vs-d", ["variant=linear,delta", "keys=gaussian,orthogonal", "d=8,16", "load=1/4,1/2,1,2,4,8", "seed=0,1", "dv=16"], tmp_path_factory).load()
+    ds = _study(
+        "capacity-vs-d",
+        ["variant=linear,delta", "keys=gaussian,orthogonal", "d=8,16", "load=1/4,1/2,1,2,4,8", "seed=0,1", "dv=16"],
+        tmp_path_factory,
+    ).load()
     ds["mse"].loc[dict(variant="linear", key_family="gaussian", d=16, load=2.0, seed=1)] = np.nan
     ds["mse"].loc[dict(variant="delta", key_family="orthogonal", d=8, seed=0)] = np.nan
     return ds
@@ -51,17 +57,27 @@ def cvd(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def orth(tmp_path_factory):
-    return _study("orthogonality", ["keys=gaussian,correlated(rho=0.3),anisotropic(rank=4)", "d=16", "load=1/2,1,2", "seed=0,1", "dv=16"], tmp_path_factory)
+    return _study(
+        "orthogonality",
+        ["keys=gaussian,correlated(rho=0.3),anisotropic(rank=4)", "d=16", "load=1/2,1,2", "seed=0,1", "dv=16"],
+        tmp_path_factory,
+    )
 
 
 @pytest.fixture(scope="module")
 def var(tmp_path_factory):
-    return _study("variants", ["variant=linear,delta(beta=0.5)", "d=16", "load=1/2,1,2,4", "seed=0,1,2", "dv=16"], tmp_path_factory)
+    return _study(
+        "variants",
+        ["variant=linear,delta(beta=0.5)", "d=16", "load=1/2,1,2,4", "seed=0,1,2", "dv=16"],
+        tmp_path_factory,
+    )
 
 
 @pytest.fixture(scope="module")
 def fmaps(tmp_path_factory):
-    return _study("feature-maps", ["feature=identity,relu", "d=8,16", "load=1/4,1/2,1,2,4", "seed=0,1", "dv=16"], tmp_path_factory)
+    return _study(
+        "feature-maps", ["feature=identity,relu", "d=8,16", "load=1/4,1/2,1,2,4", "seed=0,1", "dv=16"], tmp_path_factory
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +99,11 @@ def cf(cf_inputs):
 
 
 def theory_lines(ax) -> dict:
-    return {line.get_gid()[len("theory:") :]: line for line in ax.get_lines() if (line.get_gid() or "").startswith("theory:")}
+    return {
+        line.get_gid()[len("theory:") :]: line
+        for line in ax.get_lines()
+        if (line.get_gid() or "").startswith("theory:")
+    }
 
 
 def measured_line(ax, label):
@@ -189,9 +209,13 @@ def test_capacity_vs_d_figure(cvd):
     # the markers are the mean over seeds of the capacity per run
     x, y = xy(measured_line(axes[0, 0], "gaussian"))
     for xi, yi in zip(x, y):
-        assert yi == pytest.approx(capacity_by_brute_force(cvd, "mse", 0.5, variant="linear", key_family="gaussian", d=int(xi)), rel=1e-9)
+        assert yi == pytest.approx(
+            capacity_by_brute_force(cvd, "mse", 0.5, variant="linear", key_family="gaussian", d=int(xi)), rel=1e-9
+        )
     x, y = xy(measured_line(axes[0, 1], "orthogonal"))
-    assert y[0] == pytest.approx(capacity_by_brute_force(cvd, "recall", 0.9, variant="linear", key_family="orthogonal", d=8), rel=1e-9)
+    assert y[0] == pytest.approx(
+        capacity_by_brute_force(cvd, "recall", 0.9, variant="linear", key_family="orthogonal", d=8), rel=1e-9
+    )
     # legends name families and variants as users know them; the note counts the runs not drawn
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "random (Gaussian)" in legend and "tight frame (orthogonal)" in legend
@@ -233,7 +257,12 @@ def test_error_vs_load_figure(cvd):
 
 def test_t4_curves_are_the_crosstalk_of_the_keys():
     """error = (n - 1) mu^2 = n / r_eff - 1 is T4 (theory.crosstalk_error) for any unit keys."""
-    for family, params in (("gaussian", {}), ("correlated", {"rho": 0.4}), ("anisotropic", {"rank": 3}), ("orthogonal", {})):
+    for family, params in (
+        ("gaussian", {}),
+        ("correlated", {"rho": 0.4}),
+        ("anisotropic", {"rank": 3}),
+        ("orthogonal", {}),
+    ):
         K = keys.make(family, 40, 16, batch=3, seed=5, **params)
         stats = keys.describe(K)
         t4 = theory.crosstalk_error(K.double()).numpy()
@@ -280,7 +309,9 @@ def test_variant_curves_figure(var):
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "linear attention (additive)" in legend and "DeltaNet (delta), β = 0.5" in legend
     x, y = xy(measured_line(rec, "delta(beta=0.5)"))
-    np.testing.assert_allclose(y, var.recall.sel(variant="delta(beta=0.5)", key_family="gaussian", d=16).mean("seed").values, rtol=1e-12)
+    np.testing.assert_allclose(
+        y, var.recall.sel(variant="delta(beta=0.5)", key_family="gaussian", d=16).mean("seed").values, rtol=1e-12
+    )
 
 
 def test_feature_maps_figure(fmaps):
@@ -364,7 +395,9 @@ def test_closed_form_figure(cf):
         diag = [line for line in ax.get_lines() if line.get_gid() == "diagonal"][0]
         np.testing.assert_array_equal(diag.get_xdata(), diag.get_ydata())
         pts = [c for c in ax.collections if c.get_gid() == f"measured:{q}:n=6"][0]
-        want = np.column_stack([cf[f"predicted_{q}"].sel(n=6).values.ravel(), cf[f"measured_{q}"].sel(n=6).values.ravel()])
+        want = np.column_stack(
+            [cf[f"predicted_{q}"].sel(n=6).values.ravel(), cf[f"measured_{q}"].sel(n=6).values.ravel()]
+        )
         want = want[np.isfinite(want).all(1)]
         np.testing.assert_allclose(pts.get_offsets(), want)
     assert "n = 2 (T2)" in [t.get_text() for t in fig.legends[0].get_texts()]
@@ -388,7 +421,15 @@ def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var
         assert all(p.name.startswith(ds.attrs["study"] + "_") for p in paths)
         written[ds.attrs["study"]] = paths
     stems = {p.stem for ps in written.values() for p in ps}
-    assert {"capacity-vs-d_capacity", "capacity-vs-d_error-vs-load", "orthogonality_orthogonality", "variants_variants", "feature-maps_feature-maps", "bill_bill", "closed-form_closed-form"} <= stems
+    assert {
+        "capacity-vs-d_capacity",
+        "capacity-vs-d_error-vs-load",
+        "orthogonality_orthogonality",
+        "variants_variants",
+        "feature-maps_feature-maps",
+        "bill_bill",
+        "closed-form_closed-form",
+    } <= stems
     for p in written["capacity-vs-d"]:
         if p.suffix == ".png":
             assert p.stat().st_size < 150_000
@@ -402,7 +443,12 @@ def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var
 def test_render_chooses_figures_from_the_data(cvd, tmp_path):
     """A study the plots never heard of renders by what it holds; a Dataset nothing fits is one line."""
     paths = render(cvd.assign_attrs(study="my-own"), tmp_path)
-    assert sorted(p.name for p in paths) == ["my-own_capacity.pdf", "my-own_capacity.png", "my-own_error-vs-load.pdf", "my-own_error-vs-load.png"]
+    assert sorted(p.name for p in paths) == [
+        "my-own_capacity.pdf",
+        "my-own_capacity.png",
+        "my-own_error-vs-load.pdf",
+        "my-own_error-vs-load.png",
+    ]
     one = cvd.sel(key_family=["gaussian"])
     assert plots.choose(one) == ["variants", "capacity", "frontier"]  # several memories on one key family: the overlays
     assert plots.choose(cvd.drop_vars("recall")) == ["error-vs-load"]
@@ -462,8 +508,13 @@ def test_cli_plot_writes_figures_beside_the_results(tmp_path, capsys, cf):
     cf.to_netcdf(tmp_path / "closed-form.nc", engine="h5netcdf")
     rc, out, err = _run_cli(capsys, tmp_path)
     assert rc == 0, err
-    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["closed-form_closed-form.pdf", "closed-form_closed-form.png"]
-    assert out.split() == [str(tmp_path / "figures" / n) for n in ("closed-form_closed-form.png", "closed-form_closed-form.pdf")]
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
+        "closed-form_closed-form.pdf",
+        "closed-form_closed-form.png",
+    ]
+    assert out.split() == [
+        str(tmp_path / "figures" / n) for n in ("closed-form_closed-form.png", "closed-form_closed-form.pdf")
+    ]
     rc, out, _ = _run_cli(capsys, tmp_path / "closed-form.nc", "--out", tmp_path / "elsewhere")
     assert rc == 0 and len(list((tmp_path / "elsewhere").iterdir())) == 2
 
@@ -484,7 +535,15 @@ def test_names_as_users_know_them():
 def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     from capacity.plots.frontier import frontier
 
-    res = sweep.compare(["lsq", "linear", "softmax(beta=16.0)"], d=(8, 16), load=(0.5, 1, 1.5, 2, 3, 4), seeds=2, out=tmp_path, device="cpu", progress=False)
+    res = sweep.compare(
+        ["lsq", "linear", "softmax(beta=16.0)"],
+        d=(8, 16),
+        load=(0.5, 1, 1.5, 2, 3, 4),
+        seeds=2,
+        out=tmp_path,
+        device="cpu",
+        progress=False,
+    )
     assert "frontier" in plots.choose(res.dataset)
     fig = frontier(res.dataset)
     left = fig.axes[0]

@@ -39,12 +39,24 @@ def test_labels_round_trip(label):
 
 
 def test_a_label_the_library_writes_reads_back_to_the_same_variant():
-    for v in (variants.get("gla", alpha=("uniform", 0.9, 1.0), seed=0), variants.get("delta", beta=0.5), usermem.GainMemory(0.5)):
+    for v in (
+        variants.get("gla", alpha=("uniform", 0.9, 1.0), seed=0),
+        variants.get("delta", beta=0.5),
+        usermem.GainMemory(0.5),
+    ):
         again = variants.resolve(variants.label(v))
         assert type(again) is type(v) and again.params == v.params
 
 
-@pytest.mark.parametrize("bad,match", [("delta(beta=1, beta=0.5)", "more than once"), ("delta(beta=)", "parameters"), ("delta(1)", "k=v"), ("(x)", "not a label")])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ("delta(beta=1, beta=0.5)", "more than once"),
+        ("delta(beta=)", "parameters"),
+        ("delta(1)", "k=v"),
+        ("(x)", "not a label"),
+    ],
+)
 def test_bad_labels_are_one_line_errors(bad, match):
     with pytest.raises(CapacityError, match=match):
         labels.parse(bad)
@@ -65,7 +77,9 @@ def test_resolve_takes_names_objects_and_import_paths():
 
 def test_an_object_in_a_grid_measures_what_the_probe_measures(tmp_path):
     obj = usermem.GainMemory(0.5)
-    study = Study("mine", "", Grid(variant=(obj, "linear"), keys=("gaussian",), d=(16,), load=(0.5, 2), seed=(0, 1)), Probe())
+    study = Study(
+        "mine", "", Grid(variant=(obj, "linear"), keys=("gaussian",), d=(16,), load=(0.5, 2), seed=(0, 1)), Probe()
+    )
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)
     from capacity import keys, values
 
@@ -74,7 +88,9 @@ def test_an_object_in_a_grid_measures_what_the_probe_measures(tmp_path):
     direct = probe.recall(obj, K, V, checkpoints=[8, 32])
     got = res.dataset.mse.sel(variant=variants.label(obj), key_family="gaussian", d=16).transpose("load", "seed").values
     np.testing.assert_allclose(got, direct.mse.values, rtol=1e-6)
-    assert bool(res.dataset.linear_read.sel(variant="linear")) and not bool(res.dataset.additive.sel(variant=variants.label(obj)))
+    assert bool(res.dataset.linear_read.sel(variant="linear")) and not bool(
+        res.dataset.additive.sel(variant=variants.label(obj))
+    )
 
 
 def test_a_class_from_main_runs_serially_and_is_refused_by_workers(tmp_path):
@@ -86,19 +102,42 @@ def test_a_class_from_main_runs_serially_and_is_refused_by_workers(tmp_path):
 
 
 def _cli(*args, cwd, timeout=300):
-    return subprocess.run([sys.executable, "-m", "capacity.cli", *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "capacity.cli", *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize("executor", ["processes", "dask"])
 def test_compare_a_user_module_with_workers_that_never_ran_the_script(tmp_path, executor):
     """The module is on PYTHONPATH only: workers import it by path, nothing registered it."""
     out = tmp_path / "out"
-    proc = _cli("compare", "usermem:GainMemory(c=0.5)", "linear", "delta", "--d", "8,16", "--load", "1/2,1,2,4", "--seeds", "2", "--executor", executor, "--workers", "2", "--out", str(out), "--quiet", cwd=tmp_path)
+    proc = _cli(
+        "compare",
+        "usermem:GainMemory(c=0.5)",
+        "linear",
+        "delta",
+        "--d",
+        "8,16",
+        "--load",
+        "1/2,1,2,4",
+        "--seeds",
+        "2",
+        "--executor",
+        executor,
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     files = proc.stdout.split()
     assert files[0] == str(out / "compare.nc")
-    assert any(f.endswith("compare_variants.png") for f in files) and any(f.endswith("compare_capacity.pdf") for f in files)
+    assert any(f.endswith("compare_variants.png") for f in files) and any(
+        f.endswith("compare_capacity.pdf") for f in files
+    )
     with xr.open_dataset(out / "compare.nc") as ds:
         assert list(ds.variant.values) == ["usermem:GainMemory(c=0.5)", "linear", "delta"]
         assert np.isfinite(ds.mse.values).all()
@@ -111,22 +150,51 @@ def test_entry_point_plugins_are_found_without_any_import(tmp_path):
     """A package that declares its memory and study through entry points, seen by name in this process and workers."""
     site = tmp_path / "site"
     (site / "mymems").mkdir(parents=True)
-    (site / "mymems" / "__init__.py").write_text(textwrap.dedent('''
+    (site / "mymems" / "__init__.py").write_text(
+        textwrap.dedent(
+            f"""
         import sys
-        sys.path.insert(0, %r)
+        sys.path.insert(0, {str(PKG)!r})
         from usermem import GainMemory
         from capacity.sweep.config import Grid, Probe, Study
         STUDY = Study("halfgain", "a plug-in study", Grid(variant=("halfgain", "linear"), keys=("gaussian",), d=(8,), load=(0.5, 1, 2), seed=(0,)), Probe())
-    ''' % str(PKG)))
+    """
+        )
+    )
     dist = site / "mymems-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mymems\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[capacity.variants]\nhalfgain = mymems:GainMemory\n\n[capacity.studies]\nhalfgain = mymems:STUDY\n")
+    (dist / "entry_points.txt").write_text(
+        "[capacity.variants]\nhalfgain = mymems:GainMemory\n\n[capacity.studies]\nhalfgain = mymems:STUDY\n"
+    )
     env = {**ENV, "PYTHONPATH": str(site) + os.pathsep + ENV["PYTHONPATH"]}
     out = tmp_path / "out"
-    listed = subprocess.run([sys.executable, "-m", "capacity.cli", "list", "variants"], env=env, capture_output=True, text=True, timeout=120)
+    listed = subprocess.run(
+        [sys.executable, "-m", "capacity.cli", "list", "variants"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert "halfgain" in listed.stdout, listed.stderr
-    proc = subprocess.run([sys.executable, "-m", "capacity.cli", "run", "halfgain", "--set", "variant=halfgain(c=0.5),linear", "--executor", "processes", "--workers", "2", "--out", str(out), "--quiet"], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "capacity.cli",
+            "run",
+            "halfgain",
+            "--set",
+            "variant=halfgain(c=0.5),linear",
+            "--executor",
+            "processes",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(out / "halfgain.nc") as ds:
         assert list(ds.variant.values) == ["halfgain(c=0.5)", "linear"]
@@ -142,7 +210,30 @@ def test_plugins_load_path_errors_are_one_line():
 def test_import_registers_a_plugin_in_every_worker(tmp_path):
     """--import MODULE: the module registers its variant on import, here and in every worker process."""
     out = tmp_path / "out"
-    proc = _cli("run", "capacity-vs-d", "--import", "regmem", "--set", "variant=registered-gain(c=0.5),linear", "--set", "keys=gaussian", "--set", "d=8,16", "--set", "load=1/2,1,2", "--set", "seed=0", "--executor", "processes", "--workers", "2", "--out", str(out), "--quiet", cwd=tmp_path)
+    proc = _cli(
+        "run",
+        "capacity-vs-d",
+        "--import",
+        "regmem",
+        "--set",
+        "variant=registered-gain(c=0.5),linear",
+        "--set",
+        "keys=gaussian",
+        "--set",
+        "d=8,16",
+        "--set",
+        "load=1/2,1,2",
+        "--set",
+        "seed=0",
+        "--executor",
+        "processes",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(out / "capacity-vs-d.nc") as ds:
         assert list(ds.variant.values) == ["registered-gain(c=0.5)", "linear"]

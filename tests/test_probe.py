@@ -147,8 +147,16 @@ class _BadRead(_Recorder):
         ((LIN, torch.randn(5, 4), torch.randn(5, 4)), {}, "keys must have 3 dimensions"),
         ((LIN, torch.full((1, 5, 4), float("nan")), torch.randn(1, 5, 4)), {}, "keys contains NaN or inf"),
         ((LIN, torch.randn(1, 5, 4), torch.full((1, 5, 4), float("inf"))), {}, "values contains NaN or inf"),
-        ((LIN, torch.randn(1, 5, 4), torch.randn(1, 5, 4)), {"checkpoints": [2, 9]}, r"checkpoints must lie in \[1, n\]"),
-        ((LIN, torch.randn(1, 5, 4), torch.randn(1, 5, 4)), {"checkpoints": [0]}, "checkpoint must be a whole number >= 1"),
+        (
+            (LIN, torch.randn(1, 5, 4), torch.randn(1, 5, 4)),
+            {"checkpoints": [2, 9]},
+            r"checkpoints must lie in \[1, n\]",
+        ),
+        (
+            (LIN, torch.randn(1, 5, 4), torch.randn(1, 5, 4)),
+            {"checkpoints": [0]},
+            "checkpoint must be a whole number >= 1",
+        ),
         ((LIN, torch.randn(1, 5, 4), torch.randn(1, 5, 4)), {"checkpoints": []}, "non-empty"),
         ((object(), torch.randn(1, 5, 4), torch.randn(1, 5, 4)), {}, "has no method init_state"),
         ((_BadRead(), torch.randn(1, 5, 4), torch.randn(1, 5, 4)), {}, "variant 'recorder': read returned"),
@@ -176,7 +184,11 @@ def test_decode_false_skips_only_the_argmax_recall():
     K, V = keys.make("gaussian", 40, 8, batch=2, seed=0), values.make("gaussian", 40, 8, batch=2, seed=1)
     full = probe.recall(LIN, K, V, checkpoints=[10, 40], per_query=True)
     lean = probe.recall(LIN, K, V, checkpoints=[10, 40], per_query=True, decode=False)
-    assert "recall" not in lean and "correct" not in lean and set(full.data_vars) - set(lean.data_vars) == {"recall", "correct"}
+    assert (
+        "recall" not in lean
+        and "correct" not in lean
+        and set(full.data_vars) - set(lean.data_vars) == {"recall", "correct"}
+    )
     for m in lean.data_vars:
         assert lean[m].equals(full[m])
     assert json.loads(lean.attrs["config"])["decode"] is False

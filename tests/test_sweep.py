@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, keys, probe, studies, sweep, theory, values, variants
 from capacity.metrics import capacity
@@ -17,9 +18,8 @@ from capacity.sweep import Grid, Probe, Spec, Study
 from capacity.sweep.points import check, groups
 from capacity.sweep.store import Store, fingerprint
 
-from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
-
 SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/2,1,3/2,2", "seed=0,1"]
+
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
@@ -33,11 +33,18 @@ def small(tmp_path_factory):
 
 def test_unknown_fields_are_rejected_with_the_allowed_ones():
     base = studies.get("capacity-vs-d").to_json()
-    with pytest.raises(CapacityError, match=r"unknown study field\(s\) colour; allowed: name, description, grid, probe"):
+    with pytest.raises(
+        CapacityError, match=r"unknown study field\(s\) colour; allowed: name, description, grid, probe"
+    ):
         Study.from_dict({**base, "colour": "red"})
-    with pytest.raises(CapacityError, match=r"unknown grid field\(s\) dims; allowed: variant, keys, feature, d, load, n, seed, dtype, dv"):
+    with pytest.raises(
+        CapacityError,
+        match=r"unknown grid field\(s\) dims; allowed: variant, keys, feature, d, load, n, seed, dtype, dv",
+    ):
         Study.from_dict({**base, "grid": {**base["grid"], "dims": [1]}})
-    with pytest.raises(CapacityError, match=r"unknown probe field\(s\) metric; allowed: kind, values, key_stats, decode, repeats"):
+    with pytest.raises(
+        CapacityError, match=r"unknown probe field\(s\) metric; allowed: kind, values, key_stats, decode, repeats"
+    ):
         Study.from_dict({**base, "probe": {"metric": "mse"}})
     with pytest.raises(CapacityError, match=r"unknown --set field\(s\) depth; allowed: variant, keys, .*, repeats"):
         studies.get("capacity-vs-d").with_overrides(["depth=3"])
@@ -105,7 +112,18 @@ def test_labels_parse_and_print():
 def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
     names = studies.available()
     assert list(names)[0] == "capacity-vs-d"
-    assert set(names) == {"capacity-vs-d", "interference-bound", "orthogonality", "variants", "feature-maps", "bill", "learned-keys", "pretrained-keys", "mqar", "frontier"}
+    assert set(names) == {
+        "capacity-vs-d",
+        "interference-bound",
+        "orthogonality",
+        "variants",
+        "feature-maps",
+        "bill",
+        "learned-keys",
+        "pretrained-keys",
+        "mqar",
+        "frontier",
+    }
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()
     for name in names:
@@ -114,7 +132,12 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         try:
             check(study)
         except CapacityError as exc:
-            assert "unknown variant" in str(exc) or "does not take" in str(exc) or "unknown key family" in str(exc) or "capacity[models]" in str(exc), (name, exc)
+            assert (
+                "unknown variant" in str(exc)
+                or "does not take" in str(exc)
+                or "unknown key family" in str(exc)
+                or "capacity[models]" in str(exc)
+            ), (name, exc)
     for missing, study in (("softmax", "bill"), ("decay", "variants")):
         if missing not in known:
             with pytest.raises(CapacityError, match=f"unknown variant '{missing}'; known: "):
@@ -131,13 +154,22 @@ def test_dataset_follows_the_schema(small):
     ds = xr.open_dataset(res.path)  # plain xarray, default engine
     assert res.path == out / "capacity-vs-d.nc"
     assert list(ds.mse.dims) == ["variant", "key_family", "d", "load", "seed"]
-    assert list(ds.variant.values) == ["linear", "delta"] and list(ds["key_family"].values) == ["gaussian", "orthogonal"]
-    assert list(ds.d.values) == [16, 32] and list(ds.seed.values) == [0, 1] and list(ds["load"].values) == [0.5, 1, 1.5, 2]
+    assert list(ds.variant.values) == ["linear", "delta"] and list(ds["key_family"].values) == [
+        "gaussian",
+        "orthogonal",
+    ]
+    assert (
+        list(ds.d.values) == [16, 32] and list(ds.seed.values) == [0, 1] and list(ds["load"].values) == [0.5, 1, 1.5, 2]
+    )
     assert ds.n.dims == ("d", "load")
     assert ds.n.values.tolist() == [[max(1, round(x * d)) for x in (0.5, 1, 1.5, 2)] for d in (16, 32)]
     assert ds.dv.dims == ("d",) and ds.dv.values.tolist() == [16, 32] and str(ds.dtype.values) == "float32"
     for m, (long_name, units, desc) in probe.METRICS.items():
-        assert ds[m].dims == ds.mse.dims and ds[m].attrs == {"long_name": long_name, "units": units, "description": desc}
+        assert ds[m].dims == ds.mse.dims and ds[m].attrs == {
+            "long_name": long_name,
+            "units": units,
+            "description": desc,
+        }
         assert np.isfinite(ds[m].values).all()
     n, d = ds.n.values.astype(float), ds.d.values[:, None].astype(float)
     expected = {
@@ -162,7 +194,12 @@ def test_dataset_follows_the_schema(small):
     # (well inside: T7's errors there are 1/2 - 1/d and 1 - 1/d)
     cap = capacity(ds.mean("seed"), metric="mse", threshold=0.75)
     assert cap.dims == ("variant", "key_family", "d")
-    assert bool(((cap.sel(variant="linear", key_family="gaussian") > cap.d / 2) & (cap.sel(variant="linear", key_family="gaussian") < cap.d)).all())
+    assert bool(
+        (
+            (cap.sel(variant="linear", key_family="gaussian") > cap.d / 2)
+            & (cap.sel(variant="linear", key_family="gaussian") < cap.d)
+        ).all()
+    )
     ds.close()
 
 
@@ -181,7 +218,7 @@ def test_one_write_pass_per_group(small):
     by = {}
     for g in groups(study):
         by.setdefault((g.variant.label, g.keys.label, g.d), []).append(g.curve)
-    for (variant, fam, d), curves in by.items():
+    for (_variant, fam, _d), curves in by.items():
         if fam == "gaussian":
             assert curves == [(0.5, 1.0, 1.5, 2.0)]
         else:
@@ -198,12 +235,20 @@ def test_batched_groups_equal_independent_unbatched_draws(small):
             for load in (0.5, 1.5, 2.0):
                 for seed in (0, 1):
                     n = max(1, round(load * d))
-                    n_draw = 2 * d if fam == "gaussian" else n  # gaussian: prefix of the n_max draw; orthogonal: its own draw
+                    n_draw = (
+                        2 * d if fam == "gaussian" else n
+                    )  # gaussian: prefix of the n_max draw; orthogonal: its own draw
                     K = keys.make(fam, n_draw, d, seed=seed)[0, :n].double()
                     V = values.make("gaussian", 2 * d, d, seed=seed)[0, :n].double()
                     want = _brute_force(K, V)
                     got = ds.sel(key_family=fam, d=d, load=load, seed=seed)
-                    np.testing.assert_allclose([float(got.mse), float(got.recall), float(got.signal)], want, rtol=2e-5, atol=2e-6, err_msg=f"{fam} d={d} n={n} seed={seed}")
+                    np.testing.assert_allclose(
+                        [float(got.mse), float(got.recall), float(got.signal)],
+                        want,
+                        rtol=2e-5,
+                        atol=2e-6,
+                        err_msg=f"{fam} d={d} n={n} seed={seed}",
+                    )
 
 
 def test_default_study_numbers_meet_theory(tmp_path):
@@ -227,23 +272,35 @@ def test_default_study_numbers_meet_theory(tmp_path):
 
 def test_orthonormal_values_put_tight_frames_exactly_on_t5(tmp_path):
     """T4 + T5: with orthonormal values a tight frame's mean error is exactly n/d - 1, at every seed."""
-    study = studies.get("capacity-vs-d").with_overrides(["variant=linear", "keys=orthogonal", "d=16", "load=1/2,1,3/2,2,4", "seed=0,1,2", "values=orthonormal", "dv=64"])
+    study = studies.get("capacity-vs-d").with_overrides(
+        ["variant=linear", "keys=orthogonal", "d=16", "load=1/2,1,3/2,2,4", "seed=0,1,2", "values=orthonormal", "dv=64"]
+    )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert int(ds.dv) == 64
-    np.testing.assert_allclose(ds.mse.sel(variant="linear", key_family="orthogonal", d=16).values, np.broadcast_to(ds.frame_bound.values[0][:, None], (5, 3)), atol=1e-5)
+    np.testing.assert_allclose(
+        ds.mse.sel(variant="linear", key_family="orthogonal", d=16).values,
+        np.broadcast_to(ds.frame_bound.values[0][:, None], (5, 3)),
+        atol=1e-5,
+    )
 
 
 def test_dtype_and_dv_axes(tmp_path):
-    study = studies.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16", "load=1,2", "seed=0", "dtype=float32,bfloat16", "dv=16,32"])
+    study = studies.get("capacity-vs-d").with_overrides(
+        ["variant=linear", "keys=gaussian", "d=16", "load=1,2", "seed=0", "dtype=float32,bfloat16", "dv=16,32"]
+    )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.mse.dims) == ["variant", "key_family", "d", "load", "seed", "dtype", "dv"]
     assert ds.argmax_recall_pred.dims == ("d", "load", "dv")
     f32, bf16 = ds.mse.sel(dtype="float32"), ds.mse.sel(dtype="bfloat16")
-    assert bool((abs(f32 - bf16) < 0.05).all()) and not bool((f32 == bf16).all())  # rounding of the inputs shows, slightly
+    assert bool((abs(f32 - bf16) < 0.05).all()) and not bool(
+        (f32 == bf16).all()
+    )  # rounding of the inputs shows, slightly
 
 
 def test_a_grid_of_pair_counts_has_n_as_dimension_and_load_as_coordinate(tmp_path):
-    study = studies.get("capacity-vs-d").with_overrides(["variant=linear", "keys=gaussian", "d=16,32", "n=4,16,64", "seed=0,1"])
+    study = studies.get("capacity-vs-d").with_overrides(
+        ["variant=linear", "keys=gaussian", "d=16,32", "n=4,16,64", "seed=0,1"]
+    )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.mse.dims) == ["variant", "key_family", "d", "n", "seed"]
     assert ds["load"].dims == ("d", "n") and ds["load"].values.tolist() == [[0.25, 1, 4], [0.125, 0.5, 2]]
@@ -253,14 +310,18 @@ def test_a_grid_of_pair_counts_has_n_as_dimension_and_load_as_coordinate(tmp_pat
 
 
 def test_key_statistics_match_describe(tmp_path):
-    study = studies.get("orthogonality").with_overrides(["keys=gaussian,correlated(rho=0.4)", "d=16", "load=1/2,2", "seed=0,1"])
+    study = studies.get("orthogonality").with_overrides(
+        ["keys=gaussian,correlated(rho=0.4)", "d=16", "load=1/2,2", "seed=0,1"]
+    )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     K = keys.make("correlated", 32, 16, seed=1, rho=0.4)
     want = keys.describe(K)
     got = ds.sel(variant="linear", key_family="correlated(rho=0.4)", d=16, load=2.0, seed=1)
     for name in ("mean_sq_coherence", "max_coherence", "frame_potential_ratio", "effective_rank"):
         np.testing.assert_allclose(float(got[name]), float(want[name][0]), rtol=1e-6, err_msg=name)
-    assert float(ds.mean_sq_coherence.sel(key_family="correlated(rho=0.4)").mean()) > 2.5 * float(ds.mean_sq_coherence.sel(key_family="gaussian").mean())
+    assert float(ds.mean_sq_coherence.sel(key_family="correlated(rho=0.4)").mean()) > 2.5 * float(
+        ds.mean_sq_coherence.sel(key_family="gaussian").mean()
+    )
 
 
 class _KVCache:
@@ -284,11 +345,18 @@ class _KVCache:
 def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
     monkeypatch.setattr(variants, "_REGISTRY", dict(variants._REGISTRY))
     variants.register("kv-cache", _KVCache, "test: keeps every pair")
-    study = Study("bill-test", "bill of two memories", Grid(variant=("kv-cache", "linear"), keys=("gaussian",), d=(8, 16), n=(4, 64, 256), seed=(0,)), Probe(kind="bill", repeats=3))
+    study = Study(
+        "bill-test",
+        "bill of two memories",
+        Grid(variant=("kv-cache", "linear"), keys=("gaussian",), d=(8, 16), n=(4, 64, 256), seed=(0,)),
+        Probe(kind="bill", repeats=3),
+    )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.state_numel.dims) == ["variant", "d", "n"]
     assert ds.state_numel.sel(variant="linear").values.tolist() == [[64] * 3, [256] * 3]  # d dv, whatever n
-    np.testing.assert_array_equal(ds.state_numel.sel(variant="kv-cache").values, ds.softmax_cache.values)  # n (d + dv), measured
+    np.testing.assert_array_equal(
+        ds.state_numel.sel(variant="kv-cache").values, ds.softmax_cache.values
+    )  # n (d + dv), measured
     assert bool((ds.decode_seconds > 0).all()) and bool((ds.decode_seconds < 1).all())
     np.testing.assert_allclose(ds.softmax_cache.values, [[n * 2 * d for n in (4, 64, 256)] for d in (8, 16)])
     assert ds.attrs["break_even_n"].tolist() == [4.0, 8.0]
@@ -298,7 +366,9 @@ def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
 
 
 def test_a_different_configuration_is_never_mixed_in(tmp_path):
-    study = studies.get("capacity-vs-d").with_overrides(["variant=linear,delta", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"])
+    study = studies.get("capacity-vs-d").with_overrides(
+        ["variant=linear,delta", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"]
+    )
     out = tmp_path / "shared"
     first = sweep.run(study, out=out, device="cpu", progress=False)
     assert first.reused == 0 and first.measured == len(groups(study)) == 2
@@ -330,7 +400,11 @@ def test_a_file_with_another_hash_inside_is_not_taken(small, tmp_path):
 
 def test_decode_false_drops_recall_and_keeps_the_rest(tmp_path):
     base = ["variant=linear", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"]
-    full = sweep.run(studies.get("capacity-vs-d").with_overrides(base), out=tmp_path, device="cpu", progress=False).dataset
-    lean = sweep.run(studies.get("capacity-vs-d").with_overrides(base + ["decode=false"]), out=tmp_path, device="cpu", progress=False).dataset
+    full = sweep.run(
+        studies.get("capacity-vs-d").with_overrides(base), out=tmp_path, device="cpu", progress=False
+    ).dataset
+    lean = sweep.run(
+        studies.get("capacity-vs-d").with_overrides(base + ["decode=false"]), out=tmp_path, device="cpu", progress=False
+    ).dataset
     assert "recall" in full and "recall" not in lean
     np.testing.assert_array_equal(lean.mse.values, full.mse.values)

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import pytest
 import xarray as xr
-
-from capacity import cli, studies, sweep, variants
-
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-SETS = ["--set", "variant=linear", "--set", "keys=gaussian,orthogonal", "--set", "d=16", "--set", "load=1/2,2", "--set", "seed=0,1,2"]
+from capacity import cli, studies, variants
+
+SETS = [
+    "--set",
+    "variant=linear",
+    "--set",
+    "keys=gaussian,orthogonal",
+    "--set",
+    "d=16",
+    "--set",
+    "load=1/2,2",
+    "--set",
+    "seed=0,1,2",
+]
 
 
 def _one_line_error(capsys, argv, *fragments):
@@ -38,7 +48,9 @@ def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys):
     assert lines[0] == str(out / "capacity-vs-d.nc")
     figures = [p for p in lines[1:]]
     assert figures and all(p.startswith(str(out / "figures")) for p in figures)
-    assert {p.rsplit(".", 1)[1] for p in figures} == {"png", "pdf"} and all((out / "figures" / p.rsplit("/", 1)[1]).is_file() for p in figures)
+    assert {p.rsplit(".", 1)[1] for p in figures} == {"png", "pdf"} and all(
+        (out / "figures" / p.rsplit("/", 1)[1]).is_file() for p in figures
+    )
     assert "12/12" in captured.err and "pt" in captured.err  # the progress bar: points done / total
     with xr.open_dataset(out / "capacity-vs-d.nc") as saved:
         assert dict(saved.mse.sizes) == {"variant": 1, "key_family": 2, "d": 1, "load": 2, "seed": 3}
@@ -46,7 +58,9 @@ def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys):
     # rerun, verbosely: everything is reused, plain log lines instead of a bar
     assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--verbose", "--device", "cpu"]) == 0
     err = capsys.readouterr().err
-    assert "12 points in 3 groups; 12 already done, 0 groups to measure" in err and "3 reused" in err and "\r" not in err
+    assert (
+        "12 points in 3 groups; 12 already done, 0 groups to measure" in err and "3 reused" in err and "\r" not in err
+    )
 
     # and quietly: nothing but the result paths
     assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--quiet", "--device", "cpu"]) == 0
@@ -59,14 +73,28 @@ def test_help(capsys):
         cli.main(["run", "--help"])
     assert exc.value.code == 0
     text = capsys.readouterr().out
-    for flag in ("--set", "--out", "--device", "--executor", "--scheduler", "--workers", "--quiet", "--verbose", "--import"):
+    for flag in (
+        "--set",
+        "--out",
+        "--device",
+        "--executor",
+        "--scheduler",
+        "--workers",
+        "--quiet",
+        "--verbose",
+        "--import",
+    ):
         assert flag in text
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
     out = ["--out", str(tmp_path)]
     _one_line_error(capsys, ["run", "nosuch", *out], "unknown study 'nosuch'; known: bill, capacity-vs-d, feature-maps")
-    _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "depth=3", *out], "unknown --set field(s) depth; allowed: variant, keys, feature, d, load")
+    _one_line_error(
+        capsys,
+        ["run", "capacity-vs-d", "--set", "depth=3", *out],
+        "unknown --set field(s) depth; allowed: variant, keys, feature, d, load",
+    )
     _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "d=0", *out], "d must be a whole number >= 1, got 0")
     _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "keys=nosuch", *out], "unknown key family 'nosuch'")
     _one_line_error(capsys, ["run", "capacity-vs-d", "--executor", "threads", *out], "invalid choice: 'threads'")

@@ -3,32 +3,45 @@
 from __future__ import annotations
 
 import pytest
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, studies, sweep
 from capacity.sweep import executors
 from capacity.sweep.points import groups
 
-from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
-
-SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 16 write passes (groups)
+SETS = [
+    "variant=linear,delta",
+    "keys=gaussian,orthogonal",
+    "d=16,32",
+    "load=1/4,1,4",
+    "seed=0,1",
+]  # 16 write passes (groups)
 
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
     study = studies.get("capacity-vs-d").with_overrides(SETS)
-    return study, sweep.run(study, out=tmp_path_factory.mktemp("serial"), device="cpu", executor="serial", progress=False)
+    return study, sweep.run(
+        study, out=tmp_path_factory.mktemp("serial"), device="cpu", executor="serial", progress=False
+    )
 
 
 def test_dask_local_cluster_equals_serial(tmp_path, serial):
     distributed = pytest.importorskip("distributed")
     study, ref = serial
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
-        res = sweep.run(study, out=tmp_path, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        res = sweep.run(
+            study, out=tmp_path, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False
+        )
         assert res.measured == len(groups(study)) == 16 and res.reused == 0
         assert res.dataset.equals(ref.dataset)
         assert '"executor": "dask"' in res.dataset.attrs["config"]
         # the scheduler alone picks dask under executor=auto, and the finished groups are reused
-        again = sweep.run(study, out=tmp_path, device="cpu", executor="auto", scheduler=cluster.scheduler_address, progress=False)
+        again = sweep.run(
+            study, out=tmp_path, device="cpu", executor="auto", scheduler=cluster.scheduler_address, progress=False
+        )
         assert again.measured == 0 and again.dataset.equals(ref.dataset)
 
 

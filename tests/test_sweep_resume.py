@@ -11,16 +11,21 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
+from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import studies, sweep
 from capacity.sweep.points import groups
 from capacity.sweep.store import fingerprint
 
-from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
-
-SETS = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/4,1,4", "seed=0,1"]  # 8 groups, 48 points
+SETS = [
+    "variant=linear,delta",
+    "keys=gaussian,orthogonal",
+    "d=16,32",
+    "load=1/4,1,4",
+    "seed=0,1",
+]  # 8 groups, 48 points
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture does in-process
+
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
@@ -39,7 +44,9 @@ def _resume_and_compare(study, out, reference, persisted: set[str]):
     assert resumed.reused == len(persisted), "every group persisted before the kill is reused"
     assert resumed.measured == len(keys) - len(persisted), "and only the others are measured again"
     files = sorted(p.name for p in _store(out, study).iterdir())
-    assert files == sorted(f"{k}.json" for k in keys), "one file per group: nothing lost, nothing duplicated, no temporary left"
+    assert files == sorted(f"{k}.json" for k in keys), (
+        "one file per group: nothing lost, nothing duplicated, no temporary left"
+    )
     assert resumed.dataset.equals(reference.dataset)
     assert resumed.dataset.attrs["config_hash"] == reference.dataset.attrs["config_hash"]
 
@@ -109,7 +116,20 @@ def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, ref
 def test_sigint_stops_with_a_resume_hint_then_resumes(tmp_path, reference):
     study, ref = reference
     out = tmp_path / "interrupted"
-    cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", str(out), "--verbose", "--executor", "serial", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "capacity.cli",
+        "run",
+        "capacity-vs-d",
+        "--out",
+        str(out),
+        "--verbose",
+        "--executor",
+        "serial",
+        "--device",
+        "cpu",
+    ]
     for s in SETS:
         cmd += ["--set", s]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV)

@@ -32,7 +32,7 @@ def brute_state(mode, K, V, *, a=None, alpha=None, beta=None):
     K, V = K.double(), V.double()
     n, d = K.shape
     S = torch.zeros(d, V.shape[1], dtype=torch.float64)
-    I = torch.eye(d, dtype=torch.float64)
+    eye = torch.eye(d, dtype=torch.float64)
     for t in range(n):
         k, v = K[t : t + 1], V[t : t + 1]  # row vectors [1, d], [1, dv]
         if mode == "linear":
@@ -43,13 +43,13 @@ def brute_state(mode, K, V, *, a=None, alpha=None, beta=None):
             S = torch.diag(alpha[t].double()) @ S + k.T @ v
         elif mode == "delta":
             b = float(beta[t])
-            S = (I - b * k.T @ k) @ S + b * k.T @ v
+            S = (eye - b * k.T @ k) @ S + b * k.T @ v
         elif mode == "gated_delta":
             b = float(beta[t])
-            S = float(a[t]) * (I - b * k.T @ k) @ S + b * k.T @ v
+            S = float(a[t]) * (eye - b * k.T @ k) @ S + b * k.T @ v
         elif mode == "kda":
             b = float(beta[t])
-            S = (I - b * k.T @ k) @ torch.diag(alpha[t].double()) @ S + b * k.T @ v
+            S = (eye - b * k.T @ k) @ torch.diag(alpha[t].double()) @ S + b * k.T @ v
     return S
 
 
@@ -143,7 +143,10 @@ def test_drawn_gates_match_brute_force_with_the_drawn_values(name, params):
 def test_draws_are_seeded_uniform_and_chunk_invariant():
     p = _params.Param("decay", "a", ("uniform", 0.2, 0.6), low=0.0, high=1.0, high_open=False, per_channel=False)
     whole = p.values(4, 0, 700, 1, 3, "cpu")  # crosses block boundaries (BLOCK = 256)
-    parts = torch.cat([p.values(4, 0, 250, 1, 3, "cpu"), p.values(4, 250, 300, 1, 3, "cpu"), p.values(4, 550, 150, 1, 3, "cpu")], dim=1)
+    parts = torch.cat(
+        [p.values(4, 0, 250, 1, 3, "cpu"), p.values(4, 250, 300, 1, 3, "cpu"), p.values(4, 550, 150, 1, 3, "cpu")],
+        dim=1,
+    )
     assert whole.shape == (4, 700) and torch.equal(whole, parts)
     assert float(whole.min()) >= 0.2 and float(whole.max()) <= 0.6
     # uniform on [0.2, 0.6]: mean 0.4, variance 0.4^2 / 12; 2800 draws
@@ -171,7 +174,7 @@ def test_gla_per_channel_vector_and_its_length_check():
 
 def test_feature_map_variant_against_brute_force():
     K, V, Q = _inputs(3)
-    phi = lambda x: torch.where(x > 0, x + 1.0, torch.exp(x))  # elu + 1, written out  # noqa: E731
+    phi = lambda x: torch.where(x > 0, x + 1.0, torch.exp(x))  # elu + 1, written out
     mem = variants.get("decay", a=0.8, feature="elu1")
     S = mem.write(mem.init_state(B, D, DV), K, V)
     assert S.shape == (B, D, DV) and mem.feature_dim(D) == D
@@ -186,13 +189,17 @@ def test_feature_map_variant_against_brute_force():
 
 def test_normalized_read_divides_by_phi_q_dot_z():
     K, V, Q = _inputs(4)
-    phi = lambda x: torch.where(x > 0, x + 1.0, torch.exp(x))  # noqa: E731
+    phi = lambda x: torch.where(x > 0, x + 1.0, torch.exp(x))
     for name, gate in (("linear", {}), ("decay", {"a": 0.9}), ("gla", {"alpha": 0.7})):
         mem = variants.get(name, feature="elu1", normalize_read=True, **gate)
         S = mem.write(mem.init_state(B, D, DV), K, V)
         assert S.shape == (B, D, DV + 1) and mem.state_numel(D, DV) == D * (DV + 1)
         r = mem.read(S, Q)
-        w = torch.ones(N, dtype=torch.float64) if not gate else float(next(iter(gate.values()))) ** torch.arange(N - 1, -1, -1, dtype=torch.float64)
+        w = (
+            torch.ones(N, dtype=torch.float64)
+            if not gate
+            else float(next(iter(gate.values()))) ** torch.arange(N - 1, -1, -1, dtype=torch.float64)
+        )
         for b in range(B):
             pk, pq = phi(K[b].double()), phi(Q[b].double())
             num = pq @ (pk.T @ (w[:, None] * V[b].double()))
@@ -239,10 +246,14 @@ def test_t11_decay_through_the_probe():
     brute = ((want - V.double()) ** 2).sum(-1).numpy()
     np.testing.assert_allclose(ds.sq_error.isel(n=0).values, brute, rtol=1e-5, atol=1e-6)
     # signal coefficient of pair i is a^(n-i) (unit keys, orthonormal values)
-    np.testing.assert_allclose(ds.signal_q.isel(n=0).values, np.broadcast_to(a ** np.arange(n - 1, -1, -1), (4, n)), atol=1e-5)
+    np.testing.assert_allclose(
+        ds.signal_q.isel(n=0).values, np.broadcast_to(a ** np.arange(n - 1, -1, -1), (4, n)), atol=1e-5
+    )
 
 
-@pytest.mark.parametrize("name,params", [("delta", {}), ("gated_delta", {"a": 0.8}), ("kda", {"alpha": ("uniform", 0.5, 1.0)})])
+@pytest.mark.parametrize(
+    "name,params", [("delta", {}), ("gated_delta", {"a": 0.8}), ("kda", {"alpha": ("uniform", 0.5, 1.0)})]
+)
 def test_t12_delta_types_through_the_probe(name, params):
     n, d = 48, 16
     K = keys.make("gaussian", n, d, batch=4, seed=2)
@@ -261,7 +272,10 @@ def test_t13_softmax_through_the_probe():
     n, d = 64, 64
     K = keys.make("gaussian", n, d, batch=4, seed=3)
     V = values.make("gaussian", n, d, batch=4, seed=3)
-    mse = [float(probe.recall(variants.get("softmax", beta=b), K, V, checkpoints=[n]).mse.mean()) for b in (2.0, 8.0, 32.0, 200.0)]
+    mse = [
+        float(probe.recall(variants.get("softmax", beta=b), K, V, checkpoints=[n]).mse.mean())
+        for b in (2.0, 8.0, 32.0, 200.0)
+    ]
     assert mse[0] > mse[1] > mse[2] > mse[3] and mse[3] < 1e-10  # exact as beta grows
     ds = probe.recall(variants.get("softmax"), K, V, checkpoints=[n])
     assert ds.attrs["state_numel"] == theory.bill(n, d, d)["softmax_cache"] == 2 * n * d
@@ -301,7 +315,10 @@ def test_a_third_party_object_works_in_recall():
 
 
 def test_bad_input_names_the_variant_and_the_value():
-    with pytest.raises(CapacityError, match=r"unknown variant 'lstm'; known: decay, delta, delta_product, dplr, gated_delta, gla, kda, linear, longhorn, lsq, softmax"):
+    with pytest.raises(
+        CapacityError,
+        match=r"unknown variant 'lstm'; known: decay, delta, delta_product, dplr, gated_delta, gla, kda, linear, longhorn, lsq, softmax",
+    ):
         variants.get("lstm")
     with pytest.raises(CapacityError, match=r"decay: a must lie in \(0, 1\], got 1.5"):
         variants.get("decay", a=1.5)
@@ -309,15 +326,22 @@ def test_bad_input_names_the_variant_and_the_value():
         variants.get("delta", beta=2.0)
     with pytest.raises(CapacityError, match=r"gated_delta: beta high must lie in \(0, 2\), got 2.5"):
         variants.get("gated_delta", beta=("uniform", 0.5, 2.5))
-    with pytest.raises(CapacityError, match=r"kda: alpha must be a number, a sequence .* or \(\"uniform\", low, high\)"):
+    with pytest.raises(
+        CapacityError, match=r"kda: alpha must be a number, a sequence .* or \(\"uniform\", low, high\)"
+    ):
         variants.get("kda", alpha=("normal", 0.5, 0.1))
     with pytest.raises(CapacityError, match="needs low <= high"):
         variants.get("decay", a=("uniform", 0.9, 0.5))
-    with pytest.raises(CapacityError, match=r"variant 'softmax' got unknown parameter\(s\) gate; allowed: beta, normalize"):
+    with pytest.raises(
+        CapacityError, match=r"variant 'softmax' got unknown parameter\(s\) gate; allowed: beta, normalize"
+    ):
         variants.get("softmax", gate=0.5)
     with pytest.raises(CapacityError, match=r"linear: got unknown parameter\(s\) nu"):
         variants.get("linear", nu=2)
-    with pytest.raises(CapacityError, match=r"linear: unknown feature map 'cosine'; known: dpfp, elu1, identity, performer, relu, taylor2"):
+    with pytest.raises(
+        CapacityError,
+        match=r"linear: unknown feature map 'cosine'; known: dpfp, elu1, identity, performer, relu, taylor2",
+    ):
         variants.get("linear", feature="cosine")
     with pytest.raises(CapacityError, match=r"decay: feature map 'elu1' got unknown parameter\(s\) nu"):
         variants.get("decay", feature="elu1", nu=3)
@@ -333,7 +357,12 @@ def test_bad_input_names_the_variant_and_the_value():
 
 
 def test_params_rebuild_the_variant():
-    for mem in (variants.get("kda", alpha=("uniform", 0.5, 1.0), beta=0.5, seed=4, feature="performer", m=32), variants.get("softmax", beta=3.0), variants.get("gla", alpha=[0.5, 0.9]), variants.get("linear", feature="dpfp", nu=3, normalize_read=True)):
+    for mem in (
+        variants.get("kda", alpha=("uniform", 0.5, 1.0), beta=0.5, seed=4, feature="performer", m=32),
+        variants.get("softmax", beta=3.0),
+        variants.get("gla", alpha=[0.5, 0.9]),
+        variants.get("linear", feature="dpfp", nu=3, normalize_read=True),
+    ):
         again = variants.get(mem.name, **mem.params)
         assert again.params == mem.params
         json.dumps(mem.params)  # recorded by the probe as JSON

@@ -35,7 +35,9 @@ def tiny(tmp_path_factory):
 def test_the_loop_computes_the_probes_numbers(tiny, tmp_path, delta):
     study, ds = tiny
     out = tmp_path / "m.json"
-    loop_baseline.main(vs_loop.loop_args(study) + ["--delta", delta, "--out", str(out)])  # the grid as the benchmark hands it over
+    loop_baseline.main(
+        vs_loop.loop_args(study) + ["--delta", delta, "--out", str(out)]
+    )  # the grid as the benchmark hands it over
     rows = json.loads(out.read_text())
     assert len(rows) == 2 * 2 * 1 * 2 * 2
     for row in rows:
@@ -51,7 +53,9 @@ def test_probe_flops_counts_writes_reads_and_scores():
     dd = 16 * 16
     reads = 2 * 16 * dd + 2 * 32 * dd
     scores = 2 * 16**2 * 16 + 2 * 32**2 * 16
-    linear = (2 * 32 * dd + reads + scores) + (2 * 16 * dd + 2 * 32 * dd + reads + scores)  # gaussian: one pass; orthogonal: one per n
+    linear = (2 * 32 * dd + reads + scores) + (
+        2 * 16 * dd + 2 * 32 * dd + reads + scores
+    )  # gaussian: one pass; orthogonal: one per n
     delta = (4 * 32 * dd + reads + scores) + (4 * 16 * dd + 4 * 32 * dd + reads + scores)
     assert vs_loop.probe_flops(study) == linear + delta
     assert vs_loop.probe_flops(study, decode=False) == linear + delta - 4 * scores

@@ -19,17 +19,45 @@ from capacity.sweep.points import Group, build_variant
 __all__ = ["assemble", "versions", "git_commit"]
 
 _THEORY = {
-    "frame_bound": ("T5 frame-potential bound max(n/d - 1, 0): the least mean error of n unit keys in R^d (orthonormal values)", theory.frame_bound),
-    "welch_bound": ("T6 Welch bound sqrt((n - d)/(d (n - 1))) on the largest coherence of n unit keys (0 for n <= d)", theory.welch_bound),
+    "frame_bound": (
+        "T5 frame-potential bound max(n/d - 1, 0): the least mean error of n unit keys in R^d (orthonormal values)",
+        theory.frame_bound,
+    ),
+    "welch_bound": (
+        "T6 Welch bound sqrt((n - d)/(d (n - 1))) on the largest coherence of n unit keys (0 for n <= d)",
+        theory.welch_bound,
+    ),
     "random_keys_error": ("T7 expected mean error (n - 1)/d of random unit keys", theory.random_keys_error),
-    "rank_bound": ("T8 rank bound max(1 - d/n, 0): the least mean error of any d x dv state with a linear read", theory.rank_bound),
-    "optimal_gain_error": ("T9 mean error (n - 1)/(d + n - 1) of random keys read with the optimal scalar gain", theory.optimal_gain_error),
+    "rank_bound": (
+        "T8 rank bound max(1 - d/n, 0): the least mean error of any d x dv state with a linear read",
+        theory.rank_bound,
+    ),
+    "optimal_gain_error": (
+        "T9 mean error (n - 1)/(d + n - 1) of random keys read with the optimal scalar gain",
+        theory.optimal_gain_error,
+    ),
 }
 _STAT_ATTRS = {
-    "mean_sq_coherence": ("mean squared coherence", "1", "mean over pairs i != j of (k_i . k_j)^2 of the keys written (1/d for random keys, T7)"),
-    "max_coherence": ("max coherence", "1", "max over pairs i != j of |k_i . k_j| of the keys written (never below the T6 Welch bound)"),
-    "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d) of the keys written; 1 iff a tight frame (T5)"),
-    "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2 of the keys written"),
+    "mean_sq_coherence": (
+        "mean squared coherence",
+        "1",
+        "mean over pairs i != j of (k_i . k_j)^2 of the keys written (1/d for random keys, T7)",
+    ),
+    "max_coherence": (
+        "max coherence",
+        "1",
+        "max over pairs i != j of |k_i . k_j| of the keys written (never below the T6 Welch bound)",
+    ),
+    "frame_potential_ratio": (
+        "frame potential / (n^2/d)",
+        "1",
+        "||K^T K||_F^2 / (n^2/d) of the keys written; 1 iff a tight frame (T5)",
+    ),
+    "effective_rank": (
+        "effective rank",
+        "dimensions",
+        "participation ratio (tr K^T K)^2 / ||K^T K||_F^2 of the keys written",
+    ),
 }
 
 
@@ -48,7 +76,7 @@ def git_commit() -> str:
     """The commit of the source tree the package runs from (``-dirty`` if it has changes), or ``unknown``."""
     here = Path(__file__).resolve().parent
     try:
-        run = lambda *a: subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, timeout=10)  # noqa: E731
+        run = lambda *a: subprocess.run(["git", *a], cwd=here, capture_output=True, text=True, timeout=10)
         head = run("rev-parse", "HEAD")
         if head.returncode != 0:
             return "unknown"
@@ -115,22 +143,43 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
 
     data = {}
     for m in names:
-        meta = probe.METRICS.get(m) or _STAT_ATTRS.get(m) or (mqar.METRICS.get(m) if study.probe.kind == "mqar" else None)
+        meta = (
+            probe.METRICS.get(m) or _STAT_ATTRS.get(m) or (mqar.METRICS.get(m) if study.probe.kind == "mqar" else None)
+        )
         data[m] = (dims, full[m], dict(zip(("long_name", "units", "description"), meta)) if meta else _BILL_ATTRS[m])
 
     coords = {a: (a, np.asarray(v), {}) for a, v in axes}
-    built = [build_variant(v, None) if v.obj is not None or not g.feature else build_variant(v, g.feature[0]) for v in g.variant]
-    coords["additive"] = ("variant", np.array([getattr(b, "additive", False) is True for b in built]), {"description": "the write is S += k^T v and the read q S: T5, T7 and T10 apply"})
-    coords["linear_read"] = ("variant", np.array([getattr(b, "linear_read", False) is True for b in built]), {"description": "the read is linear in a fixed-size state: the rank bound T8 applies"})
+    built = [
+        build_variant(v, None) if v.obj is not None or not g.feature else build_variant(v, g.feature[0])
+        for v in g.variant
+    ]
+    coords["additive"] = (
+        "variant",
+        np.array([getattr(b, "additive", False) is True for b in built]),
+        {"description": "the write is S += k^T v and the read q S: T5, T7 and T10 apply"},
+    )
+    coords["linear_read"] = (
+        "variant",
+        np.array([getattr(b, "linear_read", False) is True for b in built]),
+        {"description": "the read is linear in a fixed-size state: the rank bound T8 applies"},
+    )
     d = np.asarray(g.d)
     curve = g.curve
     if curve == "load":
         n = np.array([[n_of(x, dd) for x in g.load] for dd in g.d])  # [d, load]
-        coords["n"] = (("d", "load"), n, {"long_name": "pairs written", "units": "pairs", "description": "max(1, round(load * d))"})
+        coords["n"] = (
+            ("d", "load"),
+            n,
+            {"long_name": "pairs written", "units": "pairs", "description": "max(1, round(load * d))"},
+        )
     else:
         n = np.broadcast_to(np.asarray(g.n)[None, :], (len(g.d), len(g.n)))  # [d, n]
         coords["load"] = (("d", "n"), n / d[:, None], {"long_name": "load n/d", "units": "1"})
-    coords[curve] = (curve, np.asarray(g.load or g.n), {"long_name": "load n/d" if curve == "load" else "pairs written", "units": "1" if curve == "load" else "pairs"})
+    coords[curve] = (
+        curve,
+        np.asarray(g.load or g.n),
+        {"long_name": "load n/d" if curve == "load" else "pairs written", "units": "1" if curve == "load" else "pairs"},
+    )
     coords["d"] = ("d", d, {"long_name": "key dimension", "units": "dimensions"})
     if not g.dv:
         coords["dv"] = ("d", d, {"long_name": "value dimension", "units": "dimensions", "description": "dv = d"})
@@ -148,7 +197,15 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
         coords["seed"] = ((), g.seed[0], {})
     if g.feature:
         fd = np.array([[feature_dim.get((f.label, dd), -1) for dd in g.d] for f in g.feature])
-        coords["feature_dim"] = (("feature", "d"), fd, {"long_name": "feature dimension", "units": "dimensions", "description": "dimension of phi(k) as the variant reports it (-1: not reported)"})
+        coords["feature_dim"] = (
+            ("feature", "d"),
+            fd,
+            {
+                "long_name": "feature dimension",
+                "units": "dimensions",
+                "description": "dimension of phi(k) as the variant reports it (-1: not reported)",
+            },
+        )
 
     # theory over (d, curve) [+ dv]
     tdims = ("d", curve) + (("dv",) if len(g.dv) > 1 else ())
@@ -156,28 +213,58 @@ def assemble(study: Study, results: list[tuple[Group, xr.Dataset]], *, attrs: di
     d3 = d[:, None, None] if len(g.dv) > 1 else d[:, None]
     if study.probe.kind == "recall":
         for name, (desc, fn) in _THEORY.items():
-            data[name] = (tdims, np.broadcast_to(fn(n3, d3), np.broadcast_shapes(n3.shape, np.shape(dv))).copy(), {"units": "1" if name == "welch_bound" else "value units^2", "description": desc})
+            data[name] = (
+                tdims,
+                np.broadcast_to(fn(n3, d3), np.broadcast_shapes(n3.shape, np.shape(dv))).copy(),
+                {"units": "1" if name == "welch_bound" else "value units^2", "description": desc},
+            )
         pred = theory.argmax_recall(n3, d3, dv)
-        data["argmax_recall_pred"] = (tdims, np.asarray(pred), {"long_name": "predicted argmax recall", "units": "fraction", "description": "T10 Gaussian-approximation prediction of argmax recall for random unit keys and values"})
+        data["argmax_recall_pred"] = (
+            tdims,
+            np.asarray(pred),
+            {
+                "long_name": "predicted argmax recall",
+                "units": "fraction",
+                "description": "T10 Gaussian-approximation prediction of argmax recall for random unit keys and values",
+            },
+        )
     elif study.probe.kind == "bill":
         b = theory.bill(n3, d3, dv)
         for name, desc in _BILL_THEORY.items():
             data[name] = (tdims, np.broadcast_to(b[name], n3.shape).copy(), {"description": desc})
     else:  # mqar: T10 decoded over the whole value vocabulary
         pred = mqar.predicted_accuracy(n3, d3, dv, study.probe.vocab)
-        data["accuracy_pred"] = (tdims, np.broadcast_to(pred, np.broadcast_shapes(n3.shape, np.shape(dv))).copy(), {"long_name": "predicted MQAR accuracy", "units": "fraction", "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)"})
+        data["accuracy_pred"] = (
+            tdims,
+            np.broadcast_to(pred, np.broadcast_shapes(n3.shape, np.shape(dv))).copy(),
+            {
+                "long_name": "predicted MQAR accuracy",
+                "units": "fraction",
+                "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)",
+            },
+        )
 
     out = xr.Dataset(data, coords=coords, attrs=dict(attrs))
     if study.probe.kind == "mqar":
         out.attrs.update(vocab=int(study.probe.vocab), distractors=int(study.probe.distractors))
     if study.probe.kind == "bill":
-        out.attrs["break_even_n"] = np.atleast_1d(theory.break_even_n(d, None if not g.dv else np.asarray(g.dv[0]), measure="cache")).astype(np.float64)
+        out.attrs["break_even_n"] = np.atleast_1d(
+            theory.break_even_n(d, None if not g.dv else np.asarray(g.dv[0]), measure="cache")
+        ).astype(np.float64)
     return out
 
 
 _BILL_ATTRS = {
-    "state_numel": {"long_name": "numbers kept per head", "units": "numbers", "description": "measured: elements of every tensor in the state after n writes, per batch item"},
-    "decode_seconds": {"long_name": "decode time per token", "units": "s", "description": "measured: median time of one decode step (write one pair, read one query) after n writes"},
+    "state_numel": {
+        "long_name": "numbers kept per head",
+        "units": "numbers",
+        "description": "measured: elements of every tensor in the state after n writes, per batch item",
+    },
+    "decode_seconds": {
+        "long_name": "decode time per token",
+        "units": "s",
+        "description": "measured: median time of one decode step (write one pair, read one query) after n writes",
+    },
 }
 _BILL_THEORY = {
     "softmax_cache": "T13: n (d + dv) numbers cached by softmax attention",

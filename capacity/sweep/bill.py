@@ -58,7 +58,9 @@ def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
     dtype = DTYPES[group.dtype]
     seed = study.grid.seed[0]
     var = build_variant(group.variant, group.feature)
-    K = keys_mod.make(group.keys.name, order[-1] + reps, group.d, seed=seed, device=device, **group.keys.kwargs).to(dtype)  # [1, n_max + reps, d]
+    K = keys_mod.make(group.keys.name, order[-1] + reps, group.d, seed=seed, device=device, **group.keys.kwargs).to(
+        dtype
+    )  # [1, n_max + reps, d]
     V = values.make(study.probe.values, order[-1] + reps, group.dv, seed=seed, device=device).to(dtype)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     state = var.init_state(1, group.d, group.dv, device=device)
@@ -70,7 +72,11 @@ def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
         trial = _clone(state)
         times = []
         for r in range(reps + 2):  # two warm-up steps
-            k, v, q = K[:, n + r % reps : n + r % reps + 1], V[:, n + r % reps : n + r % reps + 1], K[:, r % n : r % n + 1]
+            k, v, q = (
+                K[:, n + r % reps : n + r % reps + 1],
+                V[:, n + r % reps : n + r % reps + 1],
+                K[:, r % n : r % n + 1],
+            )
             sync()
             t0 = time.perf_counter()
             trial = var.write(trial, k, v)

@@ -72,7 +72,9 @@ class Spec:
         if isinstance(value, dict):
             unknown = sorted(set(value) - {"name", "params"})
             if unknown or "name" not in value or not isinstance(value.get("params") or {}, dict):
-                raise CapacityError(f"a {what} is a label like 'name(k=v)' or a dict with fields name, params; got {value!r}")
+                raise CapacityError(
+                    f"a {what} is a label like 'name(k=v)' or a dict with fields name, params; got {value!r}"
+                )
             name, params = str(value["name"]), dict(value.get("params") or {})
         elif isinstance(value, str):
             name, params = labels.parse(value)
@@ -222,7 +224,7 @@ class Probe:
     distractors: int = 0
 
     def __post_init__(self):
-        from capacity import values  # noqa: PLC0415 - values imports torch; config stays importable without it
+        from capacity import values
 
         _validate.choice("probe kind", self.kind, KINDS)
         _validate.choice("value family", self.values, values.FAMILIES)
@@ -233,7 +235,13 @@ class Probe:
         object.__setattr__(self, "vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
         object.__setattr__(self, "distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
         ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else _tuple("overwrite", self.overwrite)
-        object.__setattr__(self, "overwrite", tuple(_validate.in_range("overwrite", labels.scalar(x) if isinstance(x, str) else x, 0.0, 1.0) for x in ows))
+        object.__setattr__(
+            self,
+            "overwrite",
+            tuple(
+                _validate.in_range("overwrite", labels.scalar(x) if isinstance(x, str) else x, 0.0, 1.0) for x in ows
+            ),
+        )
         if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
             raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
 
@@ -264,14 +272,18 @@ class Study:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise CapacityError(f"a study name is letters, digits, '.', '_' and '-' (it names files under the output folder), got {self.name!r}")
+            raise CapacityError(
+                f"a study name is letters, digits, '.', '_' and '-' (it names files under the output folder), got {self.name!r}"
+            )
         if not isinstance(self.grid, Grid) or not isinstance(self.probe, Probe):
             raise CapacityError("Study takes grid=Grid(...) and probe=Probe(...)")
         if self.probe.kind == "bill":
             if self.grid.curve != "n" or len(self.grid.keys) != 1 or len(self.grid.seed) != 1:
                 raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
         if self.probe.kind == "mqar" and (self.grid.curve != "n" or self.grid.feature or len(self.grid.dtype) > 1):
-            raise CapacityError("an mqar study takes n (distinct keys written, not load), no feature maps and one dtype")
+            raise CapacityError(
+                "an mqar study takes n (distinct keys written, not load), no feature maps and one dtype"
+            )
             if self.probe.key_stats:
                 raise CapacityError("key_stats applies to recall studies only")
 
@@ -290,7 +302,12 @@ class Study:
         return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), Probe(**probe))
 
     def to_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "grid": self.grid.to_json(), "probe": self.probe.to_json()}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "grid": self.grid.to_json(),
+            "probe": self.probe.to_json(),
+        }
 
     @staticmethod
     def settable() -> list[str]:
@@ -314,7 +331,9 @@ class Study:
             _check_fields("--set", [key], allowed)
             if key in grid:
                 parts = labels.split(value)
-                grid[key] = tuple(parts if key in ("variant", "keys", "feature", "dtype") else [labels.scalar(p) for p in parts])
+                grid[key] = tuple(
+                    parts if key in ("variant", "keys", "feature", "dtype") else [labels.scalar(p) for p in parts]
+                )
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
             else:
@@ -325,7 +344,13 @@ class Study:
 
     def hash_payload(self, device: str) -> dict:
         """What determines the numbers: the grid, the probe, the device type and the package version."""
-        return {"study": self.name, "grid": self.grid.to_json(), "probe": self.probe.to_json(), "device": device, "capacity": __version__}
+        return {
+            "study": self.name,
+            "grid": self.grid.to_json(),
+            "probe": self.probe.to_json(),
+            "device": device,
+            "capacity": __version__,
+        }
 
     def config_hash(self, device: str) -> str:
         return digest(self.hash_payload(device))

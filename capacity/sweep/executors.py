@@ -51,6 +51,7 @@ def _die_with_parent() -> None:
             os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
 
+
 EXECUTORS = {
     "auto": "dask with --scheduler; else processes on a CPU with more than one core, serial otherwise (one GPU is best fed by one process)",
     "serial": "in this process, one group after another (torch's own thread setting)",
@@ -77,7 +78,9 @@ def _processes(tasks, workers, scheduler) -> Iterator:
 
     workers = min(workers or _cores(), max(1, len(tasks)))
     threads = max(1, _cores() // workers)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_die_with_parent)
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_die_with_parent
+    )
     clean = False
     try:
         futures = {pool.submit(measure, {**task, "threads": threads}): key for key, task in tasks}
@@ -134,7 +137,7 @@ def _nanny_plugin():
     return Watchdog
 
 
-def _Watchdog(pid: int):  # noqa: N802 - builds the plugin object
+def _Watchdog(pid: int):
     return _nanny_plugin()(pid)
 
 
@@ -152,9 +155,13 @@ def _dask(tasks, workers, scheduler) -> Iterator:
         threads = None  # the cluster's own setting
     else:
         workers = workers or _cores()
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+        )
         client = Client(cluster)
-        client.register_plugin(_Watchdog(os.getpid()), name="capacity-watchdog")  # the local cluster dies with this process
+        client.register_plugin(
+            _Watchdog(os.getpid()), name="capacity-watchdog"
+        )  # the local cluster dies with this process
         threads = max(1, _cores() // workers)
     futures = {}
     try:
@@ -176,7 +183,15 @@ _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 POOL_SECONDS = 3.0  # about what spawning a pool of workers costs (each imports torch) before its first result
 
 
-def resolve(name: str, device: str, groups: int, scheduler: str | None = None, *, work_seconds: float | None = None, local_only: bool = False) -> str:
+def resolve(
+    name: str,
+    device: str,
+    groups: int,
+    scheduler: str | None = None,
+    *,
+    work_seconds: float | None = None,
+    local_only: bool = False,
+) -> str:
     """The executor ``auto`` stands for: dask given a scheduler; processes for CPU work on more than one core when
     the estimated work (``work_seconds``) is worth a pool's start-up, else serial. ``local_only``: the study holds
     objects that worker processes cannot import (defined in ``__main__``), so it runs in this process."""
@@ -194,7 +209,9 @@ def resolve(name: str, device: str, groups: int, scheduler: str | None = None, *
     return "processes"
 
 
-def execute(name: str, tasks: list[tuple[str, dict]], *, workers: int | None = None, scheduler: str | None = None) -> Iterator:
+def execute(
+    name: str, tasks: list[tuple[str, dict]], *, workers: int | None = None, scheduler: str | None = None
+) -> Iterator:
     """Yield ``(key, Dataset)`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``)."""
     from capacity import _validate
 

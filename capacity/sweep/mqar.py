@@ -31,9 +31,18 @@ def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
     parts = []
     for ow in study.probe.overwrite:
         ds = mqar.mqar(
-            var, vocab=study.probe.vocab, pairs=sorted(set(ns)), d=group.d, dv=group.dv, keys=group.keys.name,
-            key_params=group.keys.kwargs, overwrite=ow, distractors=study.probe.distractors,
-            batch=len(seeds), seed=seeds, device=device,
+            var,
+            vocab=study.probe.vocab,
+            pairs=sorted(set(ns)),
+            d=group.d,
+            dv=group.dv,
+            keys=group.keys.name,
+            key_params=group.keys.kwargs,
+            overwrite=ow,
+            distractors=study.probe.distractors,
+            batch=len(seeds),
+            seed=seeds,
+            device=device,
         )  # over (pairs, batch)
         parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values.astype(np.float64) for m in METRICS})
     data = {m: (("n", "overwrite", "seed"), np.stack([p[m] for p in parts], axis=1)) for m in METRICS}

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _validate
+from capacity import _validate, variants
 from capacity import keys as keys_mod
-from capacity import variants
 from capacity.errors import CapacityError
 from capacity.sweep.config import Spec, Study, digest
 
@@ -53,7 +52,15 @@ class Group:
     @classmethod
     def from_json(cls, data: dict) -> Group:
         feat = data["feature"]
-        return cls(Spec.parse(data["variant"], "variant"), Spec.parse(data["keys"], "keys"), None if feat is None else Spec.parse(feat, "feature"), int(data["d"]), data["dtype"], int(data["dv"]), tuple(data["curve"]))
+        return cls(
+            Spec.parse(data["variant"], "variant"),
+            Spec.parse(data["keys"], "keys"),
+            None if feat is None else Spec.parse(feat, "feature"),
+            int(data["d"]),
+            data["dtype"],
+            int(data["dv"]),
+            tuple(data["curve"]),
+        )
 
     def ns(self, study: Study) -> list[int]:
         """Pair counts of the curve values this group covers."""
@@ -64,7 +71,9 @@ class Group:
         return digest({"config": study.hash_payload(device), "group": self.to_json(), "code": code})
 
     def points(self, study: Study) -> int:
-        per = {"bill": 1, "mqar": len(study.probe.overwrite) * len(study.grid.seed)}.get(study.probe.kind, len(study.grid.seed))
+        per = {"bill": 1, "mqar": len(study.probe.overwrite) * len(study.grid.seed)}.get(
+            study.probe.kind, len(study.grid.seed)
+        )
         return len(self.curve) * per
 
     def cost(self, study: Study) -> float:
@@ -88,20 +97,33 @@ def groups(study: Study) -> list[Group]:
     """The study's groups (write passes) in grid order (variant, keys, feature, d, dtype, dv, curve)."""
     g = study.grid
     feats = g.feature or (None,)
-    return [Group(v, k, f, d, dt, dv, c) for v in g.variant for k in g.keys for f in feats for d in g.d for dt in g.dtype for dv in g.dvs(d) for c in _passes(study, k, d)]
+    return [
+        Group(v, k, f, d, dt, dv, c)
+        for v in g.variant
+        for k in g.keys
+        for f in feats
+        for d in g.d
+        for dt in g.dtype
+        for dv in g.dvs(d)
+        for c in _passes(study, k, d)
+    ]
 
 
 def build_variant(variant: Spec, feature: Spec | None):
     """The variant of a spec (a registered name, an import path, or the object itself) with its feature map."""
     if variant.obj is not None:
         if feature is not None:
-            raise CapacityError(f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})")
+            raise CapacityError(
+                f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
+            )
         return variant.obj
     kwargs = variant.kwargs
     if feature is not None:
         clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
         if clash:
-            raise CapacityError(f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}")
+            raise CapacityError(
+                f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}"
+            )
         kwargs = {**kwargs, "feature": feature.name, **feature.kwargs}
     return variants.resolve(variant.name, **kwargs)
 
@@ -118,14 +140,20 @@ def check(study: Study) -> None:
         for d in g.d:
             fam.validate(d, k.kwargs)
             if k.name == "simplex" and max(g.ns(d)) > d + 1:
-                raise CapacityError(f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}")
+                raise CapacityError(
+                    f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}"
+                )
     if study.probe.kind == "mqar" and max(g.n) > study.probe.vocab:
-        raise CapacityError(f"mqar writes n distinct keys of a vocabulary of {study.probe.vocab}: n = {max(g.n)} is too many (raise vocab)")
+        raise CapacityError(
+            f"mqar writes n distinct keys of a vocabulary of {study.probe.vocab}: n = {max(g.n)} is too many (raise vocab)"
+        )
     if study.probe.values == "orthonormal":
         for d in g.d:
             for dv in g.dvs(d):
                 if max(g.ns(d)) > dv:
-                    raise CapacityError(f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}")
+                    raise CapacityError(
+                        f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
+                    )
 
 
 def _state_numbers(variant, d: int, dv: int, n: int) -> int:

@@ -24,7 +24,9 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 def variables(study: Study) -> dict[str, tuple[str, ...]]:
     """The variables a group's Dataset holds, with their dimensions."""
     dims = (study.grid.curve, "seed")
-    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (list(STAT_VARS) if study.probe.key_stats else [])
+    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (
+        list(STAT_VARS) if study.probe.key_stats else []
+    )
     return {m: dims for m in names}
 
 
@@ -59,7 +61,9 @@ def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
         for n in uniq:
             K = keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
             collect(probe.measure(var, K, V[:, :n], checkpoints=[n], decode=study.probe.decode), K, [n])
-    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (list(STAT_VARS) if study.probe.key_stats else [])
+    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (
+        list(STAT_VARS) if study.probe.key_stats else []
+    )
     curve = grid.curve
     data = {m: ((curve, "seed"), np.stack([by_n[n][m] for n in ns]).astype(np.float64)) for m in names}
     attrs = {}

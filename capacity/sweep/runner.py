@@ -138,7 +138,9 @@ def run(
     ``imports``: modules that workers import before they measure (plug-ins that register themselves on import).
     """
     if not isinstance(study, Study):
-        raise CapacityError(f"sweep.run takes a capacity.sweep.Study (capacity.studies.get(name) for a named one), got {study!r}")
+        raise CapacityError(
+            f"sweep.run takes a capacity.sweep.Study (capacity.studies.get(name) for a named one), got {study!r}"
+        )
     if out is None or not isinstance(out, (str, os.PathLike)):
         raise CapacityError(f"out must be a folder path, got {out!r}")
     dev = resolve_device(device)
@@ -152,7 +154,9 @@ def run(
     check(study)
     local = _local_only(study)
     if local and executor in ("processes", "dask"):
-        raise CapacityError(f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'")
+        raise CapacityError(
+            f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
+        )
     out = _writable_folder(Path(out), "output folder")
     path = out / f"{study.name}.nc"
     if path.is_dir():
@@ -165,10 +169,14 @@ def run(
     keyed = [(g, g.key(study, dev.type, code)) for g in all_groups]
     with _lock(root):
         store.clean()
-        return _run_locked(study, keyed, store, path, dev, executor, scheduler, workers, quiet, verbose, progress, imports, local)
+        return _run_locked(
+            study, keyed, store, path, dev, executor, scheduler, workers, quiet, verbose, progress, imports, local
+        )
 
 
-def _run_locked(study, keyed, store, path, dev, executor, scheduler, workers, quiet, verbose, progress, imports, local) -> RunResult:
+def _run_locked(
+    study, keyed, store, path, dev, executor, scheduler, workers, quiet, verbose, progress, imports, local
+) -> RunResult:
     todo, finished = [], {}
     for g, key in keyed:
         ds, why = store.load(key, expectation(study, g))
@@ -179,14 +187,18 @@ def _run_locked(study, keyed, store, path, dev, executor, scheduler, workers, qu
             _log(f"stored group {g.variant.label} {g.keys.label} d={g.d} {why}; measuring it again")
         todo.append((g, key))
     work = sum(g.cost(study) for g, _ in todo) / RATE
-    executor = executors.resolve(executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=local is not None)
+    executor = executors.resolve(
+        executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=local is not None
+    )
     parallel = 1 if executor == "serial" else (workers or executors._cores())
     check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
     total = sum(g.points(study) for g, _ in keyed)
     done = total - sum(g.points(study) for g, _ in todo)
     if executor != "serial":  # largest first: better balance across workers
         todo.sort(key=lambda gk: -gk[0].cost(study))
-    tasks = [(key, {"study": study, "group": g, "device": str(dev), "threads": None, "imports": imports}) for g, key in todo]
+    tasks = [
+        (key, {"study": study, "group": g, "device": str(dev), "threads": None, "imports": imports}) for g, key in todo
+    ]
     by_key = {key: g for g, key in todo}
 
     bar = None
@@ -195,7 +207,9 @@ def _run_locked(study, keyed, store, path, dev, executor, scheduler, workers, qu
 
         bar = tqdm(total=total, initial=done, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True)
     elif progress and verbose:
-        _log(f"{study.name}: {total} points in {len(keyed)} groups; {done} already done, {len(todo)} groups to measure on {dev} ({executor})")
+        _log(
+            f"{study.name}: {total} points in {len(keyed)} groups; {done} already done, {len(todo)} groups to measure on {dev} ({executor})"
+        )
     start = time.perf_counter()
     measured = 0
     stream = executors.execute(executor, tasks, workers=workers, scheduler=scheduler)
@@ -204,23 +218,31 @@ def _run_locked(study, keyed, store, path, dev, executor, scheduler, workers, qu
             try:
                 store.save(key, ds)  # persisted before it counts as done
             except OSError as exc:
-                raise CapacityError(f"cannot save a finished group under {store.root}: {exc.strerror or exc}; {measured} groups of this run are saved, run the same command again once it is writable") from None
+                raise CapacityError(
+                    f"cannot save a finished group under {store.root}: {exc.strerror or exc}; {measured} groups of this run are saved, run the same command again once it is writable"
+                ) from None
             measured += 1
             g = by_key[key]
             done += g.points(study)
             if bar is not None:
                 bar.update(g.points(study))
             elif progress and verbose:
-                _log(f"{done}/{total} points; finished {g.variant.label} {g.keys.label} d={g.d}; {time.perf_counter() - start:.1f} s elapsed")
+                _log(
+                    f"{done}/{total} points; finished {g.variant.label} {g.keys.label} d={g.d}; {time.perf_counter() - start:.1f} s elapsed"
+                )
     except executors.WorkerLost as exc:
         g = by_key[exc.key]
-        raise CapacityError(f"{exc} while measuring {g.variant.label} {g.keys.label} d={g.d}; {done} of {total} points are saved under {store.root}; run the same command again to resume") from None
+        raise CapacityError(
+            f"{exc} while measuring {g.variant.label} {g.keys.label} d={g.d}; {done} of {total} points are saved under {store.root}; run the same command again to resume"
+        ) from None
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
             bar = None
         if progress:
-            _log(f"interrupted: {done} of {total} points are saved under {store.root}; run the same command again to resume")
+            _log(
+                f"interrupted: {done} of {total} points are saved under {store.root}; run the same command again to resume"
+            )
         raise
     finally:
         stream.close()
@@ -233,14 +255,18 @@ def _run_locked(study, keyed, store, path, dev, executor, scheduler, workers, qu
         if ds is None:
             ds, why = store.load(key, expectation(study, g))
         if ds is None:
-            raise CapacityError(f"a finished group vanished from {store.root} or changed while this run worked ({why}); run the same command again")
+            raise CapacityError(
+                f"a finished group vanished from {store.root} or changed while this run worked ({why}); run the same command again"
+            )
         results.append((g, ds))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
     ds = assemble(study, results, attrs=provenance(study, device=str(dev), run=run_info))
     try:
         atomic_netcdf(ds, path)
     except OSError as exc:
-        raise CapacityError(f"cannot write {path}: {exc.strerror or exc}; the measured groups are saved under {store.root}, run the same command again") from None
+        raise CapacityError(
+            f"cannot write {path}: {exc.strerror or exc}; the measured groups are saved under {store.root}, run the same command again"
+        ) from None
     if progress and verbose:
         _log(f"saved {path} ({total} points; {measured} groups measured, {len(keyed) - len(todo)} reused)")
     return RunResult(path, ds, measured, len(keyed) - len(todo))
@@ -250,7 +276,17 @@ DEFAULT_D = (16, 32, 64, 128)
 DEFAULT_LOAD = (1 / 8, 1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12, 16)
 
 
-def compare(variants, *, d=DEFAULT_D, load=DEFAULT_LOAD, seeds=4, keys=("gaussian",), name: str = "compare", out="results", **run_kwargs) -> RunResult:
+def compare(
+    variants,
+    *,
+    d=DEFAULT_D,
+    load=DEFAULT_LOAD,
+    seeds=4,
+    keys=("gaussian",),
+    name: str = "compare",
+    out="results",
+    **run_kwargs,
+) -> RunResult:
     """Measure several memories on the same keys and values into one Dataset (resumable like every sweep).
 
     ``variants``: names, labels, import paths ``module:Class(k=v)`` or variant objects, e.g.
@@ -260,5 +296,16 @@ def compare(variants, *, d=DEFAULT_D, load=DEFAULT_LOAD, seeds=4, keys=("gaussia
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else tuple(seeds)
-    study = Study(name, "memories compared on the same keys and values", Grid(variant=tuple(variants), keys=tuple(keys), d=tuple(d) if not isinstance(d, int) else (d,), load=tuple(load), seed=seeds), Probe(values="gaussian"))
+    study = Study(
+        name,
+        "memories compared on the same keys and values",
+        Grid(
+            variant=tuple(variants),
+            keys=tuple(keys),
+            d=tuple(d) if not isinstance(d, int) else (d,),
+            load=tuple(load),
+            seed=seeds,
+        ),
+        Probe(values="gaussian"),
+    )
     return run(study, out=out, **run_kwargs)

@@ -21,7 +21,7 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +32,7 @@ __all__ = ["Store", "atomic_netcdf", "atomic_write", "fingerprint", "checksum"]
 _PACKAGES = ("capacity", "capacity.kernels", "capacity.studies")  # the code that computes numbers (not the plots)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _package_sources() -> str:
     """sha256 over every .py file of the installed package (not the plots), in a stable order."""
     h = hashlib.sha256()
@@ -116,13 +116,21 @@ def atomic_netcdf(ds: xr.Dataset, path: Path) -> None:
 
 
 def _encode(ds: xr.Dataset) -> dict:
-    var = lambda v: {"dims": list(v.dims), "dtype": v.dtype.str, "data": v.values.tolist()}  # noqa: E731
-    return {"coords": {k: var(v) for k, v in ds.coords.items()}, "data_vars": {k: var(v) for k, v in ds.data_vars.items()}, "attrs": dict(ds.attrs)}
+    var = lambda v: {"dims": list(v.dims), "dtype": v.dtype.str, "data": v.values.tolist()}
+    return {
+        "coords": {k: var(v) for k, v in ds.coords.items()},
+        "data_vars": {k: var(v) for k, v in ds.data_vars.items()},
+        "attrs": dict(ds.attrs),
+    }
 
 
 def _decode(data: dict) -> xr.Dataset:
-    var = lambda v: (tuple(v["dims"]), np.asarray(v["data"], dtype=np.dtype(v["dtype"])))  # noqa: E731
-    return xr.Dataset({k: var(v) for k, v in data["data_vars"].items()}, coords={k: var(v) for k, v in data["coords"].items()}, attrs=data["attrs"])
+    var = lambda v: (tuple(v["dims"]), np.asarray(v["data"], dtype=np.dtype(v["dtype"])))
+    return xr.Dataset(
+        {k: var(v) for k, v in data["data_vars"].items()},
+        coords={k: var(v) for k, v in data["coords"].items()},
+        attrs=data["attrs"],
+    )
 
 
 class Store:
@@ -134,7 +142,9 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def load(self, key: str, expect: Callable[[xr.Dataset], str | None] | None = None) -> tuple[xr.Dataset | None, str | None]:
+    def load(
+        self, key: str, expect: Callable[[xr.Dataset], str | None] | None = None
+    ) -> tuple[xr.Dataset | None, str | None]:
         """``(Dataset, None)`` for a finished group that passes every check, else ``(None, why)`` (``why`` None: no file).
 
         ``expect(ds)`` returns what is wrong with the Dataset (a short phrase), or None.

@@ -122,11 +122,21 @@ def _build(factory, what: str, params: dict) -> Variant:
         inspect.signature(factory).bind(**params)
     except TypeError:
         sig = inspect.signature(factory)
-        allowed = [p for p, spec in sig.parameters.items() if spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)]
+        allowed = [
+            p for p, spec in sig.parameters.items() if spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)
+        ]
         unknown = sorted(set(params) - set(allowed))
-        missing = [p for p, spec in sig.parameters.items() if spec.default is spec.empty and spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD) and p not in params]
+        missing = [
+            p
+            for p, spec in sig.parameters.items()
+            if spec.default is spec.empty
+            and spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)
+            and p not in params
+        ]
         if unknown:
-            raise CapacityError(f"variant {what!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed) or 'none'}") from None
+            raise CapacityError(
+                f"variant {what!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed) or 'none'}"
+            ) from None
         raise CapacityError(f"variant {what!r} needs parameter(s) {', '.join(missing)}") from None
     except ValueError:  # no signature to inspect (e.g. a builtin): let the factory check
         pass
@@ -137,7 +147,9 @@ def _build(factory, what: str, params: dict) -> Variant:
     except (TypeError, ValueError) as exc:
         raise CapacityError(f"variant {what!r}: {exc}") from None
     if not is_variant(variant):
-        raise CapacityError(f"{what!r} built a {type(variant).__name__}, which is not a variant (needs init_state, write, read, state_numel)")
+        raise CapacityError(
+            f"{what!r} built a {type(variant).__name__}, which is not a variant (needs init_state, write, read, state_numel)"
+        )
     return variant
 
 
@@ -154,7 +166,9 @@ def get(name: str, **params) -> Variant:
 
 def is_variant(obj) -> bool:
     """True for an object with the protocol's methods (a built variant, not a class)."""
-    return not isinstance(obj, type) and all(callable(getattr(obj, m, None)) for m in ("init_state", "write", "read", "state_numel"))
+    return not isinstance(obj, type) and all(
+        callable(getattr(obj, m, None)) for m in ("init_state", "write", "read", "state_numel")
+    )
 
 
 def resolve(spec, **params) -> Variant:

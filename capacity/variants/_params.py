@@ -47,7 +47,11 @@ class Param:
         return x
 
     def _parse(self, spec):
-        forms = "a number" + (", a sequence of one value per feature channel" if self.per_channel else "") + ', or ("uniform", low, high)'
+        forms = (
+            "a number"
+            + (", a sequence of one value per feature channel" if self.per_channel else "")
+            + ', or ("uniform", low, high)'
+        )
         if isinstance(spec, numbers.Real) and not isinstance(spec, bool):
             return "constant", self._number(spec, self.name)
         if isinstance(spec, (tuple, list)) and len(spec) > 0 and isinstance(spec[0], str):
@@ -56,7 +60,9 @@ class Param:
             lo = self._number(spec[1], f"{self.name} low")
             hi = self._number(spec[2], f"{self.name} high")
             if lo > hi:
-                raise CapacityError(f"{self.variant}: {self.name} = ('uniform', low, high) needs low <= high, got {spec!r}")
+                raise CapacityError(
+                    f"{self.variant}: {self.name} = ('uniform', low, high) needs low <= high, got {spec!r}"
+                )
             return "uniform", (lo, hi)
         if self.per_channel and isinstance(spec, (Sequence, torch.Tensor)) and not isinstance(spec, str):
             try:
@@ -92,11 +98,20 @@ class Param:
             return self.value
         if self.kind == "vector":
             if self.value.numel() != channels:
-                raise CapacityError(f"{self.variant}: {self.name} has {self.value.numel()} entries but the state has {channels} feature rows; give one value per row")
+                raise CapacityError(
+                    f"{self.variant}: {self.name} has {self.value.numel()} entries but the state has {channels} feature rows; give one value per row"
+                )
             return self.value.to(device)
         lo, hi = self.value
         first, last = start // BLOCK, (start + count - 1) // BLOCK
         shape = (batch, BLOCK, channels) if self.per_channel else (batch, BLOCK)
-        blocks = [torch.rand(shape, generator=_random.generator(seed, f"variants/{self.variant}/{self.name}/{j}"), dtype=torch.float64) for j in range(first, last + 1)]
+        blocks = [
+            torch.rand(
+                shape,
+                generator=_random.generator(seed, f"variants/{self.variant}/{self.name}/{j}"),
+                dtype=torch.float64,
+            )
+            for j in range(first, last + 1)
+        ]
         u = torch.cat(blocks, dim=1)[:, start - first * BLOCK : start - first * BLOCK + count]  # [B, count(, D)]
         return (lo + (hi - lo) * u).float().to(device)

@@ -31,8 +31,26 @@ class Delta(Recurrent):
     mode = "delta"
     delta_rule = True
 
-    def __init__(self, *, beta=1.0, normalize: bool = True, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
-        self._setup(beta=beta, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
+    def __init__(
+        self,
+        *,
+        beta=1.0,
+        normalize: bool = True,
+        feature=None,
+        normalize_read: bool = False,
+        seed: int = 0,
+        backend: str = "auto",
+        **feature_params,
+    ):
+        self._setup(
+            beta=beta,
+            normalize=normalize,
+            feature=feature,
+            normalize_read=normalize_read,
+            seed=seed,
+            backend=backend,
+            feature_params=feature_params,
+        )
 
 
 class GatedDelta(Recurrent):
@@ -42,8 +60,28 @@ class GatedDelta(Recurrent):
     mode = "gated_delta"
     delta_rule = True
 
-    def __init__(self, *, a=0.95, beta=1.0, normalize: bool = True, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
-        self._setup(a=a, beta=beta, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
+    def __init__(
+        self,
+        *,
+        a=0.95,
+        beta=1.0,
+        normalize: bool = True,
+        feature=None,
+        normalize_read: bool = False,
+        seed: int = 0,
+        backend: str = "auto",
+        **feature_params,
+    ):
+        self._setup(
+            a=a,
+            beta=beta,
+            normalize=normalize,
+            feature=feature,
+            normalize_read=normalize_read,
+            seed=seed,
+            backend=backend,
+            feature_params=feature_params,
+        )
 
 
 class KDA(Recurrent):
@@ -53,5 +91,25 @@ class KDA(Recurrent):
     mode = "kda"
     delta_rule = True
 
-    def __init__(self, *, alpha=0.95, beta=1.0, normalize: bool = True, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
-        self._setup(alpha=alpha, beta=beta, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
+    def __init__(
+        self,
+        *,
+        alpha=0.95,
+        beta=1.0,
+        normalize: bool = True,
+        feature=None,
+        normalize_read: bool = False,
+        seed: int = 0,
+        backend: str = "auto",
+        **feature_params,
+    ):
+        self._setup(
+            alpha=alpha,
+            beta=beta,
+            normalize=normalize,
+            feature=feature,
+            normalize_read=normalize_read,
+            seed=seed,
+            backend=backend,
+            feature_params=feature_params,
+        )

@@ -363,7 +363,7 @@ class FlaVariant:
         if T > 1:  # with one token the two layouts are the same tensors
             try:
                 self._call(state, k, v, other)
-            except Exception:  # noqa: BLE001, S110  (the other layout does not fit either: report the first problem)
+            except Exception:
                 pass
             else:
                 message += (

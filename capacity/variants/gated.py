@@ -23,8 +23,26 @@ class Decay(Recurrent):
     name = "decay"
     mode = "decay"
 
-    def __init__(self, *, a=0.95, normalize: bool = False, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
-        self._setup(a=a, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
+    def __init__(
+        self,
+        *,
+        a=0.95,
+        normalize: bool = False,
+        feature=None,
+        normalize_read: bool = False,
+        seed: int = 0,
+        backend: str = "auto",
+        **feature_params,
+    ):
+        self._setup(
+            a=a,
+            normalize=normalize,
+            feature=feature,
+            normalize_read=normalize_read,
+            seed=seed,
+            backend=backend,
+            feature_params=feature_params,
+        )
 
 
 class GLA(Recurrent):
@@ -33,5 +51,23 @@ class GLA(Recurrent):
     name = "gla"
     mode = "gla"
 
-    def __init__(self, *, alpha=0.95, normalize: bool = False, feature=None, normalize_read: bool = False, seed: int = 0, backend: str = "auto", **feature_params):
-        self._setup(alpha=alpha, normalize=normalize, feature=feature, normalize_read=normalize_read, seed=seed, backend=backend, feature_params=feature_params)
+    def __init__(
+        self,
+        *,
+        alpha=0.95,
+        normalize: bool = False,
+        feature=None,
+        normalize_read: bool = False,
+        seed: int = 0,
+        backend: str = "auto",
+        **feature_params,
+    ):
+        self._setup(
+            alpha=alpha,
+            normalize=normalize,
+            feature=feature,
+            normalize_read=normalize_read,
+            seed=seed,
+            backend=backend,
+            feature_params=feature_params,
+        )

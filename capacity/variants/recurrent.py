@@ -47,7 +47,9 @@ class Recurrent:
     mode = ""
     delta_rule = False  # the write corrects towards v (T12 holds with beta = 1)
 
-    def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, a=None, alpha=None, beta=None):
+    def _setup(
+        self, *, normalize, feature, normalize_read, seed, backend, feature_params, a=None, alpha=None, beta=None
+    ):
         for flag, value in (("normalize", normalize), ("normalize_read", normalize_read)):
             if not isinstance(value, bool):
                 raise CapacityError(f"{self.name}: {flag} must be True or False, got {value!r}")
@@ -57,7 +59,9 @@ class Recurrent:
         self.normalize, self.normalize_read, self.backend = normalize, normalize_read, backend
         if feature is None:
             if feature_params:
-                raise CapacityError(f"{self.name}: got unknown parameter(s) {', '.join(sorted(feature_params))} (feature-map parameters need feature=...)")
+                raise CapacityError(
+                    f"{self.name}: got unknown parameter(s) {', '.join(sorted(feature_params))} (feature-map parameters need feature=...)"
+                )
             self.feature = None
         else:
             fp = dict(feature_params)
@@ -68,10 +72,14 @@ class Recurrent:
             except CapacityError as exc:
                 raise CapacityError(f"{self.name}: {exc}") from None
         if normalize_read and self.delta_rule:
-            raise CapacityError(f"{self.name}: normalize_read applies to the additive and gated memories (linear, decay, gla), not to a delta rule, whose write already corrects the read")
+            raise CapacityError(
+                f"{self.name}: normalize_read applies to the additive and gated memories (linear, decay, gla), not to a delta rule, whose write already corrects the read"
+            )
         if normalize_read and (self.feature is None or not self.feature.positive_kernel):
             have = "no feature map" if self.feature is None else f"feature={self.feature.name!r}"
-            raise CapacityError(f"{self.name}: normalize_read divides by phi(q) . z, which needs a feature map with positive inner products (elu1, relu, dpfp, taylor2, performer); got {have}")
+            raise CapacityError(
+                f"{self.name}: normalize_read divides by phi(q) . z, which needs a feature map with positive inner products (elu1, relu, dpfp, taylor2, performer); got {have}"
+            )
         self._params: dict[str, Param] = {}
         for pname, spec, kind in (("a", a, GATE), ("alpha", alpha, GATE), ("beta", beta, BETA)):
             if spec is not None:
@@ -79,7 +87,9 @@ class Recurrent:
         map_seed = self.feature.params.get("seed") if self.feature is not None else None
         if map_seed is not None and map_seed != self.seed:  # a FeatureMap built with its own seed
             if self.drawn:
-                raise CapacityError(f"{self.name}: the {self.feature.name} map has seed {map_seed} but the variant's seed is {self.seed}; one seed drives every draw of a variant: pass seed={map_seed}")
+                raise CapacityError(
+                    f"{self.name}: the {self.feature.name} map has seed {map_seed} but the variant's seed is {self.seed}; one seed drives every draw of a variant: pass seed={map_seed}"
+                )
             self.seed = map_seed  # the variant draws nothing else, so its seed is the map's
 
     # ------------------------------------------------------------------ description
@@ -92,7 +102,11 @@ class Recurrent:
     @property
     def additive(self) -> bool:
         """True when the write is S += k^T v and the read q S exactly (T2 holds)."""
-        return self.mode == "linear" and not self.normalize_read and (self.feature is None or self.feature.name == "identity")
+        return (
+            self.mode == "linear"
+            and not self.normalize_read
+            and (self.feature is None or self.feature.name == "identity")
+        )
 
     @property
     def linear_read(self) -> bool:
@@ -142,10 +156,14 @@ class Recurrent:
     def _matrix(self, state) -> tuple[torch.Tensor, int]:
         if self.drawn:
             if not isinstance(state, TokenState):
-                raise CapacityError(f"{self.name}: draws per token, so its state is a TokenState from init_state(), got {type(state).__name__}")
+                raise CapacityError(
+                    f"{self.name}: draws per token, so its state is a TokenState from init_state(), got {type(state).__name__}"
+                )
             return state.matrix, state.tokens
         if not isinstance(state, torch.Tensor):
-            raise CapacityError(f"{self.name}: the state must be the tensor from init_state(), got {type(state).__name__}")
+            raise CapacityError(
+                f"{self.name}: the state must be the tensor from init_state(), got {type(state).__name__}"
+            )
         return state, 0
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:

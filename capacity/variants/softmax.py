@@ -82,7 +82,9 @@ class Softmax:
         B, _, d = state.keys.shape
         dv = state.values.shape[2]
         if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-            raise CapacityError(f"softmax: shapes do not match: cache keys [B, t, d] = {list(state.keys.shape)}, values [B, t, dv] = {list(state.values.shape)}; got k {list(k.shape)}, v {list(v.shape)}")
+            raise CapacityError(
+                f"softmax: shapes do not match: cache keys [B, t, d] = {list(state.keys.shape)}, values [B, t, dv] = {list(state.values.shape)}; got k {list(k.shape)}, v {list(v.shape)}"
+            )
         _validate.same_device(cache=state.keys, k=k, v=v)
         return Cache(torch.cat([state.keys, self._unit(k)], dim=1), torch.cat([state.values, v.float()], dim=1))
 
@@ -94,7 +96,9 @@ class Softmax:
         K, V = state.keys, state.values  # [B, t, d], [B, t, dv]
         B, t, d = K.shape
         if q.shape[0] != B or q.shape[2] != d:
-            raise CapacityError(f"softmax: q [B, m, d] = {list(q.shape)} does not match the cache [B, t, d] = {list(K.shape)}")
+            raise CapacityError(
+                f"softmax: q [B, m, d] = {list(q.shape)} does not match the cache [B, t, d] = {list(K.shape)}"
+            )
         m = q.shape[1]
         if t == 0:
             return torch.zeros(B, m, V.shape[2], device=K.device)
@@ -117,5 +121,7 @@ class Softmax:
     def state_numel(self, d: int, dv: int, n: int | None = None) -> int:
         """n (d + dv): the cache after n writes (T13). It grows with n, so n is needed."""
         if n is None:
-            raise CapacityError(f"softmax keeps every pair, n (d + dv) = n * {int(d) + int(dv)} numbers: pass n, or use numel(state)")
+            raise CapacityError(
+                f"softmax keeps every pair, n (d + dv) = n * {int(d) + int(dv)} numbers: pass n, or use numel(state)"
+            )
         return _validate.positive_int("n", n, minimum=0) * (int(d) + int(dv))
