@@ -25,14 +25,14 @@ from pathlib import Path
 
 import torch
 
-from capacity import sweep
+from capacity import studies
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["d=16,32", "load=1/4,1,4", "seed=0,1"]
 
 
 def study_for(sets: list[str]):
-    return sweep.get("capacity-vs-d").with_overrides(sets)
+    return studies.get("capacity-vs-d").with_overrides(sets)
 
 
 def loop_args(study) -> list[str]:

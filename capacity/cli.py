@@ -276,6 +276,7 @@ def entry() -> None:
     except KeyboardInterrupt:
         print("capacity: interrupted", file=sys.stderr)
         code = 130
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is over: an interrupt now would only break the exit
     sys.exit(code)
 
 

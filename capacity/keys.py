@@ -239,7 +239,9 @@ def families() -> dict[str, Family]:
 def family(name) -> Family:
     """The key family ``name``: built in, declared by an entry point (group ``capacity.keys``), or ``module:attr``."""
     if not isinstance(name, str):
-        raise CapacityError(f"a key family is a name such as 'gaussian', got {name!r}")
+        raise CapacityError(
+            f"unknown key family {name!r}; known: {', '.join(sorted(_FAMILIES))}, or an import path module:attr"
+        )
     if name in _FAMILIES:
         return _FAMILIES[name]
     found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.keys", name)
