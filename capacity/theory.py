@@ -517,19 +517,21 @@ def delta_rule_capacity(eps, d, beta=1.0):
     >>> delta_rule_capacity(0.5, 64)
     53.0
     """
-    eps, d, b = np.broadcast_arrays(
-        np.asarray(eps, dtype=np.float64), np.asarray(d, dtype=np.float64), np.asarray(beta, dtype=np.float64)
-    )
-    out = np.empty(eps.shape)
-    for idx in np.ndindex(eps.shape):
-        e, dd, bb = float(eps[idx]), float(d[idx]), float(b[idx])
-        if e >= 2.0 / (2.0 - bb) if 0 < bb < 2 else False:
-            out[idx] = np.inf
-            continue
-        hi = int(64 * dd)
-        curve = np.atleast_1d(delta_rule_error(np.arange(1, hi + 1), dd, beta=bb))
-        over = np.nonzero(curve > e)[0]
-        out[idx] = float(over[0]) if over.size else np.inf
+    eps = _numbers("eps", eps)
+    (d,) = _counts(d=d)
+    b = _numbers("beta", beta)
+    if np.any(d < 2) or np.any(d != np.round(d)):
+        raise CapacityError(f"d must be a whole number >= 2, got {d!r}")
+    if not np.all(np.isfinite(b)) or np.any(b <= 0) or np.any(b >= 2):
+        raise CapacityError(f"beta must lie in (0, 2), got {beta!r}")
+    eps, d, b = np.broadcast_arrays(eps, d, b)
+    pairs, index = np.unique(np.stack([d.ravel(), b.ravel()], axis=1), axis=0, return_inverse=True)
+    traj = _delta_trajectory(int(64 * pairs[:, 0].max()), pairs[:, 0], pairs[:, 1])  # [n_max, U], one recursion for all
+    out = np.empty(eps.size)
+    for i, (e, u) in enumerate(zip(eps.ravel(), index.ravel())):
+        over = np.nonzero(traj[: int(64 * pairs[u, 0]), u] > e)[0]  # the first n whose error exceeds eps, minus 1
+        out[i] = float(over[0]) if over.size and e < 2.0 / (2.0 - pairs[u, 1]) else np.inf
+    out = out.reshape(eps.shape)
     return _out(out)
 
 

@@ -34,7 +34,7 @@ from capacity.sweep.store import Store, atomic_netcdf, fingerprint
 
 __all__ = ["run", "compare", "RunResult", "resolve_device"]
 
-RATE = 1e10  # multiply-adds per second a CPU core sustains on the probe (for the executor choice only)
+RATE = 3e10  # multiply-adds per second one CPU core sustained on the probe (main job, 2026-12-01; executor choice only)
 
 
 @dataclass
