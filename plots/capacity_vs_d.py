@@ -41,13 +41,10 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
         return _overlay(ds, criteria)
     variants = _data.levels(ds, "variant")
     d_grid = [int(x) for x in ds["d"].values]
-    lo, hi = min(d_grid), max(d_grid)
-    dense = _dense(lo, hi)
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     bases = {names.parse_label(k)[0]: k for k in fam_labels}
     colors = theme.palette(fam_labels)
-    notes = []
-    t10 = None
+    notes, t10 = [], {}
     with theme.style():
         fig, axes = theme.figure(len(variants), len(criteria), sharex=True, sharey="col")
         for r, variant in enumerate(variants):
@@ -87,59 +84,23 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 if text:
                     notes.append(text)
                 additive, linear = _data.reads(ds, variant)
-                if metric == "mse" and linear:
-                    theme.theory_line(
-                        ax,
-                        dense,
-                        theory.rank_bound_capacity(thr, dense),
-                        theorem="T8",
-                        label="T8: n* ≤ d / (1 − ε) (any linear read)",
-                        color="0.45",
-                        ls=(0, (1, 1)),
-                    )
+                gauss = colors.get(bases.get("gaussian"), "0.15")
+                fams = {"gaussian": gauss} if ("gaussian" in bases or not bases) else {}
+                if "orthogonal" in bases:
+                    fams["orthogonal"] = colors[bases["orthogonal"]]
                 beta = _data.delta_beta(variant)
-                if metric == "mse" and beta is not None and ("gaussian" in bases or not bases):
-                    dd = np.unique(np.round(dense)).astype(int)
-                    theme.theory_line(
-                        ax,
-                        dd,
-                        theory.delta_rule_capacity(thr, dd, beta),
-                        theorem="T12:delta",
-                        label=f"T12 delta rule, β = {beta:g}: n* from its exact mean (random keys)",
-                        color=colors.get(bases.get("gaussian"), "0.15"),
-                        ls=(0, (3, 1, 1, 1)),
-                    )
-                if metric == "mse" and additive:
-                    if "gaussian" in bases or not bases:
-                        theme.theory_line(
-                            ax,
-                            dense,
-                            theory.capacity_random_keys(thr, dense),
-                            theorem="T7",
-                            label="T7: n* = 1 + ε d (random keys, additive)",
-                            color=colors.get(bases.get("gaussian"), "0.15"),
-                        )
-                    if "orthogonal" in bases:
-                        theme.theory_line(
-                            ax,
-                            dense,
-                            theory.capacity_tight_frame(thr, dense),
-                            theorem="T5",
-                            label="T5: n* = d (1 + ε) (tight frame, additive)",
-                            color=colors[bases["orthogonal"]],
-                            ls="-.",
-                        )
-                elif metric == "recall" and additive:
-                    if t10 is None:  # a root search per point: computed once per figure, at the grid and between
-                        t10 = _t10(ds, d_grid, thr)
-                    theme.theory_line(
-                        ax,
-                        *t10,
-                        theorem="T10",
-                        label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})",
-                        color=colors.get(bases.get("gaussian"), "0.15"),
-                        ls=":",
-                    )
+                _bounds(
+                    ax,
+                    ds,
+                    metric,
+                    thr,
+                    d_grid,
+                    t10,
+                    additive=additive,
+                    linear=linear,
+                    families=fams,
+                    deltas=[(beta, gauss)] if beta is not None else [],
+                )
                 theme.grid_axis(ax, d_grid)
                 title = crit if variant is None else f"{names.variant_name(variant)}\n{crit}"
                 ax.set_title(title)
@@ -160,8 +121,7 @@ def _overlay(ds, criteria):
     any_additive, any_linear = any(a for a, _ in kinds), any(lr for _, lr in kinds)
     base = names.parse_label(family)[0]
     d_grid = [int(x) for x in ds["d"].values]
-    dense = _dense(min(d_grid), max(d_grid))
-    notes = []
+    notes, t10 = [], {}
     with theme.style():
         fig, axes = theme.figure(1, len(criteria), sharex=True)
         for c, (metric, thr, crit) in enumerate(criteria):
@@ -177,54 +137,11 @@ def _overlay(ds, criteria):
             text = _data.undetermined_note(_data.undetermined(ds, metric, thr), crit)
             if text:
                 notes.append(text)
-            if metric == "mse" and any_linear:
-                theme.theory_line(
-                    ax,
-                    dense,
-                    theory.rank_bound_capacity(thr, dense),
-                    theorem="T8",
-                    label="T8: n* ≤ d / (1 − ε) (any linear read)",
-                    color="0.45",
-                    ls=(0, (1, 1)),
-                )
-            if metric == "mse" and any_additive and base == "gaussian":
-                theme.theory_line(
-                    ax,
-                    dense,
-                    theory.capacity_random_keys(thr, dense),
-                    theorem="T7",
-                    label="T7: n* = 1 + ε d (random keys, additive)",
-                )
-            if metric == "mse" and base == "gaussian":
-                dd = np.unique(np.round(dense)).astype(int)
-                for v in var_labels:
-                    if _data.delta_beta(v) is not None:
-                        theme.theory_line(
-                            ax,
-                            dd,
-                            theory.delta_rule_capacity(thr, dd, _data.delta_beta(v)),
-                            theorem="T12:delta",
-                            label=f"T12 delta rule, β = {_data.delta_beta(v):g}: n* from its exact mean",
-                            color=colors[v],
-                            ls=(0, (3, 1, 1, 1)),
-                        )
-            if metric == "mse" and any_additive and base == "orthogonal":
-                theme.theory_line(
-                    ax,
-                    dense,
-                    theory.capacity_tight_frame(thr, dense),
-                    theorem="T5",
-                    label="T5: n* = d (1 + ε) (tight frame, additive)",
-                    ls="-.",
-                )
-            if metric == "recall" and any_additive and base == "gaussian":
-                theme.theory_line(
-                    ax,
-                    *_t10(ds, d_grid, thr),
-                    theorem="T10",
-                    label=f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})",
-                    ls=":",
-                )
+            fams = {base: "0.15"} if base in ("gaussian", "orthogonal") else {}
+            deltas = [(_data.delta_beta(v), colors[v]) for v in var_labels if _data.delta_beta(v) is not None]
+            _bounds(
+                ax, ds, metric, thr, d_grid, t10, additive=any_additive, linear=any_linear, families=fams, deltas=deltas
+            )
             theme.grid_axis(ax, d_grid)
             ax.set_title(f"{crit}\n{names.keys_name(family)} keys")
         theme.label_outer(axes, xlabel=names.AXIS["d"], ylabel=names.AXIS["capacity"])
@@ -232,6 +149,57 @@ def _overlay(ds, criteria):
         nseeds = ds.sizes.get("seed", 1)
         theme.note(fig, " ".join([theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''})", *notes]))
     return theme.finish(fig, "capacity-vs-d")
+
+
+def _bounds(ax, ds, metric, thr, d_grid, t10: dict, *, additive: bool, linear: bool, families: dict, deltas: list):
+    """The closed-form capacities that hold for a panel, each only where its assumptions do.
+
+    T8 for a linear read (mean-error panels); for an additive memory T7 (random keys), T5 (tight frames) and, on
+    recall panels, T10 (random keys); the exact mean of each plain delta rule in ``deltas`` [(beta, colour)] with
+    random keys. ``families``: key family base name -> colour, for those present. ``t10`` caches T10's root search.
+    """
+    dense = _dense(min(d_grid), max(d_grid))
+    if metric == "mse" and linear:
+        label = "T8: n* ≤ d / (1 − ε) (any linear read)"
+        theme.theory_line(
+            ax, dense, theory.rank_bound_capacity(thr, dense), theorem="T8", label=label, color="0.45", ls=(0, (1, 1))
+        )
+    if metric == "mse" and "gaussian" in families:
+        dd = np.unique(np.round(dense)).astype(int)
+        for beta, color in deltas:
+            label = f"T12 delta rule, β = {beta:g}: n* from its exact mean (random keys)"
+            theme.theory_line(
+                ax,
+                dd,
+                theory.delta_rule_capacity(thr, dd, beta),
+                theorem="T12:delta",
+                label=label,
+                color=color,
+                ls=(0, (3, 1, 1, 1)),
+            )
+    if not additive:
+        return
+    if metric == "mse" and "gaussian" in families:
+        label = "T7: n* = 1 + ε d (random keys, additive)"
+        theme.theory_line(
+            ax, dense, theory.capacity_random_keys(thr, dense), theorem="T7", label=label, color=families["gaussian"]
+        )
+    if metric == "mse" and "orthogonal" in families:
+        label = "T5: n* = d (1 + ε) (tight frame, additive)"
+        theme.theory_line(
+            ax,
+            dense,
+            theory.capacity_tight_frame(thr, dense),
+            theorem="T5",
+            label=label,
+            color=families["orthogonal"],
+            ls="-.",
+        )
+    if metric == "recall" and "gaussian" in families:
+        if thr not in t10:  # a root search per point: once per figure, at the grid and between
+            t10[thr] = _t10(ds, d_grid, thr)
+        label = f"T10: argmax capacity (random keys, additive, dv = {_dv_text(ds)})"
+        theme.theory_line(ax, *t10[thr], theorem="T10", label=label, color=families["gaussian"], ls=":")
 
 
 def _t10(ds, d_grid, tau):
