@@ -376,3 +376,11 @@ def test_an_interrupt_at_start_up_is_one_line(tmp_path, delay):
     _, err = proc.communicate(timeout=120)
     if proc.returncode != 0:  # it may have finished first
         assert proc.returncode == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_sweep_run_refuses_a_name_or_no_folder_in_one_line(reference):
+    study, _ = reference
+    with pytest.raises(CapacityError, match=r"takes a capacity.sweep.Study \(capacity.studies.get\(name\)"):
+        sweep.run("capacity-vs-d", out="unused", progress=False)
+    with pytest.raises(CapacityError, match="out must be a folder path, got None"):
+        sweep.run(study, out=None, progress=False)

@@ -107,7 +107,7 @@ def _cli(*args, cwd, timeout=300):
     )
 
 
-@pytest.mark.parametrize("executor", ["processes", "dask"])
+@pytest.mark.parametrize("executor", ["auto", "processes", "dask"])
 def test_compare_a_user_module_with_workers_that_never_ran_the_script(tmp_path, executor):
     """The module is on PYTHONPATH only: workers import it by path, nothing registered it."""
     out = tmp_path / "out"
