@@ -6,7 +6,7 @@ import pytest
 import xarray as xr
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import cli, studies, variants
+from capacity import cli, studies, sweep, variants
 
 SETS = [
     "--set",
@@ -102,3 +102,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
     if "softmax" not in variants.available():
         _one_line_error(capsys, ["run", "bill", *out], "unknown variant 'softmax'; known: ")
     assert not (tmp_path / ".sweep").exists(), "nothing ran"
+
+
+def test_the_light_command_line_names_what_the_sweep_takes():
+    """cli keeps the executor names and settable keys as text (no torch import for --help): they must not drift."""
+    assert cli.EXECUTORS == tuple(sweep.EXECUTORS)
+    assert cli.SETTABLE.split(", ") == sweep.Study.settable()
