@@ -15,7 +15,7 @@ import torch
 from capacity import _validate
 from capacity.errors import CapacityError
 from capacity.variants._params import Param
-from capacity.variants.recurrent import TokenState
+from capacity.variants.recurrent import TokenState, state_matrix
 
 __all__ = ["GATE", "POSITIVE", "RATE", "Memory", "unit"]
 
@@ -90,18 +90,7 @@ class Memory:
 
     def _matrix(self, state) -> tuple[torch.Tensor, int]:
         """The float32 ``[B, d, dv]`` matrix of a state and the number of tokens written before."""
-        if self.drawn:
-            if not isinstance(state, TokenState):
-                raise CapacityError(
-                    f"{self.name}: draws per token, so its state is a TokenState from init_state(), "
-                    f"got {type(state).__name__}"
-                )
-            return state.matrix, state.tokens
-        if not isinstance(state, torch.Tensor):
-            raise CapacityError(
-                f"{self.name}: the state must be the tensor from init_state(), got {type(state).__name__}"
-            )
-        return state, 0
+        return state_matrix(self.name, self.drawn, state)
 
     def _wrap(self, S: torch.Tensor, tokens: int):
         return TokenState(S, tokens) if self.drawn else S

@@ -22,7 +22,7 @@ from capacity import _random, _validate, features, kernels
 from capacity.errors import CapacityError
 from capacity.variants._params import Param
 
-__all__ = ["Recurrent", "TokenState"]
+__all__ = ["Recurrent", "TokenState", "state_matrix"]
 
 GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # a, alpha in (0, 1]
 BETA = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
@@ -35,6 +35,22 @@ class TokenState:
 
     matrix: torch.Tensor
     tokens: int
+
+
+def state_matrix(name: str, drawn: bool, state) -> tuple[torch.Tensor, int]:
+    """The float32 ``[B, D, dv]`` matrix of a state and the number of tokens written before it.
+
+    ``drawn``: the variant draws a gate or beta per token, so its state is a ``TokenState``.
+    """
+    if drawn:
+        if not isinstance(state, TokenState):
+            raise CapacityError(
+                f"{name}: draws per token, so its state is a TokenState from init_state(), got {type(state).__name__}"
+            )
+        return state.matrix, state.tokens
+    if not isinstance(state, torch.Tensor):
+        raise CapacityError(f"{name}: the state must be the tensor from init_state(), got {type(state).__name__}")
+    return state, 0
 
 
 class Recurrent:
@@ -154,17 +170,7 @@ class Recurrent:
         return TokenState(S, 0) if self.drawn else S
 
     def _matrix(self, state) -> tuple[torch.Tensor, int]:
-        if self.drawn:
-            if not isinstance(state, TokenState):
-                raise CapacityError(
-                    f"{self.name}: draws per token, so its state is a TokenState from init_state(), got {type(state).__name__}"
-                )
-            return state.matrix, state.tokens
-        if not isinstance(state, torch.Tensor):
-            raise CapacityError(
-                f"{self.name}: the state must be the tensor from init_state(), got {type(state).__name__}"
-            )
-        return state, 0
+        return state_matrix(self.name, self.drawn, state)
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
         return x if self.feature is None else self.feature(x)  # [B, t, d] -> [B, t, D]
