@@ -22,12 +22,18 @@ from capacity.errors import CapacityError
 __all__ = ["frontier"]
 
 
-def _rows(label: str, d: int, dv: int):
-    """(state rows D = numbers read per value dimension, grows): D for a fixed D x dv state; for a cache that grows,
-    (d + dv) / dv per pair kept; None when unknown."""
+def _built(label: str):
+    """The variant a label names, or None when it cannot be built here."""
     try:
-        v = variants.resolve(label)
+        return variants.resolve(label)
     except CapacityError:
+        return None
+
+
+def _rows(v, d: int, dv: int):
+    """(state rows D = numbers read per value dimension, grows) of the built variant ``v``: D for a fixed D x dv state;
+    for a cache that grows, (d + dv) / dv per pair kept; None when unknown."""
+    if v is None:
         return None, False
     if getattr(v, "linear_read", False) is True:
         return float(v.feature_dim(d) if callable(getattr(v, "feature_dim", None)) else d), False
@@ -52,6 +58,8 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
     ]
     skipped = []
     with theme.style():
+        built = {v: _built(v) for v in var_labels}  # each memory resolved once
+        growing = [v for v in var_labels if _rows(built[v], 16, 16)[1]]
         fig, axes = theme.figure(1, 2, sharex=True)
         for c, (metric, thr, crit) in enumerate(criteria):
             ax = axes[0, c]
@@ -60,7 +68,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
             for v in var_labels:
                 for d in [int(x) for x in sub["d"].values]:
                     dv = _data.dv_of(sub, d)
-                    size, grows = _rows(v, d, dv)
+                    size, grows = _rows(built[v], d, dv)
                     if size is None:
                         if v not in skipped:
                             skipped.append(v)
@@ -94,7 +102,6 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
                     label="T8 frontier of linear reads: n* = D / (1 − ε)",
                     color="0.15",
                 )
-            growing = [v for v in var_labels if _rows(v, 16, 16)[1]]
             if growing:
                 dv0 = _data.dv_of(sub, int(sub["d"].values[0]))
                 d0 = int(sub["d"].values[0])

@@ -1,4 +1,4 @@
-"""The kinds of study, one module each (``recall``, ``bill``), and ``measure(task)``, the function executors run.
+"""The kinds of study, one module each (``recall``, ``bill``, ``mqar``), and ``measure(task)``, the function executors run.
 
 A kind module has ``variables(study) -> {name: dims}`` (what one group's Dataset holds) and
 ``measure(study, group, device) -> xarray.Dataset``.
@@ -24,7 +24,7 @@ def measure(task: dict) -> xr.Dataset:
     """Run one group. ``task``: {"study": Study, "group": Group, "device": str, "threads": int | None, "imports": [...]}.
 
     ``imports`` are modules to import first (``--import``: plug-ins that register themselves). Returns a Dataset
-    over the curve axis (``load`` or ``n``) and, for recall, ``seed``.
+    over the curve axis (``load`` or ``n``) and, for recall and mqar, ``seed`` (mqar: ``overwrite`` too).
     """
     if task.get("threads"):
         torch.set_num_threads(int(task["threads"]))

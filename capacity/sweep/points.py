@@ -170,7 +170,7 @@ def peak_bytes(study: Study, group: Group) -> int:
     per-query metrics ``[S, n, dv]`` a few times over; the state; a score block of 2^24 floats; key statistics'
     Gram blocks ``[S, 2048, n]`` in float64.
     """
-    S = len(study.grid.seed) if study.probe.kind == "recall" else 1
+    S = 1 if study.probe.kind == "bill" else len(study.grid.seed)  # recall and mqar draw every seed at once
     n = max(group.ns(study)) + (study.probe.repeats if study.probe.kind == "bill" else 0)
     d, dv = group.d, group.dv
     var = build_variant(group.variant, group.feature)
@@ -193,8 +193,9 @@ def check_memory(study: Study, groups_: list[Group], device: torch.device, paral
     """Refuse, in one line, a study whose largest group (times the groups run at once) cannot fit in memory."""
     if not groups_:
         return
-    worst = max(groups_, key=lambda gr: peak_bytes(study, gr))
-    need = peak_bytes(study, worst) * parallel
+    sizes = [peak_bytes(study, gr) for gr in groups_]  # each builds its variant once
+    i = max(range(len(sizes)), key=sizes.__getitem__)
+    worst, need = groups_[i], sizes[i] * parallel
     have = _validate.available_bytes(device)
     if have is not None and need > 0.9 * have:
         at_once = f" ({parallel} groups at once)" if parallel > 1 else ""

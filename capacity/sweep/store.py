@@ -47,24 +47,20 @@ def _package_sources() -> str:
     return h.hexdigest()
 
 
+def _file(path) -> str:
+    """sha256 of a file's bytes; '' when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 def _source_of(obj) -> str:
     """The source file of the module that defines ``obj`` (its class for an instance), as a hash; '' if none."""
     target = obj if inspect.isclass(obj) or inspect.isfunction(obj) else type(obj)
     module = sys.modules.get(getattr(target, "__module__", ""), None)
     path = getattr(module, "__file__", None)
-    if not path:
-        return ""
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def _file(path) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
+    return _file(path) if path else ""
 
 
 def fingerprint(user_objects=(), data_files=()) -> str:
