@@ -188,7 +188,7 @@ def test_checking_learned_keys_optimises_nothing(monkeypatch):
         (["seed=18446744073709551616"], ("seed must lie in 0..2^63-1",)),
         (["load=1/0"], ("divides by zero",)),
         (["load=inf"], ("finite",)),
-        (["load=0"], ("load must lie in",)),
+        (["load=0"], ("load must be a finite number > 0",)),
         (["variant=delta(beta=1,beta=0.5)"], ("sets beta more than once",)),
         (["variant=nosuch:Thing"], ("cannot import 'nosuch'",)),
     ],

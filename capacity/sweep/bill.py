@@ -1,7 +1,7 @@
 """The bill kind (T13): what a memory keeps and spends per decoded token after n writes, measured.
 
-``measure(study, group, device)`` returns ``state_numel`` (numbers held per batch item) and ``decode_seconds`` (median
-time of one decode step: write one pair, read one query) over ``n``.
+A group's Dataset holds ``state_numel`` (numbers held per batch item) and ``decode_seconds`` (median time of one
+decode step: write one pair, read one query) over ``n``; the assembled study adds T13's counts.
 """
 
 from __future__ import annotations
@@ -14,80 +14,100 @@ import torch
 import xarray as xr
 
 from capacity import keys as keys_mod
-from capacity import values
-from capacity.sweep.config import Study
-from capacity.sweep.points import Group, build_variant
-from capacity.sweep.recall import DTYPES
+from capacity import theory, values
+from capacity.sweep.config import build_variant
+from capacity.sweep.recall import TORCH_DTYPES
 
-__all__ = ["measure", "variables"]
+__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "ONE_PASS"]
+
+ONE_PASS = True
+_THEORY = {
+    "softmax_cache": "T13: n (d + dv) numbers cached by softmax attention",
+    "linear_state": "T13: d dv numbers in the linear-attention state",
+    "softmax_decode_flops": "T13: 2 n (d + dv) flops per decoded token for softmax attention",
+    "linear_decode_flops": "T13: 4 d dv flops per decoded token for linear attention",
+}
 
 
-def variables(study: Study) -> dict[str, tuple[str, ...]]:
-    """The variables a group's Dataset holds, with their dimensions."""
-    return {"state_numel": ("n",), "decode_seconds": ("n",)}
+def coords(study) -> dict:
+    """A group's dimensions besides ``n``: none (one key family and one seed, scalar coordinates of the study)."""
+    return {}
+
+
+def variables(study) -> dict[str, dict]:
+    return {
+        "state_numel": {
+            "long_name": "numbers kept per head",
+            "units": "numbers",
+            "description": "measured: elements of every tensor in the state after n writes, per batch item",
+        },
+        "decode_seconds": {
+            "long_name": "decode time per token",
+            "units": "s",
+            "description": "measured: median time of one decode step (write one pair, read one query) after n writes",
+        },
+    }
+
+
+def writes(study, ns) -> int:
+    return max(ns) + study.probe.repeats
 
 
 def _numel(state) -> int:
     """Numbers a state holds: tensors counted, containers walked."""
     if isinstance(state, torch.Tensor):
         return state.numel()
-    if isinstance(state, dict):
-        return sum(_numel(v) for v in state.values())
-    if isinstance(state, (list, tuple)):
-        return sum(_numel(v) for v in state)
-    if hasattr(state, "__dict__"):
-        return sum(_numel(v) for v in vars(state).values())
+    if isinstance(state, (list, tuple, dict)) or hasattr(state, "__dict__"):
+        items = (
+            state.values()
+            if isinstance(state, dict)
+            else state
+            if isinstance(state, (list, tuple))
+            else vars(state).values()
+        )
+        return sum(_numel(v) for v in items)
     return 0
 
 
-def _clone(state):
-    if isinstance(state, torch.Tensor):
-        return state.clone()
-    return copy.deepcopy(state)
-
-
-def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
-    """After each n writes: the numbers the state holds per batch item, and the median time of one decode step.
-
-    A decode step writes one new pair and reads one query (what a decoder does per token); it
-    runs on a copy of the state so the next n starts from exactly n writes.
-    """
-    ns = list(study.grid.n)
-    order = sorted(set(ns))
-    reps = study.probe.repeats
-    dtype = DTYPES[group.dtype]
-    seed = study.grid.seed[0]
-    var = build_variant(group.variant, group.feature)
-    K = keys_mod.make(group.keys.name, order[-1] + reps, group.d, seed=seed, device=device, **group.keys.kwargs).to(
+def measure(study, group, device: torch.device) -> xr.Dataset:
+    """After each n writes: the numbers the state holds, and the median time of one decode step on a copy of it."""
+    ns, reps, seed = list(study.grid.n), study.probe.repeats, study.grid.seed[0]
+    order, dtype, var = sorted(set(ns)), TORCH_DTYPES[group.dtype], build_variant(group.variant, group.feature)
+    total = order[-1] + reps
+    K = keys_mod.make(group.keys.name, total, group.d, seed=seed, device=device, **group.keys.kwargs).to(
         dtype
-    )  # [1, n_max + reps, d]
-    V = values.make(study.probe.values, order[-1] + reps, group.dv, seed=seed, device=device).to(dtype)
+    )  # [1, T, d]
+    V = values.make(study.probe.values, total, group.dv, seed=seed, device=device).to(dtype)  # [1, T, dv]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    state = var.init_state(1, group.d, group.dv, device=device)
-    numel, seconds, written = {}, {}, 0
+    state, numel, seconds, written = var.init_state(1, group.d, group.dv, device=device), {}, {}, 0
     for n in order:
-        state = var.write(state, K[:, written:n], V[:, written:n])
-        written = n
+        state, written = var.write(state, K[:, written:n], V[:, written:n]), n
         numel[n] = _numel(state)
-        trial = _clone(state)
+        trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
         times = []
         for r in range(reps + 2):  # two warm-up steps
-            k, v, q = (
-                K[:, n + r % reps : n + r % reps + 1],
-                V[:, n + r % reps : n + r % reps + 1],
-                K[:, r % n : r % n + 1],
-            )
+            i, q = n + r % reps, r % n
             sync()
             t0 = time.perf_counter()
-            trial = var.write(trial, k, v)
-            var.read(trial, q)
+            trial = var.write(trial, K[:, i : i + 1], V[:, i : i + 1])
+            var.read(trial, K[:, q : q + 1])
             sync()
             times.append(time.perf_counter() - t0)
         seconds[n] = float(np.median(times[2:]))
-    return xr.Dataset(
-        {
-            "state_numel": ("n", np.array([numel[n] for n in ns], dtype=np.int64)),
-            "decode_seconds": ("n", np.array([seconds[n] for n in ns], dtype=np.float64)),
-        },
-        coords={"n": ns},
-    )
+    data = {
+        "state_numel": ("n", np.array([numel[n] for n in ns], dtype=np.int64)),
+        "decode_seconds": ("n", np.array([seconds[n] for n in ns], dtype=np.float64)),
+    }
+    return xr.Dataset(data, coords={"n": ns})
+
+
+def theory_vars(study, n, d, dv) -> dict:
+    b = theory.bill(n, d, dv)
+    return {name: (b[name], {"description": desc}) for name, desc in _THEORY.items()}
+
+
+def attrs(study) -> dict:
+    """``break_even_n``: T13's n at which softmax's cache equals the linear state, at each d."""
+    g = study.grid
+    n = theory.break_even_n(np.asarray(g.d), np.asarray(g.dv[0]) if g.dv else None, measure="cache")
+    return {"break_even_n": np.atleast_1d(n).astype(np.float64)}

@@ -1,12 +1,10 @@
-"""Typed study configuration: a grid of points plus probe settings, validated on construction.
+"""A study: a grid of points (``Grid``) and how each is measured (``Probe``), checked when built.
 
-A study is ``Study(name, description, grid=Grid(...), probe=Probe(...))``. Building one from a
-dict (``Study.from_dict``) or overriding fields from the command line (``study.with_overrides``)
-rejects unknown fields with a CapacityError that lists the allowed ones; values are checked
-before any work starts (variants are built, key families and their parameters looked up).
+``Study.from_dict`` and ``Study.with_overrides`` (the command line's ``--set``) refuse unknown fields in one line that
+lists the allowed ones.
 
->>> from capacity.sweep.config import Grid, Probe, Study
->>> s = Study("demo", "two variants", Grid(variant=("linear", "delta(beta=0.5)"), keys=("gaussian",), d=(16,), load=(0.5, 1, 2)))
+>>> from capacity.sweep.config import Grid, Study
+>>> s = Study("demo", "two variants", Grid(variant=("linear", "delta(beta=0.5)"), d=(16,), load=(0.5, 1, 2)))
 >>> [v.label for v in s.grid.variant], s.grid.ns(16)
 (['linear', 'delta(beta=0.5)'], [8, 16, 32])
 >>> s.with_overrides(["d=32,64", "seed=0,1"]).grid.d
@@ -25,7 +23,7 @@ from dataclasses import dataclass, field
 from capacity import __version__, _validate, labels, variants
 from capacity.errors import CapacityError
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "DTYPES", "KINDS"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "build_variant", "n_of", "digest", "DTYPES", "KINDS"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 KINDS = {
@@ -33,18 +31,21 @@ KINDS = {
     "bill": "measured state/cache size and per-token decode time after n writes",
     "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
 }
-
+SEED_MAX = 2**63 - 1  # seeds are stored as int64
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
-SEED_MAX = 2**63 - 1  # seeds are stored as int64 in the results
 
 
 def n_of(load: float, d: int) -> int:
-    """Pairs written at ``load`` = n/d: max(1, round(load * d)) (the schema's rule)."""
+    """Pairs written at ``load`` = n/d: max(1, round(load * d))."""
     return max(1, int(round(float(load) * int(d))))
 
 
+def digest(payload) -> str:
+    """sha256 hex digest of the canonical JSON of ``payload``."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def _frozen(x):
-    """Lists as tuples, recursively, so that parameters can be hashed."""
     return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
 
 
@@ -54,10 +55,9 @@ def _thawed(x):
 
 @dataclass(frozen=True)
 class Spec:
-    """A named thing with parameters (a variant, key family or feature map), labelled ``name(k=v, ...)``.
+    """A registered name or import path ``module:attr`` with parameters, labelled ``name(k=v, ...)``.
 
-    ``name`` is a registered name or an import path ``module:attr``. A variant given as an object keeps it in
-    ``obj`` (it travels to worker processes by pickling, which imports its class by module path).
+    A variant given as an object keeps it in ``obj``; it reaches worker processes by pickling.
     """
 
     name: str
@@ -66,25 +66,22 @@ class Spec:
 
     @classmethod
     def parse(cls, value, what: str) -> Spec:
-        """From a Spec, a label ``name(k=v, ...)``, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
+        """From a Spec, a label, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
+        obj = None
         if isinstance(value, Spec):
             return value
-        if isinstance(value, dict):
-            unknown = sorted(set(value) - {"name", "params"})
-            if unknown or "name" not in value or not isinstance(value.get("params") or {}, dict):
-                raise CapacityError(
-                    f"a {what} is a label like 'name(k=v)' or a dict with fields name, params; got {value!r}"
-                )
-            name, params = str(value["name"]), dict(value.get("params") or {})
-        elif isinstance(value, str):
+        if isinstance(value, str):
             name, params = labels.parse(value)
+        elif isinstance(value, dict) and set(value) <= {"name", "params"} and isinstance(value.get("params", {}), dict):
+            name, params = str(value.get("name", "")), dict(value.get("params") or {})
         elif what == "variant" and variants.is_variant(value):
-            name, params = labels.parse(variants.label(value))
-            return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), value)
+            (name, params), obj = labels.parse(variants.label(value)), value
         else:
             objects = ", a variant object" if what == "variant" else ""
             raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)'{objects}; got {value!r}")
-        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())))
+        if not name:
+            raise CapacityError(f"a {what} needs a name, got {value!r}")
+        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), obj)
 
     @property
     def kwargs(self) -> dict:
@@ -98,7 +95,7 @@ class Spec:
         return {"name": self.name, "params": self.kwargs}
 
 
-def _tuple(name: str, value) -> tuple:
+def _list(name: str, value) -> tuple:
     if isinstance(value, (str, int, float, Spec, dict)) or variants.is_variant(value):
         value = [value]
     try:
@@ -107,25 +104,41 @@ def _tuple(name: str, value) -> tuple:
         raise CapacityError(f"{name} must be a list, got {value!r}") from None
 
 
-def _unique(name: str, items) -> None:
-    seen = [x.label if isinstance(x, Spec) else x for x in items]
-    dup = sorted({str(x) for x in seen if seen.count(x) > 1})
-    if dup:
-        raise CapacityError(f"{name} lists {', '.join(dup)} more than once; each grid value must be distinct")
+def _load(v) -> float:
+    x = labels.scalar(v) if isinstance(v, str) else v
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+        raise CapacityError(f"load must be a finite number > 0, got {v!r}")
+    return float(x)
+
+
+def _seed(v) -> int:
+    seed = _validate.positive_int("seed", v, minimum=0)
+    if seed > SEED_MAX:
+        raise CapacityError(f"seed must lie in 0..2^63-1 (stored as int64), got {seed}")
+    return seed
+
+
+# how each grid axis is read: specs, counts, numbers
+_AXES = {
+    "variant": lambda v: Spec.parse(v, "variant"),
+    "keys": lambda v: Spec.parse(v, "keys"),
+    "feature": lambda v: Spec.parse(v, "feature"),
+    "d": lambda v: _validate.positive_int("d", v),
+    "load": _load,
+    "n": lambda v: _validate.positive_int("n", v),
+    "seed": _seed,
+    "dtype": lambda v: _validate.choice("dtype", str(v), DTYPES),
+    "dv": lambda v: _validate.positive_int("dv", v),
+}
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The grid axes. Every point is one (variant, keys, feature, d, load or n, seed, dtype, dv).
+    """The grid axes; every point is one (variant, keys, feature, d, load or n, seed, dtype, dv).
 
-    - ``variant``: variant specs (registry names with parameters), e.g. ``delta(beta=0.5)``;
-    - ``keys``: key-family specs, e.g. ``correlated(rho=0.5)``;
-    - ``feature``: feature-map specs passed to the variant as ``feature=name, **params``
-      (empty: no feature axis);
-    - ``d``: key dimensions; ``load``: n/d values, or ``n``: pair counts (exactly one of the two);
-    - ``seed``: seeds of keys and values (the batch of one probe);
-    - ``dtype``: input dtypes of keys and values (the state is float32 whatever they are);
-    - ``dv``: value dimensions (empty: dv = d).
+    ``variant``, ``keys`` (key families) and ``feature`` (feature maps handed to the variant; empty: no axis) are
+    labels such as ``delta(beta=0.5)``; ``load`` (n/d) or ``n`` (pair counts), exactly one; ``seed``: the batch of
+    one probe; ``dtype``: of keys and values (the state is float32); ``dv`` (empty: dv = d).
     """
 
     variant: tuple = ("linear",)
@@ -139,33 +152,25 @@ class Grid:
     dv: tuple = ()
 
     def __post_init__(self):
-        def put(name, value):
-            object.__setattr__(self, name, value)
-
-        for name in ("variant", "keys", "feature"):
-            put(name, tuple(Spec.parse(v, name) for v in _tuple(name, getattr(self, name))))
-        put("d", tuple(_validate.positive_int("d", v) for v in _tuple("d", self.d)))
-        put("n", tuple(_validate.positive_int("n", v) for v in _tuple("n", self.n)))
-        put("load", tuple(_positive_float("load", v) for v in _tuple("load", self.load)))
-        put("seed", tuple(_seed(v) for v in _tuple("seed", self.seed)))
-        put("dv", tuple(_validate.positive_int("dv", v) for v in _tuple("dv", self.dv)))
-        put("dtype", tuple(_validate.choice("dtype", str(v), DTYPES) for v in _tuple("dtype", self.dtype)))
-        for name in ("variant", "keys", "d", "seed", "dtype"):
-            if not getattr(self, name):
+        for name, read in _AXES.items():
+            items = tuple(read(v) for v in _list(name, getattr(self, name)))
+            seen = [x.label if isinstance(x, Spec) else x for x in items]
+            dup = sorted({str(x) for x in seen if seen.count(x) > 1})
+            if dup:
+                raise CapacityError(f"{name} lists {', '.join(dup)} more than once; each grid value must be distinct")
+            if not items and name in ("variant", "keys", "d", "seed", "dtype"):
                 raise CapacityError(f"grid axis {name} must list at least one value")
+            object.__setattr__(self, name, items)
         if bool(self.load) == bool(self.n):
             raise CapacityError("the grid takes exactly one of load (n/d values) or n (pair counts)")
-        for name in ("variant", "keys", "feature", "d", "load", "n", "seed", "dtype", "dv"):
-            _unique(name, getattr(self, name))
 
     @property
     def curve(self) -> str:
-        """The axis a probe reads in one pass: ``load`` or ``n``."""
+        """The axis one write pass covers: ``load`` or ``n``."""
         return "load" if self.load else "n"
 
     @property
     def curve_values(self) -> tuple:
-        """The values along the curve axis (loads or pair counts)."""
         return self.load or self.n
 
     def ns(self, d: int) -> list[int]:
@@ -173,45 +178,20 @@ class Grid:
         return [n_of(x, d) for x in self.load] if self.load else list(self.n)
 
     def dvs(self, d: int) -> tuple[int, ...]:
-        return self.dv if self.dv else (d,)
+        return self.dv or (d,)
 
     def to_json(self) -> dict:
-        out = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = [x.to_json() for x in v] if f.name in ("variant", "keys", "feature") else list(v)
-        return out
-
-
-def _positive_float(name, v) -> float:
-    if isinstance(v, str):
-        v = labels.scalar(v)
-    if isinstance(v, bool):
-        raise CapacityError(f"{name} must be a finite number > 0, got {v!r}")
-    x = _validate.in_range(name, v, 0.0, float("inf"), low_open=True)
-    if not math.isfinite(x):
-        raise CapacityError(f"{name} must be a finite number > 0, got {v!r}")
-    return x
-
-
-def _seed(v) -> int:
-    seed = _validate.positive_int("seed", v, minimum=0)
-    if seed > SEED_MAX:
-        raise CapacityError(f"seed must lie in 0..2^63-1 (stored as int64), got {seed}")
-    return seed
+        return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
 
 
 @dataclass(frozen=True)
 class Probe:
     """How each point is measured.
 
-    - ``kind``: ``recall`` (the recall probe's metrics) or ``bill`` (state size and decode time);
-    - ``values``: the value family (``gaussian`` unit rows, or ``orthonormal`` with n <= dv);
-    - ``key_stats``: also store ``capacity.keys.describe`` statistics of the keys at every point;
-    - ``decode``: measure argmax recall (the ``recall`` variable; it costs c^2 dv per checkpoint,
-      most of a large probe's work); false leaves the other five metrics;
-    - ``repeats``: timed decode steps per point (bill);
-    - ``vocab``, ``overwrite`` (fractions of the keys written again, an axis), ``distractors``: the MQAR task (mqar).
+    ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
+    statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
+    ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
+    again, an axis) and ``distractors``: the MQAR task.
     """
 
     kind: str = "recall"
@@ -231,31 +211,25 @@ class Probe:
         for name in ("key_stats", "decode"):
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        object.__setattr__(self, "repeats", _validate.positive_int("repeats", self.repeats))
-        object.__setattr__(self, "vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
-        object.__setattr__(self, "distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
-        ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else _tuple("overwrite", self.overwrite)
-        object.__setattr__(
-            self,
-            "overwrite",
-            tuple(
-                _validate.in_range("overwrite", labels.scalar(x) if isinstance(x, str) else x, 0.0, 1.0) for x in ows
-            ),
-        )
+        put = lambda name, value: object.__setattr__(self, name, value)
+        put("repeats", _validate.positive_int("repeats", self.repeats))
+        put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
+        put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
+        ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else _list("overwrite", self.overwrite)
+        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+        put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
         if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
             raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
 
     def to_json(self) -> dict:
-        out = dataclasses.asdict(self)
-        out["overwrite"] = list(self.overwrite)
-        return out
+        return {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
 
 
 def _fields(cls) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 
 
-def _check_fields(what: str, given, allowed: list[str]) -> None:
+def _known(what: str, given, allowed: list[str]) -> None:
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise CapacityError(f"unknown {what} field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
@@ -277,28 +251,25 @@ class Study:
             )
         if not isinstance(self.grid, Grid) or not isinstance(self.probe, Probe):
             raise CapacityError("Study takes grid=Grid(...) and probe=Probe(...)")
-        if self.probe.kind == "bill":
-            if self.grid.curve != "n" or len(self.grid.keys) != 1 or len(self.grid.seed) != 1:
-                raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
-        if self.probe.kind == "mqar" and (self.grid.curve != "n" or self.grid.feature or len(self.grid.dtype) > 1):
+        g, kind = self.grid, self.probe.kind
+        if kind == "bill" and (g.curve != "n" or len(g.keys) != 1 or len(g.seed) != 1):
+            raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
+        if kind == "mqar" and (g.curve != "n" or g.feature or len(g.dtype) > 1):
             raise CapacityError(
                 "an mqar study takes n (distinct keys written, not load), no feature maps and one dtype"
             )
-            if self.probe.key_stats:
-                raise CapacityError("key_stats applies to recall studies only")
-
-    # ------------------------------------------------------------ dict / command-line forms
+        if kind != "recall" and self.probe.key_stats:
+            raise CapacityError("key_stats applies to recall studies only")
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:
         """From ``{"name", "description", "grid": {...}, "probe": {...}}``; unknown fields are an error."""
         if not isinstance(data, dict):
             raise CapacityError(f"a study configuration is a dict, got {type(data).__name__}")
-        _check_fields("study", data, _fields(cls))
-        grid = data.get("grid", {})
-        probe = data.get("probe", {})
-        _check_fields("grid", grid, _fields(Grid))
-        _check_fields("probe", probe, _fields(Probe))
+        grid, probe = data.get("grid", {}), data.get("probe", {})
+        _known("study", data, _fields(cls))
+        _known("grid", grid, _fields(Grid))
+        _known("probe", probe, _fields(Probe))
         return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), Probe(**probe))
 
     def to_json(self) -> dict:
@@ -317,22 +288,20 @@ class Study:
     def with_overrides(self, assignments) -> Study:
         """A copy with ``key=value`` assignments applied (lists comma-separated, e.g. ``d=16,32``).
 
-        Grid axes take lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``); probe fields
-        one value (``values=orthonormal``). Setting ``n`` clears ``load`` and the other way round.
+        Grid axes take lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``); probe fields one value
+        (``values=orthonormal``). Setting ``n`` clears ``load`` and the other way round.
         """
         grid = {f: getattr(self.grid, f) for f in _fields(Grid)}
         probe = {f: getattr(self.probe, f) for f in _fields(Probe)}
-        allowed = self.settable()
         for item in assignments or ():
-            key, eq, value = str(item).partition("=")
-            key = key.strip()
+            key, eq, value = (s.strip() for s in str(item).partition("="))
             if not eq:
-                raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(allowed)}")
-            _check_fields("--set", [key], allowed)
+                raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
+            _known("--set", [key], self.settable())
             if key in grid:
                 parts = labels.split(value)
                 grid[key] = tuple(
-                    parts if key in ("variant", "keys", "feature", "dtype") else [labels.scalar(p) for p in parts]
+                    parts if key in ("variant", "keys", "feature", "dtype") else map(labels.scalar, parts)
                 )
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
@@ -340,22 +309,29 @@ class Study:
                 probe[key] = labels.scalar(value)
         return Study(self.name, self.description, Grid(**grid), Probe(**probe))
 
-    # ------------------------------------------------------------ identity
-
     def hash_payload(self, device: str) -> dict:
         """What determines the numbers: the grid, the probe, the device type and the package version."""
-        return {
-            "study": self.name,
-            "grid": self.grid.to_json(),
-            "probe": self.probe.to_json(),
-            "device": device,
-            "capacity": __version__,
-        }
+        g, p = self.grid.to_json(), self.probe.to_json()
+        return {"study": self.name, "grid": g, "probe": p, "device": device, "capacity": __version__}
 
     def config_hash(self, device: str) -> str:
         return digest(self.hash_payload(device))
 
 
-def digest(payload) -> str:
-    """sha256 hex digest of the canonical JSON of ``payload``."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+def build_variant(variant: Spec, feature: Spec | None = None):
+    """The variant a spec names (registered name, import path, or the object itself), with its feature map."""
+    if variant.obj is not None:
+        if feature is not None:
+            raise CapacityError(
+                f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
+            )
+        return variant.obj
+    kwargs = variant.kwargs
+    if feature is not None:
+        clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
+        if clash:
+            raise CapacityError(
+                f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}"
+            )
+        kwargs = {**kwargs, "feature": feature.name, **feature.kwargs}
+    return variants.resolve(variant.name, **kwargs)

@@ -1,7 +1,7 @@
-"""The mqar kind: multi-query associative recall (``capacity.mqar``) for every n distinct keys and overwrite fraction.
+"""The mqar kind: multi-query associative recall (``capacity.mqar``) at every n distinct keys and overwrite fraction.
 
-``measure(study, group, device)`` returns the MQAR metrics over ``n`` (distinct keys written), ``overwrite`` and
-``seed``; the vocabulary, overwrite fractions and distractors come from the study's probe settings.
+A group's Dataset holds the MQAR metrics over ``n``, ``overwrite`` and ``seed``; vocabulary, overwrite fractions and
+distractors come from the probe settings. The assembled study adds T10's predicted accuracy.
 """
 
 from __future__ import annotations
@@ -11,39 +11,65 @@ import torch
 import xarray as xr
 
 from capacity import mqar
-from capacity.sweep.config import Study
-from capacity.sweep.points import Group, build_variant
+from capacity.errors import CapacityError
+from capacity.sweep.config import build_variant
 
-__all__ = ["measure", "variables", "METRICS"]
+__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "check", "ONE_PASS"]
 
-METRICS = ("accuracy", "mse", "stale", "overwritten_accuracy")
-
-
-def variables(study: Study) -> dict[str, tuple[str, ...]]:
-    """The variables a group's Dataset holds, with their dimensions."""
-    return {m: ("n", "overwrite", "seed") for m in METRICS}
+ONE_PASS = True
+_NAMES = tuple(mqar.METRICS)
 
 
-def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
-    var = build_variant(group.variant, None)
-    seeds = list(study.grid.seed)
-    ns = group.ns(study)
+def coords(study) -> dict:
+    return {"overwrite": list(study.probe.overwrite), "seed": list(study.grid.seed)}
+
+
+def variables(study) -> dict[str, dict]:
+    return {m: dict(zip(("long_name", "units", "description"), mqar.METRICS[m][:3])) for m in _NAMES}
+
+
+def writes(study, ns) -> int:
+    return max(ns)
+
+
+def check(study) -> None:
+    if max(study.grid.n) > study.probe.vocab:
+        raise CapacityError(
+            f"mqar writes n distinct keys of a vocabulary of {study.probe.vocab}: n = {max(study.grid.n)} is too many (raise vocab)"
+        )
+
+
+def measure(study, group, device: torch.device) -> xr.Dataset:
+    var, seeds, ns, p = build_variant(group.variant), list(study.grid.seed), group.ns(study), study.probe
     parts = []
-    for ow in study.probe.overwrite:
+    for ow in p.overwrite:
         ds = mqar.mqar(
             var,
-            vocab=study.probe.vocab,
+            vocab=p.vocab,
             pairs=sorted(set(ns)),
             d=group.d,
             dv=group.dv,
             keys=group.keys.name,
             key_params=group.keys.kwargs,
             overwrite=ow,
-            distractors=study.probe.distractors,
+            distractors=p.distractors,
             batch=len(seeds),
             seed=seeds,
             device=device,
         )  # over (pairs, batch)
-        parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values.astype(np.float64) for m in METRICS})
-    data = {m: (("n", "overwrite", "seed"), np.stack([p[m] for p in parts], axis=1)) for m in METRICS}
-    return xr.Dataset(data, coords={"n": list(group.curve), "overwrite": list(study.probe.overwrite), "seed": seeds})
+        parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values.astype(np.float64) for m in _NAMES})
+    data = {m: (("n", "overwrite", "seed"), np.stack([part[m] for part in parts], axis=1)) for m in _NAMES}
+    return xr.Dataset(data, coords={"n": list(group.curve), **coords(study)})
+
+
+def theory_vars(study, n, d, dv) -> dict:
+    attrs = {
+        "long_name": "predicted MQAR accuracy",
+        "units": "fraction",
+        "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)",
+    }
+    return {"accuracy_pred": (mqar.predicted_accuracy(n, d, dv, study.probe.vocab), attrs)}
+
+
+def attrs(study) -> dict:
+    return {"vocab": int(study.probe.vocab), "distractors": int(study.probe.distractors)}

@@ -1,7 +1,7 @@
 """The recall kind: write the pairs of every seed in one batched pass, read every stored key back at each n.
 
-``measure(study, group, device)`` returns the probe's means over the curve axis and ``seed`` (and the key statistics
-of ``capacity.keys.describe`` with ``key_stats``).
+A group's Dataset holds the probe's means (``capacity.probe.METRICS``) over the curve axis and ``seed``, and with
+``key_stats`` the statistics of ``capacity.keys.describe``; the assembled study adds the closed forms T5-T10.
 """
 
 from __future__ import annotations
@@ -11,62 +11,88 @@ import torch
 import xarray as xr
 
 from capacity import keys as keys_mod
-from capacity import probe, values
-from capacity.sweep.config import Study
-from capacity.sweep.points import Group, build_variant
+from capacity import probe, theory, values
+from capacity.sweep.config import build_variant
 
-__all__ = ["measure", "variables", "STAT_VARS", "DTYPES"]
+__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "ONE_PASS", "TORCH_DTYPES"]
 
-STAT_VARS = ("mean_sq_coherence", "max_coherence", "frame_potential_ratio", "effective_rank")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+ONE_PASS = False  # key families whose prefixes are not draws of the family need a write pass per n
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_ATTRS = ("long_name", "units", "description")
+_STATS = {
+    "mean_sq_coherence": (
+        "mean squared coherence",
+        "1",
+        "mean over pairs i != j of (k_i . k_j)^2 (1/d for random keys, T7)",
+    ),
+    "max_coherence": ("max coherence", "1", "max over pairs i != j of |k_i . k_j| (never below the T6 Welch bound)"),
+    "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
+    "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
+}
+_THEORY = {  # name: (function of n and d, units)
+    "frame_bound": (theory.frame_bound, "value units^2"),
+    "welch_bound": (theory.welch_bound, "1"),
+    "random_keys_error": (theory.random_keys_error, "value units^2"),
+    "rank_bound": (theory.rank_bound, "value units^2"),
+    "optimal_gain_error": (theory.optimal_gain_error, "value units^2"),
+}
 
 
-def variables(study: Study) -> dict[str, tuple[str, ...]]:
-    """The variables a group's Dataset holds, with their dimensions."""
-    dims = (study.grid.curve, "seed")
-    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (
-        list(STAT_VARS) if study.probe.key_stats else []
-    )
-    return {m: dims for m in names}
+def coords(study) -> dict:
+    """A group's dimensions besides the curve axis."""
+    return {"seed": list(study.grid.seed)}
 
 
-def measure(study: Study, group: Group, device: torch.device) -> xr.Dataset:
-    grid = study.grid
-    fam = keys_mod.family(group.keys.name)
-    seeds = list(grid.seed)
-    ns = group.ns(study)
-    uniq = sorted(set(ns))
-    dtype = DTYPES[group.dtype]
-    var = build_variant(group.variant, group.feature)
+def variables(study) -> dict[str, dict]:
+    """The variables a group's Dataset holds, with their attrs."""
+    names = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
+    if study.probe.key_stats:
+        names.update(_STATS)
+    return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+
+
+def writes(study, ns) -> int:
+    """Pairs one pass writes."""
+    return max(ns)
+
+
+def measure(study, group, device: torch.device) -> xr.Dataset:
+    """Draw keys and values for every seed at once, write them, read back at every n of the group."""
+    fam, seeds, ns = keys_mod.family(group.keys.name), list(study.grid.seed), group.ns(study)
+    dtype, var, decode = TORCH_DTYPES[group.dtype], build_variant(group.variant, group.feature), study.probe.decode
     draw = dict(batch=len(seeds), seed=seeds, device=device)
-    V = values.make(study.probe.values, max(uniq), group.dv, **draw).to(dtype)  # [S, n_max, dv]; prefixes are draws too
-    by_n: dict[int, dict[str, np.ndarray]] = {}
-    feature_dim = None
-
-    def collect(cv: probe.Curves, K: torch.Tensor | None, at: list[int]):
-        nonlocal feature_dim
-        feature_dim = cv.feature_dim
-        where = {c: i for i, c in enumerate(cv.checkpoints)}
-        for n in at:
-            row = {m: x[where[n]] for m, x in cv.metrics.items()}  # [S] each
+    V = values.make(study.probe.values, max(ns), group.dv, **draw).to(dtype)  # [S, n_max, dv]; prefixes are draws too
+    make_keys = lambda n: keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
+    passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
+    rows, attrs = {}, {}
+    for at in passes:
+        K = make_keys(max(at))
+        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode)
+        for i, n in enumerate(cv.checkpoints):
+            rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
-                row.update({s: stats[s].values for s in STAT_VARS})
-            by_n[n] = row
+                rows[n].update({s: stats[s].values for s in _STATS})
+        if cv.feature_dim is not None:
+            attrs["feature_dim"] = int(cv.feature_dim)
+    data = {
+        m: ((study.grid.curve, "seed"), np.stack([rows[n][m] for n in ns]).astype(np.float64)) for m in variables(study)
+    }
+    return xr.Dataset(data, coords={study.grid.curve: list(group.curve), "seed": seeds}, attrs=attrs)
 
-    if fam.iid_rows:  # one write pass; every n is a checkpoint
-        K = keys_mod.make(group.keys.name, max(uniq), group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n_max, d]
-        collect(probe.measure(var, K, V, checkpoints=uniq, decode=study.probe.decode), K, uniq)
-    else:  # a fresh draw (and write pass) per n
-        for n in uniq:
-            K = keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
-            collect(probe.measure(var, K, V[:, :n], checkpoints=[n], decode=study.probe.decode), K, [n])
-    names = [m for m in probe.METRICS if m != "recall" or study.probe.decode] + (
-        list(STAT_VARS) if study.probe.key_stats else []
+
+def theory_vars(study, n, d, dv) -> dict:
+    """T5-T9 from n and d, T10 from n, d and dv (arrays that broadcast)."""
+    out = {
+        name: (fn(n, d), {"units": units, "description": fn.__doc__.split("\n")[0]})
+        for name, (fn, units) in _THEORY.items()
+    }
+    out["argmax_recall_pred"] = (
+        theory.argmax_recall(n, d, dv),
+        {
+            "long_name": "predicted argmax recall",
+            "units": "fraction",
+            "description": theory.argmax_recall.__doc__.split("\n")[0],
+        },
     )
-    curve = grid.curve
-    data = {m: ((curve, "seed"), np.stack([by_n[n][m] for n in ns]).astype(np.float64)) for m in names}
-    attrs = {}
-    if feature_dim is not None:
-        attrs["feature_dim"] = int(feature_dim)
-    return xr.Dataset(data, coords={curve: list(group.curve), "seed": seeds}, attrs=attrs)
+    return out

@@ -1,11 +1,8 @@
-"""Run a study: check it, skip the groups already on disk, measure the rest, persist each, assemble the Dataset.
+"""Run a study: check it, reuse the groups on disk, measure the rest, persist each, assemble the Dataset.
 
-Every finished group is written to ``<out>/.sweep/<study>/<group hash>.json`` (atomically) before the progress bar
-counts its points, so an interrupt (SIGINT, SIGTERM, SIGKILL) loses only the groups in flight; rerunning the same
-command reuses every finished group that the current code would compute (``store.fingerprint``) and that passes its
-checks, and measures the rest. The combined Dataset is always assembled from the persisted files, so a resumed run's
-Dataset equals an uninterrupted run's. One run at a time works in a study's folder: a second run into the same
-``out`` waits for the first (a file lock) and then reuses its groups.
+Each finished group is saved (``store``) before it counts as done, so an interrupt loses only the groups in flight
+and the same command resumes. The Dataset is always assembled from the saved files, so a resumed run's equals an
+uninterrupted one's. A second run into the same ``out`` waits for the first (a file lock), then reuses its groups.
 """
 
 from __future__ import annotations
@@ -21,15 +18,14 @@ from pathlib import Path
 import torch
 import xarray as xr
 
-from capacity import _validate, features, plugins
-from capacity import keys as keys_mod
+from capacity import _validate, plugins
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
 from capacity.sweep import executors
 from capacity.sweep.assemble import assemble, provenance
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
 from capacity.sweep.kinds import expectation
-from capacity.sweep.points import check, check_memory, groups
+from capacity.sweep.points import check, check_memory, groups, user_code
 from capacity.sweep.store import Store, atomic_netcdf, fingerprint
 
 __all__ = ["run", "compare", "RunResult", "resolve_device"]
@@ -59,14 +55,13 @@ def _log(msg: str) -> None:
 
 
 def _writable_folder(path: Path, what: str) -> Path:
-    """Create ``path`` (a folder) if needed and prove it writable, or raise one line saying why not."""
+    """Create ``path`` if needed and prove it writable, or raise one line saying why not."""
     if path.exists() and not path.is_dir():
         raise CapacityError(f"{what} {path} is a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".write-test.{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        (path / f".write-test.{os.getpid()}").write_bytes(b"")
+        (path / f".write-test.{os.getpid()}").unlink()
     except OSError as exc:
         raise CapacityError(f"cannot write to {what} {path}: {exc.strerror or exc}") from None
     return path
@@ -74,46 +69,14 @@ def _writable_folder(path: Path, what: str) -> Path:
 
 @contextmanager
 def _lock(folder: Path):
-    """Hold the study folder's lock (``<folder>.lock``); a second run into the same folder waits for the first."""
-    fh = open(folder.with_name(folder.name + ".lock"), "a+")
-    try:
+    """Hold ``<folder>.lock``; a second run into the same folder waits for the first."""
+    with open(folder.with_name(folder.name + ".lock"), "a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             _log(f"another run is writing {folder}; waiting for it to finish, then its groups are reused")
             fcntl.flock(fh, fcntl.LOCK_EX)
         yield
-    finally:
-        fh.close()
-
-
-def _plugin_objects(study: Study) -> list:
-    """The user code a study runs: variant objects and the classes, families and maps named by path or entry point."""
-    found = []
-    for v in study.grid.variant:
-        if v.obj is not None:
-            found.append(v.obj)
-        elif ":" in v.name:
-            found.append(plugins.load_path(v.name))
-        elif v.name not in variants_mod._REGISTRY:
-            found.append(variants_mod._factory(v.name))
-    for k in study.grid.keys:
-        fam = keys_mod.family(k.name)
-        if fam.draw.__module__ != keys_mod.__name__:
-            found.append(fam.draw)
-    for f in study.grid.feature:
-        mp = features.get(f.name, **f.kwargs)
-        if type(mp).__module__ != features.__name__:
-            found.append(mp)
-    return found
-
-
-def _local_only(study: Study) -> str | None:
-    """The label of a variant object whose class lives in ``__main__`` (workers cannot import it), or None."""
-    for v in study.grid.variant:
-        if v.obj is not None and type(v.obj).__module__ == "__main__":
-            return v.label
-    return None
 
 
 def run(
@@ -131,11 +94,10 @@ def run(
 ) -> RunResult:
     """Run (or resume) ``study`` and save its Dataset to ``<out>/<study.name>.nc``.
 
-    ``executor``: auto (the default: in this process when the work is small, local worker processes on a multi-core
-    CPU when it pays, dask with a ``scheduler``), serial, processes or dask (``scheduler``: a Dask scheduler
-    address; without one a local cluster of ``workers`` processes). ``quiet``: no progress bar and no log lines
-    (errors only); ``verbose``: one log line per finished group; ``progress=False``: nothing at all.
-    ``imports``: modules that workers import before they measure (plug-ins that register themselves on import).
+    ``executor``: auto, serial, processes or dask (``capacity.sweep.EXECUTORS``; ``scheduler``: a Dask scheduler
+    address, else a local cluster of ``workers`` processes). ``quiet``: errors only; ``verbose``: a log line per
+    finished group; ``progress=False``: nothing at all. ``imports``: modules every worker imports first (plug-ins
+    that register themselves on import).
     """
     if not isinstance(study, Study):
         raise CapacityError(
@@ -145,74 +107,88 @@ def run(
         raise CapacityError(f"out must be a folder path, got {out!r}")
     dev = resolve_device(device)
     _validate.choice("executor", executor, executors.EXECUTORS)
-    if workers is not None:
-        workers = _validate.positive_int("workers", workers)
+    workers = None if workers is None else _validate.positive_int("workers", workers)
     if scheduler and executor not in ("auto", "dask"):
         raise CapacityError(f"scheduler applies to the dask executor only, not {executor!r}")
     imports = list(imports or ())
     plugins.import_modules(imports)
     check(study)
-    local = _local_only(study)
+    local = next(
+        (v.label for v in study.grid.variant if v.obj is not None and type(v.obj).__module__ == "__main__"), None
+    )
     if local and executor in ("processes", "dask"):
         raise CapacityError(
             f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
         )
-    out = _writable_folder(Path(out), "output folder")
-    path = out / f"{study.name}.nc"
+    path = _writable_folder(Path(out), "output folder") / f"{study.name}.nc"
     if path.is_dir():
         raise CapacityError(f"the results path {path} is a folder; remove it or choose another --out")
-    root = _writable_folder(out / ".sweep" / study.name, "store folder")
-    store = Store(root)
-    all_groups = groups(study)
+    store = Store(_writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
     files = [v for k in study.grid.keys for v in k.kwargs.values() if isinstance(v, str) and os.path.isfile(v)]
-    code = fingerprint(_plugin_objects(study), files)
-    keyed = [(g, g.key(study, dev.type, code)) for g in all_groups]
-    with _lock(root):
+    code = fingerprint(user_code(study), files)
+    keyed = [(g, g.key(study, dev.type, code)) for g in groups(study)]
+    log = (lambda msg: None) if not progress or quiet else _log
+    with _lock(store.root):
         store.clean()
-        return _run_locked(
-            study, keyed, store, path, dev, executor, scheduler, workers, quiet, verbose, progress, imports, local
+        todo, finished = [], {}
+        for g, key in keyed:
+            finished[key], why = store.load(key, expectation(study, g))
+            if finished[key] is None:
+                todo.append((g, key))
+                if why:
+                    log(f"stored group {g.variant.label} {g.keys.label} d={g.d} {why}; measuring it again")
+        work = sum(g.cost(study) for g, _ in todo) / RATE
+        executor = executors.resolve(
+            executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=bool(local)
         )
+        parallel = 1 if executor == "serial" else (workers or executors._cores())
+        check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
+        if executor != "serial":  # largest first: better balance across workers
+            todo.sort(key=lambda gk: -gk[0].cost(study))
+        task = {"study": study, "device": str(dev), "threads": None, "imports": imports}
+        measured = _measure(study, todo, store, executor, scheduler, workers, task, progress, quiet, verbose)
+        results = []
+        for g, key in keyed:  # as persisted
+            ds, why = (finished[key], None) if finished[key] is not None else store.load(key, expectation(study, g))
+            if ds is None:
+                raise CapacityError(
+                    f"a finished group vanished from {store.root} or changed while this run worked ({why}); run the same command again"
+                )
+            results.append((g, ds))
+    run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
+    ds = assemble(study, results, attrs=provenance(study, device=str(dev), run=run_info))
+    try:
+        atomic_netcdf(ds, path)
+    except OSError as exc:
+        raise CapacityError(
+            f"cannot write {path}: {exc.strerror or exc}; the measured groups are saved under {store.root}, run the same command again"
+        ) from None
+    if progress and verbose:
+        _log(
+            f"saved {path} ({sum(g.points(study) for g, _ in keyed)} points; {measured} groups measured, {len(keyed) - len(todo)} reused)"
+        )
+    return RunResult(path, ds, measured, len(keyed) - len(todo))
 
 
-def _run_locked(
-    study, keyed, store, path, dev, executor, scheduler, workers, quiet, verbose, progress, imports, local
-) -> RunResult:
-    todo, finished = [], {}
-    for g, key in keyed:
-        ds, why = store.load(key, expectation(study, g))
-        if ds is not None:
-            finished[key] = ds
-            continue
-        if why and progress:
-            _log(f"stored group {g.variant.label} {g.keys.label} d={g.d} {why}; measuring it again")
-        todo.append((g, key))
-    work = sum(g.cost(study) for g, _ in todo) / RATE
-    executor = executors.resolve(
-        executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=local is not None
-    )
-    parallel = 1 if executor == "serial" else (workers or executors._cores())
-    check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
-    total = sum(g.points(study) for g, _ in keyed)
+def _measure(study, todo, store, executor, scheduler, workers, task, progress, quiet, verbose) -> int:
+    """Measure the groups ``todo`` on ``executor``, saving each as it arrives; returns how many were measured."""
+    every = groups(study)
+    total = sum(g.points(study) for g in every)
     done = total - sum(g.points(study) for g, _ in todo)
-    if executor != "serial":  # largest first: better balance across workers
-        todo.sort(key=lambda gk: -gk[0].cost(study))
-    tasks = [
-        (key, {"study": study, "group": g, "device": str(dev), "threads": None, "imports": imports}) for g, key in todo
-    ]
-    by_key = {key: g for g, key in todo}
-
+    by_key, show = {key: g for g, key in todo}, progress and not quiet
     bar = None
-    if progress and not quiet and not verbose:
+    if show and not verbose:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, initial=done, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True)
-    elif progress and verbose:
+    elif show:
         _log(
-            f"{study.name}: {total} points in {len(keyed)} groups; {done} already done, {len(todo)} groups to measure on {dev} ({executor})"
+            f"{study.name}: {total} points in {len(every)} groups; {done} already done, {len(todo)} groups to measure ({executor})"
         )
-    start = time.perf_counter()
-    measured = 0
-    stream = executors.execute(executor, tasks, workers=workers, scheduler=scheduler)
+    start, measured = time.perf_counter(), 0
+    stream = executors.execute(
+        executor, [(k, {**task, "group": g}) for g, k in todo], workers=workers, scheduler=scheduler
+    )
     try:
         for key, ds in stream:
             try:
@@ -221,14 +197,13 @@ def _run_locked(
                 raise CapacityError(
                     f"cannot save a finished group under {store.root}: {exc.strerror or exc}; {measured} groups of this run are saved, run the same command again once it is writable"
                 ) from None
-            measured += 1
-            g = by_key[key]
+            g, measured = by_key[key], measured + 1
             done += g.points(study)
             if bar is not None:
                 bar.update(g.points(study))
-            elif progress and verbose:
+            elif show:
                 _log(
-                    f"{done}/{total} points; finished {g.variant.label} {g.keys.label} d={g.d}; {time.perf_counter() - start:.1f} s elapsed"
+                    f"{done}/{total} points; finished {g.variant.label} {g.keys.label} d={g.d}; {time.perf_counter() - start:.1f} s"
                 )
     except executors.WorkerLost as exc:
         g = by_key[exc.key]
@@ -239,7 +214,7 @@ def _run_locked(
         if bar is not None:
             bar.close()
             bar = None
-        if progress:
+        if show or verbose:
             _log(
                 f"interrupted: {done} of {total} points are saved under {store.root}; run the same command again to resume"
             )
@@ -248,28 +223,7 @@ def _run_locked(
         stream.close()
         if bar is not None:
             bar.close()
-
-    results = []
-    for g, key in keyed:  # all as persisted
-        ds = finished.get(key)
-        if ds is None:
-            ds, why = store.load(key, expectation(study, g))
-        if ds is None:
-            raise CapacityError(
-                f"a finished group vanished from {store.root} or changed while this run worked ({why}); run the same command again"
-            )
-        results.append((g, ds))
-    run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
-    ds = assemble(study, results, attrs=provenance(study, device=str(dev), run=run_info))
-    try:
-        atomic_netcdf(ds, path)
-    except OSError as exc:
-        raise CapacityError(
-            f"cannot write {path}: {exc.strerror or exc}; the measured groups are saved under {store.root}, run the same command again"
-        ) from None
-    if progress and verbose:
-        _log(f"saved {path} ({total} points; {measured} groups measured, {len(keyed) - len(todo)} reused)")
-    return RunResult(path, ds, measured, len(keyed) - len(todo))
+    return measured
 
 
 DEFAULT_D = (16, 32, 64, 128)
@@ -283,7 +237,7 @@ def compare(
     load=DEFAULT_LOAD,
     seeds=4,
     keys=("gaussian",),
-    name: str = "compare",
+    name="compare",
     out="results",
     **run_kwargs,
 ) -> RunResult:
@@ -296,16 +250,6 @@ def compare(
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else tuple(seeds)
-    study = Study(
-        name,
-        "memories compared on the same keys and values",
-        Grid(
-            variant=tuple(variants),
-            keys=tuple(keys),
-            d=tuple(d) if not isinstance(d, int) else (d,),
-            load=tuple(load),
-            seed=seeds,
-        ),
-        Probe(values="gaussian"),
-    )
-    return run(study, out=out, **run_kwargs)
+    d = (d,) if isinstance(d, int) else tuple(d)
+    grid = Grid(variant=tuple(variants), keys=tuple(keys), d=d, load=tuple(load), seed=seeds)
+    return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)
