@@ -17,9 +17,10 @@ import pytest
 import xarray as xr
 
 from capacity import CapacityError, learned, studies, sweep
-from capacity.sweep import store as store_mod
+from capacity import provenance as store_mod
+from capacity.provenance import fingerprint
 from capacity.sweep.points import check, groups
-from capacity.sweep.store import Store, _decode, fingerprint
+from capacity.sweep.store import Store, _decode
 
 PKG = Path(__file__).resolve().parent / "plugin_pkg"
 ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, studies, sweep
-from capacity.sweep import executors
+from capacity import CapacityError, executors, studies, sweep
 from capacity.sweep.points import groups
 
 SETS = [
@@ -59,6 +58,6 @@ def test_executor_choices():
     with pytest.raises(CapacityError, match="unknown executor 'threads'; known: auto, dask, processes, serial"):
         executors.resolve("threads", "cpu", 10)
     with pytest.raises(CapacityError, match="--scheduler applies to the dask executor only"):
-        next(executors.execute("serial", [], scheduler="tcp://x:1"))
+        next(executors.execute("serial", abs, [], scheduler="tcp://x:1"))
     with pytest.raises(CapacityError, match="workers must be a whole number >= 1"):
         sweep.run(studies.get("capacity-vs-d"), out="unused", device="cpu", executor="processes", workers=0)

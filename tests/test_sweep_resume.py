@@ -14,8 +14,8 @@ import pytest
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import studies, sweep
+from capacity.provenance import fingerprint
 from capacity.sweep.points import groups
-from capacity.sweep.store import fingerprint
 
 SETS = [
     "variant=linear,delta",

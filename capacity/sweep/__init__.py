@@ -18,8 +18,8 @@ included, as objects or import paths) on the same keys and values. Named studies
 1
 """
 
+from capacity.executors import EXECUTORS
 from capacity.sweep.config import Grid, Probe, Spec, Study
-from capacity.sweep.executors import EXECUTORS
 from capacity.sweep.runner import RunResult, compare, run
 
 __all__ = ["Grid", "Probe", "Spec", "Study", "run", "compare", "RunResult", "EXECUTORS"]

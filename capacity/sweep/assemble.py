@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import datetime
 import json
-import platform
-import subprocess
-from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from capacity import __version__
+from capacity.provenance import git_commit, versions
 from capacity.sweep.config import Study, build_variant, n_of
 from capacity.sweep.kinds import KINDS
 
-__all__ = ["assemble", "provenance", "versions", "git_commit"]
+__all__ = ["assemble", "provenance"]
 
 _COORD_ATTRS = {
     "d": {"long_name": "key dimension", "units": "dimensions"},
@@ -118,28 +114,6 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
         out[name] = (n.dims, np.broadcast_to(values, n.shape).copy(), meta)
     out.attrs = {**attrs, **(kind.attrs(study) if hasattr(kind, "attrs") else {})}
     return out
-
-
-def versions() -> dict:
-    """Versions of the packages that produce the numbers."""
-    out = {"capacity": __version__, "python": platform.python_version()}
-    for pkg in ("torch", "triton", "numpy", "xarray"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
-
-
-def git_commit() -> str:
-    """The commit of the source tree the package runs from (``-dirty`` if it has changes), or ``unknown``."""
-    git = lambda *a: subprocess.run(["git", *a], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10)
-    try:
-        head = git("rev-parse", "HEAD")
-        dirty = head.returncode == 0 and git("status", "--porcelain", "--untracked-files=no").stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head.stdout.strip() + ("-dirty" if dirty else "") if head.returncode == 0 else "unknown"
 
 
 def provenance(study: Study, *, device: str, run: dict) -> dict:

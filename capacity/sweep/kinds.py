@@ -1,4 +1,4 @@
-"""The kinds of study, one module each (``recall``, ``bill``, ``mqar``), and ``measure(task)``, what executors run.
+"""The kinds of study, one module each (``recall``, ``bill``, ``mqar``), and ``measure(task)``, what ``capacity.executors`` runs.
 
 A kind module has ``ONE_PASS`` (every n in one write pass whatever the keys), ``coords(study)`` (a group's
 dimensions besides the curve axis), ``variables(study)`` (name -> attrs), ``writes(study, ns)`` (pairs one pass
@@ -21,12 +21,10 @@ KINDS = {"recall": recall, "bill": bill, "mqar": mqar}
 
 
 def measure(task: dict) -> xr.Dataset:
-    """Run one group. ``task``: {"study", "group", "device": str, "threads": int | None, "imports": [module, ...]}.
+    """Run one group. ``task``: {"study", "group", "device": str, "imports": [module, ...]}.
 
     ``imports`` are imported first (``--import``: plug-ins that register themselves on import).
     """
-    if task.get("threads"):
-        torch.set_num_threads(int(task["threads"]))
     for module in task.get("imports") or ():
         importlib.import_module(module)
     study = task["study"]

@@ -18,15 +18,16 @@ from pathlib import Path
 import torch
 import xarray as xr
 
-from capacity import _validate, plugins
+from capacity import _validate, executors, plugins
 from capacity import variants as variants_mod
+from capacity._files import atomic_netcdf
 from capacity.errors import CapacityError
-from capacity.sweep import executors
+from capacity.provenance import fingerprint
 from capacity.sweep.assemble import assemble, provenance
 from capacity.sweep.config import Grid, Study
-from capacity.sweep.kinds import expectation
+from capacity.sweep.kinds import expectation, measure
 from capacity.sweep.points import check, check_memory, groups, user_code
-from capacity.sweep.store import Store, atomic_netcdf, fingerprint
+from capacity.sweep.store import Store
 
 __all__ = ["run", "compare", "RunResult", "resolve_device"]
 
@@ -145,7 +146,7 @@ def run(
         check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda gk: -gk[0].cost(study))
-        task = {"study": study, "device": str(dev), "threads": None, "imports": imports}
+        task = {"study": study, "device": str(dev), "imports": imports}
         measured = _measure(study, todo, store, executor, scheduler, workers, task, progress, quiet, verbose)
         results = []
         for g, key in keyed:  # as persisted
@@ -187,7 +188,7 @@ def _measure(study, todo, store, executor, scheduler, workers, task, progress, q
         )
     start, measured = time.perf_counter(), 0
     stream = executors.execute(
-        executor, [(k, {**task, "group": g}) for g, k in todo], workers=workers, scheduler=scheduler
+        executor, measure, [(k, {**task, "group": g}) for g, k in todo], workers=workers, scheduler=scheduler
     )
     try:
         for key, ds in stream:

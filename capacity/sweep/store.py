@@ -10,51 +10,16 @@ a temporary name, flushed, then renamed: readers see a whole file or none. JSON 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import inspect
 import json
 import os
-import sys
-import uuid
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["Store", "atomic_write", "atomic_netcdf", "fingerprint", "checksum"]
+from capacity._files import atomic_write
 
-
-@cache
-def _package_sources() -> str:
-    """sha256 over every .py file of the package that computes numbers (not the plots), in a stable order."""
-    h = hashlib.sha256()
-    for pkg in ("capacity", "capacity.kernels", "capacity.studies"):
-        for root in sorted(importlib.util.find_spec(pkg).submodule_search_locations or []):
-            for f in sorted(Path(root).rglob("*.py")):
-                if "plots" not in f.relative_to(root).parts:
-                    h.update(str(f.relative_to(root)).encode() + f.read_bytes())
-    return h.hexdigest()
-
-
-def _file(path) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def _source_of(obj) -> str:
-    """A hash of the source file of the module that defines ``obj`` (its class, for an instance); '' if none."""
-    target = obj if inspect.isclass(obj) or inspect.isfunction(obj) else type(obj)
-    path = getattr(sys.modules.get(getattr(target, "__module__", ""), None), "__file__", None)
-    return _file(path) if path else ""
-
-
-def fingerprint(user_objects=(), data_files=()) -> str:
-    """A hash of what computes the numbers besides the configuration: the package, user plug-ins, data files."""
-    parts = [_package_sources(), *sorted(map(_source_of, user_objects)), *sorted(map(_file, data_files))]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+__all__ = ["Store", "checksum"]
 
 
 def checksum(ds: xr.Dataset) -> str:
@@ -67,32 +32,6 @@ def checksum(ds: xr.Dataset) -> str:
         h.update(f"{name}|{v.dims}|{v.dtype.str}|".encode())
         h.update(np.ascontiguousarray(x).tobytes() if x.dtype.kind != "O" else repr(x.tolist()).encode())
     return h.hexdigest()
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, flush it to disk, rename it to ``path``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    try:  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
-
-
-def atomic_netcdf(ds: xr.Dataset, path: Path) -> None:
-    """Write ``ds`` to ``path`` as netCDF (h5netcdf), atomically."""
-    atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
 
 
 def _encode(ds: xr.Dataset) -> dict:

@@ -1,7 +1,9 @@
-"""Executors: measure the groups and yield each ``(key, Dataset)`` as soon as it is finished.
+"""Run one function over many tasks, in this process, in local worker processes or on a Dask cluster.
 
-Results travel back to the calling process, which persists them (so a Dask cluster need not share a file system
-with it). Closing the generator (an interrupt) cancels what has not started and stops the workers.
+``execute(name, fn, tasks)`` yields ``(key, fn(task))`` for every ``(key, task)`` as each finishes. ``fn`` and the
+tasks travel by pickle; results come back to the calling process (so a Dask cluster need not share its file
+system). Closing the generator (an interrupt) cancels what has not started and stops the workers. The sweeps
+(``capacity.sweep``) run their groups this way.
 
 - ``serial``: in this process, in order;
 - ``processes``: local worker processes (spawned; torch threads split between them). On Linux each asks the kernel
@@ -11,6 +13,9 @@ with it). Closing the generator (an interrupt) cancels what has not started and 
   whose nannies kill their worker once the run's process is gone;
 - ``auto``: dask given a scheduler; processes for CPU work on more than one core when the estimated work is worth a
   pool's start-up; serial otherwise.
+
+>>> dict(execute("serial", abs, [("a", -1), ("b", 2)]))
+{'a': 1, 'b': 2}
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import sys
 
 from capacity import _validate
 from capacity.errors import CapacityError
-from capacity.sweep.kinds import measure
 
 __all__ = ["EXECUTORS", "execute", "resolve", "WorkerLost"]
 
@@ -49,6 +53,15 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _threaded(fn, task, threads):
+    """In a worker: ``fn(task)`` on ``threads`` torch threads (its share of the cores)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    return fn(task)
+
+
 def _die_with_parent() -> None:
     """Worker initializer: SIGKILL this process when its parent dies (Linux); leave Ctrl-C to the parent."""
     if sys.platform.startswith("linux"):
@@ -61,12 +74,12 @@ def _die_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _serial(tasks, workers, scheduler):
+def _serial(fn, tasks, workers, scheduler):
     for key, task in tasks:
-        yield key, measure(task)
+        yield key, fn(task)
 
 
-def _processes(tasks, workers, scheduler):
+def _processes(fn, tasks, workers, scheduler):
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -76,7 +89,7 @@ def _processes(tasks, workers, scheduler):
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_die_with_parent)
     clean = False
     try:
-        futures = {pool.submit(measure, {**task, "threads": threads}): key for key, task in tasks}
+        futures = {pool.submit(_threaded, fn, task, threads): key for key, task in tasks}
         for fut in as_completed(futures):
             try:
                 result = fut.result()
@@ -123,7 +136,7 @@ def _watchdog(pid: int):
     return Watchdog()
 
 
-def _dask(tasks, workers, scheduler):
+def _dask(fn, tasks, workers, scheduler):
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -145,7 +158,7 @@ def _dask(tasks, workers, scheduler):
     futures = {}
     try:
         for key, task in tasks:
-            futures[client.submit(measure, {**task, "threads": threads}, key=f"capacity-group-{key}", pure=False)] = key
+            futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
         for fut in as_completed(list(futures)):
             yield futures[fut], fut.result()
     finally:
@@ -173,11 +186,11 @@ def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds
     )
 
 
-def execute(name: str, tasks: list, *, workers: int | None = None, scheduler: str | None = None):
-    """Yield ``(key, Dataset)`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``)."""
+def execute(name: str, fn, tasks: list, *, workers: int | None = None, scheduler: str | None = None):
+    """Yield ``(key, fn(task))`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``)."""
     _validate.choice("executor", name, _RUN)
     if workers is not None:
         workers = _validate.positive_int("workers", workers)
     if scheduler and name != "dask":
         raise CapacityError(f"--scheduler applies to the dask executor only, not {name!r}")
-    return _RUN[name](tasks, workers, scheduler)
+    return _RUN[name](fn, tasks, workers, scheduler)
