@@ -16,10 +16,10 @@ import os
 import time
 
 import torch
+from capacity.studies import get as get_study
 
 from capacity import keys, values
 from capacity.decode import argmax_correct, screen_precision
-from capacity.sweep import get as get_study
 
 
 def old_decode(r: torch.Tensor, v: torch.Tensor, block: int) -> torch.Tensor:

@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from capacity import kernels, keys, studies, sweep, values
-from capacity.sweep.points import groups, measure
+from capacity.sweep.kinds import measure
+from capacity.sweep.points import groups
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -180,7 +181,7 @@ def part_throughput(study, threads: int) -> list[str]:
         t = time.perf_counter()
         results = {}
         for grp in groups(st):
-            results[grp] = measure({"study": st.to_json(), "group": grp.to_json(), "device": "cpu", "threads": None})
+            results[grp] = measure({"study": st, "group": grp, "device": "cpu"})
         sweep_s = time.perf_counter() - t
         rows.append(
             f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"
