@@ -95,23 +95,78 @@ def matmul_gflops(threads: int, n: int = 1024, reps: int = 5) -> float:
     return 2 * n**3 / best / 1e9
 
 
-def commands(sets: list[str], study, out: str) -> dict[str, list[str]]:
+def commands(sets: list[str], study, out: str, before: str | None = None) -> dict[str, tuple[list[str], dict]]:
+    """name -> (command, environment overrides)."""
     loop = [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study)
     run = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--device", "cpu"]
     for s in sets:
         run += ["--set", s]
-    return {
-        "capacity run (default executor)": run,
-        "capacity run --executor serial": run + ["--executor", "serial"],
-        "per-point torch loop (loop_baseline.py)": loop,
-        "per-point torch loop, 1 torch thread": loop + ["--threads", "1"],
+    out = {
+        "capacity run (default executor)": (run, {}),
+        "capacity run --executor serial": (run + ["--executor", "serial"], {}),
     }
+    if before:  # the same command from an earlier version installed into the folder ``before``
+        out[f"capacity run, before ({Path(before).name})"] = (run, {"PYTHONPATH": before})
+    out["per-point torch loop (loop_baseline.py)"] = (loop, {})
+    out["per-point torch loop, 1 torch thread"] = (loop + ["--threads", "1"], {})
+    return out
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], env: dict) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
+    cwd = tempfile.gettempdir() if env.get("PYTHONPATH") else ROOT  # not the source tree: it would shadow the install
+    subprocess.run(cmd, check=True, capture_output=True, cwd=cwd, env={**os.environ, **env})
     return time.perf_counter() - t
+
+
+_PARTS = """
+import sys, time
+t = [time.perf_counter()]
+import torch
+t.append(time.perf_counter())
+from capacity import studies, sweep
+import xarray
+t.append(time.perf_counter())
+study = studies.get("capacity-vs-d").with_overrides(sys.argv[2:])
+res = sweep.run(study, out=sys.argv[1], device="cpu", progress=False)
+t.append(time.perf_counter())
+from capacity import plots
+t.append(time.perf_counter())
+plots.render(res.dataset, sys.argv[1] + "/figures")
+t.append(time.perf_counter())
+print(" ".join(f"{b - a:.3f}" for a, b in zip(t, t[1:])))
+"""
+
+
+def parts(sets: list[str], repeats: int) -> dict[str, float]:
+    """The main job's wall time cut into its parts (best of ``repeats`` fresh processes, each part's own best)."""
+    names = ["interpreter start", "import torch", "import capacity, xarray", "sweep.run (default executor)"]
+    names += ["import the plotting stack", "figures drawn and written"]
+    best = [math.inf] * len(names)
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", _PARTS, tmp, *sets], check=True, capture_output=True, text=True, cwd=tmp
+            )
+            total = time.perf_counter() - t
+        split = [float(x) for x in done.stdout.split()]
+        for i, x in enumerate([total - sum(split), *split]):  # start-up: what the timestamps inside do not cover
+            best[i] = min(best[i], x)
+    return dict(zip(names, best))
+
+
+def sweep_work(study) -> float:
+    """Seconds of ``sweep.run`` in this process with the serial executor (no start-up, no figures), best of 2."""
+    from capacity import sweep
+
+    best = math.inf
+    for _ in range(2):
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            sweep.run(study, out=tmp, device="cpu", executor="serial", progress=False)
+            best = min(best, time.perf_counter() - t)
+    return best
 
 
 def main(argv=None) -> None:
@@ -124,6 +179,12 @@ def main(argv=None) -> None:
     )
     p.add_argument("--quick", action="store_true", help=f"a small grid ({' '.join(QUICK)}), one repeat: a smoke test")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="study override, as in capacity run")
+    p.add_argument(
+        "--before",
+        default=None,
+        metavar="DIR",
+        help="also time an earlier version installed in DIR (pip install --no-deps --target DIR <checkout>)",
+    )
     a = p.parse_args(argv)
     sets = (QUICK if a.quick else []) + a.set
     repeats = a.repeats or (1 if a.quick else 3)
@@ -140,9 +201,9 @@ def main(argv=None) -> None:
     times: dict[str, list[float]] = {}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
-            for i, name in enumerate(commands(sets, study, tmp)):
-                cmd = commands(sets, study, str(Path(tmp) / f"out{i}"))[name]  # a fresh output folder each
-                times.setdefault(name, []).append(timed(cmd))
+            for i, name in enumerate(commands(sets, study, tmp, a.before)):
+                cmd, env = commands(sets, study, str(Path(tmp) / f"out{i}"), a.before)[name]  # a fresh output folder
+                times.setdefault(name, []).append(timed(cmd, env))
     flops = probe_flops(study)
     loop_best = min(times["per-point torch loop (loop_baseline.py)"])
     print()
@@ -150,9 +211,20 @@ def main(argv=None) -> None:
     print("|---|---|---|---|---|")
     for name, ts in times.items():
         best = min(ts)
-        rate = f"{flops / best / 1e9:.3g}" if name.startswith("capacity") else "-"
+        rate = f"{flops / best / 1e9:.3g}" if name.startswith("capacity") else "-"  # whole process
         print(f"| {name} | {best:.1f} s | {', '.join(f'{t:.1f}' for t in ts)} | {loop_best / best:.2f}x | {rate} |")
     one, many = matmul_gflops(1), matmul_gflops(torch.get_num_threads())
+    work = sweep_work(study)
+    print(
+        f"| sweep work alone: sweep.run in-process, serial, {torch.get_num_threads()} threads (no start-up, no figures) | {work:.1f} s | | | {flops / work / 1e9:.3g} |"
+    )
+    print()
+    print("The main job cut into parts (best of the repeats for each part, separate processes):")
+    print()
+    print("| part | best |")
+    print("|---|---|")
+    for name, x in parts(sets, repeats).items():
+        print(f"| {name} | {x:.2f} s |")
     print()
     print(
         f"probe work counted: {flops / 1e9:.3g} GFLOP (writes, reads, argmax scores; {probe_flops(study, False) / 1e9:.3g} without the scores); "
