@@ -9,6 +9,7 @@ ends in one line.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -277,7 +278,14 @@ def entry() -> None:
         print("capacity: interrupted", file=sys.stderr)
         code = 130
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command is over: an interrupt now would only break the exit
-    sys.exit(code)
+    # Every file is written and closed, every worker joined: flush and leave without the interpreter's teardown of
+    # torch, xarray and matplotlib (about 0.5 s of a short command's wall time, measured on the 2-core VM).
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a closed pipe: nothing more can be said
+        pass
+    os._exit(code if isinstance(code, int) else 1)
 
 
 if __name__ == "__main__":
