@@ -51,7 +51,8 @@ FEATURES = {
     "performer": "Performer (random positive)",
     "favor": "Performer (random positive)",
 }
-_PARAMS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "a", "gate": "a", "rank": "rank", "m": "m"}
+# "a" and "gate": old spellings of the gate alpha (docs/naming.md), in labels of older result files
+_PARAMS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "α", "gate": "α", "scale": "scale", "rank": "rank", "m": "m"}
 
 # the order in which known labels appear in legends (and take palette colours), unknown ones after
 ORDER = list(VARIANTS) + list(KEYS) + list(FEATURES)
