@@ -406,4 +406,3 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
         attrs={"n": n, "d": d},
     )
     return ds
-

@@ -276,10 +276,12 @@ def read(state, q, *, normalize: bool = True) -> torch.Tensor:
 
 
 def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto") -> dict[str, torch.Tensor]:
-    """Per-query ``sq_error``, ``signal`` and ``cosine`` (float32 ``[B, m]`` each) of the reads q S against ``target``.
+    """Per-query ``mse_q``, ``signal_q`` and ``cosine_q`` (float32 ``[B, m]`` each) of the reads q S against ``target``.
 
-    sq_error = ||r - v||^2, signal = <r, v> / ||v||^2 (the coefficient of v in r),
-    cosine = <r, v> / (||r|| ||v||), with r = q S (q L2-normalised first when ``normalize``).
+    mse_q = ||r - v||^2, signal_q = <r, v> / ||v||^2 (the coefficient of v in r),
+    cosine_q = <r, v> / (||r|| ||v||), with r = q S (q L2-normalised first when ``normalize``): named like the
+    probe's per-query variables (``capacity.probe.PER_QUERY``). The old keys ``sq_error``, ``signal`` and ``cosine``
+    still work for one release, with a DeprecationWarning.
     Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``, target ``[B, m, dv]`` (float32,
     bfloat16 or float16). The Triton backend computes them without writing the reads to
     device memory.
@@ -288,7 +290,7 @@ def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto
     >>> from capacity import kernels
     >>> S = torch.eye(4)[None]                      # [1, 4, 4]: reads back every unit key
     >>> out = kernels.read_error(S, torch.eye(4)[None], torch.eye(4)[None])
-    >>> out["sq_error"].tolist(), out["signal"].tolist()
+    >>> out["mse_q"].tolist(), out["signal_q"].tolist()
     ([[0.0, 0.0, 0.0, 0.0]], [[1.0, 1.0, 1.0, 1.0]])
     """
     B, d, dv = _check_read(state, q, target)
@@ -297,5 +299,21 @@ def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto
     which = _backend(backend, state.device)
     _check_dims(which, d, dv)
     if which == "torch":
-        return reference.read_error(state, q, target, normalize=normalize)
-    return _triton_module("triton_read").read_error(state, q, target, normalize=normalize)
+        return _Reads.of(reference.read_error(state, q, target, normalize=normalize))
+    return _Reads.of(_triton_module("triton_read").read_error(state, q, target, normalize=normalize))
+
+
+class _Reads(dict):
+    """``read_error``'s result: mse_q, signal_q, cosine_q; the kernels' own keys still read, with a warning."""
+
+    OLD = {"sq_error": "mse_q", "signal": "signal_q", "cosine": "cosine_q"}
+
+    @classmethod
+    def of(cls, out: dict) -> _Reads:
+        return cls({cls.OLD.get(k, k): x for k, x in out.items()})
+
+    def __missing__(self, key):
+        if key in self.OLD:
+            _deprecated.warn("kernels.read_error", key, self.OLD[key])
+            return self[self.OLD[key]]
+        raise KeyError(key)

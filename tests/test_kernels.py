@@ -238,7 +238,7 @@ def test_read_error_public_dispatch_and_strides():
 def test_auto_backend_on_cpu_is_torch_and_interpret_env_selects_triton(monkeypatch):
     calls = []
     monkeypatch.setattr(triton_update, "update", lambda *a, **kw: calls.append("update"))
-    monkeypatch.setattr(triton_read, "read_error", lambda *a, **kw: calls.append("read"))
+    monkeypatch.setattr(triton_read, "read_error", lambda *a, **kw: calls.append("read") or {})
     state, k, v, _ = make("linear", 1, 3, 4, 4)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     kernels.update(state, k, v, mode="linear")

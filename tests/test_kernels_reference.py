@@ -200,7 +200,10 @@ def _ok():
         ),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", alpha=1.01), r"alpha must lie in \(0, 1\]"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", alpha=0.0), r"alpha must lie in \(0, 1\]"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="gla", alpha=torch.full((8,), 1.5)), r"alpha must lie in \(0, 1\]"),
+        (
+            lambda s, k, v: dict(state=s, k=k, v=v, mode="gla", alpha=torch.full((8,), 1.5)),
+            r"alpha must lie in \(0, 1\]",
+        ),
         (
             lambda s, k, v: dict(state=s, k=k, v=v, mode="kda", beta=1.0, alpha=torch.full((2, 3, 7), 0.5)),
             "alpha must be a number or a tensor of shape",

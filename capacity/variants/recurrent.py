@@ -62,7 +62,9 @@ class Recurrent:
     name = ""
     mode = ""
     delta_rule = False  # the write corrects towards v (T12 holds with beta = 1)
-    gate_per_channel = False  # the gate alpha: one per feature row of the state (gla, kda), else one number (decay, ...)
+    gate_per_channel = (
+        False  # the gate alpha: one per feature row of the state (gla, kda), else one number (decay, ...)
+    )
 
     def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, alpha=None, beta=None):
         for flag, value in (("normalize", normalize), ("normalize_read", normalize_read)):
