@@ -21,7 +21,7 @@ before: still accepted, with a DeprecationWarning; docs/naming.md).
 >>> k, v = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
 >>> S = kernels.update(S, k, v, mode="delta", beta=1.0)        # in place; returns S
 >>> err = kernels.read_error(S, k[:, -1:], v[:, -1:])          # the last key reads back exactly
->>> bool(err["sq_error"].max() < 1e-10)
+>>> bool(err["mse_q"].max() < 1e-10)
 True
 """
 
