@@ -25,7 +25,7 @@ ROWS = [
     ("delta", {}, False),
     ("gated_delta", {}, False),
     ("kda", {}, False),
-    ("softmax", {"beta": 8.0}, False),
+    ("softmax", {"scale": 8.0}, False),
 ]
 
 

@@ -103,7 +103,7 @@ def _t1(dev, seed, rows):
     ds = probe.recall(lin, K, V, checkpoints=[n], per_query=True)
     GV = (K.double() @ K.double().transpose(1, 2)) @ V.double()
     brute = ((GV - V.double()) ** 2).sum(-1).cpu().numpy()  # [B, n]
-    err = np.abs(ds.sq_error.isel(n=0).values - brute).max() / brute.max()
+    err = np.abs(ds.mse_q.isel(n=0).values - brute).max() / brute.max()
     rows.append(_eq("T1", "probe reads K S_n = G V (per-query squared error, max rel.)", err, 0.0, 1e-5))
 
 
@@ -281,19 +281,19 @@ def _t11(dev, seed, rows):
     rows.append(
         _eq(
             "T11",
-            "decay a = 0.93: reads = sum_j a^(n-j) G_ij v_j (max rel.)",
+            "decay alpha=0.93: reads = sum_j alpha^(n-j) G_ij v_j (max rel.)",
             float(((K.double() @ S.double()) - want).abs().max() / want.abs().max()),
             0.0,
             1e-5,
         )
     )
-    ds = probe.recall(variants.get("decay", a=a), K, V, checkpoints=[n], per_query=True)
+    ds = probe.recall(variants.get("decay", alpha=a), K, V, checkpoints=[n], per_query=True)
     brute = ((want - V.double()) ** 2).sum(-1).cpu().numpy()  # [B, n]
     rows.append(
         _eq(
             "T11",
             "decay variant via probe: per-query error = closed form (max rel.)",
-            float(np.abs(ds.sq_error.isel(n=0).values - brute).max() / brute.max()),
+            float(np.abs(ds.mse_q.isel(n=0).values - brute).max() / brute.max()),
             0.0,
             1e-5,
         )
@@ -321,7 +321,7 @@ def _t12(dev, seed, rows):
         _eq(
             "T12",
             "delta variant via probe, b = 1: last key's squared error",
-            float(ds.sq_error.isel(n=0, query=n - 1).max()),
+            float(ds.mse_q.isel(n=0, query=n - 1).max()),
             0.0,
             1e-10,
         )
@@ -359,7 +359,7 @@ def _t12_random(dev, seed, rows):
 
 
 def _t13(dev, seed, rows):
-    """T13: softmax attention keeps every pair: exact as beta grows for distinct keys."""
+    """T13: softmax attention keeps every pair: exact as the scale grows for distinct keys."""
     n, d = 64, 64
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
     V = values.make("gaussian", n, d, batch=4, seed=seed, device=dev)
@@ -367,14 +367,14 @@ def _t13(dev, seed, rows):
     rows.append(
         _eq(
             "T13",
-            "softmax, beta = 200, distinct unit keys: reads = values (max abs.)",
+            "softmax scale = 200, distinct unit keys: reads = values (max abs.)",
             float((out - V.double()).abs().max()),
             0.0,
             1e-6,
         )
     )
-    ds = probe.recall(variants.get("softmax", beta=200.0), K, V, checkpoints=[n])
-    rows.append(_eq("T13", "softmax variant via probe, beta = 200: worst mse", float(ds.mse.max()), 0.0, 1e-10))
+    ds = probe.recall(variants.get("softmax", scale=200.0), K, V, checkpoints=[n])
+    rows.append(_eq("T13", "softmax variant via probe, scale = 200: worst mse", float(ds.mse.max()), 0.0, 1e-10))
     brute = (
         ((torch.softmax(8.0 * K.double() @ K.double().transpose(1, 2), dim=-1) @ V.double() - V.double()) ** 2)
         .sum(-1)
@@ -382,11 +382,11 @@ def _t13(dev, seed, rows):
         .cpu()
         .numpy()
     )
-    ds = probe.recall(variants.get("softmax", beta=8.0), K, V, checkpoints=[n])
+    ds = probe.recall(variants.get("softmax", scale=8.0), K, V, checkpoints=[n])
     rows.append(
         _eq(
             "T13",
-            "softmax variant via probe, beta = 8: mse = brute force (max rel.)",
+            "softmax variant via probe, scale = 8: mse = brute force (max rel.)",
             float(np.abs(ds.mse.isel(n=0).values - brute).max() / brute.max()),
             0.0,
             1e-5,
@@ -403,7 +403,7 @@ def _t13(dev, seed, rows):
     )
     n_even = int(theory.break_even_n(d))  # d/2: a cache of n_even keys and values holds as many numbers as the state
     state = variants.get("linear").init_state(1, d, d, device=dev).numel()
-    ds = probe.recall(variants.get("softmax", beta=8.0), K[:1, :n_even], V[:1, :n_even], checkpoints=[n_even])
+    ds = probe.recall(variants.get("softmax", scale=8.0), K[:1, :n_even], V[:1, :n_even], checkpoints=[n_even])
     rows.append(
         _eq(
             "T13",

@@ -53,7 +53,7 @@ def _render(result, args) -> None:
     from capacity import plots
 
     try:
-        for path in plots.render(result.dataset, result.path.parent / "figures"):
+        for path in plots.render(result.dataset, out=result.path.parent / "figures"):
             print(path)
     except CapacityError as exc:
         _log(f"warning: figures not drawn ({exc}); the results are saved in {result.path}")
@@ -108,8 +108,8 @@ def _cmd_list(args) -> int:
         "studies": studies.available,
         "variants": variants.available,
         "features": features.available,
-        "keys": lambda: {name: f.description for name, f in keys.families().items()},
-        "values": lambda: dict(values.FAMILIES),
+        "keys": keys.available,
+        "values": values.available,
     }
     chosen = sections if args.what == "all" else {args.what: sections[args.what]}
     for title, entries in chosen.items():

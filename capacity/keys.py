@@ -23,11 +23,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _random, _validate, plugins
+from capacity import _deprecated, _random, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.theory import welch_bound
 
-__all__ = ["make", "describe", "families", "family", "Family"]
+__all__ = ["make", "describe", "available", "family", "Family"]
 
 
 @dataclass(frozen=True)
@@ -228,12 +228,27 @@ _FAMILIES: dict[str, Family] = {
 }
 
 
-def families() -> dict[str, Family]:
-    """The known key families by name: the built-ins and those plug-in packages declare (entry points ``capacity.keys``)."""
+def _all() -> dict[str, Family]:
     found = dict(_FAMILIES)
     for name in plugins.entry_points("capacity.keys"):
         found.setdefault(name, family(name))
     return found
+
+
+def available() -> dict[str, str]:
+    """The key families: name -> one-line description, the built-ins and those plug-in packages declare (entry point
+    group ``capacity.keys``). ``family(name)`` gives the ``Family`` itself.
+
+    >>> list(available())[:3]
+    ['gaussian', 'orthogonal', 'simplex']
+    """
+    return {name: fam.description for name, fam in _all().items()}
+
+
+def families() -> dict[str, Family]:
+    """Deprecated: ``available()`` lists the families (name -> description), ``family(name)`` gives each one."""
+    _deprecated.warn("capacity.keys", "families()", "available()")
+    return _all()
 
 
 def family(name) -> Family:
@@ -253,11 +268,12 @@ def family(name) -> Family:
     return found
 
 
-def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
-    """Draw keys of ``family``: float32 ``[batch, n, d]`` with unit rows, on ``device``.
+@_deprecated.params("keys.make", family="name")
+def make(name: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
+    """Draw keys of the family ``name``: float32 ``[batch, n, d]`` with unit rows, on ``device``.
 
     ``seed`` is an int, a CPU torch.Generator, or a sequence of ints (one batch item per seed:
-    item b equals ``make(family, n, d, seed=seed[b])[0]``). ``params`` are the family's own
+    item b equals ``make(name, n, d, seed=seed[b])[0]``). ``params`` are the family's own
     (``rho`` for correlated; ``rank`` or ``spectrum`` for anisotropic; for learned ``variant``,
     ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``capacity.learned.optimise``; for pretrained
     ``layer``, ``head``, ``text``, see ``capacity.pretrained``).
@@ -265,19 +281,19 @@ def make(family: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **
     >>> make("correlated", n=4, d=8, seed=1, rho=0.5).shape
     torch.Size([1, 4, 8])
     """
-    fam = globals()["family"](family)
+    fam = family(name)
     n = _validate.positive_int("n", n)
     d = _validate.positive_int("d", d)
     batch = _validate.positive_int("batch", batch)
     unknown = sorted(set(params) - set(fam.params))
     if unknown:
         allowed = ", ".join(fam.params) if fam.params else "none"
-        raise CapacityError(f"key family {family!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}")
-    if family == "correlated" and "rho" not in params:
+        raise CapacityError(f"key family {name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}")
+    if name == "correlated" and "rho" not in params:
         raise CapacityError("key family 'correlated' needs rho in [0, 1)")
     dev = _validate.device(device)
     seeds = _random.seeds_for_batch(seed, batch)
-    gens = [_random.generator(s, f"keys/{family}") for s in seeds]  # checks every seed before any work
+    gens = [_random.generator(s, f"keys/{name}") for s in seeds]  # checks every seed before any work
     shape = (batch, n, d)
     # the draw holds about three float64 copies on the CPU at its peak; the result is float32 on dev
     _validate.check_alloc("keys.make", shape, torch.float64, "cpu", copies=3.0)

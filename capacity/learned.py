@@ -66,7 +66,7 @@ def _targets(spec, batch: int, n: int, dv, g: torch.Generator) -> torch.Tensor:
         return V.expand(batch, n, V.shape[2]).contiguous()
     if not isinstance(spec, str):
         raise CapacityError(
-            f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}) or a tensor, got {spec!r}"
+            f"learned keys: values must be a value family ({', '.join(value_families.available())}) or a tensor, got {spec!r}"
         )
     dv = (n if spec == "orthonormal" else 64) if dv is None else _validate.positive_int("learned keys: dv", dv)
     return value_families.make(spec, n, dv, batch=batch, seed=g)
@@ -147,9 +147,9 @@ def _check(
         raise CapacityError(f"learned keys: gain must be True or False, got {gain!r}")
     if dv is not None:
         _validate.positive_int("learned keys: dv", dv)
-    if not isinstance(values, str) or values not in value_families.FAMILIES:
+    if not isinstance(values, str) or values not in value_families.available():
         raise CapacityError(
-            f"learned keys: values must be a value family ({', '.join(value_families.FAMILIES)}), got {values!r}"
+            f"learned keys: values must be a value family ({', '.join(value_families.available())}), got {values!r}"
         )
 
 

@@ -174,10 +174,10 @@ def token_keys(layer: int = 2, head=0, text=None) -> torch.Tensor:
     return _keys_at(text_str, layer, head_index, torch.arange(len(_token_ids(text_str))))
 
 
-def draw(batch: int, n: int, d: int, g: torch.Generator, layer=2, head=0, text=None) -> torch.Tensor:
+def draw(batch: int, n: int, d: int, generator: torch.Generator, layer=2, head=0, text=None) -> torch.Tensor:
     """``batch`` windows of ``n`` consecutive tokens' keys, unit rows, float64 ``[batch, n, d]``.
 
-    Each window starts at an offset drawn uniformly from the T tokens with ``g`` and wraps around
+    Each window starts at an offset drawn uniformly from the T tokens with ``generator`` and wraps around
     the end of the text. Only the chunks the windows touch are run through the model.
     """
     layer, head_index, path = check(d, layer, head, text)
@@ -187,7 +187,7 @@ def draw(batch: int, n: int, d: int, g: torch.Generator, layer=2, head=0, text=N
         raise CapacityError(
             f"pretrained keys: n={n} is more than the {T} tokens of the text; use n <= {T} or a longer text"
         )
-    offsets = torch.randint(0, T, (batch,), generator=g)  # [batch]
+    offsets = torch.randint(0, T, (batch,), generator=generator)  # [batch]
     index = (offsets.unsqueeze(1) + torch.arange(n)) % T  # [batch, n]
     win = _keys_at(text_str, layer, head_index, index).to(torch.float64)  # [batch, n, d]
     norms = win.norm(dim=-1, keepdim=True)

@@ -27,7 +27,7 @@ from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 
-__all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS"]
+__all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS", "PER_QUERY"]
 
 # name -> (long name, units, description); per checkpoint and batch item, means over the stored pairs
 METRICS = {
@@ -54,14 +54,9 @@ METRICS = {
         "mean over stored pairs of ||r_i - a_i v_i||^2, the part of the read not along v_i (sum_{j != i} G_ij v_j for the additive rule and orthonormal values; T3)",
     ),
 }
-_PER_QUERY = {
-    "mse": "sq_error",
-    "rel_error": "rel_sq_error",
-    "cosine": "cosine",
-    "recall": "correct",
-    "signal": "signal",
-    "leak": "leak",
-}
+# with per_query=True, each metric's value per query is the variable <metric>_q over (n, batch, query);
+# before docs/naming.md they were sq_error, rel_sq_error, cosine_q, correct, signal_q and leak_q
+PER_QUERY = {m: f"{m}_q" for m in METRICS}
 
 
 def default_checkpoints(n: int, count: int = 24) -> list[int]:
@@ -232,9 +227,10 @@ def recall(
 
     Returns an xarray.Dataset over ``n`` (the checkpoints) and ``batch`` with the variables of
     ``METRICS`` (mse, rel_error, cosine, recall, signal, leak), each a mean over the n_c stored
-    pairs. With ``per_query=True`` it also holds ``sq_error``, ``rel_sq_error``, ``cosine_q``,
-    ``correct``, ``signal_q`` and ``leak_q`` over (n, batch, query), NaN where query >= n_c.
-    ``decode=False`` skips the argmax decode (no ``recall``/``correct``): at large n it is most
+    pairs. With ``per_query=True`` it also holds each metric per query, named like the metric with ``_q``
+    (``PER_QUERY``: ``mse_q``, ``rel_error_q``, ``cosine_q``, ``recall_q``, ``signal_q``, ``leak_q``) over
+    (n, batch, query), NaN where query >= n_c; ``recall_q`` is 1 where the query's argmax decode is right.
+    ``decode=False`` skips the argmax decode (no ``recall``/``recall_q``): at large n it is most
     of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the
     JSON attr ``config``. The attr ``feature_dim`` is the number of state rows per key
     (``variant.feature_dim(d)`` where the variant has a feature map, else d). For a variant
@@ -268,8 +264,7 @@ def recall(
     }
     for m, x in cv.per_query.items():
         ln, u, desc = METRICS[m]
-        qname = _PER_QUERY[m] if _PER_QUERY[m] not in METRICS else _PER_QUERY[m] + "_q"
-        data[qname] = (
+        data[PER_QUERY[m]] = (
             ("n", "batch", "query"),
             x,
             {

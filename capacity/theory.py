@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from capacity import _deprecated
 from capacity.errors import CapacityError
 
 
@@ -409,15 +410,19 @@ def argmax_capacity_refined(d, dv, tau=0.9):
 # ---------------------------------------------------------------- T11: decay
 
 
-def decay_readout(K, V, g):
-    """T11: reads of every stored key after writing n pairs into S_t = g S_{t-1} + k_t^T v_t.
+@_deprecated.params("theory.decay_readout", g="alpha")
+def decay_readout(K, V, alpha):
+    """T11: reads of every stored key after writing n pairs into S_t = alpha S_{t-1} + k_t^T v_t.
 
-    r_i = sum_j g^(n-j) G_ij v_j (tokens numbered 1..n), so old tokens fade by g per step.
+    r_i = sum_j alpha^(n-j) G_ij v_j (tokens numbered 1..n), so old tokens fade by the gate alpha per step
+    (the ``decay`` variant's ``alpha``; the argument was ``g`` before, still accepted with a DeprecationWarning).
     Shapes: K ``[..., n, d]``, V ``[..., n, dv]``; returns ``[..., n, dv]``.
     """
-    g = _numbers("g", g)
+    g = _numbers("alpha", alpha)
     if g.ndim != 0 or not np.isfinite(g):
-        raise CapacityError(f"g must be one finite number (the gate, in (0, 1] for a decaying memory), got {g!r}")
+        raise CapacityError(
+            f"alpha must be one finite number (the gate, in (0, 1] for a decaying memory), got {alpha!r}"
+        )
     g = float(g)
     K, V = _matrix("K", K), _matrix("V", V)
     if K.shape[-2] != V.shape[-2]:

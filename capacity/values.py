@@ -10,40 +10,50 @@ from __future__ import annotations
 
 import torch
 
-from capacity import _random, _validate
+from capacity import _deprecated, _random, _validate
 from capacity.errors import CapacityError
 
-__all__ = ["make", "FAMILIES"]
+__all__ = ["make", "available"]
 
-FAMILIES = {
+_FAMILIES = {
     "gaussian": "unit rows uniform on the sphere in R^dv (i.i.d.; the T7/T10 setting)",
     "orthonormal": "orthonormal rows, V V^T = I_n (needs n <= dv; the T4 setting)",
 }
 
 
-def make(family: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
-    """Draw values of ``family``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``.
+def available() -> dict[str, str]:
+    """The value families: name -> one-line description.
+
+    >>> list(available())
+    ['gaussian', 'orthonormal']
+    """
+    return dict(_FAMILIES)
+
+
+@_deprecated.params("values.make", family="name")
+def make(name: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
+    """Draw values of the family ``name``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``.
 
     The value families take no parameters of their own.
     """
-    _validate.choice("value family", family, FAMILIES)
+    _validate.choice("value family", name, _FAMILIES)
     if params:
         unknown = ", ".join(sorted(params))
-        raise CapacityError(f"value family {family!r} got unknown parameter(s) {unknown}; allowed: none")
+        raise CapacityError(f"value family {name!r} got unknown parameter(s) {unknown}; allowed: none")
     n = _validate.positive_int("n", n)
     dv = _validate.positive_int("dv", dv)
     batch = _validate.positive_int("batch", batch)
-    if family == "orthonormal" and n > dv:
+    if name == "orthonormal" and n > dv:
         raise CapacityError(f"orthonormal values need n <= dv, got n={n} > dv={dv}; use 'gaussian' values past dv")
     dev = _validate.device(device)
     seeds = _random.seeds_for_batch(seed, batch)
-    gens = [_random.generator(s, f"values/{family}") for s in seeds]  # checks every seed before any work
+    gens = [_random.generator(s, f"values/{name}") for s in seeds]  # checks every seed before any work
     shape = (batch, n, dv)
     _validate.check_alloc("values.make", shape, torch.float64, "cpu", copies=3.0)  # float64 draws at the peak
     if dev.type != "cpu":
         _validate.check_alloc("values.make", shape, torch.float32, dev)
     try:
-        return _draw(family, n, dv, batch, gens, dev)
+        return _draw(name, n, dv, batch, gens, dev)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("values.make", shape, torch.float64, dev, exc) from None
@@ -64,3 +74,8 @@ def _draw(family: str, n: int, dv: int, batch: int, gens: list, dev: torch.devic
             q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
             parts.append(q.transpose(1, 2))
     return torch.cat(parts).to(device=dev, dtype=torch.float32)
+
+
+def __getattr__(name: str):
+    """``FAMILIES`` (deprecated: ``available()``) warns when it is read."""
+    return _deprecated.module_attr("capacity.values", name, {"FAMILIES": ("available()", available)})

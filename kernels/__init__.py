@@ -10,7 +10,9 @@ reads against target values. Both check their inputs before any launch and then 
   the one-token-at-a-time oracle;
 - ``backend="triton"``: the Triton kernels (compiled on CUDA, the interpreter on the CPU).
 
-The math of each mode is in ``reference.py``, ``chunked.py`` and README.md beside this file.
+The math of each mode is in ``reference.py``, ``chunked.py`` and README.md beside this file; ``available()`` lists
+the modes. ``mode`` names the recurrence an update applies (not a registered object); the gate is ``alpha`` (``gate``
+before: still accepted, with a DeprecationWarning; docs/naming.md).
 
 >>> import torch
 >>> from capacity import kernels
@@ -19,7 +21,7 @@ The math of each mode is in ``reference.py``, ``chunked.py`` and README.md besid
 >>> k, v = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
 >>> S = kernels.update(S, k, v, mode="delta", beta=1.0)        # in place; returns S
 >>> err = kernels.read_error(S, k[:, -1:], v[:, -1:])          # the last key reads back exactly
->>> bool(err["sq_error"].max() < 1e-10)
+>>> bool(err["mse_q"].max() < 1e-10)
 True
 """
 
@@ -29,11 +31,12 @@ import os
 
 import torch
 from capacity.kernels import chunked, reference
-from capacity.kernels.reference import CHANNEL_GATE, MODES, SCALAR_GATE, USES_BETA
+from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA
 
+from capacity import _deprecated
 from capacity.errors import CapacityError
 
-__all__ = ["update", "read", "read_error", "MODES", "MAX_DIM"]
+__all__ = ["update", "read", "read_error", "available", "MAX_DIM"]
 
 MAX_DIM = 256  # largest d and dv the Triton kernels take
 INPUT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -157,20 +160,45 @@ def _in_range(name, t, low, high, high_open):
     return t
 
 
+_MODES = {
+    "linear": "S = S + k^T v (additive)",
+    "decay": "S = alpha S + k^T v, one gate alpha per token",
+    "gla": "S = Diag(alpha) S + k^T v, one gate per channel",
+    "delta": "S = (I - b k^T k) S + b k^T v, the delta rule with b = beta",
+    "gated_delta": "S = alpha (I - b k^T k) S + b k^T v, one gate alpha per token",
+    "kda": "S = (I - b k^T k) Diag(alpha) S + b k^T v, one gate per channel",
+}
+
+
+def available() -> dict[str, str]:
+    """The modes ``update`` applies: name -> its recurrence.
+
+    >>> list(available())
+    ['linear', 'decay', 'gla', 'delta', 'gated_delta', 'kda']
+    """
+    return dict(_MODES)
+
+
+def __getattr__(name: str):
+    """``MODES`` (deprecated: ``available()``) warns when it is read."""
+    return _deprecated.module_attr("capacity.kernels", name, {"MODES": ("available()", lambda: tuple(_MODES))})
+
+
+@_deprecated.params("kernels.update", gate="alpha")
 def update(
-    state, k, v, *, mode: str, beta=None, gate=None, normalize: bool = True, backend: str = "auto"
+    state, k, v, *, mode: str, beta=None, alpha=None, normalize: bool = True, backend: str = "auto"
 ) -> torch.Tensor:
     """Write the tokens (k, v) into ``state`` in place, in order, and return ``state``.
 
     Shapes: state float32 ``[B, d, dv]``; k ``[B, T, d]``, v ``[B, T, dv]`` (float32, bfloat16
     or float16, one dtype); ``beta`` in (0, 2) as a number, ``[B]`` or ``[B, T]`` (delta,
-    gated_delta, kda); ``gate`` in (0, 1]: for decay and gated_delta a number, ``[B]`` or
+    gated_delta, kda); the gate ``alpha`` in (0, 1]: for decay and gated_delta a number, ``[B]`` or
     ``[B, T]``, for gla and kda a number, ``[d]``, ``[B, d]`` or ``[B, T, d]``.
     ``normalize`` L2-normalises each key before it is used. The Triton backend takes d and
     dv up to 256 and any strides; the state never leaves its device.
     """
-    if mode not in MODES:
-        raise CapacityError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
+    if mode not in _MODES:
+        raise CapacityError(f"unknown mode {mode!r}; known: {', '.join(_MODES)}")
     B, d, dv = _check_state(state)
     _check_tensor("k", k, 3)
     _check_tensor("v", v, 3)
@@ -194,15 +222,18 @@ def update(
     if (beta is not None) != (mode in USES_BETA):
         raise CapacityError(f"mode {mode!r} " + ("needs beta in (0, 2)" if mode in USES_BETA else "takes no beta"))
     needs_gate = mode in SCALAR_GATE or mode in CHANNEL_GATE
-    if (gate is not None) != needs_gate:
-        raise CapacityError(f"mode {mode!r} " + ("needs a gate in (0, 1]" if needs_gate else "takes no gate"))
+    if (alpha is not None) != needs_gate:
+        raise CapacityError(
+            f"mode {mode!r} " + ("needs a gate alpha in (0, 1]" if needs_gate else "takes no gate (alpha)")
+        )
     if beta is not None:
         beta = _per_token("beta", beta, B, T, state.device, 0.0, 2.0, True)  # [B, T]
-    if gate is not None:
+    gate = None  # the kernels' own name for alpha
+    if alpha is not None:
         if mode in SCALAR_GATE:
-            gate = _per_token("gate", gate, B, T, state.device, 0.0, 1.0, False)  # [B, T]
+            gate = _per_token("alpha", alpha, B, T, state.device, 0.0, 1.0, False)  # [B, T]
         else:
-            gate = _per_channel("gate", gate, B, T, d, state.device)  # [B, T, d]
+            gate = _per_channel("alpha", alpha, B, T, d, state.device)  # [B, T, d]
     if T == 0:
         return state
     if which == "torch":
@@ -245,10 +276,12 @@ def read(state, q, *, normalize: bool = True) -> torch.Tensor:
 
 
 def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto") -> dict[str, torch.Tensor]:
-    """Per-query ``sq_error``, ``signal`` and ``cosine`` (float32 ``[B, m]`` each) of the reads q S against ``target``.
+    """Per-query ``mse_q``, ``signal_q`` and ``cosine_q`` (float32 ``[B, m]`` each) of the reads q S against ``target``.
 
-    sq_error = ||r - v||^2, signal = <r, v> / ||v||^2 (the coefficient of v in r),
-    cosine = <r, v> / (||r|| ||v||), with r = q S (q L2-normalised first when ``normalize``).
+    mse_q = ||r - v||^2, signal_q = <r, v> / ||v||^2 (the coefficient of v in r),
+    cosine_q = <r, v> / (||r|| ||v||), with r = q S (q L2-normalised first when ``normalize``): named like the
+    probe's per-query variables (``capacity.probe.PER_QUERY``). The old keys ``sq_error``, ``signal`` and ``cosine``
+    still work for one release, with a DeprecationWarning.
     Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``, target ``[B, m, dv]`` (float32,
     bfloat16 or float16). The Triton backend computes them without writing the reads to
     device memory.
@@ -257,7 +290,7 @@ def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto
     >>> from capacity import kernels
     >>> S = torch.eye(4)[None]                      # [1, 4, 4]: reads back every unit key
     >>> out = kernels.read_error(S, torch.eye(4)[None], torch.eye(4)[None])
-    >>> out["sq_error"].tolist(), out["signal"].tolist()
+    >>> out["mse_q"].tolist(), out["signal_q"].tolist()
     ([[0.0, 0.0, 0.0, 0.0]], [[1.0, 1.0, 1.0, 1.0]])
     """
     B, d, dv = _check_read(state, q, target)
@@ -266,5 +299,21 @@ def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto
     which = _backend(backend, state.device)
     _check_dims(which, d, dv)
     if which == "torch":
-        return reference.read_error(state, q, target, normalize=normalize)
-    return _triton_module("triton_read").read_error(state, q, target, normalize=normalize)
+        return _Reads.of(reference.read_error(state, q, target, normalize=normalize))
+    return _Reads.of(_triton_module("triton_read").read_error(state, q, target, normalize=normalize))
+
+
+class _Reads(dict):
+    """``read_error``'s result: mse_q, signal_q, cosine_q; the kernels' own keys still read, with a warning."""
+
+    OLD = {"sq_error": "mse_q", "signal": "signal_q", "cosine": "cosine_q"}
+
+    @classmethod
+    def of(cls, out: dict) -> _Reads:
+        return cls({cls.OLD.get(k, k): x for k, x in out.items()})
+
+    def __missing__(self, key):
+        if key in self.OLD:
+            _deprecated.warn("kernels.read_error", key, self.OLD[key])
+            return self[self.OLD[key]]
+        raise KeyError(key)

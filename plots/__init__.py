@@ -1,6 +1,6 @@
 """Seaborn figures of study results, each with the closed form it tests drawn in (docs/theory.md).
 
-``render(ds, out_dir)`` writes the figures that fit a results Dataset (chosen from its variables and
+``render(ds, out=folder)`` writes the figures that fit a results Dataset (chosen from its variables and
 dimensions, see ``choose``) as PNG and PDF and returns their paths; ``capacity plot RESULTS`` does
 the same from the command line. Each figure is also a function that takes a result Dataset and
 returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
@@ -27,13 +27,14 @@ from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.frontier import frontier
 from capacity.plots.orthogonality import orthogonality
-from capacity.plots.render import FIGURES, choose, figures, render, render_path, studies
+from capacity.plots.render import FIGURES, available, choose, figures, render, render_path, studies
 from capacity.plots.variants import variant_curves
 
 __all__ = [
     "render",
     "render_path",
     "figures",
+    "available",
     "studies",
     "FIGURES",
     "choose",

@@ -87,7 +87,7 @@ def measure(keys: torch.Tensor, values: torch.Tensor, *, variant=None, checkpoin
     Vd = values.double().cpu()
     gram_v = Vd @ Vd.transpose(1, 2)  # [B, n, n]
     orthonormal = bool((gram_v - torch.eye(n, dtype=torch.float64)).abs().max() < 1e-5)
-    measured = {"signal": pr["signal_q"], "leak": pr["leak_q"], "sq_error": pr["sq_error"]}
+    measured = {"signal": pr["signal_q"], "leak": pr["leak_q"], "sq_error": pr["mse_q"]}
     dims = ("n", "batch", "query")
     data = {}
     for q, (title, _, units, _) in QUANTITIES.items():

@@ -51,7 +51,8 @@ FEATURES = {
     "performer": "Performer (random positive)",
     "favor": "Performer (random positive)",
 }
-_PARAMS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "a", "gate": "a", "rank": "rank", "m": "m"}
+# "a", "gate": old spellings of the gate alpha in older result files; softmax's "scale" shows as itself (docs/naming.md)
+_PARAMS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "α", "gate": "α", "rank": "rank", "m": "m"}
 
 # the order in which known labels appear in legends (and take palette colours), unknown ones after
 ORDER = list(VARIANTS) + list(KEYS) + list(FEATURES)

@@ -1,4 +1,4 @@
-"""The figures that fit a results Dataset, written as PNG and PDF: ``render(ds, out_dir)`` and ``render_path(results)``.
+"""The figures that fit a results Dataset, written as PNG and PDF: ``render(ds, out=...)`` and ``render_path(results)``.
 
 Figures are chosen from what the Dataset holds (``choose``), so a user's own study renders too. Every figure is
 built (and every missing input reported) before any file is written. Files are named ``<study>_<figure>.png`` and
@@ -23,9 +23,10 @@ from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
 
+from capacity import _deprecated
 from capacity.errors import CapacityError
 
-__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "studies"]
+__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available", "studies"]
 
 
 def _several(ds, dim: str) -> bool:
@@ -83,8 +84,14 @@ def choose(ds: xr.Dataset) -> list[str]:
     return chosen
 
 
+def available() -> dict[str, str]:
+    """The figures ``render`` can draw: name -> the first line of its function's docstring."""
+    return {name: (FIGURES[name].__doc__ or "").strip().splitlines()[0] for name in sorted(FIGURES)}
+
+
 def studies() -> list[str]:
-    """The figures ``render`` can draw (kept for the command line's messages)."""
+    """Deprecated: ``available()`` (these are figure names, not studies)."""
+    _deprecated.warn("capacity.plots", "studies()", "available()")
     return sorted(FIGURES)
 
 
@@ -103,9 +110,13 @@ def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
     return [(f"{study}_{name}", FIGURES[name](ds)) for name in names]
 
 
-def render(ds: xr.Dataset, out_dir) -> list[Path]:
-    """Write the default figures of ``ds``'s study into ``out_dir``; returns the paths (PNG, PDF per figure)."""
-    return [path for stem, fig in figures(ds) for path in save(fig, out_dir, stem)]
+@_deprecated.positional_out("plots.render", positional=1)
+def render(ds: xr.Dataset, *, out) -> list[Path]:
+    """Write the default figures of ``ds``'s study into the folder ``out``; returns the paths (PNG, PDF per figure).
+
+    (``render(ds, folder)`` and ``out_dir=`` still work for one release, with a DeprecationWarning.)
+    """
+    return [path for stem, fig in figures(ds) for path in save(fig, out, stem)]
 
 
 def _open(path: Path) -> xr.Dataset:

@@ -19,13 +19,13 @@ _METADATA = {
 }
 
 
-def save(fig, out_dir, stem: str, *, dpi: int = 110) -> list[Path]:
-    """Write ``<out_dir>/<stem>.png`` and ``.pdf`` (the directory is created); returns the paths.
+def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
+    """Write ``<out>/<stem>.png`` and ``.pdf`` (the directory is created); returns the paths.
 
     Each file is written under a temporary name and renamed into place, so an interrupted run leaves the old file or
     the new one, never a partial one. A folder that cannot be written is a one-line CapacityError.
     """
-    out = Path(out_dir)
+    out = Path(out)
     if out.exists() and not out.is_dir():
         raise CapacityError(f"the figures folder {out} is a file, not a folder")
     paths = []

@@ -14,11 +14,11 @@ STUDY = Study(
         variant=(
             "linear",
             "delta",
-            "gated_delta(a=0.99)",
+            "gated_delta(alpha=0.99)",
             "longhorn",
             "lsq",
             "linear(feature=dpfp, normalize=true, nu=2)",
-            "softmax(beta=16.0)",
+            "softmax(scale=16.0)",
         ),
         keys=("gaussian",),
         d=(16, 32, 64),

@@ -12,7 +12,13 @@ STUDY = Study(
     name="mqar",
     description="MQAR accuracy against keys written and overwrite fraction: linear, delta, gated delta, softmax (d = 64)",
     grid=Grid(
-        variant=("linear", "delta(beta=1.0)", "delta(beta=0.5)", "gated_delta(a=0.95, beta=1.0)", "softmax(beta=16.0)"),
+        variant=(
+            "linear",
+            "delta(beta=1.0)",
+            "delta(beta=0.5)",
+            "gated_delta(alpha=0.95, beta=1.0)",
+            "softmax(scale=16.0)",
+        ),
         keys=("gaussian",),
         d=(64,),
         n=(16, 32, 64, 128, 256),

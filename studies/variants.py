@@ -12,13 +12,13 @@ STUDY = Study(
     grid=Grid(
         variant=(
             "linear",
-            "decay(a=0.99)",
+            "decay(alpha=0.99)",
             "gla(alpha=0.99)",
             "delta(beta=1)",
             "delta(beta=0.5)",
-            "gated_delta(a=0.99, beta=1)",
+            "gated_delta(alpha=0.99, beta=1)",
             "kda(alpha=0.99, beta=1)",
-            "softmax(beta=16)",
+            "softmax(scale=16)",
         ),
         keys=("gaussian",),
         d=(32, 64),

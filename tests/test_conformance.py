@@ -39,7 +39,7 @@ def test_every_builtin_passes(name):
     "params",
     [
         {"name": "linear", "feature": "dpfp", "nu": 2},
-        {"name": "decay", "a": ("uniform", 0.8, 1.0), "feature": "elu1", "normalize_read": True},
+        {"name": "decay", "alpha": ("uniform", 0.8, 1.0), "feature": "elu1", "normalize_read": True},
         {"name": "kda", "alpha": ("uniform", 0.8, 1.0), "beta": ("uniform", 0.5, 1.0)},
     ],
 )

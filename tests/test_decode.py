@@ -169,7 +169,7 @@ def test_probe_recall_is_the_exact_decode_of_its_reads():
     var = variants.get("linear")
     ds = probe.recall(var, K, V, checkpoints=[n], per_query=True)
     r = var.read(var.write(var.init_state(2, d, d), K, V), K)
-    assert torch.equal(torch.from_numpy(ds.correct.values[0]).float(), exact(r, V))
+    assert torch.equal(torch.from_numpy(ds.recall_q.values[0]).float(), exact(r, V))
     assert math.isclose(float(ds.recall.mean()), float(exact(r, V).mean()), abs_tol=1e-6)
 
 

@@ -61,12 +61,12 @@ CASES = {
     "gate holding a string": (lambda: variants.get("gla", alpha=["a", 0.5]), r"gla: alpha must be"),
     "gate ragged": (lambda: variants.get("gla", alpha=[[0.5, 0.5], [0.5]]), r"gla: alpha must be"),
     "kernel gate of strings": (
-        lambda: kernels.update(torch.zeros(1, 4, 4), K, V, mode="gla", gate=np.array(["a", "b", "c", "d"])),
-        r"gate must be a number or a tensor",
+        lambda: kernels.update(torch.zeros(1, 4, 4), K, V, mode="gla", alpha=np.array(["a", "b", "c", "d"])),
+        r"alpha must be a number or a tensor",
     ),
     "kernel gate a string": (
-        lambda: kernels.update(torch.zeros(1, 4, 4), K, V, mode="decay", gate="0.5"),
-        r"gate must be",
+        lambda: kernels.update(torch.zeros(1, 4, 4), K, V, mode="decay", alpha="0.5"),
+        r"alpha must be",
     ),
     "keys too large": (
         lambda: keys.make("gaussian", n=10**7, d=10**5),
@@ -121,7 +121,7 @@ CASES = {
     ),
     "seed uint64 max": (lambda: keys.make("gaussian", 8, 4, seed=np.uint64(2**64 - 1)), r"seed must be .*2\^63 - 1"),
     "variant seed 2**64": (
-        lambda: variants.get("decay", a=("uniform", 0.5, 1.0), seed=2**64),
+        lambda: variants.get("decay", alpha=("uniform", 0.5, 1.0), seed=2**64),
         r"decay: seed must be .*2\^63 - 1",
     ),
     "performer seed 2**64": (lambda: features.get("performer", seed=2**64), r"seed must be .*2\^63 - 1"),
@@ -145,8 +145,11 @@ CASES = {
     "theory tau a string": (lambda: theory.argmax_capacity(4, 4, tau="x"), r"tau must be a number"),
     "theory eps negative": (lambda: theory.capacity_random_keys(-1, 4), r"eps must be a finite error bound >= 0"),
     "theory eps a string": (lambda: theory.capacity_tight_frame("x", 4), r"eps must be a number"),
-    "theory g a string": (lambda: theory.decay_readout(K[0], V[0], "x"), r"g must be a number"),
-    "theory g NaN": (lambda: theory.decay_readout(K[0], V[0], float("nan")), r"g must be one finite number"),
+    "theory alpha a string": (lambda: theory.decay_readout(K[0], V[0], "x"), r"alpha must be a number"),
+    "theory alpha NaN": (
+        lambda: theory.decay_readout(K[0], V[0], float("nan")),
+        r"alpha must be one finite number",
+    ),
     "theory keys 1-D": (lambda: theory.crosstalk_error(torch.ones(3)), r"K must have at least 2 dimension"),
     "theory meta keys": (lambda: theory.crosstalk_error(META), r"K is a meta tensor"),
     "theory two pairs of strings": (lambda: theory.two_pair_readout("a", "b", "c", "d"), r"k1 must be a number"),
@@ -210,10 +213,10 @@ def test_available_bytes_reads_the_machine():
 
 SPECS = {
     "linear": {},
-    "decay": {"a": 0.95},
+    "decay": {"alpha": 0.95},
     "gla": {"alpha": 0.9},
     "delta": {"beta": 1.0},
-    "gated_delta": {"a": 0.95, "beta": 0.7},
+    "gated_delta": {"alpha": 0.95, "beta": 0.7},
     "kda": {"alpha": 0.95, "beta": 1.0},
     "softmax": {},
 }

@@ -245,7 +245,7 @@ def test_plot_onto_a_file_and_figures_written_whole(reference, tmp_path, monkeyp
 
     monkeypatch.setattr(Figure, "savefig", dies_half_way)
     with pytest.raises(CapacityError, match="No space left"):
-        plots.render(ref, tmp_path / "figs")
+        plots.render(ref, out=tmp_path / "figs")
     assert not any(
         p.suffix in (".png", ".pdf") for p in (tmp_path / "figs").iterdir()
     )  # no partial file under a final name

@@ -167,7 +167,9 @@ def test_real_fla_gated_references_match_the_builtins():
     gd = from_fla(naive_recurrent_gated_delta_rule, per_token={"beta": 0.9, "g": math.log(0.93)})
     np.testing.assert_allclose(
         probe.recall(gd, K, V, checkpoints=cps).mse.values,
-        probe.recall(variants.get("gated_delta", a=0.93, beta=0.9, normalize=False), K, V, checkpoints=cps).mse.values,
+        probe.recall(
+            variants.get("gated_delta", alpha=0.93, beta=0.9, normalize=False), K, V, checkpoints=cps
+        ).mse.values,
         rtol=1e-4,
     )
     alpha = torch.linspace(0.8, 1.0, d)

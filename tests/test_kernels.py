@@ -35,7 +35,7 @@ needs_cuda = pytest.mark.skipif(
 
 
 def make(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, device="cpu"):
-    """Inputs of one case: state float32 [B, d, dv], k [B, T, d], v [B, T, dv], and the mode's beta/gate."""
+    """Inputs of one case: state float32 [B, d, dv], k [B, T, d], v [B, T, dv], and the mode's beta/gate alpha."""
     g = torch.Generator().manual_seed(seed)
     k = torch.randn(B, T, d, generator=g).to(dtype)
     v = torch.randn(B, T, dv, generator=g).to(dtype)
@@ -44,16 +44,16 @@ def make(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, device="c
     if mode in reference.USES_BETA:
         params["beta"] = 0.1 + 1.8 * torch.rand(B, T, generator=g)
     if mode in reference.SCALAR_GATE:
-        params["gate"] = 0.5 + 0.5 * torch.rand(B, T, generator=g)
+        params["alpha"] = 0.5 + 0.5 * torch.rand(B, T, generator=g)
     if mode in reference.CHANNEL_GATE:
-        params["gate"] = 0.5 + 0.5 * torch.rand(B, T, d, generator=g)
+        params["alpha"] = 0.5 + 0.5 * torch.rand(B, T, d, generator=g)
     move = lambda x: x.to(device)
     return move(state), move(k), move(v), {n: move(p) for n, p in params.items()}
 
 
 def expected(state, k, v, mode, params, normalize=True):
-    """The reference on CPU copies (float32), whatever device the inputs are on."""
-    cpu = {n: p.cpu() for n, p in params.items()}
+    """The reference on CPU copies (float32), whatever device the inputs are on (its gate argument is ``gate``)."""
+    cpu = {("gate" if n == "alpha" else n): p.cpu() for n, p in params.items()}
     return reference.recurrence(k.cpu(), v.cpu(), mode=mode, initial_state=state.cpu(), normalize=normalize, **cpu)
 
 
@@ -148,10 +148,10 @@ def test_update_strided_views_padding_untouched(mode):
     big_k[..., :d] = k0
     big_v = torch.full((B, 2 * T, dv), NAN)
     big_v[:, ::2] = v0
-    if "gate" in params:
-        big_g = torch.full((*params["gate"].shape[:-1], params["gate"].shape[-1] + 1), NAN)
-        big_g[..., :-1] = params["gate"]
-        params["gate"] = big_g[..., :-1]
+    if "alpha" in params:
+        big_g = torch.full((*params["alpha"].shape[:-1], params["alpha"].shape[-1] + 1), NAN)
+        big_g[..., :-1] = params["alpha"]
+        params["alpha"] = big_g[..., :-1]
     kernels.update(state, big_k[..., :d], big_v[:, ::2], mode=mode, backend="triton", **params)
     assert_state_close(state, want, torch.float32, f"{mode} strided")
     pad = torch.ones_like(big_s, dtype=torch.bool)
@@ -170,7 +170,7 @@ def test_update_broadcast_gate_and_beta():
         gate=torch.linspace(0.5, 1.0, 33).expand(3, 8, 33),
         initial_state=state,
     )
-    kernels.update(state, k, v, mode="kda", beta=0.6, gate=torch.linspace(0.5, 1.0, 33), backend="triton")
+    kernels.update(state, k, v, mode="kda", beta=0.6, alpha=torch.linspace(0.5, 1.0, 33), backend="triton")
     assert_state_close(state, want, torch.float32, "kda broadcast")
 
 
@@ -238,7 +238,7 @@ def test_read_error_public_dispatch_and_strides():
 def test_auto_backend_on_cpu_is_torch_and_interpret_env_selects_triton(monkeypatch):
     calls = []
     monkeypatch.setattr(triton_update, "update", lambda *a, **kw: calls.append("update"))
-    monkeypatch.setattr(triton_read, "read_error", lambda *a, **kw: calls.append("read"))
+    monkeypatch.setattr(triton_read, "read_error", lambda *a, **kw: calls.append("read") or {})
     state, k, v, _ = make("linear", 1, 3, 4, 4)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     kernels.update(state, k, v, mode="linear")
@@ -381,7 +381,7 @@ def test_gpu_auto_backend_runs_the_kernel(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "name,params", [("linear", {}), ("delta", {"beta": 1.0}), ("gated_delta", {"a": 0.9, "beta": 0.7})]
+    "name,params", [("linear", {}), ("delta", {"beta": 1.0}), ("gated_delta", {"alpha": 0.9, "beta": 0.7})]
 )
 def test_probe_runs_through_the_triton_kernels(name, params):
     """The probe, with the variant's writes on the Triton path (interpreted on the CPU), equals the torch path."""

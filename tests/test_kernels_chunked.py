@@ -79,7 +79,7 @@ def test_gradients_match_the_oracle(mode):
 def test_dispatch_torch_backend_is_the_chunked_form_and_updates_in_place():
     k, v, s0, beta, gate = _case("gated_delta", 3, 40, 10, 6, seed=2)
     state = s0.clone()
-    out = kernels.update(state, k, v, mode="gated_delta", beta=beta, gate=gate, backend="torch")
+    out = kernels.update(state, k, v, mode="gated_delta", beta=beta, alpha=gate, backend="torch")
     assert out is state
     want = reference.recurrence(k, v, mode="gated_delta", beta=beta, gate=gate, initial_state=s0)
     assert _rel(state, want) <= 1e-5

@@ -154,11 +154,11 @@ def test_broadcast_parameters_equal_full_tensors():
     k, v, s0, _, _, _ = _inputs(8)
     k, v, s0 = k.float(), v.float(), s0.float()
     full = kernels.update(
-        s0.clone(), k, v, mode="kda", beta=torch.full((B, T), 0.7), gate=torch.full((B, T, D), 0.9), backend="torch"
+        s0.clone(), k, v, mode="kda", beta=torch.full((B, T), 0.7), alpha=torch.full((B, T, D), 0.9), backend="torch"
     )
     for beta in (0.7, torch.tensor(0.7), torch.full((B,), 0.7), torch.full((1,), 0.7)):
         for gate in (0.9, torch.full((D,), 0.9), torch.full((B, D), 0.9)):
-            got = kernels.update(s0.clone(), k, v, mode="kda", beta=beta, gate=gate, backend="torch")
+            got = kernels.update(s0.clone(), k, v, mode="kda", beta=beta, alpha=gate, backend="torch")
             assert torch.equal(got, full)
 
 
@@ -189,7 +189,7 @@ def _ok():
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta"), "needs beta"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="linear", beta=0.5), "takes no beta"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay"), "needs a gate"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=0.5, gate=0.5), "takes no gate"),
+        (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=0.5, alpha=0.5), "takes no gate"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=2.0), r"beta must lie in \(0, 2\)"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=0.0), r"beta must lie in \(0, 2\)"),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.tensor([0.5, -0.1])), r"beta must lie in"),
@@ -198,12 +198,15 @@ def _ok():
             lambda s, k, v: dict(state=s, k=k, v=v, mode="delta", beta=torch.full((2, 5), 0.5)),
             "beta must be a number or a tensor of shape",
         ),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", gate=1.01), r"gate must lie in \(0, 1\]"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", gate=0.0), r"gate must lie in \(0, 1\]"),
-        (lambda s, k, v: dict(state=s, k=k, v=v, mode="gla", gate=torch.full((8,), 1.5)), r"gate must lie in \(0, 1\]"),
+        (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", alpha=1.01), r"alpha must lie in \(0, 1\]"),
+        (lambda s, k, v: dict(state=s, k=k, v=v, mode="decay", alpha=0.0), r"alpha must lie in \(0, 1\]"),
         (
-            lambda s, k, v: dict(state=s, k=k, v=v, mode="kda", beta=1.0, gate=torch.full((2, 3, 7), 0.5)),
-            "gate must be a number or a tensor of shape",
+            lambda s, k, v: dict(state=s, k=k, v=v, mode="gla", alpha=torch.full((8,), 1.5)),
+            r"alpha must lie in \(0, 1\]",
+        ),
+        (
+            lambda s, k, v: dict(state=s, k=k, v=v, mode="kda", beta=1.0, alpha=torch.full((2, 3, 7), 0.5)),
+            "alpha must be a number or a tensor of shape",
         ),
         (lambda s, k, v: dict(state=s, k=k, v=v, mode="linear", normalize=1), "normalize must be True or False"),
         (lambda s, k, v: dict(state=torch.zeros(0, 8, 4), k=k[:0], v=v[:0], mode="linear"), "B, d, dv >= 1"),

@@ -26,7 +26,7 @@ def test_the_key_family_returns_unit_rows_and_follows_the_seed():
     assert K.shape == (2, 24, 8) and K.dtype == torch.float32
     assert torch.allclose(K.norm(dim=-1), torch.ones(2, 24), atol=1e-6)
     assert torch.equal(K[1:], keys.make("learned", 24, 8, seed=4, steps=30))
-    assert not keys.families()["learned"].iid_rows
+    assert not keys.family("learned").iid_rows
     # the probe measures the keys the optimiser found: linear read, orthonormal values, T4 = its loss
     V = values.make("orthonormal", 24, 24, batch=2, seed=0)
     res = learned.optimise(24, 8, steps=30, seed=3, values=V[0])

@@ -182,7 +182,7 @@ def test_delta_rule_recalls_exactly_with_overwrites_linear_recalls_stale():
 
 def test_softmax_averages_duplicate_keys():
     kw = {"vocab": 32, "pairs": 32, "d": 32, "keys": "orthogonal", "overwrite": 0.5, "batch": 4, "seed": 0}
-    mem = variants.get("softmax", beta=60.0)
+    mem = variants.get("softmax", scale=60.0)
     soft = mqar.mqar(mem, **kw)
     lin = mqar.mqar(variants.get("linear"), **kw)
     # orthonormal keys: softmax reads (v_old + v_new) / 2 for an overwritten key, the linear memory v_old + v_new
@@ -244,7 +244,7 @@ def test_grid_equals_direct_calls():
 
 def test_figure():
     ds = mqar.grid(
-        ["linear", "delta(beta=1)", "softmax(beta=16)"],
+        ["linear", "delta(beta=1)", "softmax(scale=16)"],
         pairs=[8, 16, 32, 64],
         overwrite=[0.0, 0.5],
         d=16,
@@ -259,7 +259,7 @@ def test_figure():
     x, y = th[0].get_data()
     np.testing.assert_allclose(y, mqar.predicted_accuracy(x, 16, 16, 96), rtol=1e-12)
     assert not [ln for ln in right.get_lines() if (ln.get_gid() or "").startswith("theory:")]
-    for lab in ("linear", "delta(beta=1)", "softmax(beta=16)"):
+    for lab in ("linear", "delta(beta=1)", "softmax(scale=16)"):
         for ax in (left, right):
             found = [ln for ln in ax.get_lines() if ln.get_gid() == f"measured:{lab}"]
             assert len(found) == 1
@@ -345,7 +345,7 @@ def test_the_mqar_study_runs_through_the_sweep_and_equals_direct_calls(tmp_path)
         .values
     )
     np.testing.assert_array_equal(got, direct.accuracy.transpose("pairs", "batch").values)
-    assert plots.choose(ds) == ["mqar"] and [p.name for p in plots.render(ds, tmp_path / "f")] == [
+    assert plots.choose(ds) == ["mqar"] and [p.name for p in plots.render(ds, out=tmp_path / "f")] == [
         "mqar_mqar.png",
         "mqar_mqar.pdf",
     ]

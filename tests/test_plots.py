@@ -415,7 +415,7 @@ def test_closed_form_shows_a_memory_that_departs_from_it(cf_inputs):
 def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var, fmaps, billds, cf):
     written = {}
     for ds in (cvd, orth, var, fmaps, billds, cf):
-        paths = render(ds, tmp_path / "a")
+        paths = render(ds, out=tmp_path / "a")
         assert paths and all(p.exists() and p.stat().st_size > 0 for p in paths)
         assert sorted({p.suffix for p in paths}) == [".pdf", ".png"]
         assert all(p.name.startswith(ds.attrs["study"] + "_") for p in paths)
@@ -442,7 +442,7 @@ def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var
 
 def test_render_chooses_figures_from_the_data(cvd, tmp_path):
     """A study the plots never heard of renders by what it holds; a Dataset nothing fits is one line."""
-    paths = render(cvd.assign_attrs(study="my-own"), tmp_path)
+    paths = render(cvd.assign_attrs(study="my-own"), out=tmp_path)
     assert sorted(p.name for p in paths) == [
         "my-own_capacity.pdf",
         "my-own_capacity.png",
@@ -453,7 +453,7 @@ def test_render_chooses_figures_from_the_data(cvd, tmp_path):
     assert plots.choose(one) == ["variants", "capacity", "frontier"]  # several memories on one key family: the overlays
     assert plots.choose(cvd.drop_vars("recall")) == ["error-vs-load"]
     with pytest.raises(CapacityError, match="no figure fits"):
-        render(xr.Dataset({"mse": ("load", [1.0])}), "unused")
+        render(xr.Dataset({"mse": ("load", [1.0])}), out="unused")
 
 
 def test_render_rejects_bad_datasets(cvd):
@@ -524,7 +524,8 @@ def test_cli_plot_writes_figures_beside_the_results(tmp_path, capsys, cf):
 
 def test_names_as_users_know_them():
     assert names.variant_name("delta") == "DeltaNet (delta)"
-    assert names.variant_name("gated_delta(a=0.9, beta=0.5)") == "Gated DeltaNet, a = 0.9, β = 0.5"
+    assert names.variant_name("gated_delta(alpha=0.9, beta=0.5)") == "Gated DeltaNet, α = 0.9, β = 0.5"
+    assert names.variant_name("gated_delta(a=0.9, beta=0.5)") == "Gated DeltaNet, α = 0.9, β = 0.5"  # an older label
     assert names.variant_name("linear(normalize=True)") == "linear attention (additive)"
     assert names.keys_name("orthogonal") == "tight frame (orthogonal)"
     assert names.keys_name("anisotropic(rank=8)") == "anisotropic (rank 8)"
@@ -536,7 +537,7 @@ def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     from capacity.plots.frontier import frontier
 
     res = sweep.compare(
-        ["lsq", "linear", "softmax(beta=16.0)"],
+        ["lsq", "linear", "softmax(scale=16.0)"],
         d=(8, 16),
         load=(0.5, 1, 1.5, 2, 3, 4),
         seeds=2,

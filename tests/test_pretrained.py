@@ -126,7 +126,7 @@ def test_determinism_seeds_and_prefix(hf, text):
     assert not torch.equal(many[0], many[1])
     long = keys.make("pretrained", 300, 32, batch=3, seed=[5, 6, 7], layer=4, text=text)
     assert torch.equal(long[:, :64], many)  # a prefix of a window is the shorter window (iid_rows)
-    assert keys.families()["pretrained"].iid_rows
+    assert keys.family("pretrained").iid_rows
 
 
 def test_default_text_and_describe_statistics_are_finite(hf):

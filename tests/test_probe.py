@@ -73,11 +73,14 @@ def test_per_query_output_is_nan_padded():
     K = keys.make("gaussian", 12, 8, batch=2, seed=0)
     V = values.make("orthonormal", 12, 16, batch=2, seed=0)
     ds = probe.recall(LIN, K, V, checkpoints=[4, 12], per_query=True)
-    sq = ds.sq_error
+    sq = ds.mse_q
     assert sq.dims == ("n", "batch", "query") and sq.shape == (2, 2, 12)
     assert np.isnan(sq.sel(n=4).values[:, 4:]).all() and np.isfinite(sq.sel(n=4).values[:, :4]).all()
     assert np.allclose(sq.mean("query", skipna=True).values, ds.mse.values, rtol=1e-5)
-    assert np.allclose(ds.correct.sel(n=12).mean("query").values, ds.recall.sel(n=12).values)
+    assert np.allclose(ds.recall_q.sel(n=12).mean("query").values, ds.recall.sel(n=12).values)
+    for m in probe.METRICS:  # each metric per query: named like the metric, with _q, and averaging to it
+        assert probe.PER_QUERY[m] == f"{m}_q" and ds[f"{m}_q"].dims == ("n", "batch", "query")
+        assert np.allclose(ds[f"{m}_q"].mean("query", skipna=True).values, ds[m].values, rtol=1e-5, atol=1e-6)
 
 
 def test_two_pair_closed_form_through_the_probe():
@@ -88,7 +91,7 @@ def test_two_pair_closed_form_through_the_probe():
     ds = probe.recall(LIN, K, V, checkpoints=[2], per_query=True)
     r1 = theory.two_pair_readout(K[:, 0].double(), K[:, 1].double(), V[:, 0].double(), V[:, 1].double())
     want = ((r1 - V[:, 0].double()) ** 2).sum(-1).numpy()
-    assert np.allclose(ds.sq_error.sel(n=2, query=0).values, want, rtol=1e-5)
+    assert np.allclose(ds.mse_q.sel(n=2, query=0).values, want, rtol=1e-5)
     sig = ((r1 * V[:, 0].double()).sum(-1) / (V[:, 0].double() ** 2).sum(-1)).numpy()
     assert np.allclose(ds.signal_q.sel(n=2, query=0).values, sig, rtol=1e-4, atol=1e-5)
 
@@ -186,8 +189,8 @@ def test_decode_false_skips_only_the_argmax_recall():
     lean = probe.recall(LIN, K, V, checkpoints=[10, 40], per_query=True, decode=False)
     assert (
         "recall" not in lean
-        and "correct" not in lean
-        and set(full.data_vars) - set(lean.data_vars) == {"recall", "correct"}
+        and "recall_q" not in lean
+        and set(full.data_vars) - set(lean.data_vars) == {"recall", "recall_q"}
     )
     for m in lean.data_vars:
         assert lean[m].equals(full[m])

@@ -103,8 +103,9 @@ def test_names_and_parameters_are_checked_before_any_work(assignment, message):
 
 
 def test_labels_parse_and_print():
-    s = Spec.parse("gated_delta(a=0.99, beta=1)", "variant")
-    assert s.name == "gated_delta" and s.kwargs == {"a": 0.99, "beta": 1} and s.label == "gated_delta(a=0.99, beta=1)"
+    s = Spec.parse("gated_delta(alpha=0.99, beta=1)", "variant")
+    assert s.name == "gated_delta" and s.kwargs == {"alpha": 0.99, "beta": 1}
+    assert s.label == "gated_delta(alpha=0.99, beta=1)"
     assert Spec.parse({"name": "delta", "params": {"beta": 0.5}}, "variant").label == "delta(beta=0.5)"
     g = studies.get("capacity-vs-d").with_overrides(["variant=linear,delta(beta=0.5)", "load=1/8,1,16"]).grid
     assert [v.label for v in g.variant] == ["linear", "delta(beta=0.5)"] and g.load == (0.125, 1.0, 16.0)

@@ -142,13 +142,13 @@ def test_argmax_capacity_solves_recall_equals_tau_and_outgrows_d():
 
 
 def test_decay_readout_equals_the_explicit_recurrence():
-    n, d, dv, g = 9, 5, 3, 0.8
+    n, d, dv, alpha = 9, 5, 3, 0.8
     K, V = RNG.normal(size=(n, d)), RNG.normal(size=(n, dv))
     S = np.zeros((d, dv))
     for t in range(n):
-        S = g * S + np.outer(K[t], V[t])
-    assert np.allclose(theory.decay_readout(K, V, g), K @ S)
-    assert np.allclose(theory.decay_readout(torch.as_tensor(K), torch.as_tensor(V), g).numpy(), K @ S)
+        S = alpha * S + np.outer(K[t], V[t])
+    assert np.allclose(theory.decay_readout(K, V, alpha=alpha), K @ S)
+    assert np.allclose(theory.decay_readout(torch.as_tensor(K), torch.as_tensor(V), alpha).numpy(), K @ S)
 
 
 def test_bill_counts_and_break_even():

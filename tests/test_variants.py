@@ -24,10 +24,10 @@ def _unit(x):
     return x / x.norm(dim=-1, keepdim=True)
 
 
-def brute_state(mode, K, V, *, a=None, alpha=None, beta=None):
+def brute_state(mode, K, V, *, alpha=None, beta=None):
     """S after writing K [n, d], V [n, dv] one token at a time with explicit d x d matrices, float64.
 
-    a: [n] scalar gates; alpha: [n, d] channel gates; beta: [n].
+    alpha: [n] scalar gates (decay, gated_delta) or [n, d] channel gates (gla, kda); beta: [n].
     """
     K, V = K.double(), V.double()
     n, d = K.shape
@@ -38,7 +38,7 @@ def brute_state(mode, K, V, *, a=None, alpha=None, beta=None):
         if mode == "linear":
             S = S + k.T @ v
         elif mode == "decay":
-            S = float(a[t]) * S + k.T @ v
+            S = float(alpha[t]) * S + k.T @ v
         elif mode == "gla":
             S = torch.diag(alpha[t].double()) @ S + k.T @ v
         elif mode == "delta":
@@ -46,15 +46,15 @@ def brute_state(mode, K, V, *, a=None, alpha=None, beta=None):
             S = (eye - b * k.T @ k) @ S + b * k.T @ v
         elif mode == "gated_delta":
             b = float(beta[t])
-            S = float(a[t]) * (eye - b * k.T @ k) @ S + b * k.T @ v
+            S = float(alpha[t]) * (eye - b * k.T @ k) @ S + b * k.T @ v
         elif mode == "kda":
             b = float(beta[t])
             S = (eye - b * k.T @ k) @ torch.diag(alpha[t].double()) @ S + b * k.T @ v
     return S
 
 
-def brute_softmax(K, V, Q, beta):
-    scores = beta * Q.double() @ K.double().T  # [m, n]
+def brute_softmax(K, V, Q, scale):
+    scores = scale * Q.double() @ K.double().T  # [m, n]
     w = torch.exp(scores - scores.max(-1, keepdim=True).values)
     return (w / w.sum(-1, keepdim=True)) @ V.double()
 
@@ -66,10 +66,10 @@ def _per_token(value, n, d=None):
 
 CONSTANT_CASES = [
     ("linear", {}, {}),
-    ("decay", {"a": 0.9}, {"a": 0.9}),
+    ("decay", {"alpha": 0.9}, {"alpha": 0.9}),
     ("gla", {"alpha": 0.8}, {"alpha": 0.8}),
     ("delta", {"beta": 0.7, "normalize": False}, {"beta": 0.7}),
-    ("gated_delta", {"a": 0.9, "beta": 1.3, "normalize": False}, {"a": 0.9, "beta": 1.3}),
+    ("gated_delta", {"alpha": 0.9, "beta": 1.3, "normalize": False}, {"alpha": 0.9, "beta": 1.3}),
     ("kda", {"alpha": 0.85, "beta": 0.6, "normalize": False}, {"alpha": 0.85, "beta": 0.6}),
 ]
 
@@ -85,10 +85,8 @@ def test_recurrent_variants_match_brute_force(name, params, brute):
     assert r.dtype == torch.float32 and r.shape == (B, 7, DV)
     for b in range(B):
         kw = {}
-        if "a" in brute:
-            kw["a"] = _per_token(brute["a"], N)
         if "alpha" in brute:
-            kw["alpha"] = _per_token(brute["alpha"], N, D)
+            kw["alpha"] = _per_token(brute["alpha"], N, D if name in ("gla", "kda") else None)
         if "beta" in brute:
             kw["beta"] = _per_token(brute["beta"], N)
         want_S = brute_state(name, K[b], V[b], **kw)
@@ -107,10 +105,10 @@ def test_normalize_flag_uses_unit_keys_and_queries():
 @pytest.mark.parametrize(
     "name,params",
     [
-        ("decay", {"a": ("uniform", 0.5, 0.9)}),
+        ("decay", {"alpha": ("uniform", 0.5, 0.9)}),
         ("gla", {"alpha": ("uniform", 0.6, 1.0)}),
         ("delta", {"beta": ("uniform", 0.2, 1.5), "normalize": False}),
-        ("gated_delta", {"a": ("uniform", 0.7, 1.0), "beta": ("uniform", 0.5, 1.0), "normalize": False}),
+        ("gated_delta", {"alpha": ("uniform", 0.7, 1.0), "beta": ("uniform", 0.5, 1.0), "normalize": False}),
         ("kda", {"alpha": ("uniform", 0.7, 1.0), "beta": 0.9, "normalize": False}),
     ],
 )
@@ -141,7 +139,9 @@ def test_drawn_gates_match_brute_force_with_the_drawn_values(name, params):
 
 
 def test_draws_are_seeded_uniform_and_chunk_invariant():
-    p = _params.Param("decay", "a", ("uniform", 0.2, 0.6), low=0.0, high=1.0, high_open=False, per_channel=False)
+    p = _params.Param(
+        "decay", "alpha", ("uniform", 0.2, 0.6), low=0.0, high=1.0, high_open=False, per_channel=False, stream="a"
+    )
     whole = p.values(4, 0, 700, 1, 3, "cpu")  # crosses block boundaries (BLOCK = 256)
     parts = torch.cat(
         [p.values(4, 0, 250, 1, 3, "cpu"), p.values(4, 250, 300, 1, 3, "cpu"), p.values(4, 550, 150, 1, 3, "cpu")],
@@ -153,8 +153,11 @@ def test_draws_are_seeded_uniform_and_chunk_invariant():
     assert abs(float(whole.double().mean()) - 0.4) < 4 * math.sqrt(0.16 / 12 / 2800)
     assert not torch.equal(whole, p.values(4, 0, 700, 1, 4, "cpu"))  # another seed
     assert torch.equal(whole[:1], p.values(1, 0, 700, 1, 3, "cpu"))  # item 0 does not depend on the batch size
-    # the documented streams: token t's draw is entry [b, t % 256] of block t // 256's stream
+    # the documented streams: token t's draw is entry [b, t % 256] of block t // 256's stream (decay's gate alpha
+    # keeps the stream of its old name "a", so that its draws did not change with the name)
     from capacity import _random
+
+    assert variants.get("decay", alpha=("uniform", 0.2, 0.6))._params["alpha"].stream == "a"
 
     for t in (0, 255, 256, 699):
         u = torch.rand(4, 256, generator=_random.generator(3, f"variants/decay/a/{t // 256}"), dtype=torch.float64)
@@ -175,12 +178,12 @@ def test_gla_per_channel_vector_and_its_length_check():
 def test_feature_map_variant_against_brute_force():
     K, V, Q = _inputs(3)
     phi = lambda x: torch.where(x > 0, x + 1.0, torch.exp(x))  # elu + 1, written out
-    mem = variants.get("decay", a=0.8, feature="elu1")
+    mem = variants.get("decay", alpha=0.8, feature="elu1")
     S = mem.write(mem.init_state(B, D, DV), K, V)
     assert S.shape == (B, D, DV) and mem.feature_dim(D) == D
     r = mem.read(S, Q)
     for b in range(B):
-        want = brute_state("decay", phi(K[b].double()), V[b], a=_per_token(0.8, N))
+        want = brute_state("decay", phi(K[b].double()), V[b], alpha=_per_token(0.8, N))
         assert torch.allclose(r[b].double(), phi(Q[b].double()) @ want, rtol=1e-5, atol=1e-5)
     mem = variants.get("linear", feature="dpfp", nu=2)
     S = mem.write(mem.init_state(B, D, DV), K, V)
@@ -190,7 +193,7 @@ def test_feature_map_variant_against_brute_force():
 def test_normalized_read_divides_by_phi_q_dot_z():
     K, V, Q = _inputs(4)
     phi = lambda x: torch.where(x > 0, x + 1.0, torch.exp(x))
-    for name, gate in (("linear", {}), ("decay", {"a": 0.9}), ("gla", {"alpha": 0.7})):
+    for name, gate in (("linear", {}), ("decay", {"alpha": 0.9}), ("gla", {"alpha": 0.7})):
         mem = variants.get(name, feature="elu1", normalize_read=True, **gate)
         S = mem.write(mem.init_state(B, D, DV), K, V)
         assert S.shape == (B, D, DV + 1) and mem.state_numel(D, DV) == D * (DV + 1)
@@ -209,12 +212,12 @@ def test_normalized_read_divides_by_phi_q_dot_z():
 
 def test_softmax_against_explicit_softmax_and_cache_size():
     K, V, Q = _inputs(5)
-    for beta in (None, 3.0):
-        mem = variants.get("softmax", beta=beta)
+    for scale in (None, 3.0):
+        mem = variants.get("softmax", scale=scale)
         cache = mem.write(mem.write(mem.init_state(B, D, DV), K[:, :5], V[:, :5]), K[:, 5:], V[:, 5:])
         r = mem.read(cache, Q)
         for b in range(B):
-            want = brute_softmax(K[b], V[b], Q[b], math.sqrt(D) if beta is None else beta)
+            want = brute_softmax(K[b], V[b], Q[b], math.sqrt(D) if scale is None else scale)
             assert torch.allclose(r[b].double(), want, rtol=1e-5, atol=1e-6)
         assert mem.numel(cache) == N * (D + DV) == mem.state_numel(D, DV, n=N)
     assert torch.equal(mem.read(mem.init_state(B, D, DV), Q), torch.zeros(B, 7, DV))
@@ -241,10 +244,10 @@ def test_t11_decay_through_the_probe():
     n, d, a = 40, 16, 0.9
     K = keys.make("gaussian", n, d, batch=4, seed=1)
     V = values.make("orthonormal", n, n, batch=4, seed=1)
-    ds = probe.recall(variants.get("decay", a=a), K, V, checkpoints=[n], per_query=True)
+    ds = probe.recall(variants.get("decay", alpha=a), K, V, checkpoints=[n], per_query=True)
     want = theory.decay_readout(K.double(), V.double(), a)  # [B, n, n]
     brute = ((want - V.double()) ** 2).sum(-1).numpy()
-    np.testing.assert_allclose(ds.sq_error.isel(n=0).values, brute, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ds.mse_q.isel(n=0).values, brute, rtol=1e-5, atol=1e-6)
     # signal coefficient of pair i is a^(n-i) (unit keys, orthonormal values)
     np.testing.assert_allclose(
         ds.signal_q.isel(n=0).values, np.broadcast_to(a ** np.arange(n - 1, -1, -1), (4, n)), atol=1e-5
@@ -252,7 +255,7 @@ def test_t11_decay_through_the_probe():
 
 
 @pytest.mark.parametrize(
-    "name,params", [("delta", {}), ("gated_delta", {"a": 0.8}), ("kda", {"alpha": ("uniform", 0.5, 1.0)})]
+    "name,params", [("delta", {}), ("gated_delta", {"alpha": 0.8}), ("kda", {"alpha": ("uniform", 0.5, 1.0)})]
 )
 def test_t12_delta_types_through_the_probe(name, params):
     n, d = 48, 16
@@ -261,7 +264,7 @@ def test_t12_delta_types_through_the_probe(name, params):
     cps = [5, 17, 48]
     ds = probe.recall(variants.get(name, beta=1.0, **params), K, V, checkpoints=cps, per_query=True)
     for i, c in enumerate(cps):  # the last written key reads back exactly at every checkpoint
-        assert float(ds.sq_error.isel(n=i, query=c - 1).max()) < 1e-10
+        assert float(ds.mse_q.isel(n=i, query=c - 1).max()) < 1e-10
     assert float(ds.mse.isel(n=-1).min()) > 0.05  # the earlier ones do not: n > d
     Ko = keys.make("orthogonal", d, d, batch=4, seed=2)
     ds = probe.recall(variants.get("delta"), Ko, V[:, :d], checkpoints=[d])
@@ -273,10 +276,10 @@ def test_t13_softmax_through_the_probe():
     K = keys.make("gaussian", n, d, batch=4, seed=3)
     V = values.make("gaussian", n, d, batch=4, seed=3)
     mse = [
-        float(probe.recall(variants.get("softmax", beta=b), K, V, checkpoints=[n]).mse.mean())
-        for b in (2.0, 8.0, 32.0, 200.0)
+        float(probe.recall(variants.get("softmax", scale=s), K, V, checkpoints=[n]).mse.mean())
+        for s in (2.0, 8.0, 32.0, 200.0)
     ]
-    assert mse[0] > mse[1] > mse[2] > mse[3] and mse[3] < 1e-10  # exact as beta grows
+    assert mse[0] > mse[1] > mse[2] > mse[3] and mse[3] < 1e-10  # exact as the scale grows
     ds = probe.recall(variants.get("softmax"), K, V, checkpoints=[n])
     assert ds.attrs["state_numel"] == theory.bill(n, d, d)["softmax_cache"] == 2 * n * d
 
@@ -320,8 +323,8 @@ def test_bad_input_names_the_variant_and_the_value():
         match=r"unknown variant 'lstm'; known: decay, delta, delta_product, dplr, gated_delta, gla, kda, linear, longhorn, lsq, softmax",
     ):
         variants.get("lstm")
-    with pytest.raises(CapacityError, match=r"decay: a must lie in \(0, 1\], got 1.5"):
-        variants.get("decay", a=1.5)
+    with pytest.raises(CapacityError, match=r"decay: alpha must lie in \(0, 1\], got 1.5"):
+        variants.get("decay", alpha=1.5)
     with pytest.raises(CapacityError, match=r"delta: beta must lie in \(0, 2\), got 2.0"):
         variants.get("delta", beta=2.0)
     with pytest.raises(CapacityError, match=r"gated_delta: beta high must lie in \(0, 2\), got 2.5"):
@@ -331,9 +334,9 @@ def test_bad_input_names_the_variant_and_the_value():
     ):
         variants.get("kda", alpha=("normal", 0.5, 0.1))
     with pytest.raises(CapacityError, match="needs low <= high"):
-        variants.get("decay", a=("uniform", 0.9, 0.5))
+        variants.get("decay", alpha=("uniform", 0.9, 0.5))
     with pytest.raises(
-        CapacityError, match=r"variant 'softmax' got unknown parameter\(s\) gate; allowed: beta, normalize"
+        CapacityError, match=r"variant 'softmax' got unknown parameter\(s\) gate; allowed: scale, normalize"
     ):
         variants.get("softmax", gate=0.5)
     with pytest.raises(CapacityError, match=r"linear: got unknown parameter\(s\) nu"):
@@ -349,17 +352,17 @@ def test_bad_input_names_the_variant_and_the_value():
         variants.get("delta", feature="elu1", normalize_read=True)
     with pytest.raises(CapacityError, match="linear: normalize_read .* positive inner products"):
         variants.get("linear", normalize_read=True)
-    with pytest.raises(CapacityError, match=r"softmax: beta must lie in \(0, inf\)"):
-        variants.get("softmax", beta=-1.0)
+    with pytest.raises(CapacityError, match=r"softmax: scale must lie in \(0, inf\)"):
+        variants.get("softmax", scale=-1.0)
     with pytest.raises(CapacityError, match="decay: draws per token, so its state is a TokenState"):
-        mem = variants.get("decay", a=("uniform", 0.5, 1.0))
+        mem = variants.get("decay", alpha=("uniform", 0.5, 1.0))
         mem.write(torch.zeros(1, 4, 2), torch.randn(1, 3, 4), torch.randn(1, 3, 2))
 
 
 def test_params_rebuild_the_variant():
     for mem in (
         variants.get("kda", alpha=("uniform", 0.5, 1.0), beta=0.5, seed=4, feature="performer", m=32),
-        variants.get("softmax", beta=3.0),
+        variants.get("softmax", scale=3.0),
         variants.get("gla", alpha=[0.5, 0.9]),
         variants.get("linear", feature="dpfp", nu=3, normalize_read=True),
     ):
@@ -371,4 +374,4 @@ def test_params_rebuild_the_variant():
     mem = variants.get("linear", feature=features.get("performer", m=8, seed=5))  # a built map keeps its seed
     assert mem.params["seed"] == 5 and variants.get("linear", **mem.params).feature.seed == 5
     with pytest.raises(CapacityError, match="decay: the performer map has seed 5 but the variant's seed is 0"):
-        variants.get("decay", a=("uniform", 0.5, 1.0), feature=features.get("performer", m=8, seed=5))
+        variants.get("decay", alpha=("uniform", 0.5, 1.0), feature=features.get("performer", m=8, seed=5))

@@ -207,7 +207,7 @@ class Probe:
         from capacity import values
 
         _validate.choice("probe kind", self.kind, KINDS)
-        _validate.choice("value family", self.values, values.FAMILIES)
+        _validate.choice("value family", self.values, values.available())
         for name in ("key_stats", "decode"):
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")

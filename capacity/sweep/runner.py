@@ -246,7 +246,7 @@ def compare(
 
     ``variants``: names, labels, import paths ``module:Class(k=v)`` or variant objects, e.g.
     ``["linear", "delta", "mypkg.memories:Longhorn(beta=0.5)"]``; ``seeds``: how many (0..seeds-1) or a list.
-    The other keywords go to ``run``. Draw its overlay figures with ``capacity.plots.render(result.dataset, out)``.
+    The other keywords go to ``run``. Draw its overlay figures with ``capacity.plots.render(result.dataset, out=...)``.
     """
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]

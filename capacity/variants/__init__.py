@@ -31,11 +31,14 @@ Optional members, used where present:
 Anything with the required methods works in ``capacity.probe.recall`` and ``capacity.check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
 
-Built-ins: linear, decay(a), gla(alpha), delta(beta), gated_delta(a, beta), kda(alpha, beta)
-(through ``capacity.kernels.update``), softmax(beta), and lsq(lam), longhorn(beta),
+Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, beta), kda(alpha, beta)
+(through ``capacity.kernels.update``), softmax(scale), and lsq(lam), longhorn(beta),
 delta_product(steps, beta), dplr(w, eta) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
-token (``a=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``).
+token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
+``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale``; the old
+spellings (decay's and gated_delta's ``a``, softmax's ``beta``) still work for one release, with a
+DeprecationWarning, so labels in older result files resolve (docs/naming.md).
 
 >>> from capacity import variants
 >>> mem = variants.get("linear")
@@ -53,7 +56,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from capacity import labels, plugins
+from capacity import _deprecated, labels, plugins
 from capacity.errors import CapacityError
 
 __all__ = ["Variant", "get", "resolve", "label", "is_variant", "register", "available", "from_fla"]
@@ -111,13 +114,19 @@ def _factory(name: str):
 
 
 def _build(factory, what: str, params: dict) -> Variant:
-    """Call ``factory(**params)``; unknown parameters and a result that is no variant are one-line errors."""
+    """Call ``factory(**params)``; unknown parameters and a result that is no variant are one-line errors.
+
+    Deprecated parameter names the factory declares (``_deprecated.params``) are renamed first, with a warning.
+    """
     if is_variant(factory):
         if params:
             raise CapacityError(f"variant {what!r} is an object, not a class or factory: it takes no parameters")
         return factory
     if not callable(factory):
         raise CapacityError(f"{what!r} is neither a variant nor a class or factory that builds one")
+    aliases = _deprecated.aliases_of(factory)
+    if aliases:
+        params = _deprecated.rename_all(params, aliases, str(what), stacklevel=4)
     try:
         inspect.signature(factory).bind(**params)
     except TypeError:
@@ -156,8 +165,8 @@ def _build(factory, what: str, params: dict) -> Variant:
 def get(name: str, **params) -> Variant:
     """The variant registered (or declared by a plug-in package) as ``name``, built with ``params``.
 
-    >>> get("gated_delta", a=0.9, beta=("uniform", 0.5, 1.0), seed=2).params
-    {'a': 0.9, 'beta': ['uniform', 0.5, 1.0], 'normalize': True, 'seed': 2}
+    >>> get("gated_delta", alpha=0.9, beta=("uniform", 0.5, 1.0), seed=2).params
+    {'alpha': 0.9, 'beta': ['uniform', 0.5, 1.0], 'normalize': True, 'seed': 2}
     """
     if not isinstance(name, str):
         raise CapacityError(f"a variant name is a string, got {name!r}")
@@ -226,16 +235,16 @@ def _register_builtins() -> None:
     from capacity.variants.softmax import Softmax
 
     register("linear", Linear, "additive memory S = S + k^T v, read q S (T1)")
-    register("decay", Decay, "S = a S + k^T v, scalar gate a in (0, 1] (RetNet-style; T11)")
+    register("decay", Decay, "S = alpha S + k^T v, scalar gate alpha in (0, 1] (RetNet-style; T11)")
     register("gla", GLA, "S = Diag(alpha) S + k^T v, per-channel gate alpha in (0, 1]^d (gated linear attention)")
     register("delta", Delta, "delta rule S = (I - b k^T k) S + b k^T v, beta in (0, 2) (DeltaNet; T12)")
-    register("gated_delta", GatedDelta, "S = a (I - b k^T k) S + b k^T v (Gated DeltaNet)")
+    register("gated_delta", GatedDelta, "S = alpha (I - b k^T k) S + b k^T v, scalar gate alpha (Gated DeltaNet)")
     register("kda", KDA, "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)")
     register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
     register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
     register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
     register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
-    register("softmax", Softmax, "keeps every pair, reads softmax(beta q K^T) V (exact-retrieval baseline; T13)")
+    register("softmax", Softmax, "keeps every pair, reads softmax(scale q K^T) V (exact-retrieval baseline; T13)")
 
 
 _register_builtins()

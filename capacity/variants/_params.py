@@ -2,14 +2,15 @@
 
 The forms (checked against the parameter's allowed interval, e.g. (0, 1] for a gate):
 
-- a number: the same value for every token (and every channel), e.g. ``a=0.95``;
+- a number: the same value for every token (and every channel), e.g. ``alpha=0.95``;
 - ``("uniform", low, high)``: drawn per token (and per batch item, and for a per-channel gate
-  per channel) uniformly from [low, high], e.g. ``a=("uniform", 0.9, 1.0)``;
+  per channel) uniformly from [low, high], e.g. ``alpha=("uniform", 0.9, 1.0)``;
 - per-channel gates only: a sequence of D numbers, one fixed value per feature row of the state.
 
 Draws are reproducible and independent of how the tokens are chunked into writes: token t's
 draws come from the block of ``BLOCK`` tokens that holds it, each block from its own seeded
-stream ``(seed, "variants/<variant>/<param>/<block>")``. No global RNG is touched.
+stream ``(seed, "variants/<variant>/<param>/<block>")``. No global RNG is touched. (The scalar gate ``alpha`` of
+decay and gated_delta draws from the stream of its old name ``a``, so that its draws are those it always had.)
 """
 
 from __future__ import annotations
@@ -28,8 +29,20 @@ BLOCK = 256  # tokens per seeded stream
 class Param:
     """One gate or beta: ``constant`` (float), ``vector`` (per-channel values), or drawn ``uniform`` (low, high)."""
 
-    def __init__(self, variant: str, name: str, spec, *, low: float, high: float, high_open: bool, per_channel: bool):
+    def __init__(
+        self,
+        variant: str,
+        name: str,
+        spec,
+        *,
+        low: float,
+        high: float,
+        high_open: bool,
+        per_channel: bool,
+        stream: str | None = None,
+    ):
         self.variant, self.name, self.per_channel = variant, name, per_channel
+        self.stream = name if stream is None else stream  # names the seeded stream of its draws
         self.low, self.high, self.high_open = low, high, high_open
         self.kind, self.value = self._parse(spec)
 
@@ -108,7 +121,7 @@ class Param:
         blocks = [
             torch.rand(
                 shape,
-                generator=_random.generator(seed, f"variants/{self.variant}/{self.name}/{j}"),
+                generator=_random.generator(seed, f"variants/{self.variant}/{self.stream}/{j}"),
                 dtype=torch.float64,
             )
             for j in range(first, last + 1)

@@ -1,17 +1,19 @@
 """Delta-rule memories: each write first reads what the state holds for k and corrects it towards v.
 
     delta         S = (I - b k^T k) S + b k^T v = S + b k^T (v - k S)   (DeltaNet)
-    gated_delta   S = a (I - b k^T k) S + b k^T v                        (Gated DeltaNet)
+    gated_delta   S = alpha (I - b k^T k) S + b k^T v                    (Gated DeltaNet)
     kda           S = (I - b k^T k) Diag(alpha) S + b k^T v             (Kimi Delta Attention)
 
 With unit keys and b = 1 the last written key reads back exactly (T12), whatever the gate.
 ``normalize=True`` (the default, as in DeltaNet) L2-normalises keys (their features) and
-queries; the rule is only stable for ||k||^2 b < 2. b in (0, 2); gates in (0, 1]; each either a
-constant or ``("uniform", low, high)`` drawn per token from ``seed``.
+queries; the rule is only stable for ||k||^2 b < 2. b (``beta``) in (0, 2); gates (``alpha``; gated_delta's was
+``a`` before, still accepted with a DeprecationWarning) in (0, 1]; each either a constant or ``("uniform", low, high)``
+drawn per token from ``seed``.
 """
 
 from __future__ import annotations
 
+from capacity import _deprecated
 from capacity.variants.recurrent import Recurrent
 
 
@@ -54,16 +56,17 @@ class Delta(Recurrent):
 
 
 class GatedDelta(Recurrent):
-    """Gated DeltaNet: S = a (I - b k^T k) S + b k^T v, a in (0, 1], b in (0, 2)."""
+    """Gated DeltaNet: S = alpha (I - b k^T k) S + b k^T v, one gate alpha in (0, 1] per token, b in (0, 2)."""
 
     name = "gated_delta"
     mode = "gated_delta"
     delta_rule = True
 
+    @_deprecated.params("gated_delta", a="alpha")
     def __init__(
         self,
         *,
-        a=0.95,
+        alpha=0.95,
         beta=1.0,
         normalize: bool = True,
         feature=None,
@@ -73,7 +76,7 @@ class GatedDelta(Recurrent):
         **feature_params,
     ):
         self._setup(
-            a=a,
+            alpha=alpha,
             beta=beta,
             normalize=normalize,
             feature=feature,
@@ -90,6 +93,7 @@ class KDA(Recurrent):
     name = "kda"
     mode = "kda"
     delta_rule = True
+    gate_per_channel = True
 
     def __init__(
         self,

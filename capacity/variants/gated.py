@@ -1,32 +1,35 @@
 """Gated additive memories: decay (a scalar gate per token) and gla (a gate per feature channel).
 
-    decay   S = a_t S + phi(k_t)^T v_t               (RetNet-style; T11 for a constant a)
+    decay   S = alpha_t S + phi(k_t)^T v_t           (RetNet-style; T11 for a constant alpha)
     gla     S = Diag(alpha_t) S + phi(k_t)^T v_t     (gated linear attention)
 
+The gate is ``alpha`` in both (decay's was ``a`` before, still accepted with a DeprecationWarning; docs/naming.md).
 Gates lie in (0, 1]: a constant, a per-channel vector (gla), or ``("uniform", low, high)`` drawn
 per token from ``seed`` (see ``capacity.variants._params``).
 """
 
 from __future__ import annotations
 
+from capacity import _deprecated
 from capacity.variants.recurrent import Recurrent
 
 
 class Decay(Recurrent):
-    """S = a S + phi(k)^T v, read phi(q) S; a in (0, 1] (a = 1 is the linear memory).
+    """S = alpha S + phi(k)^T v, read phi(q) S; one gate alpha in (0, 1] per token (alpha = 1 is the linear memory).
 
     >>> from capacity import variants
-    >>> variants.get("decay", a=("uniform", 0.9, 1.0), seed=3).params
-    {'a': ['uniform', 0.9, 1.0], 'normalize': False, 'seed': 3}
+    >>> variants.get("decay", alpha=("uniform", 0.9, 1.0), seed=3).params
+    {'alpha': ['uniform', 0.9, 1.0], 'normalize': False, 'seed': 3}
     """
 
     name = "decay"
     mode = "decay"
 
+    @_deprecated.params("decay", a="alpha")
     def __init__(
         self,
         *,
-        a=0.95,
+        alpha=0.95,
         normalize: bool = False,
         feature=None,
         normalize_read: bool = False,
@@ -35,7 +38,7 @@ class Decay(Recurrent):
         **feature_params,
     ):
         self._setup(
-            a=a,
+            alpha=alpha,
             normalize=normalize,
             feature=feature,
             normalize_read=normalize_read,
@@ -50,6 +53,7 @@ class GLA(Recurrent):
 
     name = "gla"
     mode = "gla"
+    gate_per_channel = True
 
     def __init__(
         self,

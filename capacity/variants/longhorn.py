@@ -61,7 +61,7 @@ class Longhorn(Memory):
         beta = self._values("beta", B, start, T, d, S.device)  # [B, T]
         gate, key = gate_and_key(k, beta)
         try:
-            S = kernels.update(S.clone(), key, v, mode="gla", gate=gate, normalize=False, backend=self.backend)
+            S = kernels.update(S.clone(), key, v, mode="gla", alpha=gate, normalize=False, backend=self.backend)
         except CapacityError as exc:
             raise CapacityError(f"{self.name}: {exc}") from None
         return self._wrap(S, start + T)

@@ -24,7 +24,7 @@ from capacity.variants._params import Param
 
 __all__ = ["Recurrent", "TokenState", "state_matrix"]
 
-GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # a, alpha in (0, 1]
+GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # alpha in (0, 1]
 BETA = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
 _TINY = 1e-30  # floor of the normaliser phi(q) . z, which is >= 0 for the positive maps
 
@@ -62,10 +62,11 @@ class Recurrent:
     name = ""
     mode = ""
     delta_rule = False  # the write corrects towards v (T12 holds with beta = 1)
+    gate_per_channel = (
+        False  # the gate alpha: one per feature row of the state (gla, kda), else one number (decay, ...)
+    )
 
-    def _setup(
-        self, *, normalize, feature, normalize_read, seed, backend, feature_params, a=None, alpha=None, beta=None
-    ):
+    def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, alpha=None, beta=None):
         for flag, value in (("normalize", normalize), ("normalize_read", normalize_read)):
             if not isinstance(value, bool):
                 raise CapacityError(f"{self.name}: {flag} must be True or False, got {value!r}")
@@ -97,9 +98,12 @@ class Recurrent:
                 f"{self.name}: normalize_read divides by phi(q) . z, which needs a feature map with positive inner products (elu1, relu, dpfp, taylor2, performer); got {have}"
             )
         self._params: dict[str, Param] = {}
-        for pname, spec, kind in (("a", a, GATE), ("alpha", alpha, GATE), ("beta", beta, BETA)):
+        for pname, spec, kind in (("alpha", alpha, GATE), ("beta", beta, BETA)):
             if spec is not None:
-                self._params[pname] = Param(self.name, pname, spec, per_channel=pname == "alpha", **kind)
+                per_channel = pname == "alpha" and self.gate_per_channel
+                # a scalar gate draws from the stream of its old name "a": the same draws as before the rename
+                stream = "a" if pname == "alpha" and not per_channel else pname
+                self._params[pname] = Param(self.name, pname, spec, per_channel=per_channel, stream=stream, **kind)
         map_seed = self.feature.params.get("seed") if self.feature is not None else None
         if map_seed is not None and map_seed != self.seed:  # a FeatureMap built with its own seed
             if self.drawn:
@@ -132,7 +136,7 @@ class Recurrent:
     @property
     def params(self) -> dict:
         """The parameters; ``variants.get(self.name, **self.params)`` rebuilds the variant."""
-        out = {p: self._params[p].spec() for p in ("a", "alpha", "beta") if p in self._params}
+        out = {p: self._params[p].spec() for p in ("alpha", "beta") if p in self._params}
         out["normalize"] = self.normalize
         if self.feature is not None:
             out["feature"] = self.feature.name
@@ -188,10 +192,8 @@ class Recurrent:
             v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # [B, T, dv + 1]: the last column sums phi(k)
         D = S.shape[1]
         args = {}
-        if "a" in self._params:
-            args["gate"] = self._params["a"].values(B, start, T, D, self.seed, S.device)
         if "alpha" in self._params:
-            args["gate"] = self._params["alpha"].values(B, start, T, D, self.seed, S.device)
+            args["alpha"] = self._params["alpha"].values(B, start, T, D, self.seed, S.device)
         if "beta" in self._params:
             args["beta"] = self._params["beta"].values(B, start, T, D, self.seed, S.device)
         try:

@@ -1,12 +1,13 @@
-"""Softmax attention as a memory: keep every pair, read o = softmax(beta q K^T) V (T13).
+"""Softmax attention as a memory: keep every pair, read o = softmax(scale q K^T) V (T13).
 
 The exact-retrieval baseline of the bill: its cache grows by d + dv numbers per written pair
 (n (d + dv) after n writes, against d dv for a linear state), and for distinct unit keys its
-reads tend to the stored values as beta grows.
+reads tend to the stored values as the scale (the inverse temperature) grows. The scale was called
+``beta`` before, a name the delta rule's step keeps; ``beta`` is still accepted, with a DeprecationWarning.
 
 >>> import torch
 >>> from capacity import variants, keys
->>> mem = variants.get("softmax", beta=50.0)
+>>> mem = variants.get("softmax", scale=50.0)
 >>> K = keys.make("gaussian", n=32, d=16, seed=0); V = torch.randn(1, 32, 8)
 >>> cache = mem.write(mem.init_state(1, 16, 8), K, V)
 >>> mem.numel(cache), mem.state_numel(16, 8, n=32)
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _validate
+from capacity import _deprecated, _validate
 from capacity.errors import CapacityError
 from capacity.kernels._batched import matmul
 
@@ -36,9 +37,9 @@ class Cache:
 
 
 class Softmax:
-    """softmax(beta q K^T) V over every written pair.
+    """softmax(scale q K^T) V over every written pair.
 
-    ``beta`` > 0 is the inverse temperature; ``None`` (the default) means sqrt(d), the scale of
+    ``scale`` > 0 is the inverse temperature; ``None`` (the default) means sqrt(d), the scale of
     dot-product attention q.k / sqrt(d) for unit keys stretched to norm sqrt(d).
     ``normalize=True`` L2-normalises keys on write and queries on read.
     """
@@ -48,19 +49,26 @@ class Softmax:
     delta_rule = False
     linear_read = False  # the cache grows and the read is a softmax: T8 does not bind it
 
-    def __init__(self, *, beta=None, normalize: bool = False):
-        if beta is not None:
-            beta = _validate.in_range("softmax: beta", beta, 0.0, math.inf, low_open=True, high_open=True)
+    @_deprecated.params("softmax", beta="scale")
+    def __init__(self, *, scale=None, normalize: bool = False):
+        if scale is not None:
+            scale = _validate.in_range("softmax: scale", scale, 0.0, math.inf, low_open=True, high_open=True)
         if not isinstance(normalize, bool):
             raise CapacityError(f"softmax: normalize must be True or False, got {normalize!r}")
-        self.beta, self.normalize = beta, normalize
+        self.scale, self.normalize = scale, normalize
 
     @property
     def params(self) -> dict:
-        return {"beta": self.beta, "normalize": self.normalize}
+        return {"scale": self.scale, "normalize": self.normalize}
+
+    @property
+    def beta(self):
+        """Deprecated: ``scale``."""
+        _deprecated.warn("softmax", "beta", "scale")
+        return self.scale
 
     def __repr__(self) -> str:
-        return f"variants.get('softmax', beta={self.beta!r}, normalize={self.normalize})"
+        return f"variants.get('softmax', scale={self.scale!r}, normalize={self.normalize})"
 
     def init_state(self, batch: int, d: int, dv: int, *, device=None) -> Cache:
         batch = _validate.positive_int("batch", batch)
@@ -89,7 +97,7 @@ class Softmax:
         return Cache(torch.cat([state.keys, self._unit(k)], dim=1), torch.cat([state.values, v.float()], dim=1))
 
     def read(self, state: Cache, q: torch.Tensor) -> torch.Tensor:
-        """softmax(beta q K^T) V. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]`` (zeros before any write)."""
+        """softmax(scale q K^T) V. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]`` (zeros before any write)."""
         if not isinstance(state, Cache):
             raise CapacityError(f"softmax: the state must be the Cache from init_state(), got {type(state).__name__}")
         _validate.tensor("q", q, ndim=3, finite=False)
@@ -102,7 +110,7 @@ class Softmax:
         m = q.shape[1]
         if t == 0:
             return torch.zeros(B, m, V.shape[2], device=K.device)
-        beta = math.sqrt(d) if self.beta is None else self.beta
+        scale = math.sqrt(d) if self.scale is None else self.scale
         q = self._unit(q)
         out = torch.empty(B, m, V.shape[2], device=K.device)
         # one item at a time, blocks of queries sized by t alone (~4M scores), products on aligned operands
@@ -110,7 +118,7 @@ class Softmax:
         block = max(1, (1 << 22) // t)
         for b in range(B):
             for s in range(0, m, block):
-                scores = beta * matmul(q[b : b + 1, s : s + block], K[b : b + 1].transpose(1, 2))  # [1, blk, t]
+                scores = scale * matmul(q[b : b + 1, s : s + block], K[b : b + 1].transpose(1, 2))  # [1, blk, t]
                 out[b, s : s + block] = matmul(torch.softmax(scores, dim=-1), V[b : b + 1])[0]
         return out
 

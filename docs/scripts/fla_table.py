@@ -74,7 +74,7 @@ def references(d: int) -> list[dict]:
         "fla.ops.gated_delta_rule.naive.naive_recurrent_gated_delta_rule",
         'from_fla(naive_recurrent_gated_delta_rule, per_token={"beta": 1.0, "g": math.log(0.95)})',
         {"per_token": {"beta": 1.0, "g": g}},
-        lambda: variants.get("gated_delta", a=GATE, beta=1.0, normalize=False),
+        lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
     )
     add(
         "KDA",
@@ -95,7 +95,7 @@ def references(d: int) -> list[dict]:
         "fla.ops.simple_gla.naive.naive_recurrent_simple_gla",
         'from_fla(naive_recurrent_simple_gla, per_token={"g": math.log(0.95)})',
         {"per_token": {"g": g}},
-        lambda: variants.get("decay", a=GATE),
+        lambda: variants.get("decay", alpha=GATE),
     )
     add(
         "RWKV-6",
@@ -127,7 +127,7 @@ def references(d: int) -> list[dict]:
         "fla.ops.comba.naive.naive_recurrent_comba",
         'from_fla(naive_recurrent_comba, per_token={"p": lambda k: k, "beta": 1.0, "g": math.log(0.95)})',
         {"per_token": {"p": lambda k: k, "beta": 1.0, "g": g}},
-        lambda: variants.get("gated_delta", a=GATE, beta=1.0, normalize=False),
+        lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
     )
     add(
         "Comba, p = k/2",
@@ -141,7 +141,7 @@ def references(d: int) -> list[dict]:
         "fla.ops.gated_delta_product.naive.naive_recurrent_gated_delta_product",
         'from_fla(naive_recurrent_gated_delta_product, per_token={"g": math.log(0.95), "beta": 1.0}, scale=1.0)',
         {"per_token": {"g": g, "beta": 1.0}, "scale": 1.0},
-        lambda: variants.get("gated_delta", a=GATE, beta=1.0, normalize=False),
+        lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
     )
     return out
 
@@ -172,15 +172,15 @@ def measure(entry: dict, d: int, checkpoints: list[int], seeds: list[int]) -> di
 BUILTIN_CALL = {  # the built-in each row is compared with, as text
     "linear attention": 'get("linear")',
     "delta rule": 'get("delta", beta=1.0, normalize=False)',
-    "gated delta rule": 'get("gated_delta", a=0.95, beta=1.0, normalize=False)',
+    "gated delta rule": 'get("gated_delta", alpha=0.95, beta=1.0, normalize=False)',
     "KDA": 'get("kda", alpha=alpha, beta=1.0, normalize=False)',
     "GLA": 'get("gla", alpha=alpha)',
-    "simple GLA": 'get("decay", a=0.95)',
+    "simple GLA": 'get("decay", alpha=0.95)',
     "RWKV-6": 'get("gla", alpha=alpha)',
     "IPLR": 'get("delta", beta=1.0, normalize=False)',
     "DPLR": 'get("kda", alpha=alpha, beta=1.0, normalize=False)',
-    "Comba": 'get("gated_delta", a=0.95, beta=1.0, normalize=False)',
-    "gated delta product": 'get("gated_delta", a=0.95, beta=1.0, normalize=False)',
+    "Comba": 'get("gated_delta", alpha=0.95, beta=1.0, normalize=False)',
+    "gated delta product": 'get("gated_delta", alpha=0.95, beta=1.0, normalize=False)',
 }
 
 
