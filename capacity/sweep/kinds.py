@@ -21,14 +21,20 @@ KINDS = {"recall": recall, "bill": bill, "mqar": mqar}
 
 
 def measure(task: dict) -> xr.Dataset:
-    """Run one group. ``task``: {"study", "group", "device": str, "imports": [module, ...]}.
+    """Run one group. ``task``: {"study", "group", "device": str, "imports": [module, ...], "threads": int | None}.
 
-    ``imports`` are imported first (``--import``: plug-ins that register themselves on import).
+    ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
+    threads for this group only (None: leave the setting alone).
     """
     for module in task.get("imports") or ():
         importlib.import_module(module)
-    study = task["study"]
-    return KINDS[study.probe.kind].measure(study, task["group"], torch.device(task["device"]))
+    study, threads, before = task["study"], task.get("threads"), torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        return KINDS[study.probe.kind].measure(study, task["group"], torch.device(task["device"]))
+    finally:
+        torch.set_num_threads(before)
 
 
 def expectation(study, group):

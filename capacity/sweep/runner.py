@@ -31,6 +31,7 @@ from capacity.sweep.store import Store
 
 __all__ = ["run", "compare", "RunResult", "resolve_device"]
 
+SMALL = 1e9  # multiply-adds under which a group runs on one torch thread in this process (see _measure)
 RATE = 3e10  # multiply-adds per second one CPU core sustained on the probe (main job, 2026-12-01; executor choice only)
 
 
@@ -187,9 +188,10 @@ def _measure(study, todo, store, executor, scheduler, workers, task, progress, q
             f"{study.name}: {total} points in {len(every)} groups; {done} already done, {len(todo)} groups to measure ({executor})"
         )
     start, measured = time.perf_counter(), 0
-    stream = executors.execute(
-        executor, measure, [(k, {**task, "group": g}) for g, k in todo], workers=workers, scheduler=scheduler
-    )
+    # in this process on a CPU, small groups run on one torch thread: their many small ops only wait for the others
+    one = executor == "serial" and task["device"].startswith("cpu")
+    tasks = [(k, {**task, "group": g, "threads": 1 if one and g.cost(study) < SMALL else None}) for g, k in todo]
+    stream = executors.execute(executor, measure, tasks, workers=workers, scheduler=scheduler)
     try:
         for key, ds in stream:
             try:
