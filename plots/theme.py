@@ -4,7 +4,7 @@ Nothing here touches global state: the style is a context manager around matplot
 figures are ``matplotlib.figure.Figure`` objects (Agg canvas, no pyplot, no display), so they are
 garbage-collected like any object. The style and the qualitative palette are seaborn's ("ticks", "paper",
 "colorblind"), written out here so that drawing a figure does not import seaborn (and with it scipy.stats and
-pyplot); tests/test_plots.py keeps them equal to seaborn's. Only the sequential palette imports seaborn, once.
+pyplot); tests/test_plots_theme.py keeps them equal to seaborn's. Only the sequential palette imports seaborn, once.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ COLORBLIND = (
     "#ECE133",
     "#56B4E9",
 )
-# seaborn's first dash patterns (unique_dashes): line styles of a second grouping (``curves(style=...)``)
+# seaborn's first dash patterns (unique_dashes): line styles of a second grouping (``curves(style=...)``; they
+# repeat after five)
 DASHES = ("", (4, 1.5), (1, 1), (3, 1.25, 1.5, 1.25), (5, 1, 1, 1))
 
 
