@@ -42,7 +42,7 @@ from capacity import _random, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.kernels._batched import matmul
 
-__all__ = ["FeatureMap", "get", "available", "PARAMS"]
+__all__ = ["FeatureMap", "get", "available", "display_name", "display_names", "PARAMS"]
 
 
 class FeatureMap(abc.ABC):
@@ -50,7 +50,8 @@ class FeatureMap(abc.ABC):
 
     ``positive_kernel`` is True when phi(x) . phi(y) >= 0 for all x, y (so that a normalised
     read, divided by phi(q) . sum_i phi(k_i), has a denominator that cannot change sign).
-    ``params`` holds the map's own parameters; ``label`` is e.g. ``dpfp(nu=2)``.
+    ``params`` holds the map's own parameters; ``label`` is e.g. ``dpfp(nu=2)``. A plug-in map may set ``display``,
+    the name figures give it (the built-ins' are on their registry entries).
     """
 
     name: str = ""
@@ -216,20 +217,26 @@ class _Entry:
     factory: Callable[..., FeatureMap]
     params: tuple[str, ...]
     description: str
+    display: str  # the name figures give it
 
 
+# the registry's order is the order of figure legends (and of their colours)
 _MAPS: dict[str, _Entry] = {
-    "identity": _Entry(Identity, (), "phi(x) = x, D = d (the plain linear memory)"),
-    "elu1": _Entry(Elu1, (), "phi(x) = elu(x) + 1, D = d; strictly positive, so every pair interferes"),
-    "relu": _Entry(Relu, (), "phi(x) = max(x, 0), D = d; nonnegative"),
-    "dpfp": _Entry(Dpfp, ("nu",), "DPFP(nu) (Schlag et al. 2021), D = 2 d nu; nonnegative, sparse"),
+    "identity": _Entry(Identity, (), "phi(x) = x, D = d (the plain linear memory)", "identity"),
+    "elu1": _Entry(Elu1, (), "phi(x) = elu(x) + 1, D = d; strictly positive, so every pair interferes", "elu + 1"),
+    "relu": _Entry(Relu, (), "phi(x) = max(x, 0), D = d; nonnegative", "ReLU"),
+    "dpfp": _Entry(Dpfp, ("nu",), "DPFP(nu) (Schlag et al. 2021), D = 2 d nu; nonnegative, sparse", "DPFP"),
     "taylor2": _Entry(
-        Taylor2, (), "2nd-order Taylor map of exp(q.k), D = 1 + d + d(d+1)/2; phi(q).phi(k) = 1 + q.k + (q.k)^2/2"
+        Taylor2,
+        (),
+        "2nd-order Taylor map of exp(q.k), D = 1 + d + d(d+1)/2; phi(q).phi(k) = 1 + q.k + (q.k)^2/2",
+        "Taylor (2nd order)",
     ),
     "performer": _Entry(
         Performer,
         ("m", "seed", "orthogonal"),
         "FAVOR+ positive random features (m, seed), D = m; E phi(q).phi(k) = exp(q.k)",
+        "Performer (random positive)",
     ),
 }
 PARAMS = {name: e.params for name, e in _MAPS.items()}  # each map's own parameter names
@@ -241,6 +248,29 @@ def available() -> dict[str, str]:
     for name, value in sorted(plugins.entry_points("capacity.features").items()):
         out.setdefault(name, f"(plug-in {value})")
     return out
+
+
+def display_name(name: str) -> str:
+    """How figures name the feature map ``name``: its registry entry's ``display``; for a plug-in (entry point or
+    ``module:Class``), its class's ``display`` attribute, else its name (an import path: the class name).
+
+    >>> display_name("elu1"), display_name("dpfp")
+    ('elu + 1', 'DPFP')
+    """
+    if name in _MAPS:
+        return _MAPS[name].display
+    try:
+        found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.features", name)
+    except CapacityError:  # not importable here: figures still draw, under its name
+        found = None
+    shown = getattr(found, "display", None)
+    return shown if isinstance(shown, str) and shown else name.rpartition(":")[2]
+
+
+def display_names() -> dict[str, str]:
+    """Every built-in feature map -> its display name, in the registry's order (the order of figure legends;
+    plug-ins, not loaded for this, come after)."""
+    return {name: e.display for name, e in _MAPS.items()}
 
 
 def get(name, **params) -> FeatureMap:

@@ -27,7 +27,7 @@ from capacity import _deprecated, _random, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.theory import welch_bound
 
-__all__ = ["make", "describe", "available", "family", "Family"]
+__all__ = ["make", "describe", "available", "family", "Family", "display_name", "display_names"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class Family:
     ``iid_rows`` is True when rows are drawn independently, so every prefix K[:, :m] is again a
     draw of the family with n = m (the probe may then read a whole error curve from one write
     pass). Structured families (orthogonal, simplex) are built for one n and their prefixes are not.
+    ``display`` is the name figures give the family (None: its name).
     """
 
     name: str
@@ -45,6 +46,7 @@ class Family:
     iid_rows: bool
     description: str
     check: Callable[..., None] | None = None  # (d, **params): raise CapacityError for bad values, cheaply
+    display: str | None = None  # the name figures give it; None: the name
 
     def validate(self, d: int, params: dict) -> None:
         """Check the parameters at key dimension ``d`` without drawing a full set of keys (for sweeps, before work)."""
@@ -191,13 +193,21 @@ def _pretrained_check(d, **params):
 _FAMILIES: dict[str, Family] = {
     f.name: f
     for f in [
-        Family("gaussian", _gaussian, (), True, "unit rows uniform on the sphere (E (k_i.k_j)^2 = 1/d, T7)"),
+        Family(
+            "gaussian",
+            _gaussian,
+            (),
+            True,
+            "unit rows uniform on the sphere (E (k_i.k_j)^2 = 1/d, T7)",
+            display="random (Gaussian)",
+        ),
         Family(
             "orthogonal",
             _orthogonal,
             (),
             False,
             "orthonormal rows for n <= d; a unit-norm tight frame for n > d (T5 equality)",
+            display="tight frame (orthogonal)",
         ),
         Family(
             "simplex",
@@ -205,6 +215,7 @@ _FAMILIES: dict[str, Family] = {
             (),
             False,
             "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)",
+            display="simplex (equiangular)",
         ),
         Family(
             "correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"
@@ -223,6 +234,7 @@ _FAMILIES: dict[str, Family] = {
             True,
             "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.pretrained; extra 'models')",
             _pretrained_check,
+            display="pretrained (MiniLM)",
         ),
     ]
 }
@@ -266,6 +278,26 @@ def family(name) -> Family:
     if not isinstance(found, Family):
         raise CapacityError(f"key family {name!r} must be a capacity.keys.Family, got {type(found).__name__}")
     return found
+
+
+def display_name(name: str) -> str:
+    """How figures name the key family ``name`` (built in, a plug-in's, or ``module:attr``): its ``display``, else
+    its name. A plug-in that cannot be loaded here shows its name.
+
+    >>> display_name("orthogonal"), display_name("correlated")
+    ('tight frame (orthogonal)', 'correlated')
+    """
+    try:
+        found = family(name)
+    except CapacityError:  # not loadable here: figures still draw, under its label
+        return str(name)
+    return found.display or found.name
+
+
+def display_names() -> dict[str, str]:
+    """Every built-in key family -> its display name, in the registry's order (the order of figure legends; plug-in
+    families, not loaded for this, come after)."""
+    return {name: f.display or name for name, f in _FAMILIES.items()}
 
 
 @_deprecated.params("keys.make", family="name")

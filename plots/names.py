@@ -1,7 +1,10 @@
-"""Names as readers know them: variants, key families and feature maps, and axis labels with units.
+"""Names as readers know them: labels of variants, key families and feature maps as display text, and axis labels.
 
 Result Datasets label their coordinates with registry names and parameters (``delta(beta=0.5)``,
-``correlated(rho=0.5)``, ``dpfp(nu=2)``); figures show them as the literature calls them.
+``correlated(rho=0.5)``, ``dpfp(nu=2)``). The display name of each name is kept on its registry entry
+(``variants.register(..., display=...)``, ``keys.Family(..., display=...)``, the feature maps' registry, or a
+plug-in class's ``display`` attribute); this module only asks the registries and writes the parameters with
+their symbols. Legends follow the registries' order.
 
 >>> variant_name("delta(beta=0.5)")
 'DeltaNet (delta), β = 0.5'
@@ -17,45 +20,14 @@ Result Datasets label their coordinates with registry names and parameters (``de
 
 from __future__ import annotations
 
-from capacity import labels
+from capacity import features, keys, labels, variants
 from capacity.errors import CapacityError
 
-__all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "AXIS", "VARIANTS", "KEYS", "FEATURES", "ORDER"]
+__all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "order", "AXIS"]
 
-VARIANTS = {
-    "linear": "linear attention (additive)",
-    "decay": "decay (RetNet)",
-    "gla": "GLA (gated linear attention)",
-    "delta": "DeltaNet (delta)",
-    "gated_delta": "Gated DeltaNet",
-    "kda": "KDA (Kimi Delta Attention)",
-    "softmax": "softmax attention (KV cache)",
-}
-KEYS = {
-    "gaussian": "random (Gaussian)",
-    "orthogonal": "tight frame (orthogonal)",
-    "simplex": "simplex (equiangular)",
-    "correlated": "correlated",
-    "anisotropic": "anisotropic",
-    "learned": "learned",
-    "pretrained": "pretrained (MiniLM)",
-}
-FEATURES = {
-    "identity": "identity",
-    "elu": "elu + 1",
-    "elu1": "elu + 1",
-    "relu": "ReLU",
-    "dpfp": "DPFP",
-    "taylor": "Taylor (2nd order)",
-    "taylor2": "Taylor (2nd order)",
-    "performer": "Performer (random positive)",
-    "favor": "Performer (random positive)",
-}
-# "a", "gate": old spellings of the gate alpha in older result files; softmax's "scale" shows as itself (docs/naming.md)
-_PARAMS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "α", "gate": "α", "rank": "rank", "m": "m"}
-
-# the order in which known labels appear in legends (and take palette colours), unknown ones after
-ORDER = list(VARIANTS) + list(KEYS) + list(FEATURES)
+# parameters shown by their symbol; any other is shown by its name. "a", "gate": old spellings of the gate alpha in
+# older result files; softmax's "scale" shows as itself (docs/naming.md)
+_SYMBOLS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "α", "gate": "α"}
 
 # axis labels, each with its unit in parentheses
 AXIS = {
@@ -84,25 +56,32 @@ def parse_label(label: str) -> tuple[str, dict]:
         return str(label), {}
 
 
-def _with_params(base: str, params: dict[str, str], sep: str = ", ") -> str:
-    if not params:
-        return base
-    shown = [f"{_PARAMS.get(k, k)} = {v}" if v else k for k, v in params.items() if k != "normalize"]
-    return f"{base}{sep}{', '.join(shown)}" if shown else base
+def order() -> list[str]:
+    """The names legends put first, in this order: the registries' variants, key families, then feature maps."""
+    return [*variants.display_names(), *keys.display_names(), *features.display_names()]
+
+
+def _param(k: str, v) -> str:
+    return f"{_SYMBOLS.get(k, k)} = {v}"
+
+
+def _with_params(base: str, params: dict) -> str:
+    shown = [_param(k, v) if v else k for k, v in params.items() if k != "normalize"]
+    return f"{base}, {', '.join(shown)}" if shown else base
 
 
 def variant_name(label: str) -> str:
     """Display name of a variant label (registry name or import path ``module:Class``, with optional parameters)."""
     base, params = parse_label(label)
-    return _with_params(VARIANTS.get(base, base.rpartition(":")[2]), params)
+    return _with_params(variants.display_name(base), params)
 
 
 def keys_name(label: str) -> str:
     """Display name of a key-family label."""
     base, params = parse_label(label)
-    name = KEYS.get(base, base)
+    name = keys.display_name(base)
     if base in ("correlated", "anisotropic") and params:
-        shown = ", ".join(f"{_PARAMS.get(k, k)} = {v}" if k != "rank" else f"rank {v}" for k, v in params.items())
+        shown = ", ".join(_param(k, v) if k != "rank" else f"rank {v}" for k, v in params.items())
         return f"{name} ({shown})"
     return _with_params(name, params)
 
@@ -110,8 +89,5 @@ def keys_name(label: str) -> str:
 def feature_name(label: str) -> str:
     """Display name of a feature-map label."""
     base, params = parse_label(label)
-    name = FEATURES.get(base, base)
-    if params:
-        shown = ", ".join(f"{_PARAMS.get(k, k)} = {v}" for k, v in params.items())
-        return f"{name} ({shown})"
-    return name
+    name = features.display_name(base)
+    return f"{name} ({', '.join(_param(k, v) for k, v in params.items())})" if params else name

@@ -45,12 +45,7 @@ def orthogonality(ds, *, metric: str = "mse"):
     stats = tuple(p[0] for p in PANELS)
     _data.require(ds, "orthogonality", variables=(metric, *stats), coords=("n",), dims=("key_family", "d", "load"))
     rows = [(v, int(d)) for v in _data.levels(ds, "variant") for d in ds["d"].values]
-    fam_bases = []
-    for k in ds["key_family"].values:
-        base = names.parse_label(str(k))[0]
-        if base not in fam_bases:
-            fam_bases.append(base)
-    fam_bases = sorted(fam_bases, key=lambda b: names.ORDER.index(b) if b in names.ORDER else len(names.ORDER))
+    fam_bases = theme.ordered(names.parse_label(str(k))[0] for k in ds["key_family"].values)  # legend order
     markers = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(fam_bases)}
     loads = [float(x) for x in ds["load"].values]
     colors = theme.sequential(loads)

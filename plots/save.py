@@ -33,6 +33,7 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
         with theme.style():
+            _lay_out(fig, engine, dpi)
             for fmt in FORMATS:
                 path = out / f"{stem}.{fmt}"
                 tmp = out / f".{stem}.{os.getpid()}.{fmt}.tmp"
@@ -42,9 +43,24 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
                 finally:
                     tmp.unlink(missing_ok=True)
                 paths.append(path)
-                fig.set_layout_engine("none")  # laid out once, by the first format: the rest reuse the positions
     except OSError as exc:
         raise CapacityError(f"cannot write figures to {out}: {exc.strerror or exc}") from None
     finally:
         fig.set_layout_engine(engine)
     return paths
+
+
+def _lay_out(fig, engine, dpi: int) -> None:
+    """Run the layout engine once, at the PNG's dpi (where savefig would run it), then take it off the figure.
+
+    With an engine (even matplotlib's "none" placeholder) savefig draws the whole figure once more before each file,
+    with a renderer that draws nothing, only to run the engine: two figure draws per file instead of one.
+    """
+    if engine is not None:
+        old = fig.dpi
+        fig.dpi = dpi
+        try:
+            engine.execute(fig)
+        finally:
+            fig.dpi = old
+    fig.set_layout_engine(None)  # no engine: one draw per file (rc figure.autolayout and constrained_layout are off)

@@ -1,8 +1,10 @@
-"""One look for every figure: the seaborn style, colours, figure creation, theory lines and notes.
+"""One look for every figure: the seaborn style, colours, figure creation, measured curves, theory lines and notes.
 
-Nothing here touches global state: the style is a context manager around matplotlib's
-``rc_context`` and seaborn's style contexts, and figures are ``matplotlib.figure.Figure``
-objects (Agg canvas, no pyplot, no display), so they are garbage-collected like any object.
+Nothing here touches global state: the style is a context manager around matplotlib's ``rc_context``, and
+figures are ``matplotlib.figure.Figure`` objects (Agg canvas, no pyplot, no display), so they are
+garbage-collected like any object. The style and the qualitative palette are seaborn's ("ticks", "paper",
+"colorblind"), written out here so that drawing a figure does not import seaborn (and with it scipy.stats and
+pyplot); tests/test_plots_theme.py keeps them equal to seaborn's. Only the sequential palette imports seaborn, once.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from contextlib import contextmanager
 
 import matplotlib as mpl
 import numpy as np
-import seaborn as sns
 from capacity.plots import names
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LinearSegmentedColormap, to_rgb
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 __all__ = [
@@ -35,6 +38,10 @@ __all__ = [
     "label_outer",
     "finish",
     "THEORY_GID",
+    "MEASURED_GID",
+    "RANGE_GID",
+    "COLORBLIND",
+    "DASHES",
     "SEEDS_NOTE",
     "PANEL_W",
     "PANEL_H",
@@ -42,7 +49,74 @@ __all__ = [
 
 PANEL_W, PANEL_H = 3.3, 2.7  # inches per panel
 THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests find them by it)
+MEASURED_GID = "measured:"  # prefix of the gid of every measured mean line: "measured:<label>"
+RANGE_GID = "range:"  # prefix of the gid of every min-max band or bar set: "range:<label>"
+
+# seaborn's axes_style("ticks", {"axes.grid": True, "grid.color": ".92"}), less its image.cmap ("rocket", which
+# exists only once seaborn is imported; no figure draws an image)
+_SEABORN_STYLE = {
+    "figure.facecolor": "white",
+    "axes.labelcolor": ".15",
+    "xtick.direction": "out",
+    "ytick.direction": "out",
+    "xtick.color": ".15",
+    "ytick.color": ".15",
+    "axes.axisbelow": True,
+    "grid.linestyle": "-",
+    "text.color": ".15",
+    "font.family": ["sans-serif"],
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"],
+    "lines.solid_capstyle": "round",
+    "patch.edgecolor": "w",
+    "patch.force_edgecolor": True,
+    "xtick.top": False,
+    "ytick.right": False,
+    "axes.grid": True,
+    "axes.facecolor": "white",
+    "axes.edgecolor": ".15",
+    "grid.color": ".92",
+    "axes.spines.left": True,
+    "axes.spines.bottom": True,
+    "axes.spines.right": True,
+    "axes.spines.top": True,
+    "xtick.bottom": True,
+    "ytick.left": True,
+}
+
+
+def _seaborn_context(scale: float = 0.8, font_scale: float = 1.05) -> dict:
+    """seaborn's plotting_context("paper", font_scale=1.05): its notebook sizes times 0.8, text times 1.05 more."""
+    base = {
+        "axes.linewidth": 1.25,
+        "grid.linewidth": 1,
+        "lines.linewidth": 1.5,
+        "lines.markersize": 6,
+        "patch.linewidth": 1,
+        "xtick.major.width": 1.25,
+        "ytick.major.width": 1.25,
+        "xtick.minor.width": 1,
+        "ytick.minor.width": 1,
+        "xtick.major.size": 6,
+        "ytick.major.size": 6,
+        "xtick.minor.size": 4,
+        "ytick.minor.size": 4,
+    }
+    text = {
+        "font.size": 12,
+        "axes.labelsize": 12,
+        "axes.titlesize": 12,
+        "xtick.labelsize": 11,
+        "ytick.labelsize": 11,
+        "legend.fontsize": 11,
+        "legend.title_fontsize": 12,
+    }
+    sizes = {k: v * scale for k, v in {**base, **text}.items()}
+    return {**sizes, **{k: sizes[k] * font_scale for k in text}}
+
+
 _RC = {
+    **_SEABORN_STYLE,
+    **_seaborn_context(),
     "figure.dpi": 100,
     "savefig.dpi": 130,
     "pdf.fonttype": 3,  # matplotlib's default; subsetting TrueType (42) costs a second per file
@@ -53,16 +127,28 @@ _RC = {
     "lines.markersize": 4.5,
     "font.family": "DejaVu Sans",  # ships with matplotlib: same glyphs on every machine
 }
+# seaborn's "colorblind" palette
+COLORBLIND = (
+    "#0173B2",
+    "#DE8F05",
+    "#029E73",
+    "#D55E00",
+    "#CC78BC",
+    "#CA9161",
+    "#FBAFE4",
+    "#949494",
+    "#ECE133",
+    "#56B4E9",
+)
+# seaborn's first dash patterns (unique_dashes): line styles of a second grouping (``curves(style=...)``; they
+# repeat after five)
+DASHES = ("", (4, 1.5), (1, 1), (3, 1.25, 1.5, 1.25), (5, 1, 1, 1))
 
 
 @contextmanager
 def style():
     """The plots' seaborn theme (ticks, paper context), applied only inside the block."""
-    with (
-        sns.axes_style("ticks", {"axes.grid": True, "grid.color": ".92"}),
-        sns.plotting_context("paper", font_scale=1.05),
-        mpl.rc_context(_RC),
-    ):
+    with mpl.rc_context(_RC):
         yield
 
 
@@ -89,24 +175,33 @@ def label_outer(axes, *, xlabel: str, ylabel: str):
             ax.set_ylabel(ylabel if c == 0 else "")
 
 
-def _order_key(label: str):
+def _order_key(label: str, rank: dict):
     base, params = names.parse_label(label)
-    rank = names.ORDER.index(base) if base in names.ORDER else len(names.ORDER)
     nums = []
     for v in params.values():
         try:
             nums.append((0, float(v), ""))
         except (TypeError, ValueError):
             nums.append((1, 0.0, str(v)))
-    return (rank, base, nums)
+    return (rank.get(base, len(rank)), base, nums)
 
 
 def ordered(labels) -> list[str]:
-    """Labels in legend order: known names in the order of ``names.ORDER``, parameters ascending."""
-    return sorted({str(x) for x in labels}, key=_order_key)
+    """Labels in legend order: registered names in the registries' order (``names.order``), then the rest by name;
+    parameters ascending."""
+    rank = {}
+    for i, name in enumerate(names.order()):
+        rank.setdefault(name, i)
+    return sorted({str(x) for x in labels}, key=lambda lab: _order_key(lab, rank))
 
 
-def palette(labels, name: str = "colorblind") -> dict[str, tuple]:
+def _blend(a, b, n: int) -> list[tuple]:
+    """n colours from a to b, linear in RGB (seaborn's blend_palette)."""
+    cmap = LinearSegmentedColormap.from_list("blend", [to_rgb(a), to_rgb(b)])
+    return [tuple(c) for c in cmap(np.linspace(0, 1, n))[:, :3]]
+
+
+def palette(labels) -> dict[str, tuple]:
     """A colour per label, assigned in legend order (so the same labels get the same colours everywhere).
 
     Labels of one family with different parameters (``correlated(rho=0.2)``, ``correlated(rho=0.5)``)
@@ -118,22 +213,23 @@ def palette(labels, name: str = "colorblind") -> dict[str, tuple]:
         base = names.parse_label(lab)[0]
         if base not in bases:
             bases.append(base)
-    hues = sns.color_palette(name, n_colors=max(len(bases), 1))
     out = {}
     for i, base in enumerate(bases):
         members = [lab for lab in labels if names.parse_label(lab)[0] == base]
-        hue = np.asarray(hues[i % len(hues)])
+        hue = np.asarray(to_rgb(COLORBLIND[i % len(COLORBLIND)]))
         if len(members) == 1:
             out[members[0]] = tuple(hue)
             continue
         light, dark = 0.55 * hue + 0.45, 0.65 * hue  # mixed with white, with black
-        for lab, color in zip(members, sns.blend_palette([tuple(light), tuple(dark)], n_colors=len(members))):
-            out[lab] = tuple(color)
+        for lab, color in zip(members, _blend(tuple(light), tuple(dark), len(members))):
+            out[lab] = color
     return out
 
 
 def sequential(values, name: str = "flare") -> dict:
-    """A colour per numeric value, light to dark in increasing order."""
+    """A colour per numeric value, light to dark in increasing order (a seaborn colormap: imported here, once)."""
+    import seaborn as sns
+
     vals = sorted(set(values))
     colors = sns.color_palette(name, n_colors=max(len(vals), 1))
     return {v: colors[i] for i, v in enumerate(vals)}
@@ -199,6 +295,16 @@ def legend(fig, axes, *, title: str | None = None):
 SEEDS_NOTE = "Lines and markers: mean over seeds; bands and bars: min to max across seeds."
 
 
+def _name_axis(axis, text: str) -> None:
+    """An axis without a label takes ``text``, hidden where the axis shows no tick labels (inner panels of shared
+    axes), so that an empty label there takes no room when the figure later clears it."""
+    if axis.get_label_text():
+        return
+    shown = axis.get_tick_params()
+    sides = ("labelbottom", "labeltop") if axis.axis_name == "x" else ("labelleft", "labelright")
+    axis.set_label_text(text, visible=any(shown.get(side, False) for side in sides))
+
+
 def curves(
     ax,
     df,
@@ -214,45 +320,41 @@ def curves(
 ):
     """Measured curves: one per ``hue`` label (shown as ``name(label)``), the mean over seeds with the min-max range.
 
-    ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The
-    mean, min and max are taken here, in linear space, whatever the axes' scales; seaborn draws
-    the means (its lines get the gid ``measured:<hue label>``), matplotlib the ranges (a band,
-    or bars with ``err_style="bars"``).
+    ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The mean, min and max
+    are taken here (a pandas groupby), in linear space, whatever the axes' scales, and each curve is drawn by
+    itself, so every artist is known by its label: the mean (``ax.plot``, gid ``measured:<label>``, legend label
+    ``name(label)``), then the ranges (``ax.fill_between``, or ``ax.errorbar`` with ``err_style="bars"``; gid
+    ``range:<label>``). With ``style`` each (hue, style) pair is a line, dashed by style label (gid
+    ``measured:<label>|<style label>``), and the legend lists the hues (colours) and the styles (dashes) apart.
     """
     labels = ordered(df[hue])
     colors = colors or palette(labels)
     keys = [hue] + ([style] if style is not None else []) + [x]
     agg = df.groupby(keys, sort=True)[y].agg(["mean", "min", "max"]).reset_index()
-    agg["_hue"] = agg[hue].map(lambda s: name(str(s)))
-    kw = {}
-    if style is not None:
+    parts = {tuple(map(str, np.atleast_1d(g))): part for g, part in agg.groupby(keys[:-1], sort=True)}
+    styles = ordered(agg[style]) if style is not None else []
+    dashes = dict(zip(styles, DASHES * (len(styles) // len(DASHES) + 1)))
+    kw = {"marker": "o", "markeredgecolor": "none", "markeredgewidth": 0.75}
+    for lab in labels:  # the means, in legend order
+        for st in styles or [None]:
+            part = parts.get((lab,) if st is None else (lab, st))
+            if part is None:
+                continue
+            shown = name(lab) if st is None else f"_{name(lab)}"  # with styles, the legend has its own entries
+            (line,) = ax.plot(
+                part[x].to_numpy(float), part["mean"].to_numpy(float), color=colors[lab], label=shown, **kw
+            )
+            line.set_gid(MEASURED_GID + lab + ("" if st is None else f"|{st}"))
+            if st is not None:
+                line.set_dashes(dashes[st])
+    if style is not None:  # legend entries: a colour per hue label, a dash pattern per style label
         style_name = style_name or str
-        agg["_style"] = agg[style].map(style_name)
-        kw = {"style": "_style", "style_order": [style_name(s) for s in ordered(agg[style])]}
-    before = set(ax.get_lines())
-    sns.lineplot(
-        data=agg,
-        x=x,
-        y="mean",
-        hue="_hue",
-        hue_order=[name(lab) for lab in labels],
-        palette={name(lab): colors[lab] for lab in labels},
-        estimator=None,
-        sort=True,
-        marker="o",
-        markeredgecolor="none",
-        ax=ax,
-        **kw,
-    )
-    by_color = {tuple(np.round(mpl.colors.to_rgb(colors[lab]), 6)): lab for lab in labels}
-    for line in ax.get_lines():  # tag seaborn's data lines: gid "measured:<hue label>"
-        if line not in before and line.get_label().startswith("_child"):
-            lab = by_color.get(tuple(np.round(mpl.colors.to_rgb(line.get_color()), 6)))
-            if lab is not None:
-                line.set_gid(f"measured:{lab}")
-    for group, part in agg.groupby(keys[:-1], sort=True):  # the min-max range of each curve
-        lab = group[0] if isinstance(group, tuple) else group
-        part = part.sort_values(x)
+        for lab in labels:
+            ax.add_artist(Line2D([], [], label=name(lab), color=colors[lab], **kw))
+        for st in styles:
+            ax.add_artist(Line2D([], [], label=style_name(st), color=".2", dashes=dashes[st], **kw))
+    for group, part in parts.items():  # the min-max ranges, over the means
+        lab = group[0]
         if (part["max"] - part["min"]).abs().max() == 0:
             continue
         if err_style == "bars":
@@ -266,10 +368,12 @@ def curves(
                 capsize=0,
             )
             for art in bars.lines[2]:
-                art.set_gid(f"range:{lab}")
+                art.set_gid(RANGE_GID + lab)
         else:
             art = ax.fill_between(part[x], part["min"], part["max"], color=colors[lab], alpha=0.2, linewidth=0)
-            art.set_gid(f"range:{lab}")
+            art.set_gid(RANGE_GID + lab)
+    _name_axis(ax.xaxis, x)
+    _name_axis(ax.yaxis, y)
     ax.set_ylabel(y)
     return ax
 

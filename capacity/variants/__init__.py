@@ -21,6 +21,8 @@ Optional members, used where present:
   closed form) and T12 (exact read-back of the last key with beta = 1) must hold, and the figures
   whether the additive memory's closed forms (T5, T7, T10) apply; T12 reads beta from
   ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta`` attribute;
+- ``display``: the name figures give it (a string, e.g. ``"Longhorn"``), for a class that is not registered with
+  one (``register(..., display=...)``); without either, figures show the registered name or the class name;
 - ``linear_read``: True when the read is q S for a fixed-size d x dv state, so that the rank bound
   T8 binds it (figures draw T8 only then);
 - ``dims``: the key dimensions d the variant takes, a tuple of whole numbers >= 2 (absent or
@@ -59,7 +61,18 @@ import torch
 from capacity import _deprecated, labels, plugins
 from capacity.errors import CapacityError
 
-__all__ = ["Variant", "get", "resolve", "label", "is_variant", "register", "available", "from_fla"]
+__all__ = [
+    "Variant",
+    "get",
+    "resolve",
+    "label",
+    "is_variant",
+    "register",
+    "available",
+    "display_name",
+    "display_names",
+    "from_fla",
+]
 
 
 @runtime_checkable
@@ -81,16 +94,28 @@ class Variant(Protocol):
 class _Entry:
     factory: Callable[..., Variant]
     description: str
+    display: str  # the name figures give it
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def register(name: str, factory: Callable[..., Variant], description: str) -> None:
-    """Make ``get(name, **params)`` call ``factory(**params)``; re-registering a name replaces it."""
+def _own_display(obj) -> str | None:
+    """The ``display`` a class (or object) declares for figures, or None."""
+    shown = getattr(obj, "display", None)
+    return shown if isinstance(shown, str) and shown else None
+
+
+def register(name: str, factory: Callable[..., Variant], description: str, *, display: str | None = None) -> None:
+    """Make ``get(name, **params)`` call ``factory(**params)``; re-registering a name replaces it.
+
+    ``display``: the name figures give it (default: the factory's own ``display`` attribute, else ``name``).
+    """
     if not name or not isinstance(name, str):
         raise CapacityError(f"a variant name must be a non-empty string, got {name!r}")
-    _REGISTRY[name] = _Entry(factory, description)
+    if display is not None and (not isinstance(display, str) or not display):
+        raise CapacityError(f"a variant's display name must be a non-empty string, got {display!r}")
+    _REGISTRY[name] = _Entry(factory, description, display or _own_display(factory) or name)
 
 
 def available() -> dict[str, str]:
@@ -100,6 +125,31 @@ def available() -> dict[str, str]:
     for name, value in sorted(plugins.entry_points("capacity.variants").items()):
         out.setdefault(name, f"(plug-in {value})")
     return out
+
+
+def display_name(name: str) -> str:
+    """How figures name the variant ``name`` (a registered name, a plug-in's, or an import path ``module:Class``).
+
+    The registry entry's ``display``; for a plug-in, its class's ``display`` attribute; else the name (for an
+    import path, the class name).
+
+    >>> display_name("delta"), display_name("lsq"), display_name("mymem:Longhorn")
+    ('DeltaNet (delta)', 'lsq', 'Longhorn')
+    """
+    entry = _REGISTRY.get(name)
+    if entry is not None:
+        return entry.display
+    try:
+        found = plugins.load_path(name) if labels.is_path(name) else plugins.entry_point("capacity.variants", name)
+    except CapacityError:  # not importable here: figures still draw, under its name
+        found = None
+    return _own_display(found) or name.rpartition(":")[2]
+
+
+def display_names() -> dict[str, str]:
+    """Every registered variant -> its display name, in registration order (the built-ins first): the order of
+    figure legends. Plug-ins declared by entry points are not loaded for this; legends put them after."""
+    return {name: entry.display for name, entry in _REGISTRY.items()}
 
 
 def _factory(name: str):
@@ -234,17 +284,45 @@ def _register_builtins() -> None:
     from capacity.variants.lsq import LSQ
     from capacity.variants.softmax import Softmax
 
-    register("linear", Linear, "additive memory S = S + k^T v, read q S (T1)")
-    register("decay", Decay, "S = alpha S + k^T v, scalar gate alpha in (0, 1] (RetNet-style; T11)")
-    register("gla", GLA, "S = Diag(alpha) S + k^T v, per-channel gate alpha in (0, 1]^d (gated linear attention)")
-    register("delta", Delta, "delta rule S = (I - b k^T k) S + b k^T v, beta in (0, 2) (DeltaNet; T12)")
-    register("gated_delta", GatedDelta, "S = alpha (I - b k^T k) S + b k^T v, scalar gate alpha (Gated DeltaNet)")
-    register("kda", KDA, "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)")
+    # registration order is the order of figure legends (and of their colours)
+    register("linear", Linear, "additive memory S = S + k^T v, read q S (T1)", display="linear attention (additive)")
+    register(
+        "decay", Decay, "S = alpha S + k^T v, scalar gate alpha in (0, 1] (RetNet-style; T11)", display="decay (RetNet)"
+    )
+    register(
+        "gla",
+        GLA,
+        "S = Diag(alpha) S + k^T v, per-channel gate alpha in (0, 1]^d (gated linear attention)",
+        display="GLA (gated linear attention)",
+    )
+    register(
+        "delta",
+        Delta,
+        "delta rule S = (I - b k^T k) S + b k^T v, beta in (0, 2) (DeltaNet; T12)",
+        display="DeltaNet (delta)",
+    )
+    register(
+        "gated_delta",
+        GatedDelta,
+        "S = alpha (I - b k^T k) S + b k^T v, scalar gate alpha (Gated DeltaNet)",
+        display="Gated DeltaNet",
+    )
+    register(
+        "kda",
+        KDA,
+        "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)",
+        display="KDA (Kimi Delta Attention)",
+    )
     register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
     register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
     register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
     register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
-    register("softmax", Softmax, "keeps every pair, reads softmax(scale q K^T) V (exact-retrieval baseline; T13)")
+    register(
+        "softmax",
+        Softmax,
+        "keeps every pair, reads softmax(scale q K^T) V (exact-retrieval baseline; T13)",
+        display="softmax attention (KV cache)",
+    )
 
 
 _register_builtins()
