@@ -89,7 +89,8 @@ def test_display_names_are_the_registry_entries():
     for name, shown in variants.display_names().items():
         assert variants.display_name(name) == shown and names.variant_name(name) == shown
     assert variants.display_name("delta") == "DeltaNet (delta)" and variants.display_name("lsq") == "lsq"
-    for name, family in keys.families().items():
+    for name in keys.available():
+        family = keys.family(name)
         assert names.keys_name(name) == (family.display or family.name)
     assert keys.family("orthogonal").display == "tight frame (orthogonal)"
     for name, shown in features.display_names().items():
@@ -97,7 +98,7 @@ def test_display_names_are_the_registry_entries():
     assert set(features.display_names()) == set(features.available())  # every built-in map has one
     # the plot layer keeps no table of its own, and no alias that no registry has
     assert not any(hasattr(names, table) for table in ("VARIANTS", "KEYS", "FEATURES", "ORDER"))
-    assert set(names.order()) <= set(variants.display_names()) | set(keys.families()) | set(features.available())
+    assert set(names.order()) <= set(variants.display_names()) | set(keys.available()) | set(features.available())
 
 
 def test_a_registered_plugin_shows_its_display_name_in_the_legend(fresh_registry):
