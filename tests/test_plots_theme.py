@@ -8,10 +8,10 @@ import io
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import xarray as xr
 from capacity.plots import _data, error_vs_load, names, theme, variant_curves
 from capacity.plots.save import save
@@ -22,30 +22,8 @@ from matplotlib.figure import Figure
 from capacity import features, keys, variants
 from capacity.errors import CapacityError
 
-
-class _Gain:
-    """A memory that reads c q S from the additive state (enough for a figure; never measured here)."""
-
-    name = "gain"
-
-    def __init__(self, c: float = 1.0):
-        self.c = float(c)
-
-    @property
-    def params(self):
-        return {"c": self.c}
-
-    def init_state(self, batch, d, dv, *, device=None):
-        return torch.zeros(batch, d, dv, device=device)
-
-    def write(self, state, k, v):
-        return state + k.transpose(1, 2) @ v
-
-    def read(self, state, q):
-        return self.c * (q @ state)
-
-    def state_numel(self, d, dv):
-        return d * dv
+sys.path.insert(0, str(Path(__file__).resolve().parent / "plugin_pkg"))
+from usermem import GainMemory
 
 
 def _results(variant_labels, key_labels=("gaussian",), *, seed=0, seeds=3) -> xr.Dataset:
@@ -102,7 +80,7 @@ def test_display_names_are_the_registry_entries():
 
 
 def test_a_registered_plugin_shows_its_display_name_in_the_legend(fresh_registry):
-    variants.register("gain", _Gain, "c times the additive read (tests)", display="gain memory (tests)")
+    variants.register("gain", GainMemory, "c times the additive read (tests)", display="gain memory (tests)")
     assert names.variant_name("gain(c=0.5)") == "gain memory (tests), c = 0.5"
     fig = variant_curves(_results(["gain(c=0.5)", "linear"]))
     legend = _legend(fig)
@@ -112,14 +90,14 @@ def test_a_registered_plugin_shows_its_display_name_in_the_legend(fresh_registry
 
 
 def test_register_takes_the_class_display_and_checks_it(fresh_registry):
-    class Shown(_Gain):
+    class Shown(GainMemory):
         display = "shown by its class"
 
     variants.register("shown", Shown, "a class that names itself")
-    variants.register("plain", _Gain, "a class that does not")
+    variants.register("plain", GainMemory, "a class that does not")
     assert variants.display_name("shown") == "shown by its class" and variants.display_name("plain") == "plain"
     with pytest.raises(CapacityError, match="display name"):
-        variants.register("bad", _Gain, "x", display="")
+        variants.register("bad", GainMemory, "x", display="")
 
 
 def test_plugins_by_import_path_show_their_display_or_class_name(tmp_path, monkeypatch):
@@ -157,7 +135,7 @@ def test_legend_order_is_the_registry_order(fresh_registry):
     bases = [names.parse_label(lab)[0] for lab in got[:-1]]
     assert bases == sorted(bases, key=registered.index)
     assert got.index("delta(beta=0.5)") < got.index("delta(beta=1.0)")  # parameters ascending
-    variants.register("aaa_late", _Gain, "registered last")
+    variants.register("aaa_late", GainMemory, "registered last")
     assert theme.ordered(["aaa_late", "softmax"]) == ["softmax", "aaa_late"]  # registration order, not by name
     # colours follow the order: the first base takes the palette's first colour
     colors = theme.palette(["softmax", "linear"])
