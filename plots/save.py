@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from capacity.plots import theme
 
+from capacity._files import atomic_write
 from capacity.errors import CapacityError
 
 __all__ = ["save", "FORMATS"]
@@ -36,12 +36,7 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
             _lay_out(fig, engine, dpi)
             for fmt in FORMATS:
                 path = out / f"{stem}.{fmt}"
-                tmp = out / f".{stem}.{os.getpid()}.{fmt}.tmp"
-                try:
-                    fig.savefig(tmp, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
-                    os.replace(tmp, path)
-                finally:
-                    tmp.unlink(missing_ok=True)
+                atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=dpi, metadata=_METADATA[fmt]))
                 paths.append(path)
     except OSError as exc:
         raise CapacityError(f"cannot write figures to {out}: {exc.strerror or exc}") from None
