@@ -148,7 +148,10 @@ def run(
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda gk: -gk[0].cost(study))
         task = {"study": study, "device": str(dev), "imports": imports}
-        measured = _measure(study, todo, store, executor, scheduler, workers, task, progress, quiet, verbose)
+        total = sum(g.points(study) for g, _ in keyed)
+        measured = _measure(
+            study, todo, total, len(keyed), store, executor, scheduler, workers, task, progress, quiet, verbose
+        )
         results = []
         for g, key in keyed:  # as persisted
             ds, why = (finished[key], None) if finished[key] is not None else store.load(key, expectation(study, g))
@@ -166,16 +169,12 @@ def run(
             f"cannot write {path}: {exc.strerror or exc}; the measured groups are saved under {store.root}, run the same command again"
         ) from None
     if progress and verbose:
-        _log(
-            f"saved {path} ({sum(g.points(study) for g, _ in keyed)} points; {measured} groups measured, {len(keyed) - len(todo)} reused)"
-        )
+        _log(f"saved {path} ({total} points; {measured} groups measured, {len(keyed) - len(todo)} reused)")
     return RunResult(path, ds, measured, len(keyed) - len(todo))
 
 
-def _measure(study, todo, store, executor, scheduler, workers, task, progress, quiet, verbose) -> int:
+def _measure(study, todo, total, n_groups, store, executor, scheduler, workers, task, progress, quiet, verbose) -> int:
     """Measure the groups ``todo`` on ``executor``, saving each as it arrives; returns how many were measured."""
-    every = groups(study)
-    total = sum(g.points(study) for g in every)
     done = total - sum(g.points(study) for g, _ in todo)
     by_key, show = {key: g for g, key in todo}, progress and not quiet
     bar = None
@@ -185,7 +184,7 @@ def _measure(study, todo, store, executor, scheduler, workers, task, progress, q
         bar = tqdm(total=total, initial=done, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True)
     elif show:
         _log(
-            f"{study.name}: {total} points in {len(every)} groups; {done} already done, {len(todo)} groups to measure ({executor})"
+            f"{study.name}: {total} points in {n_groups} groups; {done} already done, {len(todo)} groups to measure ({executor})"
         )
     start, measured = time.perf_counter(), 0
     # in this process on a CPU, small groups run on one torch thread: their many small ops only wait for the others
