@@ -1,0 +1,60 @@
+"""Closed forms and bounds of docs/theory.md, as plain functions, one module per topic.
+
+Scalar functions of (n, d, dv) broadcast like numpy and return a float for scalar input,
+an ndarray otherwise. Functions of key and value matrices accept numpy arrays or torch
+tensors with any leading batch dimensions (``K: [..., n, d]``, ``V: [..., n, dv]``) and
+return the same kind.
+
+>>> from capacity import theory
+>>> theory.frame_bound(n=128, d=64)          # T5: mean error of any n > d unit keys
+1.0
+>>> theory.random_keys_error(n=65, d=64)      # T7: expected error of random unit keys
+1.0
+>>> round(theory.welch_bound(n=3, d=2), 4)    # T6: three unit vectors in the plane
+0.5
+"""
+
+from capacity.theory.additive import (
+    capacity_random_keys,
+    capacity_tight_frame,
+    crosstalk_error,
+    decomposition,
+    frame_bound,
+    optimal_gain,
+    optimal_gain_error,
+    random_coherence_moments,
+    random_keys_error,
+    rank_bound,
+    rank_bound_capacity,
+    two_pair_readout,
+    welch_bound,
+)
+from capacity.theory.argmax import argmax_capacity, argmax_capacity_refined, argmax_recall, argmax_recall_refined
+from capacity.theory.bill import bill, break_even_n
+from capacity.theory.decay import decay_readout
+from capacity.theory.delta import delta_rule_capacity, delta_rule_error
+
+__all__ = [
+    "two_pair_readout",
+    "decomposition",
+    "crosstalk_error",
+    "frame_bound",
+    "welch_bound",
+    "random_keys_error",
+    "random_coherence_moments",
+    "rank_bound",
+    "optimal_gain",
+    "optimal_gain_error",
+    "argmax_recall",
+    "argmax_capacity",
+    "argmax_recall_refined",
+    "argmax_capacity_refined",
+    "decay_readout",
+    "delta_rule_error",
+    "capacity_random_keys",
+    "capacity_tight_frame",
+    "rank_bound_capacity",
+    "delta_rule_capacity",
+    "bill",
+    "break_even_n",
+]

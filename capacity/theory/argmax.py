@@ -1,0 +1,172 @@
+"""T10: retrieval by argmax, the Gaussian bound and the refined prediction."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capacity.errors import CapacityError
+from capacity.theory._common import _counts, _numbers, _out, _scipy
+
+
+def _score_spreads(n, d, dv):
+    """Standard deviations of the correct score and of each wrong score (Gaussian approximation)."""
+    sigma_c = np.sqrt((n - 1.0) / (d * dv))
+    sigma_w = np.sqrt(1.0 / dv + 1.0 / d + np.maximum(n - 2.0, 0.0) / (d * dv))
+    return sigma_c, sigma_w
+
+
+def argmax_recall(n, d, dv):
+    """T10: predicted argmax recall for n random unit keys in R^d and random unit values in R^dv.
+
+    The read r_i = v_i + sum_{j != i} G_ij v_j is decoded as argmax_l r_i . v_l over the n
+    stored values. In the Gaussian approximation the correct score is N(1, s_c^2) with
+    s_c^2 = (n - 1)/(d dv) and each of the n - 1 wrong scores is N(0, s_w^2) with
+    s_w^2 = 1/dv + 1/d + (n - 2)/(d dv), independent given the read, so
+
+        P(correct) = E_z [ Phi((1 + s_c z) / s_w)^(n - 1) ],  z ~ N(0, 1),
+
+    integrated numerically (scipy). Crosstalk noise has power about (n - 1)/d but is spread
+    over dv dimensions, which is why recall survives far past n = d.
+
+    This is the conservative bound. It treats the wrong scores as Gaussian and independent of
+    the correct one; in truth a wrong score l and the correct score share the term v_i . v_l
+    (it enters the correct score with weight G_il), the scores are bounded sphere coordinates,
+    and all share the read's norm. Measured recall therefore runs above it (by up to about 0.1
+    at d = dv = 32), and the measured 90% capacity above ``argmax_capacity`` by 5-58% for d, dv
+    in 16..256 (most for small d, dv or dv < d). ``argmax_recall_refined`` models these effects
+    and is the prediction.
+    """
+    integrate, optimize, special = _scipy()
+    n, d, dv = _counts(n=n, d=d, dv=dv)
+    shape = n.shape
+    n, d, dv = (a.ravel() for a in (n, d, dv))
+    sigma_c, sigma_w = _score_spreads(n, d, dv)
+
+    def integrand(z):
+        log_cdf = special.log_ndtr((1.0 + sigma_c * z) / sigma_w)  # [points]
+        return np.exp(-0.5 * z * z + (n - 1.0) * log_cdf) / np.sqrt(2.0 * np.pi)
+
+    value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
+    value = np.where(n <= 1, 1.0, np.clip(value, 0.0, 1.0))
+    return _out(value.reshape(shape))
+
+
+def argmax_capacity(d, dv, tau=0.9):
+    """T10: the largest (real-valued) n whose predicted argmax recall is >= tau, for each (d, dv).
+
+    Grows much faster than d: roughly d dv / (2 ln n). Uses the Gaussian ``argmax_recall``, so
+    this is a conservative bound (measured capacities lie above it); ``argmax_capacity_refined``
+    is the prediction.
+    """
+    d, dv = _counts(d=d, dv=dv)
+    tau_a = _numbers("tau", tau)
+    if tau_a.ndim != 0 or not 0.0 < float(tau_a) < 1.0:
+        raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
+    return _out(_solve_capacity(argmax_recall, d, dv, float(tau_a)))
+
+
+def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
+    """The real n with recall(n, d, dv) = tau, for each (d, dv) (recall decreasing in n).
+
+    ``start(d, dv)``: a first guess to bracket from (default 2); ``xtol``: the tolerance on ln n.
+    """
+    integrate, optimize, special = _scipy()
+
+    def one(dd, vv):
+        f = lambda log_n: recall(np.exp(log_n), dd, vv) - tau
+        if f(np.log(2.0)) < 0:
+            return 1.0
+        lo = np.log(2.0) if start is None else max(np.log(2.0), np.log(start(dd, vv)))
+        step = np.log(4.0) if start is None else np.log(1.25)
+        while f(lo) < 0:
+            lo -= step
+        hi = lo + step
+        while f(hi) >= 0:
+            lo, hi = hi, hi + step
+        return float(np.exp(optimize.brentq(f, lo, hi, xtol=xtol)))
+
+    return np.vectorize(one, otypes=[np.float64])(d, dv)
+
+
+def _coordinate_nodes(m, count):
+    """Gauss-Jacobi nodes and weights (summing to 1) for one coordinate x of a uniform unit vector in R^m.
+
+    Its density is proportional to (1 - x^2)^((m - 3)/2) on [-1, 1], a Jacobi weight.
+    """
+    integrate, optimize, special = _scipy()
+    a = (m - 3.0) / 2.0
+    x, w = special.roots_jacobi(count, a, a)
+    return x, w / w.sum()
+
+
+def _coordinate_sf(x, m):
+    """P(u > x) for one coordinate u of a uniform unit vector in R^m: (u + 1)/2 ~ Beta((m-1)/2, (m-1)/2)."""
+    integrate, optimize, special = _scipy()
+    a = (m - 1.0) / 2.0
+    return special.betainc(a, a, (1.0 - np.clip(x, -1.0, 1.0)) / 2.0)
+
+
+def _refined_one(n, d, dv):
+    """``argmax_recall_refined`` for scalar n, d, dv (d, dv >= 2)."""
+    integrate, optimize, special = _scipy()
+    if n <= 1:
+        return 1.0
+    sig2 = (n - 1.0) / (d * dv)  # per-coordinate variance of the crosstalk N in R^dv
+    z = np.linspace(-8.0, 8.0, 97)  # a = N . v_i = sigma z
+    wz = np.exp(-0.5 * z * z)
+    wz /= wz.sum()
+    y, wy = special.roots_genlaguerre(12, (dv - 1.0) / 2.0 - 1.0)  # |N_perp|^2 = 2 sigma^2 y, y ~ Gamma((dv-1)/2)
+    wy = wy / wy.sum()
+    g, wg = _coordinate_nodes(d, 40)  # g = G_il = k_i . k_l
+    a = np.sqrt(sig2) * z[:, None, None]  # [z, 1, 1]
+    eta = a * a + 2.0 * sig2 * y[None, :, None]  # |N|^2, [z, y, 1]
+    scale2 = np.maximum((1.0 - g) ** 2 + 2.0 * (1.0 - g) * a + eta - 1.0 / d, 1e-12)  # [z, y, g]
+    tail = (_coordinate_sf((1.0 + a - g) / np.sqrt(scale2), dv) * wg).sum(-1)  # P(wrong score l wins), [z, y]
+    p = np.exp((n - 1.0) * np.log1p(-np.minimum(tail, 1.0 - 1e-16)))
+    return float(np.clip(((p * wy).sum(-1) * wz).sum(), 0.0, 1.0))
+
+
+def argmax_recall_refined(n, d, dv):
+    """T10 (refined): predicted argmax recall of the additive memory, random unit keys and values.
+
+    The prediction to compare measurements with (``argmax_recall`` is the conservative bound).
+    Read r_i = v_i + N with N = sum_{j != i} G_ij v_j; correct score 1 + a, a = N . v_i. For a
+    wrong value l write g = G_il and N = N'' + g v_l. Then
+
+        wrong score  = g + v_l . (v_i + N''),     correct score = 1 + a'' + g (v_i . v_l),
+
+    so l wins iff  v_l . ((1 - g) v_i + N'') > 1 + a'' - g : the shared term v_i . v_l cancels
+    partly (weight 1 - g). v_l is uniform and independent of (g, v_i, N''), so the left side is
+    |(1 - g) v_i + N''| times one coordinate u of a uniform unit vector in R^dv (a bounded,
+    Beta-distributed law, not a Gaussian), and g is one coordinate in R^d. The model takes N
+    Gaussian with variance (n - 1)/(d dv) per coordinate, |N''|^2 = |N|^2 - 1/d, a'' = a, and
+    the n - 1 wrong values independent given (a, |N|^2):
+
+        P(correct) = E_{a, |N|^2} [ (1 - E_g P(u > (1 + a - g) / s_g))^(n - 1) ],
+        s_g^2 = (1 - g)^2 + 2 (1 - g) a + |N|^2 - 1/d,
+
+    integrated by quadrature (a on a grid, |N_perp|^2 by Gauss-Laguerre, g by Gauss-Jacobi).
+    Regime: d, dv >= 2. Measured 90%-recall capacity / ``argmax_capacity_refined`` = 0.976-1.030
+    for d, dv in 16..256, d = dv and d != dv (docs/theory-delta.md). Costs about 0.15 s a point.
+    """
+    n, d, dv = _counts(n=n, d=d, dv=dv)
+    if np.any(d < 2) or np.any(dv < 2):
+        raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
+    return _out(np.vectorize(_refined_one, otypes=[np.float64])(n, d, dv))
+
+
+def argmax_capacity_refined(d, dv, tau=0.9):
+    """T10 (refined): the real n at which ``argmax_recall_refined`` equals tau, for each (d, dv).
+
+    The prediction of the measured tau-recall capacity of the additive memory with random unit
+    keys and values (``argmax_capacity`` is the conservative Gaussian bound below it).
+    """
+    d, dv = _counts(d=d, dv=dv)
+    tau = float(tau)
+    if not 0.0 < tau < 1.0:
+        raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
+    if np.any(d < 2) or np.any(dv < 2):
+        raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
+    return _out(
+        _solve_capacity(argmax_recall_refined, d, dv, tau, start=lambda a, b: argmax_capacity(a, b, tau), xtol=1e-7)
+    )

@@ -1,0 +1,35 @@
+"""T11: the decaying memory's reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from capacity import _deprecated
+from capacity.errors import CapacityError
+from capacity.theory._common import _gram, _matrix, _numbers
+
+
+@_deprecated.params("theory.decay_readout", g="alpha")
+def decay_readout(K, V, alpha):
+    """T11: reads of every stored key after writing n pairs into S_t = alpha S_{t-1} + k_t^T v_t.
+
+    r_i = sum_j alpha^(n-j) G_ij v_j (tokens numbered 1..n), so old tokens fade by the gate alpha per step
+    (the ``decay`` variant's ``alpha``; the argument was ``g`` before, still accepted with a DeprecationWarning).
+    Shapes: K ``[..., n, d]``, V ``[..., n, dv]``; returns ``[..., n, dv]``.
+    """
+    g = _numbers("alpha", alpha)
+    if g.ndim != 0 or not np.isfinite(g):
+        raise CapacityError(
+            f"alpha must be one finite number (the gate, in (0, 1] for a decaying memory), got {alpha!r}"
+        )
+    g = float(g)
+    K, V = _matrix("K", K), _matrix("V", V)
+    if K.shape[-2] != V.shape[-2]:
+        raise CapacityError(f"K [..., n, d] and V [..., n, dv] must share n, got {tuple(K.shape)}, {tuple(V.shape)}")
+    n = K.shape[-2]
+    if isinstance(K, torch.Tensor):
+        w = g ** torch.arange(n - 1, -1, -1, dtype=K.dtype, device=K.device)  # [n]
+    else:
+        w = g ** np.arange(n - 1, -1, -1, dtype=np.float64)
+    return _gram(K) @ (w[:, None] * V)
