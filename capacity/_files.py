@@ -1,12 +1,44 @@
-"""Files written whole or not at all: a temporary name beside the target, flushed to disk, then renamed."""
+"""Files written whole or not at all (a temporary name beside the target, flushed to disk, then renamed), folders
+proven writable, and the lock that makes a second run into a folder wait for the first."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_netcdf"]
+from capacity.errors import CapacityError
+
+__all__ = ["atomic_write", "atomic_netcdf", "writable_folder", "lock"]
+
+
+def writable_folder(path: Path, what: str) -> Path:
+    """Create ``path`` if needed and prove it writable, or raise one line saying why not."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CapacityError(f"{what} {path} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / f".write-test.{os.getpid()}").write_bytes(b"")
+        (path / f".write-test.{os.getpid()}").unlink()
+    except OSError as exc:
+        raise CapacityError(f"cannot write to {what} {path}: {exc.strerror or exc}") from None
+    return path
+
+
+@contextmanager
+def lock(folder: Path, waiting=lambda: None):
+    """Hold ``<folder>.lock``; a second holder waits for the first (calling ``waiting()`` once, before it waits)."""
+    folder = Path(folder)
+    with open(folder.with_name(folder.name + ".lock"), "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def atomic_write(path: Path, write) -> None:

@@ -121,6 +121,38 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _cmd_store(args) -> int:
+    from pathlib import Path
+
+    from capacity.sweep.store import Store
+
+    root = Path(args.results) / ".sweep"
+    if not root.is_dir():
+        raise CapacityError(f"{args.results} holds no stored points (no folder {root}); give the --out of a run")
+    age = lambda s: (
+        "-"
+        if s is None
+        else f"{s / 86400:.1f} d"
+        if s >= 86400
+        else f"{s / 3600:.1f} h"
+        if s >= 3600
+        else f"{s / 60:.0f} min"
+    )
+    print(f"{'study':24} {'cells':>6} {'used':>6} {'points':>8} {'size':>10} {'newest':>8} {'oldest':>8}")
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        c = Store(folder).contents()
+        size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
+        print(
+            f"{folder.name:24} {c['cells']:6} {c['used']:6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
+        )
+        if args.prune:
+            for path in c["unused"]:
+                print(f"  {'would remove' if args.dry_run else 'removed'} {path}")
+                if not args.dry_run:
+                    path.unlink(missing_ok=True)
+    return 0
+
+
 def _cmd_plot(args) -> int:
     from capacity.plots import render_path
 
@@ -224,6 +256,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="compare", help="the study name: the file OUT/NAME.nc (default: compare)")
     _sweep_options(p)
     p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser(
+        "store",
+        help="list the points a results folder holds, and prune those no study's latest run used",
+        description="List, per study, the stored cells (one file per memory, key family, d, ...), how many the "
+        "study's latest run used, their points, size and age. --prune removes the cells the latest run did not use "
+        "(they would be measured again if asked for); --dry-run only lists them.",
+    )
+    p.add_argument(
+        "results", metavar="OUT", nargs="?", default="results", help="a run's --out folder (default: results)"
+    )
+    p.add_argument("--prune", action="store_true", help="remove the cells no study's latest run used")
+    p.add_argument("--dry-run", action="store_true", help="with --prune: list what would be removed, remove nothing")
+    p.set_defaults(func=_cmd_store)
 
     p = sub.add_parser("plot", help="draw the figures (PNG and PDF) of a results file or folder")
     p.add_argument("results", metavar="RESULTS", help="a results file (.nc) or a directory of them")

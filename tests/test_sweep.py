@@ -14,9 +14,8 @@ from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, keys, probe, studies, sweep, theory, values, variants
 from capacity.metrics import capacity
-from capacity.provenance import fingerprint
 from capacity.sweep import Grid, Probe, Spec, Study
-from capacity.sweep.points import check, groups
+from capacity.sweep.plan import Plan, check
 from capacity.sweep.store import Store
 
 SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/2,1,3/2,2", "seed=0,1"]
@@ -87,7 +86,7 @@ def test_exactly_one_of_load_and_n():
     "assignment, message",
     [
         ("variant=linear,nosuch", "unknown variant 'nosuch'; known: .*delta.*linear"),
-        ("variant=linear(colour=1)", "linear: got unknown parameter\\(s\\) colour"),
+        ("variant=linear(colour=1)", "variant .linear. got unknown parameter\\(s\\) colour; allowed: normalize"),
         ("variant=delta(beta=3)", r"beta must lie in \(0, 2\)"),
         ("keys=nosuch", "unknown key family 'nosuch'; known: .*gaussian"),
         ("keys=correlated(rho=2)", r"rho must lie in \[0, 1\)"),
@@ -190,8 +189,13 @@ def test_dataset_follows_the_schema(small):
     config = json.loads(ds.attrs["config"])
     assert Study.from_dict({k: config[k] for k in ("name", "description", "grid", "probe")}) == study
     assert config["run"]["executor"] == "serial" and ds.attrs["device"] == "cpu"
-    assert ds.attrs["config_hash"] == study.config_hash("cpu")
-    assert set(json.loads(ds.attrs["versions"])) == {"capacity", "python", "torch", "triton", "numpy", "xarray"}
+    assert ds.attrs["config_hash"] == study.config_hash()
+    assert set(json.loads(ds.attrs["versions"])) >= {"capacity", "python", "torch", "triton", "numpy", "xarray"}
+    memories = json.loads(ds.attrs["memories"])  # every parameter of every memory, defaults too
+    assert memories["delta"] == {
+        "class": "capacity.variants.delta:Delta",
+        "params": {"beta": 1.0, "normalize": True, "backend": "auto"},
+    }
     # capacity() reduces load; T7 puts n*(0.75) = 1 + 3d/4 for gaussian keys, between the loads 1/2 and 1
     # (well inside: T7's errors there are 1/2 - 1/d and 1 - 1/d)
     cap = capacity(ds.mean("seed"), metric="mse", threshold=0.75)
@@ -214,18 +218,17 @@ def _brute_force(K, V):
     return float(mse), float(recall), float(signal)
 
 
-def test_one_write_pass_per_group(small):
-    """i.i.d. families: one group (write pass) per (variant, keys, d) with every load; orthogonal keys: one per n."""
+def test_one_write_pass_per_cell(small):
+    """i.i.d. families: one write pass per (variant, keys, d) with every n and seed; orthogonal keys: one per n."""
     study, _, _ = small
     by = {}
-    for g in groups(study):
-        by.setdefault((g.variant.label, g.keys.label, g.d), []).append(g.curve)
-    for (_variant, fam, _d), curves in by.items():
-        if fam == "gaussian":
-            assert curves == [(0.5, 1.0, 1.5, 2.0)]
-        else:
-            assert curves == [(0.5,), (1.0,), (1.5,), (2.0,)]
-    assert sum(g.points(study) for g in groups(study)) == 2 * 2 * 2 * 4 * 2
+    for p in Plan(study, torch.device("cpu")).passes({}):
+        assert p.seeds == (0, 1)
+        by.setdefault((p.cell.variant.label, p.cell.keys.label, p.cell.d), []).append(p.ns)
+    for (_variant, fam, d), ns in by.items():
+        pairs = tuple(max(1, round(x * d)) for x in (0.5, 1, 1.5, 2))
+        assert ns == ([pairs] if fam == "gaussian" else [(n,) for n in pairs])
+    assert len(by) == 2 * 2 * 2
 
 
 def test_batched_groups_equal_independent_unbatched_draws(small):
@@ -373,31 +376,32 @@ def test_a_different_configuration_is_never_mixed_in(tmp_path):
     )
     out = tmp_path / "shared"
     first = sweep.run(study, out=out, device="cpu", progress=False)
-    assert first.reused == 0 and first.measured == len(groups(study)) == 2
+    assert first.reused == 0 and first.measured == 2 * 2 * 2 and first.passes == 2
     again = sweep.run(study, out=out, device="cpu", progress=False)
-    assert again.measured == 0 and again.reused == 2 and again.dataset.equals(first.dataset)
-    for change in (["seed=0,1,2"], ["load=1/2,1"], ["values=orthonormal", "dv=64"], ["dtype=bfloat16"]):
+    assert again.measured == 0 and again.reused == 8 and again.dataset.equals(first.dataset)
+    # what a change keeps: the points of the first run it still asks for, and nothing else
+    for change, kept in ((["seed=0,1,2"], 8), (["load=1/2,1"], 4), (["values=orthonormal", "dv=64"], 0), (["dtype=bfloat16"], 0)):
         other = study.with_overrides(change)
-        assert other.config_hash("cpu") != study.config_hash("cpu")
         res = sweep.run(other, out=out, device="cpu", progress=False)
-        assert res.reused == 0, change  # nothing of the first configuration was taken
+        assert res.reused == kept, change
         fresh = sweep.run(other, out=tmp_path / "_".join(change).replace("/", "-"), device="cpu", progress=False)
-        assert res.dataset.equals(fresh.dataset)
-    assert study.config_hash("cpu") != study.config_hash("cuda")
+        assert res.dataset.drop_attrs().equals(fresh.dataset.drop_attrs()), change  # bit for bit a fresh run's
 
 
 def test_a_file_with_another_hash_inside_is_not_taken(small, tmp_path):
     study, out, first = small
     store = Store(out / ".sweep" / study.name)
-    g0, g1 = groups(study)[:2]
-    k0, k1 = g0.key(study, "cpu", fingerprint()), g1.key(study, "cpu", fingerprint())
+    plan = Plan(study, torch.device("cpu"))
+    k0, k1 = (plan.keys[c] for c in plan.cells[:2])
     target = tmp_path / "copy"
     copy = Store(target / ".sweep" / study.name)
     copy.root.mkdir(parents=True)
-    (copy.path(k1)).write_bytes(store.path(k0).read_bytes())  # group 0's numbers under group 1's name
-    assert copy.load(k1)[0] is None and copy.load(k0) == (None, None)
+    (copy.path(k1)).write_bytes(store.path(k0).read_bytes())  # cell 0's numbers under cell 1's name
+    names = list(probe.METRICS)
+    assert copy.load(k1, names, {}) == ({}, {}, "its key does not match its name")
+    assert copy.load(k0, names, {}) == ({}, {}, None)
     res = sweep.run(study, out=target, device="cpu", progress=False)
-    assert res.reused == 0 and res.dataset.equals(first.dataset)
+    assert res.reused == 0 and res.dataset.drop_attrs().equals(first.dataset.drop_attrs())
 
 
 def test_decode_false_drops_recall_and_keeps_the_rest(tmp_path):

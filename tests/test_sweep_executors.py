@@ -6,7 +6,6 @@ import pytest
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, executors, studies, sweep
-from capacity.sweep.points import groups
 
 SETS = [
     "variant=linear,delta",
@@ -14,7 +13,7 @@ SETS = [
     "d=16,32",
     "load=1/4,1,4",
     "seed=0,1",
-]  # 16 write passes (groups)
+]  # 48 points in 16 write passes
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +33,10 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
         res = sweep.run(
             study, out=tmp_path, device="cpu", executor="dask", scheduler=cluster.scheduler_address, progress=False
         )
-        assert res.measured == len(groups(study)) == 16 and res.reused == 0
+        assert res.measured == 48 and res.passes == 16 and res.reused == 0
         assert res.dataset.equals(ref.dataset)
         assert '"executor": "dask"' in res.dataset.attrs["config"]
-        # the scheduler alone picks dask under executor=auto, and the finished groups are reused
+        # the scheduler alone picks dask under executor=auto, and the stored points are reused
         again = sweep.run(
             study, out=tmp_path, device="cpu", executor="auto", scheduler=cluster.scheduler_address, progress=False
         )
@@ -47,7 +46,7 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
 def test_local_processes_equal_serial(tmp_path, serial):
     study, ref = serial
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)
-    assert res.measured == 16 and res.dataset.equals(ref.dataset)
+    assert res.measured == 48 and res.dataset.equals(ref.dataset)
 
 
 def test_executor_choices():

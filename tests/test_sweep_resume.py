@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import studies, sweep
-from capacity.provenance import fingerprint
-from capacity.sweep.points import groups
+from capacity.sweep.plan import Plan
 
 SETS = [
     "variant=linear,delta",
@@ -23,7 +24,7 @@ SETS = [
     "d=16,32",
     "load=1/4,1,4",
     "seed=0,1",
-]  # 8 groups, 48 points
+]  # 8 cells (16 write passes), 48 points
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture does in-process
 
 
@@ -37,15 +38,23 @@ def _store(out: Path, study) -> Path:
     return out / ".sweep" / study.name
 
 
+def _persisted(out: Path, study) -> tuple[set[str], int]:
+    """The cell files in the store and the points they hold."""
+    files = {p.stem for p in _store(out, study).glob("*.json") if p.name != "manifest.json"}
+    points = sum(len(json.loads((_store(out, study) / f"{k}.json").read_text())["points"]) for k in files)
+    return files, points
+
+
 def _resume_and_compare(study, out, reference, persisted: set[str]):
-    keys = {g.key(study, "cpu", fingerprint()) for g in groups(study)}
+    keys = set(Plan(study, torch.device("cpu")).keys.values())
     assert persisted <= keys
+    _, points = _persisted(out, study)
     resumed = sweep.run(study, out=out, device="cpu", progress=False)
-    assert resumed.reused == len(persisted), "every group persisted before the kill is reused"
-    assert resumed.measured == len(keys) - len(persisted), "and only the others are measured again"
+    assert resumed.reused == points, "every point persisted before the kill is reused"
+    assert resumed.measured == 48 - points, "and only the others are measured again"
     files = sorted(p.name for p in _store(out, study).iterdir())
-    assert files == sorted(f"{k}.json" for k in keys), (
-        "one file per group: nothing lost, nothing duplicated, no temporary left"
+    assert files == sorted([f"{k}.json" for k in keys] + ["manifest.json"]), (
+        "one file per cell: nothing lost, nothing duplicated, no temporary left"
     )
     assert resumed.dataset.equals(reference.dataset)
     assert resumed.dataset.attrs["config_hash"] == reference.dataset.attrs["config_hash"]
@@ -80,14 +89,14 @@ def test_sigkill_part_way_then_resume(tmp_path, reference):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the sweep was still running when it was killed"
-    persisted = {p.stem for p in store.glob("*.json")}
-    assert 2 <= len(persisted) < len(groups(study))
+    persisted, points = _persisted(out, study)
+    assert 2 <= len(persisted) and points < 48
     assert not (out / f"{study.name}.nc").exists()
     _resume_and_compare(study, out, ref, persisted)
 
 
 def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, reference):
-    """Killed after the temporary file is written but before the rename: that group does not count, its temporary is removed."""
+    """Killed after the temporary file is written but before the rename: that pass does not count, its temporary is removed."""
     study, ref = reference
     out = tmp_path / "midwrite"
     script = _script(
@@ -108,7 +117,7 @@ def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, ref
     assert proc.returncode == -signal.SIGKILL
     store = _store(out, study)
     assert len(list(store.glob(".*.tmp"))) == 1, "the interrupted write left its temporary file"
-    persisted = {p.stem for p in store.glob("*.json")}
+    persisted, _ = _persisted(out, study)
     assert len(persisted) == 2
     _resume_and_compare(study, out, ref, persisted)
 
@@ -136,13 +145,13 @@ def test_sigint_stops_with_a_resume_hint_then_resumes(tmp_path, reference):
     lines = []
     for line in proc.stderr:
         lines.append(line)
-        if "points; finished" in line:  # one group is persisted: interrupt now
+        if "points; finished" in line:  # one pass is persisted: interrupt now
             proc.send_signal(signal.SIGINT)
             break
     rest = proc.stderr.read()
     proc.wait(timeout=120)
     assert proc.returncode == 130, "".join(lines) + rest
     assert "interrupted:" in rest and "run the same command again to resume" in rest and "Traceback" not in rest
-    persisted = {p.stem for p in _store(out, study).glob("*.json")}
-    assert 1 <= len(persisted) < len(groups(study))
+    persisted, points = _persisted(out, study)
+    assert 1 <= len(persisted) and points < 48
     _resume_and_compare(study, out, ref, persisted)

@@ -1,12 +1,13 @@
 """Resumable parameter sweeps into one xarray Dataset, on one machine or a Dask cluster.
 
 A study (``capacity.sweep.Study``) is a grid over variants, key families, feature maps, d,
-load = n/d (or n), seeds, dtypes and dv, plus probe settings. ``run`` measures it group by
-group (one batched probe per variant, key family and d, all loads and seeds at once),
-persists each finished group, and saves the combined Dataset (docs/results-schema.md) as
-``<out>/<study>.nc``. Running it again resumes. ``compare`` measures several memories (yours
-included, as objects or import paths) on the same keys and values. Named studies are in
-``capacity.studies``.
+load = n/d (or n), seeds, dtypes and dv, plus probe settings. ``run`` measures the points not
+yet stored (one batched write pass per cell: variant, key family, d, ..., for its seeds and
+loads), persists each pass, and saves the combined Dataset (docs/results-schema.md) as
+``<out>/<study>.nc``. Running it again resumes; adding a memory, a seed, a d or a load
+measures only what is new (``capacity.sweep.store.reuse_key`` says what decides reuse).
+``compare`` measures several memories (yours included, as objects or import paths) on the same
+keys and values. Named studies are in ``capacity.studies``.
 
 >>> from capacity import studies, sweep
 >>> study = studies.get("capacity-vs-d").with_overrides(["d=16", "load=1/2,1,2", "seed=0,1", "variant=linear", "keys=gaussian"])
@@ -14,8 +15,8 @@ included, as objects or import paths) on the same keys and values. Named studies
 >>> res = sweep.run(study, out=out, device="cpu", progress=False)
 >>> dict(res.dataset.mse.sizes)
 {'variant': 1, 'key_family': 1, 'd': 1, 'load': 3, 'seed': 2}
->>> sweep.run(study, out=out, device="cpu", progress=False).reused      # everything on disk already
-1
+>>> sweep.run(study, out=out, device="cpu", progress=False).reused      # every point is on disk already
+6
 """
 
 from capacity.executors import EXECUTORS

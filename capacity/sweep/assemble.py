@@ -1,7 +1,7 @@
-"""The study's Dataset (docs/results-schema.md) from its groups' Datasets, with theory and provenance.
+"""The study's Dataset (docs/results-schema.md) from its cells' stored points, with theory and provenance.
 
-Each group's points become rows of a flat ``point`` dimension labelled by their grid coordinates; xarray's
-``concat`` joins them and ``unstack`` lays them out on the grid, which is then put in the study's order.
+Each cell's points become rows of a flat ``point`` dimension labelled by their grid coordinates; xarray's ``concat``
+joins them and ``unstack`` lays them out on the grid, which is then put in the study's order.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 import xarray as xr
 
 from capacity.provenance import git_commit, versions
-from capacity.sweep.config import Study, build_variant, n_of
+from capacity.sweep.config import Study, n_of
 from capacity.sweep.kinds import KINDS
 
-__all__ = ["assemble", "provenance"]
+__all__ = ["assemble", "cell_dataset", "provenance", "split"]
 
 _COORD_ATTRS = {
     "d": {"long_name": "key dimension", "units": "dimensions"},
@@ -26,42 +26,67 @@ _COORD_ATTRS = {
 }
 
 
-def _cell(study: Study, group) -> dict:
-    """The grid coordinates a group's points share, for the dimensions the study's Dataset has."""
-    g, cell = study.grid, {"variant": group.variant.label}
+def split(ds: xr.Dataset) -> dict:
+    """A pass's Dataset over (n, *coords) as points ``{(seed, n): {variable: array over the coords but seed}}``."""
+    rest = [d for d in ds.dims if d not in ("n", "seed")]
+    out = {}
+    for s in ds.seed.values.tolist():
+        for n in ds.n.values.tolist():
+            one = ds.sel(seed=s, n=n)
+            out[int(s), int(n)] = {v: one[v].transpose(*rest).values for v in ds.data_vars}
+    return out
+
+
+def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
+    """A cell's Dataset over (curve, *the kind's coords) from its points ``{(seed, n): {variable: array}}``."""
+    kind, curve, g = KINDS[study.probe.kind], study.grid.curve, study.grid
+    coords = kind.coords(study)
+    rest = [k for k in coords if k != "seed"]
+    data = {}
+    for var in kind.variables(study):
+        rows = np.stack([np.stack([points[s, n][var] for s in g.seed]) for n in cell.ns(study)])  # [curve, seed, *rest]
+        data[var] = xr.DataArray(rows, dims=(curve, "seed", *rest)).transpose(curve, *coords)
+    return xr.Dataset(data, coords={curve: list(g.curve_values), **coords})
+
+
+def _cell(study: Study, cell, label: str) -> dict:
+    """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
+    g, out = study.grid, {"variant": label}
     if study.probe.kind != "bill":  # one key family: a scalar coordinate
-        cell["key_family"] = group.keys.label
+        out["key_family"] = cell.keys.label
     if g.feature:
-        cell["feature"] = group.feature.label
-    cell["d"] = group.d
+        out["feature"] = cell.feature.label
+    out["d"] = cell.d
     if len(g.dtype) > 1:
-        cell["dtype"] = group.dtype
+        out["dtype"] = cell.dtype
     if len(g.dv) > 1:
-        cell["dv"] = group.dv
-    return cell
+        out["dv"] = cell.dv
+    return out
 
 
-def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
-    """One Dataset over the study's grid from every ``(group, Dataset)`` (in any order), plus theory variables."""
+def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
+    """One Dataset over the study's grid from every ``(cell, Dataset, cell attrs)``, plus theory variables."""
     g, kind, curve = study.grid, KINDS[study.probe.kind], study.grid.curve
     rows, feature_dim = [], {}
-    for group, ds in results:
-        cell = _cell(study, group)
+    for cell, ds, cell_attrs in results:
+        labels = _cell(study, cell, plan.labels[cell.variant])
         size = ds.sizes[curve]
         flat = ds.rename({curve: "point"}).assign_coords(
-            {curve: ("point", ds[curve].values), **{k: ("point", [v] * size) for k, v in cell.items()}}
+            {curve: ("point", ds[curve].values), **{k: ("point", [v] * size) for k, v in labels.items()}}
         )
         rows.append(flat)
-        if group.feature is not None and "feature_dim" in ds.attrs:
-            feature_dim[(group.feature.label, group.d)] = int(ds.attrs["feature_dim"])
-    order = {"variant": [v.label for v in g.variant], "key_family": [k.label for k in g.keys]}
+        if cell.feature is not None and "feature_dim" in cell_attrs:
+            feature_dim[(cell.feature.label, cell.d)] = int(cell_attrs["feature_dim"])
+    order = {"variant": [plan.labels[v] for v in g.variant], "key_family": [k.label for k in g.keys]}
     order.update(feature=[f.label for f in g.feature], d=list(g.d), dtype=list(g.dtype), dv=list(g.dv))
     order[curve] = list(g.curve_values)
     dims = [k for k in ("variant", "key_family", "feature", "d", "dtype", "dv") if k in rows[0].coords]
     dims.insert(dims.index("d") + 1, curve)
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
-    extra = list(kind.coords(study))
+    extra = [k for k in kind.coords(study) if not (study.probe.kind == "bill" and k == "seed")]
+    if study.probe.kind == "bill":  # one seed: a scalar coordinate
+        out = out.isel(seed=0, drop=True)
     out = out.transpose(
         *[k for k in dims if k not in ("dtype", "dv")], *extra, *[k for k in ("dtype", "dv") if k in dims]
     )
@@ -69,7 +94,7 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
         out[name].attrs = meta
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions
-    built = [build_variant(v, g.feature[0] if g.feature and v.obj is None else None) for v in g.variant]
+    built = [plan.memory(next(c for c in plan.cells if c.variant == v)).obj for v in g.variant]
     for flag, desc in (
         ("additive", "the write is S += k^T v and the read q S: T5, T7 and T10 apply"),
         ("linear_read", "the read is linear in a fixed-size state: the rank bound T8 applies"),
@@ -116,15 +141,41 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
     return out
 
 
-def provenance(study: Study, *, device: str, run: dict) -> dict:
-    """The attrs every study Dataset carries (docs/results-schema.md)."""
+def provenance(study: Study, plan, *, device: str, run: dict) -> dict:
+    """The attrs every study Dataset carries (docs/results-schema.md), with each memory's full parameters."""
+    memories = {}
+    for spec in study.grid.variant:
+        obj = plan.memory(next(c for c in plan.cells if c.variant == spec)).obj
+        memories[plan.labels[spec]] = {
+            "class": f"{type(obj).__module__}:{type(obj).__qualname__}",
+            "params": _jsonable(_params(obj)),
+        }
     return {
         "study": study.name,
         "description": study.description,
-        "config": json.dumps({**study.to_json(), "run": run}, sort_keys=True),
-        "config_hash": study.config_hash(device.split(":")[0]),
-        "versions": json.dumps(versions(), sort_keys=True),
+        "config": json.dumps({**study.to_json(), "run": run}, sort_keys=True, default=str),
+        "config_hash": study.config_hash(),
+        "memories": json.dumps(memories, sort_keys=True, default=str),
+        "versions": json.dumps({**versions(), **plan.libraries}, sort_keys=True),
         "device": device,
         "git_commit": git_commit(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _params(obj) -> dict:
+    from capacity import variants
+
+    return variants.params(obj)
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if hasattr(x, "tolist") and getattr(x, "ndim", 1) == 0:
+        return x.tolist()
+    return repr(x)

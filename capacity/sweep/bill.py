@@ -1,6 +1,6 @@
 """The bill kind (T13): what a memory keeps and spends per decoded token after n writes, measured.
 
-A group's Dataset holds ``state_numel`` (numbers held per batch item) and ``decode_seconds`` (median time of one
+A cell's Dataset holds ``state_numel`` (numbers held per batch item) and ``decode_seconds`` (median time of one
 decode step: write one pair, read one query) over ``n``; the assembled study adds T13's counts.
 """
 
@@ -15,12 +15,11 @@ import xarray as xr
 
 from capacity import keys as keys_mod
 from capacity import theory, values
-from capacity.sweep.config import build_variant
 from capacity.sweep.recall import TORCH_DTYPES
 
-__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "ONE_PASS"]
+__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]
 
-ONE_PASS = True
+PER_POINT = False  # timings: a cell is measured and reused whole
 _THEORY = {
     "softmax_cache": "T13: n (d + dv) numbers cached by softmax attention",
     "linear_state": "T13: d dv numbers in the linear-attention state",
@@ -30,8 +29,8 @@ _THEORY = {
 
 
 def coords(study) -> dict:
-    """A group's dimensions besides ``n``: none (one key family and one seed, scalar coordinates of the study)."""
-    return {}
+    """A cell's dimensions besides ``n``: its one seed."""
+    return {"seed": list(study.grid.seed)}
 
 
 def variables(study) -> dict[str, dict]:
@@ -69,17 +68,17 @@ def _numel(state) -> int:
     return 0
 
 
-def measure(study, group, device: torch.device) -> xr.Dataset:
+def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     """After each n writes: the numbers the state holds, and the median time of one decode step on a copy of it."""
-    ns, reps, seed = list(study.grid.n), study.probe.repeats, study.grid.seed[0]
-    order, dtype, var = sorted(set(ns)), TORCH_DTYPES[group.dtype], build_variant(group.variant, group.feature)
+    reps, seed = study.probe.repeats, seeds[0]
+    order, dtype, var = sorted(set(ns)), TORCH_DTYPES[cell.dtype], memory
     total = order[-1] + reps
-    K = keys_mod.make(group.keys.name, total, group.d, seed=seed, device=device, **group.keys.kwargs).to(
+    K = keys_mod.make(cell.keys.name, total, cell.d, seed=seed, device=device, **cell.keys.kwargs).to(
         dtype
     )  # [1, T, d]
-    V = values.make(study.probe.values, total, group.dv, seed=seed, device=device).to(dtype)  # [1, T, dv]
+    V = values.make(study.probe.values, total, cell.dv, seed=seed, device=device).to(dtype)  # [1, T, dv]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    state, numel, seconds, written = var.init_state(1, group.d, group.dv, device=device), {}, {}, 0
+    state, numel, seconds, written = var.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
     for n in order:
         state, written = var.write(state, K[:, written:n], V[:, written:n]), n
         numel[n] = _numel(state)
@@ -95,10 +94,10 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
             times.append(time.perf_counter() - t0)
         seconds[n] = float(np.median(times[2:]))
     data = {
-        "state_numel": ("n", np.array([numel[n] for n in ns], dtype=np.int64)),
-        "decode_seconds": ("n", np.array([seconds[n] for n in ns], dtype=np.float64)),
+        "state_numel": (("n", "seed"), np.array([[numel[n]] for n in order], dtype=np.int64)),
+        "decode_seconds": (("n", "seed"), np.array([[seconds[n]] for n in order], dtype=np.float64)),
     }
-    return xr.Dataset(data, coords={"n": ns})
+    return xr.Dataset(data, coords={"n": order, "seed": [seed]})
 
 
 def theory_vars(study, n, d, dv) -> dict:

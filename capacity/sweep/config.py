@@ -20,10 +20,10 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from capacity import __version__, _validate, labels, variants
+from capacity import _random, _validate, labels, variants
 from capacity.errors import CapacityError
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "build_variant", "n_of", "digest", "DTYPES", "KINDS"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "digest", "DTYPES", "KINDS", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 KINDS = {
@@ -31,7 +31,6 @@ KINDS = {
     "bill": "measured state/cache size and per-token decode time after n writes",
     "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
 }
-SEED_MAX = 2**63 - 1  # seeds are stored as int64
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -55,10 +54,8 @@ def _thawed(x):
 
 @dataclass(frozen=True)
 class Spec:
-    """A registered name or import path ``module:attr`` with parameters, labelled ``name(k=v, ...)``.
-
-    A variant given as an object keeps it in ``obj``; it reaches worker processes by pickling.
-    """
+    """A registered name or import path ``module:attr`` with parameters, labelled ``name(k=v, ...)``, or (variants
+    only) a memory object in ``obj``, labelled by ``capacity.variants.label`` and sent to workers by pickling."""
 
     name: str
     params: tuple[tuple[str, object], ...] = ()
@@ -67,21 +64,20 @@ class Spec:
     @classmethod
     def parse(cls, value, what: str) -> Spec:
         """From a Spec, a label, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
-        obj = None
         if isinstance(value, Spec):
             return value
+        if what == "variant" and variants.is_variant(value):
+            return cls(variants.label(value), (), value)
         if isinstance(value, str):
             name, params = labels.parse(value)
         elif isinstance(value, dict) and set(value) <= {"name", "params"} and isinstance(value.get("params", {}), dict):
             name, params = str(value.get("name", "")), dict(value.get("params") or {})
-        elif what == "variant" and variants.is_variant(value):
-            (name, params), obj = labels.parse(variants.label(value)), value
         else:
             objects = ", a variant object" if what == "variant" else ""
             raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)'{objects}; got {value!r}")
         if not name:
             raise CapacityError(f"a {what} needs a name, got {value!r}")
-        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), obj)
+        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), None)
 
     @property
     def kwargs(self) -> dict:
@@ -89,10 +85,10 @@ class Spec:
 
     @property
     def label(self) -> str:
-        return labels.format(self.name, self.kwargs)
+        return self.name if self.obj is not None else labels.format(self.name, self.kwargs)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "params": self.kwargs}
+        return {"name": self.name, "params": self.kwargs, **({"object": True} if self.obj is not None else {})}
 
 
 def _list(name: str, value) -> tuple:
@@ -104,32 +100,30 @@ def _list(name: str, value) -> tuple:
         raise CapacityError(f"{name} must be a list, got {value!r}") from None
 
 
-def _load(v) -> float:
+def _number(name: str, v, whole: bool):
+    """A grid number from a number or a command-line word; a whole number > 0 where ``whole``, a finite one > 0 else."""
     x = labels.scalar(v) if isinstance(v, str) else v
+    if whole:
+        return _validate.positive_int(name, x)
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
-        raise CapacityError(f"load must be a finite number > 0, got {v!r}")
+        raise CapacityError(f"{name} must be a finite number > 0, got {v!r}")
     return float(x)
 
 
-def _seed(v) -> int:
-    seed = _validate.positive_int("seed", v, minimum=0)
-    if seed > SEED_MAX:
-        raise CapacityError(f"seed must lie in 0..2^63-1 (stored as int64), got {seed}")
-    return seed
-
-
-# how each grid axis is read: specs, counts, numbers
+# every grid axis: how its values are read, and its role. A point is one value of every axis; a cell is one value
+# of every "cell" axis (one write pass measures a cell's loads or pair counts for all its seeds at once).
 _AXES = {
-    "variant": lambda v: Spec.parse(v, "variant"),
-    "keys": lambda v: Spec.parse(v, "keys"),
-    "feature": lambda v: Spec.parse(v, "feature"),
-    "d": lambda v: _validate.positive_int("d", v),
-    "load": _load,
-    "n": lambda v: _validate.positive_int("n", v),
-    "seed": _seed,
-    "dtype": lambda v: _validate.choice("dtype", str(v), DTYPES),
-    "dv": lambda v: _validate.positive_int("dv", v),
+    "variant": (lambda v: Spec.parse(v, "variant"), "cell"),
+    "keys": (lambda v: Spec.parse(v, "keys"), "cell"),
+    "feature": (lambda v: Spec.parse(v, "feature"), "cell"),
+    "d": (lambda v: _number("d", v, True), "cell"),
+    "load": (lambda v: _number("load", v, False), "curve"),
+    "n": (lambda v: _number("n", v, True), "curve"),
+    "seed": (lambda v: _random.check_seed("seed", labels.scalar(v) if isinstance(v, str) else v), "seed"),
+    "dtype": (lambda v: _validate.choice("dtype", str(v), DTYPES), "cell"),
+    "dv": (lambda v: _number("dv", v, True), "cell"),
 }
+CELL_AXES = tuple(name for name, (_, role) in _AXES.items() if role == "cell")
 
 
 @dataclass(frozen=True)
@@ -152,7 +146,7 @@ class Grid:
     dv: tuple = ()
 
     def __post_init__(self):
-        for name, read in _AXES.items():
+        for name, (read, _) in _AXES.items():
             items = tuple(read(v) for v in _list(name, getattr(self, name)))
             seen = [x.label if isinstance(x, Spec) else x for x in items]
             dup = sorted({str(x) for x in seen if seen.count(x) > 1})
@@ -177,8 +171,9 @@ class Grid:
         """Pair counts along the curve axis at key dimension ``d``."""
         return [n_of(x, d) for x in self.load] if self.load else list(self.n)
 
-    def dvs(self, d: int) -> tuple[int, ...]:
-        return self.dv or (d,)
+    def values(self, axis: str) -> tuple:
+        """The values of a cell axis (``dv`` empty means dv = d: ``(None,)``; no feature axis: ``(None,)``)."""
+        return getattr(self, axis) or (None,)
 
     def to_json(self) -> dict:
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
@@ -237,7 +232,7 @@ def _known(what: str, given, allowed: list[str]) -> None:
 
 @dataclass(frozen=True)
 class Study:
-    """A named grid with probe settings. ``config_hash`` identifies the numbers it produces."""
+    """A named grid with probe settings."""
 
     name: str
     description: str
@@ -299,39 +294,13 @@ class Study:
                 raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
             _known("--set", [key], self.settable())
             if key in grid:
-                parts = labels.split(value)
-                grid[key] = tuple(
-                    parts if key in ("variant", "keys", "feature", "dtype") else map(labels.scalar, parts)
-                )
+                grid[key] = tuple(labels.split(value))
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
             else:
                 probe[key] = labels.scalar(value)
         return Study(self.name, self.description, Grid(**grid), Probe(**probe))
 
-    def hash_payload(self, device: str) -> dict:
-        """What determines the numbers: the grid, the probe, the device type and the package version."""
-        g, p = self.grid.to_json(), self.probe.to_json()
-        return {"study": self.name, "grid": g, "probe": p, "device": device, "capacity": __version__}
-
-    def config_hash(self, device: str) -> str:
-        return digest(self.hash_payload(device))
-
-
-def build_variant(variant: Spec, feature: Spec | None = None):
-    """The variant a spec names (registered name, import path, or the object itself), with its feature map."""
-    if variant.obj is not None:
-        if feature is not None:
-            raise CapacityError(
-                f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
-            )
-        return variant.obj
-    kwargs = variant.kwargs
-    if feature is not None:
-        clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
-        if clash:
-            raise CapacityError(
-                f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}"
-            )
-        kwargs = {**kwargs, "feature": feature.name, **feature.kwargs}
-    return variants.resolve(variant.name, **kwargs)
+    def config_hash(self) -> str:
+        """A hash of the configuration (recorded in result files; reuse is decided per cell, ``store.reuse_key``)."""
+        return digest(self.to_json())

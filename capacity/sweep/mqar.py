@@ -1,6 +1,6 @@
 """The mqar kind: multi-query associative recall (``capacity.mqar``) at every n distinct keys and overwrite fraction.
 
-A group's Dataset holds the MQAR metrics over ``n``, ``overwrite`` and ``seed``; vocabulary, overwrite fractions and
+A cell's Dataset holds the MQAR metrics over ``n``, ``overwrite`` and ``seed``; vocabulary, overwrite fractions and
 distractors come from the probe settings. The assembled study adds T10's predicted accuracy.
 """
 
@@ -12,11 +12,10 @@ import xarray as xr
 
 from capacity import mqar
 from capacity.errors import CapacityError
-from capacity.sweep.config import build_variant
 
-__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "check", "ONE_PASS"]
+__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "check", "PER_POINT"]
 
-ONE_PASS = True
+PER_POINT = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
 _NAMES = tuple(mqar.METRICS)
 
 
@@ -39,18 +38,18 @@ def check(study) -> None:
         )
 
 
-def measure(study, group, device: torch.device) -> xr.Dataset:
-    var, seeds, ns, p = build_variant(group.variant), list(study.grid.seed), group.ns(study), study.probe
+def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+    var, p = memory, study.probe
     parts = []
     for ow in p.overwrite:
         ds = mqar.mqar(
             var,
             vocab=p.vocab,
             pairs=sorted(set(ns)),
-            d=group.d,
-            dv=group.dv,
-            keys=group.keys.name,
-            key_params=group.keys.kwargs,
+            d=cell.d,
+            dv=cell.dv,
+            keys=cell.keys.name,
+            key_params=cell.keys.kwargs,
             overwrite=ow,
             distractors=p.distractors,
             batch=len(seeds),
@@ -59,7 +58,7 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
         )  # over (pairs, batch)
         parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values.astype(np.float64) for m in _NAMES})
     data = {m: (("n", "overwrite", "seed"), np.stack([part[m] for part in parts], axis=1)) for m in _NAMES}
-    return xr.Dataset(data, coords={"n": list(group.curve), **coords(study)})
+    return xr.Dataset(data, coords={"n": ns, "overwrite": list(p.overwrite), "seed": list(seeds)})
 
 
 def theory_vars(study, n, d, dv) -> dict:

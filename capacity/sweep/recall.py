@@ -1,6 +1,6 @@
 """The recall kind: write the pairs of every seed in one batched pass, read every stored key back at each n.
 
-A group's Dataset holds the probe's means (``capacity.probe.METRICS``) over the curve axis and ``seed``, and with
+A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, and with
 ``key_stats`` the statistics of ``capacity.keys.describe``; the assembled study adds the closed forms T5-T10.
 """
 
@@ -12,11 +12,10 @@ import xarray as xr
 
 from capacity import keys as keys_mod
 from capacity import probe, theory, values
-from capacity.sweep.config import build_variant
 
-__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "ONE_PASS", "TORCH_DTYPES"]
+__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "PER_POINT", "TORCH_DTYPES"]
 
-ONE_PASS = False  # key families whose prefixes are not draws of the family need a write pass per n
+PER_POINT = True
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _ATTRS = ("long_name", "units", "description")
 _STATS = {
@@ -39,12 +38,12 @@ _THEORY = {  # name: (function of n and d, units)
 
 
 def coords(study) -> dict:
-    """A group's dimensions besides the curve axis."""
+    """A cell's dimensions besides n."""
     return {"seed": list(study.grid.seed)}
 
 
 def variables(study) -> dict[str, dict]:
-    """The variables a group's Dataset holds, with their attrs."""
+    """The variables a cell's Dataset holds, with their attrs."""
     names = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
     if study.probe.key_stats:
         names.update(_STATS)
@@ -56,18 +55,23 @@ def writes(study, ns) -> int:
     return max(ns)
 
 
-def measure(study, group, device: torch.device) -> xr.Dataset:
-    """Draw keys and values for every seed at once, write them, read back at every n of the group."""
-    fam, seeds, ns = keys_mod.family(group.keys.name), list(study.grid.seed), group.ns(study)
-    dtype, var, decode = TORCH_DTYPES[group.dtype], build_variant(group.variant, group.feature), study.probe.decode
+def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+    """Draw keys and values for every seed at once, write them, read back at every n.
+
+    Every point's numbers depend on its cell, seed and n alone: families whose prefixes are draws are drawn once at
+    the largest n (the others at each n), orthonormal values always as dv rows (their prefixes are then the same
+    for every n), and the probe writes in fixed blocks (``probe.BLOCK``).
+    """
+    fam, dtype = keys_mod.family(cell.keys.name), TORCH_DTYPES[cell.dtype]
     draw = dict(batch=len(seeds), seed=seeds, device=device)
-    V = values.make(study.probe.values, max(ns), group.dv, **draw).to(dtype)  # [S, n_max, dv]; prefixes are draws too
-    make_keys = lambda n: keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
+    width = cell.dv if study.probe.values == "orthonormal" else max(ns)
+    V = values.make(study.probe.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
+    make_keys = lambda n: keys_mod.make(cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)  # [S, n, d]
     passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
-        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode)
+        cv = probe.measure(memory, K, V[:, : max(at)], checkpoints=at, decode=study.probe.decode)
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
             if study.probe.key_stats:
@@ -75,10 +79,9 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
                 rows[n].update({s: stats[s].values for s in _STATS})
         if cv.feature_dim is not None:
             attrs["feature_dim"] = int(cv.feature_dim)
-    data = {
-        m: ((study.grid.curve, "seed"), np.stack([rows[n][m] for n in ns]).astype(np.float64)) for m in variables(study)
-    }
-    return xr.Dataset(data, coords={study.grid.curve: list(group.curve), "seed": seeds}, attrs=attrs)
+    order = sorted(set(ns))
+    data = {m: (("n", "seed"), np.stack([rows[n][m] for n in order]).astype(np.float64)) for m in variables(study)}
+    return xr.Dataset(data, coords={"n": order, "seed": list(seeds)}, attrs=attrs)
 
 
 def theory_vars(study, n, d, dv) -> dict:

@@ -1,48 +1,47 @@
-"""Run a study: check it, reuse the groups on disk, measure the rest, persist each, assemble the Dataset.
+"""Run a study: check it, reuse the points on disk, measure the rest, persist each pass, assemble the Dataset.
 
-Each finished group is saved (``store``) before it counts as done, so an interrupt loses only the groups in flight
-and the same command resumes. The Dataset is always assembled from the saved files, so a resumed run's equals an
-uninterrupted one's. A second run into the same ``out`` waits for the first (a file lock), then reuses its groups.
+Each finished pass is merged into its cell's file (``store``) before it counts as done, so an interrupt loses only
+the passes in flight and the same command resumes. The Dataset is always assembled from the saved files, so a
+resumed run's equals an uninterrupted one's. A second run into the same ``out`` waits for the first (a file lock),
+then reuses its points.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import xarray as xr
 
-from capacity import _validate, executors, plugins
+from capacity import _files, _validate, executors, plugins
 from capacity import variants as variants_mod
-from capacity._files import atomic_netcdf
 from capacity.errors import CapacityError
-from capacity.provenance import fingerprint
-from capacity.sweep.assemble import assemble, provenance
+from capacity.sweep.assemble import assemble, cell_dataset, provenance, split
 from capacity.sweep.config import Grid, Study
-from capacity.sweep.kinds import expectation, measure
-from capacity.sweep.points import check, check_memory, groups, user_code
+from capacity.sweep.kinds import KINDS, measure
+from capacity.sweep.plan import Plan, check
 from capacity.sweep.store import Store
 
 __all__ = ["run", "compare", "RunResult", "resolve_device"]
 
-SMALL = 1e9  # multiply-adds under which a group runs on one torch thread in this process (see _measure)
+SMALL = 1e9  # multiply-adds under which a pass runs on one torch thread in this process (see _measure)
 RATE = 3e10  # multiply-adds per second one CPU core sustained on the probe (main job, 2026-12-01; executor choice only)
 
 
 @dataclass
 class RunResult:
-    """What ``run`` produced: the saved file, the Dataset, and how many groups were measured now vs reused."""
+    """What ``run`` produced: the saved file, the Dataset, and how many points were measured now (in how many
+    passes) and how many were reused."""
 
     path: Path
     dataset: xr.Dataset
     measured: int
     reused: int
+    passes: int = 0
 
 
 def resolve_device(device: str | None) -> torch.device:
@@ -54,31 +53,6 @@ def resolve_device(device: str | None) -> torch.device:
 
 def _log(msg: str) -> None:
     print(f"capacity: {msg}", file=sys.stderr, flush=True)
-
-
-def _writable_folder(path: Path, what: str) -> Path:
-    """Create ``path`` if needed and prove it writable, or raise one line saying why not."""
-    if path.exists() and not path.is_dir():
-        raise CapacityError(f"{what} {path} is a file, not a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        (path / f".write-test.{os.getpid()}").write_bytes(b"")
-        (path / f".write-test.{os.getpid()}").unlink()
-    except OSError as exc:
-        raise CapacityError(f"cannot write to {what} {path}: {exc.strerror or exc}") from None
-    return path
-
-
-@contextmanager
-def _lock(folder: Path):
-    """Hold ``<folder>.lock``; a second run into the same folder waits for the first."""
-    with open(folder.with_name(folder.name + ".lock"), "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _log(f"another run is writing {folder}; waiting for it to finish, then its groups are reused")
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
 
 
 def run(
@@ -98,8 +72,8 @@ def run(
 
     ``executor``: auto, serial, processes or dask (``capacity.sweep.EXECUTORS``; ``scheduler``: a Dask scheduler
     address, else a local cluster of ``workers`` processes). ``quiet``: errors only; ``verbose``: a log line per
-    finished group; ``progress=False``: nothing at all. ``imports``: modules every worker imports first (plug-ins
-    that register themselves on import).
+    finished pass and a summary; ``progress=False``: nothing at all. ``imports``: modules every worker imports first
+    (plug-ins that register themselves on import).
     """
     if not isinstance(study, Study):
         raise CapacityError(
@@ -122,95 +96,108 @@ def run(
         raise CapacityError(
             f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
         )
-    path = _writable_folder(Path(out), "output folder") / f"{study.name}.nc"
+    path = _files.writable_folder(Path(out), "output folder") / f"{study.name}.nc"
     if path.is_dir():
         raise CapacityError(f"the results path {path} is a folder; remove it or choose another --out")
-    store = Store(_writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
-    files = [v for k in study.grid.keys for v in k.kwargs.values() if isinstance(v, str) and os.path.isfile(v)]
-    code = fingerprint(user_code(study), files)
-    keyed = [(g, g.key(study, dev.type, code)) for g in groups(study)]
+    store = Store(_files.writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
+    plan = Plan(study, dev, imports)
+    kind = KINDS[study.probe.kind]
+    names, coords = list(kind.variables(study)), {k: v for k, v in kind.coords(study).items() if k != "seed"}
     log = (lambda msg: None) if not progress or quiet else _log
-    with _lock(store.root):
+    with _files.lock(
+        store.root, lambda: log(f"another run is writing {store.root}; waiting for it, then its points are reused")
+    ):
         store.clean()
-        todo, finished = [], {}
-        for g, key in keyed:
-            finished[key], why = store.load(key, expectation(study, g))
-            if finished[key] is None:
-                todo.append((g, key))
-                if why:
-                    log(f"stored group {g.variant.label} {g.keys.label} d={g.d} {why}; measuring it again")
-        work = sum(g.cost(study) for g, _ in todo) / RATE
+        stored = {}
+        for c in plan.cells:
+            points, attrs, why = store.load(plan.keys[c], names, coords)
+            stored[c] = (points, attrs)
+            if why:
+                log(f"stored points of {plan.labels[c.variant]} {c.keys.label} d={c.d} {why}; measuring them again")
+        todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
+        work = sum(p.cost() for p in todo) / RATE
         executor = executors.resolve(
             executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors._cores())
-        check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
+        plan.check_memory(todo, parallel=min(parallel, max(1, len(todo))))
         if executor != "serial":  # largest first: better balance across workers
-            todo.sort(key=lambda gk: -gk[0].cost(study))
-        task = {"study": study, "device": str(dev), "imports": imports}
-        total = sum(g.points(study) for g, _ in keyed)
+            todo.sort(key=lambda p: -p.cost())
+        total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)
         measured = _measure(
-            study, todo, total, len(keyed), store, executor, scheduler, workers, task, progress, quiet, verbose
+            plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose
         )
         results = []
-        for g, key in keyed:  # as persisted
-            ds, why = (finished[key], None) if finished[key] is not None else store.load(key, expectation(study, g))
-            if ds is None:
+        for c in plan.cells:  # as persisted
+            points, attrs, why = store.load(plan.keys[c], names, coords)
+            if why or any((s, n) not in points for s in study.grid.seed for n in c.ns(study)):
                 raise CapacityError(
-                    f"a finished group vanished from {store.root} or changed while this run worked ({why}); run the same command again"
+                    f"measured points vanished from {store.root} or changed while this run worked ({why or 'missing'}); run the same command again"
                 )
-            results.append((g, ds))
+            results.append((c, cell_dataset(study, c, points), attrs))
+        store.record(study.name, list(plan.keys.values()))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
-    ds = assemble(study, results, attrs=provenance(study, device=str(dev), run=run_info))
+    ds = assemble(study, plan, results, attrs=provenance(study, plan, device=str(dev), run=run_info))
     try:
-        atomic_netcdf(ds, path)
+        _files.atomic_netcdf(ds, path)
     except OSError as exc:
         raise CapacityError(
-            f"cannot write {path}: {exc.strerror or exc}; the measured groups are saved under {store.root}, run the same command again"
+            f"cannot write {path}: {exc.strerror or exc}; the measured points are saved under {store.root}, run the same command again"
         ) from None
     if progress and verbose:
-        _log(f"saved {path} ({total} points; {measured} groups measured, {len(keyed) - len(todo)} reused)")
-    return RunResult(path, ds, measured, len(keyed) - len(todo))
+        _log(f"saved {path} ({total} points: {measured} measured in {len(todo)} passes, {total - measured} reused)")
+    return RunResult(path, ds, measured, total - measured, len(todo))
 
 
-def _measure(study, todo, total, n_groups, store, executor, scheduler, workers, task, progress, quiet, verbose) -> int:
-    """Measure the groups ``todo`` on ``executor``, saving each as it arrives; returns how many were measured."""
-    done = total - sum(g.points(study) for g, _ in todo)
-    by_key, show = {key: g for g, key in todo}, progress and not quiet
-    bar = None
+def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose) -> int:
+    """Measure the passes ``todo`` on ``executor``, merging each into its cell's file as it arrives; returns the
+    number of new points."""
+    study, show = plan.study, progress and not quiet
+    count = lambda p: len(p.seeds) * len(set(p.ns))
+    done, bar = total - sum(count(p) for p in todo), None
     if show and not verbose:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, initial=done, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True)
     elif show:
-        _log(
-            f"{study.name}: {total} points in {n_groups} groups; {done} already done, {len(todo)} groups to measure ({executor})"
-        )
-    start, measured = time.perf_counter(), 0
-    # in this process on a CPU, small groups run on one torch thread: their many small ops only wait for the others
-    one = executor == "serial" and task["device"].startswith("cpu")
-    tasks = [(k, {**task, "group": g, "threads": 1 if one and g.cost(study) < SMALL else None}) for g, k in todo]
+        _log(f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})")
+    start, measured, variables = time.perf_counter(), 0, None
+    # in this process on a CPU, small passes run on one torch thread: their many small ops only wait for the others
+    one = executor == "serial" and plan.device.type == "cpu"
+    task = {"study": study, "device": str(plan.device), "imports": imports}
+    by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
+    tasks = [
+        (k, {**task, "pass": p, "memory": plan.memory(p.cell).obj, "threads": 1 if one and p.cost() < SMALL else None})
+        for k, p in by_key.items()
+    ]
     stream = executors.execute(executor, measure, tasks, workers=workers, scheduler=scheduler)
     try:
-        for key, ds in stream:
+        for k, ds in stream:
+            p = by_key[k]
+            points, attrs = stored[p.cell]
+            points.update(split(ds))
+            attrs.update(ds.attrs)
+            variables = {v: ds[v].dtype.str for v in ds.data_vars}
+            coords = {k: ds[k].values.tolist() for k in ds.dims if k not in ("n", "seed")}
             try:
-                store.save(key, ds)  # persisted before it counts as done
+                store.save(plan.keys[p.cell], points, attrs, variables, coords)  # persisted before it counts as done
             except OSError as exc:
                 raise CapacityError(
-                    f"cannot save a finished group under {store.root}: {exc.strerror or exc}; {measured} groups of this run are saved, run the same command again once it is writable"
+                    f"cannot save measured points under {store.root}: {exc.strerror or exc}; {measured} points of this run are saved, run the same command again once it is writable"
                 ) from None
-            g, measured = by_key[key], measured + 1
-            done += g.points(study)
+            measured += count(p)
+            done += count(p)
             if bar is not None:
-                bar.update(g.points(study))
+                bar.update(count(p))
             elif show:
+                label = plan.labels[p.cell.variant]
                 _log(
-                    f"{done}/{total} points; finished {g.variant.label} {g.keys.label} d={g.d}; {time.perf_counter() - start:.1f} s"
+                    f"{done}/{total} points; finished {label} {p.cell.keys.label} d={p.cell.d}; {time.perf_counter() - start:.1f} s"
                 )
     except executors.WorkerLost as exc:
-        g = by_key[exc.key]
+        p = by_key[exc.key]
         raise CapacityError(
-            f"{exc} while measuring {g.variant.label} {g.keys.label} d={g.d}; {done} of {total} points are saved under {store.root}; run the same command again to resume"
+            f"{exc} while measuring {plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}; {done} of {total} points are saved under {store.root}; run the same command again to resume"
         ) from None
     except KeyboardInterrupt:
         if bar is not None:
@@ -252,6 +239,6 @@ def compare(
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else tuple(seeds)
-    d = (d,) if isinstance(d, int) else tuple(d)
+    d = (d,) if isinstance(d, (int, str)) else tuple(d)
     grid = Grid(variant=tuple(variants), keys=tuple(keys), d=d, load=tuple(load), seed=seeds)
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)

@@ -1,53 +1,74 @@
-"""Finished groups on disk: one JSON file per group, named by what determines its numbers, checked on load.
+"""Measured points on disk: one JSON file per cell, named by what computes its numbers, checked on load.
 
-A group's file name is ``Group.key``: a hash of the study's configuration, the group's coordinates, the device type
-and ``fingerprint`` (the package's sources, the user's plug-in sources and the data files the study reads), so a run
-finds only files the current code would compute. On load the stored key, a checksum of the numbers and the group's
-expected contents (``kinds.expectation``) are checked; a file that fails is measured again. Files are written under
-a temporary name, flushed, then renamed: readers see a whole file or none. JSON keeps every float64 exactly.
+``reuse_key`` names a cell's file. A run reuses a stored point only from the file its cell's key names, after the
+file's key, checksum and contents are checked; anything else is measured again (with one line saying why). Each
+pass's points are merged into their cell's file, written under a temporary name, flushed, then renamed: readers see
+a whole file or none. JSON keeps every float64 exactly. ``manifest.json`` lists the cells the study's latest run
+used; ``capacity store`` lists and prunes the rest.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
 from capacity._files import atomic_write
+from capacity.sweep.config import digest
 
-__all__ = ["Store", "checksum"]
+__all__ = ["reuse_key", "Store", "SCHEMA"]
 
-
-def checksum(ds: xr.Dataset) -> str:
-    """sha256 over the names, dims, dtypes and bytes of every variable and coordinate of ``ds``."""
-    h = hashlib.sha256()
-    for name in sorted(ds.variables):
-        v = ds.variables[name]
-        x = v.values
-        x = np.where(np.isnan(x), np.nan, x) if x.dtype.kind == "f" else x  # one NaN bit pattern, as JSON reads back
-        h.update(f"{name}|{v.dims}|{v.dtype.str}|".encode())
-        h.update(np.ascontiguousarray(x).tobytes() if x.dtype.kind != "O" else repr(x.tolist()).encode())
-    return h.hexdigest()
+SCHEMA = 2  # the layout of a cell file; a new layout is never mixed with files of an old one
 
 
-def _encode(ds: xr.Dataset) -> dict:
-    var = lambda v: {"dims": list(v.dims), "dtype": v.dtype.str, "data": v.values.tolist()}
-    coords, data = ({k: var(v) for k, v in m.items()} for m in (ds.coords, ds.data_vars))
-    return {"coords": coords, "data_vars": data, "attrs": dict(ds.attrs)}
+def reuse_key(plan, cell) -> str:
+    """The name of ``cell``'s file in the store: a hash of everything that computes its points' numbers.
+
+    Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, key family and
+    feature map with their parameters); the memory's full state (``provenance.describe``: every attribute, not
+    only ``params``) and its behavioural fingerprint (``provenance.behaviour``: the bits of a tiny fixed probe); the
+    key family's fingerprint (``provenance.family_behaviour``); the seeds and pair counts when a point's numbers
+    depend on the other points of its pass (``plan.per_seed``, ``plan.per_n``); the package's sources and data
+    files, every loaded module of the user's, and files named in parameters; the versions of the numeric
+    libraries loaded and of the distributions that hold plug-ins; the device and its numeric settings; this
+    store's layout. Not covered (docs/sweeps.md): torch's thread count (the built-in memories give the same bits
+    on any), and a change that the tiny probe does not show in a file or library none of the above names.
+    """
+    study, memory = plan.study, plan.memory(cell)
+    label = lambda spec: None if spec is None else spec.label
+    return digest(
+        {
+            "probe": study.probe.to_json(),
+            "cell": {
+                "keys": label(cell.keys),
+                "feature": label(cell.feature),
+                "d": cell.d,
+                "dv": cell.dv,
+                "dtype": cell.dtype,
+            },
+            "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"]},
+            "keys": plan.families[cell.keys, cell.d]["bits"],
+            "seeds": None if plan.per_seed(cell) else list(study.grid.seed),
+            "ns": None if plan.per_n(cell) else sorted(set(cell.ns(study))),
+            "code": plan.code,
+            "libraries": plan.libraries,
+            "numerics": plan.numerics,
+            "schema": SCHEMA,
+        }
+    )
 
 
-def _decode(data: dict) -> xr.Dataset:
-    var = lambda v: (tuple(v["dims"]), np.asarray(v["data"], dtype=np.dtype(v["dtype"])))
-    coords, data_vars = ({k: var(v) for k, v in data[m].items()} for m in ("coords", "data_vars"))
-    return xr.Dataset(data_vars, coords=coords, attrs=data["attrs"])
+def _checksum(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 class Store:
-    """The finished groups of one study under ``root`` (``<out>/.sweep/<study>/``)."""
+    """The measured cells of one study under ``root`` (``<out>/.sweep/<study>/``)."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -55,30 +76,84 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def load(self, key: str, expect=None) -> tuple[xr.Dataset | None, str | None]:
-        """``(Dataset, None)`` for a stored group that passes every check, else ``(None, why)`` (None: no file).
+    def load(self, key: str, variables: list[str], coords: dict) -> tuple[dict, dict, str | None]:
+        """The stored points of cell ``key``: ``(points, attrs, why)``, points ``{(seed, n): {variable: value}}``.
 
-        ``expect(ds)`` returns what is wrong with the Dataset (a short phrase), or None.
+        Empty with ``why`` None when there is no file; empty with ``why`` (a short phrase) when the file fails a
+        check: its key, its checksum, its variables or its coordinates (``coords``: the kind's besides seed and n).
         """
         p = self.path(key)
         if not p.exists():
-            return None, None
+            return {}, {}, None
         try:
-            ds = _decode(json.loads(p.read_text()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None, "unreadable"
-        if ds.attrs.get("group_key") != key:
-            return None, "its key does not match its name"
-        if ds.attrs.pop("checksum", None) != checksum(ds):
-            return None, "its numbers do not match their checksum"
-        why = expect(ds) if expect is not None else None
-        return (None, why) if why else (ds, None)
+            data = json.loads(p.read_text())
+            body = {k: data[k] for k in ("key", "schema", "variables", "coords", "attrs", "points")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}, {}, "unreadable"
+        if body["key"] != key or body["schema"] != SCHEMA:
+            return {}, {}, "its key does not match its name"
+        if data.get("checksum") != _checksum(body):
+            return {}, {}, "its numbers do not match their checksum"
+        if sorted(body["variables"]) != sorted(variables):
+            return (
+                {},
+                {},
+                f"it holds {', '.join(sorted(body['variables'])) or 'no variables'} instead of {', '.join(sorted(variables))}",
+            )
+        if body["coords"] != {k: list(v) for k, v in coords.items()}:
+            return {}, {}, "its coordinates differ from the study's"
+        points = {}
+        for item, values in body["points"].items():
+            seed, n = map(int, item.split())
+            points[seed, n] = {v: np.asarray(values[v], dtype=np.dtype(body["variables"][v])) for v in variables}
+        return points, body["attrs"], None
 
-    def save(self, key: str, ds: xr.Dataset) -> None:
-        ds = ds.assign_attrs(group_key=key)
-        data = _encode(ds)
-        data["attrs"]["checksum"] = checksum(ds)
-        atomic_write(self.path(key), lambda tmp: tmp.write_text(json.dumps(data)))
+    def save(self, key: str, points: dict, attrs: dict, variables: dict[str, str], coords: dict) -> None:
+        """Write cell ``key``'s points (``{(seed, n): {variable: array}}``; ``variables``: name -> dtype string)."""
+        body = {
+            "key": key,
+            "schema": SCHEMA,
+            "variables": variables,
+            "coords": {k: list(v) for k, v in coords.items()},
+            "attrs": attrs,
+            "points": {
+                f"{s} {n}": {v: np.asarray(x).tolist() for v, x in vals.items()}
+                for (s, n), vals in sorted(points.items())
+            },
+        }
+        text = json.dumps({**body, "checksum": _checksum(body)})
+        atomic_write(self.path(key), lambda tmp: tmp.write_text(text))
+
+    def record(self, study: str, keys: list[str]) -> None:
+        """Write the manifest: the cells the study's latest run used (``capacity store`` keeps them)."""
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        text = json.dumps({"study": study, "created": stamp, "cells": sorted(set(keys))})
+        atomic_write(self.root / "manifest.json", lambda tmp: tmp.write_text(text))
+
+    def contents(self) -> dict:
+        """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest"}`` (times: seconds of age),
+        ``used`` the cells the latest run's manifest lists, ``unused`` the paths of the others."""
+        try:
+            used = set(json.loads((self.root / "manifest.json").read_text())["cells"])
+        except (OSError, ValueError, KeyError, TypeError):
+            used = set()
+        files = sorted(p for p in self.root.glob("*.json") if p.name != "manifest.json")
+        ages, points, size = [time.time() - p.stat().st_mtime for p in files], 0, 0
+        for p in files:
+            size += p.stat().st_size
+            try:
+                points += len(json.loads(p.read_text())["points"])
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        return {
+            "cells": len(files),
+            "used": sum(p.stem in used for p in files),
+            "unused": [p for p in files if p.stem not in used],
+            "points": points,
+            "bytes": size,
+            "newest": min(ages, default=None),
+            "oldest": max(ages, default=None),
+        }
 
     def clean(self) -> None:
         """Remove temporary files left by processes that no longer run (a SIGKILL mid-write)."""

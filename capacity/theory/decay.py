@@ -5,17 +5,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from capacity import _deprecated
 from capacity.errors import CapacityError
 from capacity.theory._common import _gram, _matrix, _numbers
 
 
-@_deprecated.params("theory.decay_readout", g="alpha")
 def decay_readout(K, V, alpha):
     """T11: reads of every stored key after writing n pairs into S_t = alpha S_{t-1} + k_t^T v_t.
 
     r_i = sum_j alpha^(n-j) G_ij v_j (tokens numbered 1..n), so old tokens fade by the gate alpha per step
-    (the ``decay`` variant's ``alpha``; the argument was ``g`` before, still accepted with a DeprecationWarning).
+    (the ``decay`` variant's ``alpha``).
     Shapes: K ``[..., n, d]``, V ``[..., n, dv]``; returns ``[..., n, dv]``.
     """
     g = _numbers("alpha", alpha)

@@ -38,9 +38,7 @@ Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, bet
 delta_product(steps, beta), dplr(w, eta) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
-``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale``; the old
-spellings (decay's and gated_delta's ``a``, softmax's ``beta``) still work for one release, with a
-DeprecationWarning, so labels in older result files resolve (docs/naming.md).
+``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
 
 >>> from capacity import variants
 >>> mem = variants.get("linear")
@@ -58,7 +56,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from capacity import _deprecated, labels, plugins
+from capacity import labels, plugins
 from capacity.errors import CapacityError
 
 __all__ = [
@@ -66,6 +64,7 @@ __all__ = [
     "get",
     "resolve",
     "label",
+    "params",
     "is_variant",
     "register",
     "available",
@@ -164,19 +163,13 @@ def _factory(name: str):
 
 
 def _build(factory, what: str, params: dict) -> Variant:
-    """Call ``factory(**params)``; unknown parameters and a result that is no variant are one-line errors.
-
-    Deprecated parameter names the factory declares (``_deprecated.params``) are renamed first, with a warning.
-    """
+    """Call ``factory(**params)``; unknown parameters and a result that is no variant are one-line errors."""
     if is_variant(factory):
         if params:
             raise CapacityError(f"variant {what!r} is an object, not a class or factory: it takes no parameters")
         return factory
     if not callable(factory):
         raise CapacityError(f"{what!r} is neither a variant nor a class or factory that builds one")
-    aliases = _deprecated.aliases_of(factory)
-    if aliases:
-        params = _deprecated.rename_all(params, aliases, str(what), stacklevel=4)
     try:
         inspect.signature(factory).bind(**params)
     except TypeError:
@@ -257,21 +250,72 @@ def resolve(spec, **params) -> Variant:
     return get(name, **given)
 
 
-def label(variant) -> str:
-    """The label that names ``variant``: ``name(params)`` for a registered variant, else ``module:Class(params)``.
+def params(variant) -> dict:
+    """Every parameter of a memory: its ``params`` where it has them, else its constructor's arguments read back from
+    the attributes of the same names (what a class that stores its arguments holds).
 
-    ``resolve(label(v))`` builds the same variant where the class takes its ``params`` as keyword arguments.
-
-    >>> label(get("delta", beta=0.5))
-    'delta(beta=0.5, normalize=true)'
+    >>> params(get("delta", beta=0.5))
+    {'beta': 0.5, 'normalize': True, 'backend': 'auto'}
     """
-    params = getattr(variant, "params", None) or {}
-    name = getattr(variant, "name", None)
+    given = getattr(variant, "params", None)
+    if isinstance(given, dict):
+        return dict(given)
+    try:
+        sig = inspect.signature(type(variant))
+    except (TypeError, ValueError):
+        return {}
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return {p: getattr(variant, p) for p, spec in sig.parameters.items() if spec.kind in kinds and hasattr(variant, p)}
+
+
+def _defaults(cls) -> dict:
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return {}
+    return {p: spec.default for p, spec in sig.parameters.items() if spec.default is not spec.empty}
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b) or (isinstance(a, float) and isinstance(b, int) and a == b)
+    except Exception:  # tensors, arrays: never taken for a default
+        return False
+
+
+def _shown(value):
+    """A parameter value as a label writes it: numbers, strings, booleans and lists as they are, others by name."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _shown(v) for k, v in value.items()}
+    if hasattr(value, "tolist") and getattr(value, "numel", lambda: getattr(value, "size", 99))() <= 8:
+        return value.tolist()
+    name = getattr(value, "__qualname__", None) or getattr(value, "name", None) or type(value).__name__
+    return f"{getattr(value, '__module__', None) or type(value).__module__}.{name}" if callable(value) else str(name)
+
+
+def label(variant) -> str:
+    """The one label of a memory, whether it came as an object, a name or an import path: ``name(params)`` for a
+    registered class, ``module:Class(params)`` otherwise (a memory's own ``label`` string wins), showing every
+    parameter that differs from the constructor's default, whatever its value.
+
+    ``resolve(label(v))`` builds the same memory where the class takes its parameters as keyword arguments.
+
+    >>> label(get("delta", beta=0.5)), label(get("delta", normalize=False)), label(get("linear"))
+    ('delta(beta=0.5)', 'delta(normalize=false)', 'linear')
+    """
+    own = getattr(variant, "label", None)
+    if isinstance(own, str) and own:
+        return own
+    cls, name = type(variant), getattr(variant, "name", None)
     entry = _REGISTRY.get(name) if isinstance(name, str) else None
-    if entry is not None and entry.factory is type(variant):
-        return labels.format(name, params)
-    cls = type(variant)
-    return labels.format(f"{cls.__module__}:{cls.__qualname__}", params)
+    base = name if entry is not None and entry.factory is cls else f"{cls.__module__}:{cls.__qualname__}"
+    defaults = _defaults(cls)
+    shown = {k: _shown(v) for k, v in params(variant).items() if not (k in defaults and _same(v, defaults[k]))}
+    return labels.format(base, shown)
 
 
 def _register_builtins() -> None:

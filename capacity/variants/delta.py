@@ -6,14 +6,13 @@
 
 With unit keys and b = 1 the last written key reads back exactly (T12), whatever the gate.
 ``normalize=True`` (the default, as in DeltaNet) L2-normalises keys (their features) and
-queries; the rule is only stable for ||k||^2 b < 2. b (``beta``) in (0, 2); gates (``alpha``; gated_delta's was
-``a`` before, still accepted with a DeprecationWarning) in (0, 1]; each either a constant or ``("uniform", low, high)``
-drawn per token from ``seed``.
+queries; the rule is only stable for ||k||^2 b < 2. b (``beta``) in (0, 2); gates (``alpha``) in (0, 1]; each
+either a constant or ``("uniform", low, high)`` drawn per token from ``seed``. The other parameters are those of
+``Recurrent``.
 """
 
 from __future__ import annotations
 
-from capacity import _deprecated
 from capacity.variants.recurrent import Recurrent
 
 
@@ -32,27 +31,8 @@ class Delta(Recurrent):
     name = "delta"
     mode = "delta"
     delta_rule = True
-
-    def __init__(
-        self,
-        *,
-        beta=1.0,
-        normalize: bool = True,
-        feature=None,
-        normalize_read: bool = False,
-        seed: int = 0,
-        backend: str = "auto",
-        **feature_params,
-    ):
-        self._setup(
-            beta=beta,
-            normalize=normalize,
-            feature=feature,
-            normalize_read=normalize_read,
-            seed=seed,
-            backend=backend,
-            feature_params=feature_params,
-        )
+    beta: object = 1.0
+    normalize: bool = True
 
 
 class GatedDelta(Recurrent):
@@ -61,30 +41,9 @@ class GatedDelta(Recurrent):
     name = "gated_delta"
     mode = "gated_delta"
     delta_rule = True
-
-    @_deprecated.params("gated_delta", a="alpha")
-    def __init__(
-        self,
-        *,
-        alpha=0.95,
-        beta=1.0,
-        normalize: bool = True,
-        feature=None,
-        normalize_read: bool = False,
-        seed: int = 0,
-        backend: str = "auto",
-        **feature_params,
-    ):
-        self._setup(
-            alpha=alpha,
-            beta=beta,
-            normalize=normalize,
-            feature=feature,
-            normalize_read=normalize_read,
-            seed=seed,
-            backend=backend,
-            feature_params=feature_params,
-        )
+    alpha: object = 0.95
+    beta: object = 1.0
+    normalize: bool = True
 
 
 class KDA(Recurrent):
@@ -94,26 +53,6 @@ class KDA(Recurrent):
     mode = "kda"
     delta_rule = True
     gate_per_channel = True
-
-    def __init__(
-        self,
-        *,
-        alpha=0.95,
-        beta=1.0,
-        normalize: bool = True,
-        feature=None,
-        normalize_read: bool = False,
-        seed: int = 0,
-        backend: str = "auto",
-        **feature_params,
-    ):
-        self._setup(
-            alpha=alpha,
-            beta=beta,
-            normalize=normalize,
-            feature=feature,
-            normalize_read=normalize_read,
-            seed=seed,
-            backend=backend,
-            feature_params=feature_params,
-        )
+    alpha: object = 0.95
+    beta: object = 1.0
+    normalize: bool = True

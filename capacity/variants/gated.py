@@ -3,14 +3,12 @@
     decay   S = alpha_t S + phi(k_t)^T v_t           (RetNet-style; T11 for a constant alpha)
     gla     S = Diag(alpha_t) S + phi(k_t)^T v_t     (gated linear attention)
 
-The gate is ``alpha`` in both (decay's was ``a`` before, still accepted with a DeprecationWarning; docs/naming.md).
-Gates lie in (0, 1]: a constant, a per-channel vector (gla), or ``("uniform", low, high)`` drawn
-per token from ``seed`` (see ``capacity.variants._params``).
+Gates ``alpha`` lie in (0, 1]: a constant, a per-channel vector (gla), or ``("uniform", low, high)`` drawn per token
+from ``seed`` (see ``capacity.variants._params``). The other parameters are those of ``Recurrent``.
 """
 
 from __future__ import annotations
 
-from capacity import _deprecated
 from capacity.variants.recurrent import Recurrent
 
 
@@ -19,33 +17,12 @@ class Decay(Recurrent):
 
     >>> from capacity import variants
     >>> variants.get("decay", alpha=("uniform", 0.9, 1.0), seed=3).params
-    {'alpha': ['uniform', 0.9, 1.0], 'normalize': False, 'seed': 3}
+    {'alpha': ['uniform', 0.9, 1.0], 'normalize': False, 'seed': 3, 'backend': 'auto'}
     """
 
     name = "decay"
     mode = "decay"
-
-    @_deprecated.params("decay", a="alpha")
-    def __init__(
-        self,
-        *,
-        alpha=0.95,
-        normalize: bool = False,
-        feature=None,
-        normalize_read: bool = False,
-        seed: int = 0,
-        backend: str = "auto",
-        **feature_params,
-    ):
-        self._setup(
-            alpha=alpha,
-            normalize=normalize,
-            feature=feature,
-            normalize_read=normalize_read,
-            seed=seed,
-            backend=backend,
-            feature_params=feature_params,
-        )
+    alpha: object = 0.95
 
 
 class GLA(Recurrent):
@@ -54,24 +31,4 @@ class GLA(Recurrent):
     name = "gla"
     mode = "gla"
     gate_per_channel = True
-
-    def __init__(
-        self,
-        *,
-        alpha=0.95,
-        normalize: bool = False,
-        feature=None,
-        normalize_read: bool = False,
-        seed: int = 0,
-        backend: str = "auto",
-        **feature_params,
-    ):
-        self._setup(
-            alpha=alpha,
-            normalize=normalize,
-            feature=feature,
-            normalize_read=normalize_read,
-            seed=seed,
-            backend=backend,
-            feature_params=feature_params,
-        )
+    alpha: object = 0.95

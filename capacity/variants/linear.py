@@ -21,22 +21,3 @@ class Linear(Recurrent):
 
     name = "linear"
     mode = "linear"
-
-    def __init__(
-        self,
-        *,
-        normalize: bool = False,
-        feature=None,
-        normalize_read: bool = False,
-        seed: int = 0,
-        backend: str = "auto",
-        **feature_params,
-    ):
-        self._setup(
-            normalize=normalize,
-            feature=feature,
-            normalize_read=normalize_read,
-            seed=seed,
-            backend=backend,
-            feature_params=feature_params,
-        )

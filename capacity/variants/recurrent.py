@@ -14,7 +14,10 @@ Read: r = phi(q) S, or with ``normalize_read`` r = phi(q) S / (phi(q) . z).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
+from dataclasses import fields as _fields
+from typing import ClassVar
 
 import torch
 
@@ -53,20 +56,41 @@ def state_matrix(name: str, drawn: bool, state) -> tuple[torch.Tensor, int]:
     return state, 0
 
 
+@dataclass(init=False, eq=False, repr=False)
 class Recurrent:
     """A matrix memory written through ``kernels.update(mode=...)``; see the module docstring.
 
-    Subclasses set ``name``, ``mode``, ``delta_rule`` and call ``_setup`` from their ``__init__``.
+    Each parameter is declared once, as a field: a subclass sets ``name``, ``mode``, ``delta_rule`` and
+    ``gate_per_channel`` and declares its gate ``alpha`` and step ``beta`` fields (with their defaults) and, where it
+    differs, the default of ``normalize``. The constructor, its signature, ``params`` and the label follow from the
+    fields; any other keyword goes to the feature map (``feature="dpfp", nu=2``).
     """
 
-    name = ""
-    mode = ""
-    delta_rule = False  # the write corrects towards v (T12 holds with beta = 1)
-    gate_per_channel = (
-        False  # the gate alpha: one per feature row of the state (gla, kda), else one number (decay, ...)
-    )
+    name: ClassVar[str] = ""
+    mode: ClassVar[str] = ""
+    delta_rule: ClassVar[bool] = False  # the write corrects towards v (T12 holds with beta = 1)
+    gate_per_channel: ClassVar[bool] = False  # the gate alpha: one per feature row of the state (gla, kda)
+
+    normalize: bool = False
+    feature: object = None
+    normalize_read: bool = False
+    seed: int = 0
+    backend: str = "auto"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        dataclass(init=False, eq=False, repr=False)(cls)  # the subclass's own fields join the base's
+        fields = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default) for f in _fields(cls)]
+        extra = inspect.Parameter("feature_params", inspect.Parameter.VAR_KEYWORD)
+        cls.__signature__ = inspect.Signature(fields + [extra])
+
+    def __init__(self, **params):
+        declared = {f.name: f.default for f in _fields(type(self))}
+        given = {k: params.pop(k) for k in list(params) if k in declared}
+        self._setup(**{**declared, **given}, feature_params=params)
 
     def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, alpha=None, beta=None):
+        """Check the declared parameters, build the feature map and the gate and step parameters."""
         for flag, value in (("normalize", normalize), ("normalize_read", normalize_read)):
             if not isinstance(value, bool):
                 raise CapacityError(f"{self.name}: {flag} must be True or False, got {value!r}")
@@ -76,8 +100,9 @@ class Recurrent:
         self.normalize, self.normalize_read, self.backend = normalize, normalize_read, backend
         if feature is None:
             if feature_params:
+                allowed = ", ".join(p for p in inspect.signature(type(self)).parameters if p != "feature_params")
                 raise CapacityError(
-                    f"{self.name}: got unknown parameter(s) {', '.join(sorted(feature_params))} (feature-map parameters need feature=...)"
+                    f"variant {self.name!r} got unknown parameter(s) {', '.join(sorted(feature_params))}; allowed: {allowed} (and a feature map's own parameters with feature=...)"
                 )
             self.feature = None
         else:
@@ -135,7 +160,10 @@ class Recurrent:
 
     @property
     def params(self) -> dict:
-        """The parameters; ``variants.get(self.name, **self.params)`` rebuilds the variant."""
+        """Every parameter that can change the numbers; ``variants.get(self.name, **self.params)`` rebuilds the variant.
+
+        (``seed`` appears when something is drawn from it, ``normalize_read`` and the map's parameters with a map.)
+        """
         out = {p: self._params[p].spec() for p in ("alpha", "beta") if p in self._params}
         out["normalize"] = self.normalize
         if self.feature is not None:
@@ -144,6 +172,7 @@ class Recurrent:
             out["normalize_read"] = self.normalize_read
         if self.drawn or (self.feature is not None and "seed" in self.feature.params):
             out["seed"] = self.seed
+        out["backend"] = self.backend
         return out
 
     def feature_dim(self, d: int) -> int:

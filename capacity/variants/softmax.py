@@ -2,8 +2,7 @@
 
 The exact-retrieval baseline of the bill: its cache grows by d + dv numbers per written pair
 (n (d + dv) after n writes, against d dv for a linear state), and for distinct unit keys its
-reads tend to the stored values as the scale (the inverse temperature) grows. The scale was called
-``beta`` before, a name the delta rule's step keeps; ``beta`` is still accepted, with a DeprecationWarning.
+reads tend to the stored values as the scale (the inverse temperature) grows.
 
 >>> import torch
 >>> from capacity import variants, keys
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _deprecated, _validate
+from capacity import _validate
 from capacity.errors import CapacityError
 from capacity.kernels._batched import matmul
 
@@ -49,7 +48,6 @@ class Softmax:
     delta_rule = False
     linear_read = False  # the cache grows and the read is a softmax: T8 does not bind it
 
-    @_deprecated.params("softmax", beta="scale")
     def __init__(self, *, scale=None, normalize: bool = False):
         if scale is not None:
             scale = _validate.in_range("softmax: scale", scale, 0.0, math.inf, low_open=True, high_open=True)
@@ -60,12 +58,6 @@ class Softmax:
     @property
     def params(self) -> dict:
         return {"scale": self.scale, "normalize": self.normalize}
-
-    @property
-    def beta(self):
-        """Deprecated: ``scale``."""
-        _deprecated.warn("softmax", "beta", "scale")
-        return self.scale
 
     def __repr__(self) -> str:
         return f"variants.get('softmax', scale={self.scale!r}, normalize={self.normalize})"

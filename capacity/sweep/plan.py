@@ -1,0 +1,255 @@
+"""What a run measures: the study's cells, the memories written in them, and the passes still to make.
+
+A cell is one value of every cell axis (variant, keys, feature, d, dtype, dv); a point is a cell at one seed and
+one pair count n. One write pass measures any pair counts of a cell for any of its seeds (all seeds in one batch).
+``Plan`` resolves a study once per run: it builds and fingerprints each memory (``capacity.provenance``), names
+each cell's file in the store (``store.reuse_key``) and, from the points already stored, makes the passes that
+measure the rest. A point is stored on its own, and so reused on its own, when its numbers depend on nothing but
+its cell, seed and n: always for the recall kind's pair counts (the probe writes in fixed blocks), for seeds when
+the memory reads the same bits alone as in a batch (``provenance.behaviour``). Otherwise the reuse key names the
+seeds (or the pair counts) and the cell is measured whole.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+from capacity import _validate, features, probe, provenance
+from capacity import keys as keys_mod
+from capacity import variants as variants_mod
+from capacity.errors import CapacityError
+from capacity.sweep.config import CELL_AXES, Spec, Study
+from capacity.sweep.kinds import KINDS
+
+__all__ = ["Cell", "Memory", "Pass", "Plan", "cells", "check"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One value of every cell axis: ``variant``, ``keys``, ``feature`` (None: no map), ``d``, ``dtype``, ``dv``."""
+
+    variant: Spec
+    keys: Spec
+    feature: Spec | None
+    d: int
+    dtype: str
+    dv: int
+
+    def ns(self, study: Study) -> list[int]:
+        """Pair counts of the study's curve axis at this cell's d."""
+        return study.grid.ns(self.d)
+
+
+def cells(study: Study) -> list[Cell]:
+    """The study's cells in grid order."""
+    g, out = study.grid, [{}]
+    for axis in CELL_AXES:
+        out = [{**c, axis: v} for c in out for v in g.values(axis)]
+    return [Cell(**{**c, "dv": c["dv"] or c["d"]}) for c in out]
+
+
+@dataclass
+class Memory:
+    """A resolved memory: the object (with its feature map), its variant's label in results, its full description and
+    its behavioural fingerprint."""
+
+    obj: object
+    label: str
+    description: object
+    behaviour: dict
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One unit of work: a write pass over ``cell`` for ``seeds``, read at the pair counts ``ns``."""
+
+    cell: Cell
+    seeds: tuple
+    ns: tuple
+
+    def cost(self) -> float:
+        """Multiply-adds of the writes and the argmax scores (to schedule the largest first)."""
+        n = max(self.ns)
+        return len(self.seeds) * (n * self.cell.d * self.cell.dv + sum(c * c for c in set(self.ns)) * self.cell.dv)
+
+
+def build(variant: Spec, feature: Spec | None = None):
+    """The memory a spec names (registered name, import path or the object itself), with its feature map."""
+    if variant.obj is not None:
+        if feature is not None:
+            raise CapacityError(
+                f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
+            )
+        return variant.obj
+    kwargs = variant.kwargs
+    if feature is not None:
+        clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
+        if clash:
+            raise CapacityError(
+                f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}"
+            )
+        kwargs = {**kwargs, "feature": feature.name, **feature.kwargs}
+    return variants_mod.resolve(variant.name, **kwargs)
+
+
+class Plan:
+    """A study resolved for one run on ``device``: memories built and fingerprinted, every cell keyed.
+
+    ``imports``: the modules the run imports first (``--import``); their code is part of every key."""
+
+    def __init__(self, study: Study, device: torch.device, imports=()):
+        from capacity.sweep.store import reuse_key
+
+        self.study, self.device, self.kind = study, device, KINDS[study.probe.kind]
+        self.cells = cells(study)
+        self._memories, self.labels = {}, {}
+        for c in self.cells:
+            if (c.variant, c.feature) not in self._memories:
+                obj = build(c.variant, c.feature)
+                self._memories[c.variant, c.feature] = Memory(
+                    obj, _label(c.variant), provenance.describe(obj), provenance.behaviour(obj, device)
+                )
+        for spec in study.grid.variant:  # one label per memory, the same from an object, a name or a path
+            label = _label(spec)
+            if label in self.labels.values():
+                other = next(s for s, lab in self.labels.items() if lab == label)
+                raise CapacityError(
+                    f"variants {other.label!r} and {spec.label!r} are the same memory (both are labelled {label!r}); list it once, or give a class a params property that tells its objects apart"
+                )
+            self.labels[spec] = label
+        self.families = {
+            (c.keys, c.d): {"bits": "learned: package code"}
+            if c.keys.name == "learned"
+            else provenance.family_behaviour(c.keys.name, c.keys.kwargs, c.d)
+            for c in self.cells
+        }
+        user = [m.obj for m in self._memories.values()] + _user_objects(study)
+        named = [
+            v for c in self.cells for s in (c.keys, c.feature, c.variant) if s is not None for v in s.kwargs.values()
+        ]
+        paths = [s.name.partition(":")[0] for s in study.grid.variant if s.obj is None and ":" in s.name]
+        registered = [variants_mod._factory(s.name) for s in study.grid.variant if s.obj is None and ":" not in s.name]
+        self.code = {
+            "package": provenance.package(),
+            "user": provenance.user_code(user + registered, paths + list(imports)),
+            "files": provenance.files([v for v in named if isinstance(v, str) and os.path.exists(v)]),
+        }
+        self.libraries = provenance.libraries(user)
+        self.numerics = provenance.numerics(device)
+        self.keys = {c: reuse_key(self, c) for c in self.cells}
+
+    def memory(self, cell: Cell) -> Memory:
+        return self._memories[cell.variant, cell.feature]
+
+    def per_seed(self, cell: Cell) -> bool:
+        """Each seed's points are stored on their own (the memory is batch-invariant, the kind measures points)."""
+        return self.kind.PER_POINT and self.memory(cell).behaviour["batch_invariant"]
+
+    def per_n(self, cell: Cell) -> bool:
+        """Each n's points are stored on their own: the kind measures points and the keys of n pairs do not depend on
+        the largest n drawn (families drawn per n, or whose prefixes are draws)."""
+        iid = keys_mod.family(cell.keys.name).iid_rows
+        return self.kind.PER_POINT and (not iid or self.families[cell.keys, cell.d].get("prefix_stable", False))
+
+    def passes(self, have: dict) -> list[Pass]:
+        """The passes that measure every point not in ``have`` (cell -> set of stored (seed, n)).
+
+        Seeds missing the same pair counts share a pass; a family drawn per n (``iid_rows`` False) gets a pass per n.
+        """
+        out = []
+        for c in self.cells:
+            want = {(s, n) for s in self.study.grid.seed for n in set(c.ns(self.study))}
+            missing = want - have.get(c, set())
+            if not missing:
+                continue
+            if not (self.per_seed(c) and self.per_n(c)):  # the cell is measured (and stored) whole
+                missing = want
+            by_seed: dict = {}
+            for s, n in missing:
+                by_seed.setdefault(s, set()).add(n)
+            together: dict = {}
+            for s, ns in by_seed.items():
+                together.setdefault(tuple(sorted(ns)), []).append(s)
+            for ns, seeds in together.items():
+                split = (
+                    [(n,) for n in ns] if self.kind.PER_POINT and not keys_mod.family(c.keys.name).iid_rows else [ns]
+                )
+                seeds = tuple(s for s in self.study.grid.seed if s in seeds)
+                out += [Pass(c, seeds, part) for part in split]
+        return out
+
+    def check_memory(self, passes: list[Pass], parallel: int = 1) -> None:
+        """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory."""
+        if not passes:
+            return
+        need, worst = max((self._peak(p), i) for i, p in enumerate(passes))
+        worst, need, have = passes[worst], need * parallel, _validate.available_bytes(self.device)
+        if have is not None and need > 0.9 * have:
+            gib = lambda b: f"{b / 2**30:.1f} GiB"
+            at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
+            raise CapacityError(
+                f"the largest pass ({self.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {max(worst.ns)}) "
+                f"needs about {gib(need)}{at_once} but {self.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds"
+            )
+
+    def _peak(self, p: Pass) -> int:
+        n = self.kind.writes(self.study, list(p.ns))
+        return probe.peak_bytes(
+            self.memory(p.cell).obj, len(p.seeds), n, p.cell.d, p.cell.dv, self.study.probe.key_stats
+        )
+
+
+def _label(spec: Spec) -> str:
+    """The label of the memory ``spec`` names, without a feature map: ``capacity.variants.label`` of the object."""
+    try:
+        return variants_mod.label(build(spec))
+    except CapacityError:  # a variant that needs its feature map to be built (normalize_read): the label as given
+        return spec.label
+
+
+def _user_objects(study: Study) -> list:
+    """Key families' draw functions and feature maps that come from plug-ins (their distributions' versions count)."""
+    found = []
+    for k in study.grid.keys:
+        draw = keys_mod.family(k.name).draw
+        if draw.__module__ != keys_mod.__name__:
+            found.append(draw)
+    for f in study.grid.feature:
+        mp = features.get(f.name, **f.kwargs)
+        if type(mp).__module__ != features.__name__:
+            found.append(mp)
+    return found
+
+
+def check(study: Study) -> None:
+    """Check every name and parameter before any work, cheaply: variants are built (not run), key families check
+    their parameters on two keys (learned keys optimise nothing), sizes are compared."""
+    g = study.grid
+    for v in g.variant:
+        for f in g.feature or (None,):
+            build(v, f)
+    for k in g.keys:
+        fam = keys_mod.family(k.name)
+        for d in g.d:
+            fam.validate(d, k.kwargs)
+            if k.name == "simplex" and max(g.ns(d)) > d + 1:
+                raise CapacityError(
+                    f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}"
+                )
+    for d in g.d:
+        for dv in g.dv or (d,):
+            if study.probe.values == "orthonormal" and max(g.ns(d)) > dv:
+                raise CapacityError(
+                    f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
+                )
+    getattr(KINDS[study.probe.kind], "check", lambda s: None)(study)
+
+
+def points(study: Study, cell: Cell) -> int:
+    """Grid points of a cell (its curve values, seeds and the kind's other coordinates)."""
+    coords = KINDS[study.probe.kind].coords(study)
+    return len(study.grid.curve_values) * math.prod(len(v) for v in coords.values())
