@@ -29,6 +29,7 @@ import ast
 import hashlib
 import importlib.util
 import inspect
+import json
 import marshal
 import os
 import platform
@@ -146,12 +147,30 @@ def _module_path(name: str) -> str | None:
     return spec.origin if spec is not None and spec.has_location else None
 
 
+def _module_state(module) -> str:
+    """A hash of what a loaded module runs: its functions' and classes' code and its other values, as they are in
+    memory now (an edit on disk that was not imported again does not count: it does not run)."""
+    own = module.__name__
+    parts = {}
+    for key, value in sorted(vars(module).items()):
+        if key.startswith("__") or isinstance(value, types.ModuleType):
+            continue
+        if inspect.isclass(value) and value.__module__ == own:
+            parts[key] = {
+                k: describe(v) for k, v in sorted(vars(value).items()) if not k.startswith("__") or k == "__init__"
+            }
+        else:
+            parts[key] = describe(value)
+    return _sha(json.dumps(parts, sort_keys=True, default=str).encode())
+
+
 def user_code(objects=(), modules=()) -> dict[str, str]:
-    """Module name -> sha256 of its file, for the user's code that computes numbers: the modules that define
+    """Module name -> a hash of its code, for the user's code that computes numbers: the modules that define
     ``objects`` (a memory's class, a key family's draw function, a feature map) and the ``modules`` named (import
     paths, ``--import``), with every module of the user's that they import, directly or not (found in their
-    source). Modules of the standard library, of installed distributions and of this package are left out: they
-    are recorded by version (``libraries``) and by ``package()``."""
+    source). A loaded module is hashed as it is in memory (``_module_state``: what runs, even when its file was
+    edited since), one not loaded yet by its file. Modules of the standard library, of installed distributions and
+    of this package are left out: they are recorded by version (``libraries``) and by ``package()``."""
     skip = _library_dirs() + tuple(os.path.join(str(p), "") for p in _package_dirs())
     todo = [getattr(o, "__module__", None) or type(o).__module__ for o in objects] + list(modules)
     todo += [
@@ -167,11 +186,16 @@ def user_code(objects=(), modules=()) -> dict[str, str]:
         if path is None:
             continue
         data = Path(path).read_bytes()
-        out[name] = _sha(data)
+        loaded = sys.modules.get(name)
+        out[name] = _module_state(loaded) if loaded is not None else _sha(data)
+        if loaded is not None:  # what it refers to now: modules, and where its functions and classes come from
+            refs = [v for v in vars(loaded).values() if isinstance(v, types.ModuleType)]
+            todo += sorted({getattr(v, "__name__", "") for v in refs})
+            todo += sorted({getattr(v, "__module__", None) or "" for v in vars(loaded).values() if callable(v)})
         if path.endswith(".py"):
             try:
                 tree = ast.parse(data)
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError):  # the file no longer parses: what is loaded (above) still counts
                 continue
             is_pkg = os.path.basename(path) == "__init__.py"
             package = name if is_pkg else name.rpartition(".")[0]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _validate, features, probe, provenance
+from capacity import _validate, probe, provenance
 from capacity import keys as keys_mod
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
@@ -54,13 +54,14 @@ def cells(study: Study) -> list[Cell]:
 
 @dataclass
 class Memory:
-    """A resolved memory: the object (with its feature map), its variant's label in results, its full description and
-    its behavioural fingerprint."""
+    """A resolved memory: the object (with its feature map), its variant's label in results, its full description,
+    its behavioural fingerprint and the user's code and files it runs."""
 
     obj: object
     label: str
     description: object
     behaviour: dict
+    code: dict
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,7 @@ class Plan:
 
         self.study, self.device, self.kind = study, device, KINDS[study.probe.kind]
         self.cells = cells(study)
-        self._memories, self.labels = {}, {}
-        for c in self.cells:
-            if (c.variant, c.feature) not in self._memories:
-                obj = build(c.variant, c.feature)
-                self._memories[c.variant, c.feature] = Memory(
-                    obj, _label(c.variant), provenance.describe(obj), provenance.behaviour(obj, device)
-                )
+        self.labels = {}
         for spec in study.grid.variant:  # one label per memory, the same from an object, a name or a path
             label = _label(spec)
             if label in self.labels.values():
@@ -121,26 +116,40 @@ class Plan:
                     f"variants {other.label!r} and {spec.label!r} are the same memory (both are labelled {label!r}); list it once, or give a class a params property that tells its objects apart"
                 )
             self.labels[spec] = label
-        self.families = {
-            (c.keys, c.d): {"bits": "learned: package code"}
-            if c.keys.name == "learned"
-            else provenance.family_behaviour(c.keys.name, c.keys.kwargs, c.d)
-            for c in self.cells
-        }
-        user = [m.obj for m in self._memories.values()] + _user_objects(study)
-        named = [
-            v for c in self.cells for s in (c.keys, c.feature, c.variant) if s is not None for v in s.kwargs.values()
+        self._memories = {}
+        for c in self.cells:
+            if (c.variant, c.feature) not in self._memories:
+                self._memories[c.variant, c.feature] = self._resolve(c.variant, c.feature)
+        self.families = {}
+        for c in self.cells:
+            if (c.keys, c.d) not in self.families:
+                fam = keys_mod.family(c.keys.name)
+                found = (
+                    {"bits": "learned: package code"}
+                    if c.keys.name == "learned"
+                    else provenance.family_behaviour(c.keys.name, c.keys.kwargs, c.d)
+                )
+                own = [fam.draw] if fam.draw.__module__ != keys_mod.__name__ else []
+                self.families[c.keys, c.d] = {**found, "code": provenance.user_code(own), "files": _files(c.keys)}
+        objects = [m.obj for m in self._memories.values()] + [
+            f.draw for f in map(keys_mod.family, {c.keys.name for c in self.cells})
         ]
-        paths = [s.name.partition(":")[0] for s in study.grid.variant if s.obj is None and ":" in s.name]
-        registered = [variants_mod._factory(s.name) for s in study.grid.variant if s.obj is None and ":" not in s.name]
-        self.code = {
-            "package": provenance.package(),
-            "user": provenance.user_code(user + registered, paths + list(imports)),
-            "files": provenance.files([v for v in named if isinstance(v, str) and os.path.exists(v)]),
-        }
-        self.libraries = provenance.libraries(user)
+        self.code = {"package": provenance.package(), "imports": provenance.user_code((), list(imports))}
+        self.libraries = provenance.libraries(objects)
         self.numerics = provenance.numerics(device)
         self.keys = {c: reuse_key(self, c) for c in self.cells}
+
+    def _resolve(self, variant: Spec, feature: Spec | None) -> Memory:
+        """Build a memory, describe it, run its behavioural probe, and hash the user's code it runs."""
+        obj = build(variant, feature)
+        mp = getattr(obj, "feature", None)
+        objects = [obj] + ([mp] if mp is not None and not isinstance(mp, str) else [])
+        if variant.obj is None and ":" not in variant.name and variant.name not in variants_mod.BUILT_IN:
+            objects.append(variants_mod._factory(variant.name))  # registered by a plug-in
+        paths = [variant.name.partition(":")[0]] if variant.obj is None and ":" in variant.name else []
+        behaviour = provenance.behaviour(obj, self.device)  # first: what it imports lazily is then loaded
+        code = {"user": provenance.user_code(objects, paths), "files": _files(variant, feature)}
+        return Memory(obj, self.labels[variant], provenance.describe(obj), behaviour, code)
 
     def memory(self, cell: Cell) -> Memory:
         return self._memories[cell.variant, cell.feature]
@@ -203,26 +212,18 @@ class Plan:
         )
 
 
+def _files(*specs) -> dict:
+    """Files named in the parameters of ``specs`` (a text, a weights folder), by their bytes."""
+    named = [v for s in specs if s is not None for v in s.kwargs.values() if isinstance(v, str) and os.path.exists(v)]
+    return provenance.files(named)
+
+
 def _label(spec: Spec) -> str:
     """The label of the memory ``spec`` names, without a feature map: ``capacity.variants.label`` of the object."""
     try:
         return variants_mod.label(build(spec))
     except CapacityError:  # a variant that needs its feature map to be built (normalize_read): the label as given
         return spec.label
-
-
-def _user_objects(study: Study) -> list:
-    """Key families' draw functions and feature maps that come from plug-ins (their distributions' versions count)."""
-    found = []
-    for k in study.grid.keys:
-        draw = keys_mod.family(k.name).draw
-        if draw.__module__ != keys_mod.__name__:
-            found.append(draw)
-    for f in study.grid.feature:
-        mp = features.get(f.name, **f.kwargs)
-        if type(mp).__module__ != features.__name__:
-            found.append(mp)
-    return found
 
 
 def check(study: Study) -> None:

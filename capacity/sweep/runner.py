@@ -144,7 +144,7 @@ def run(
         raise CapacityError(
             f"cannot write {path}: {exc.strerror or exc}; the measured points are saved under {store.root}, run the same command again"
         ) from None
-    if progress and verbose:
+    if progress and not quiet:
         _log(f"saved {path} ({total} points: {measured} measured in {len(todo)} passes, {total - measured} reused)")
     return RunResult(path, ds, measured, total - measured, len(todo))
 

@@ -31,12 +31,13 @@ def reuse_key(plan, cell) -> str:
 
     Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, key family and
     feature map with their parameters); the memory's full state (``provenance.describe``: every attribute, not
-    only ``params``) and its behavioural fingerprint (``provenance.behaviour``: the bits of a tiny fixed probe); the
-    key family's fingerprint (``provenance.family_behaviour``); the seeds and pair counts when a point's numbers
-    depend on the other points of its pass (``plan.per_seed``, ``plan.per_n``); the package's sources and data
-    files, every loaded module of the user's, and files named in parameters; the versions of the numeric
-    libraries loaded and of the distributions that hold plug-ins; the device and its numeric settings; this
-    store's layout. Not covered (docs/sweeps.md): torch's thread count (the built-in memories give the same bits
+    only ``params``), its behavioural fingerprint (``provenance.behaviour``: the bits of a tiny fixed probe), the
+    user's code it runs (``provenance.user_code``: the modules of its class, feature map, factory or import path
+    and every module of the user's they import) and the files its parameters name; the key family's fingerprint,
+    code and files; the seeds and pair counts when a point's numbers depend on the other points of its pass
+    (``plan.per_seed``, ``plan.per_n``); the package's sources and data files and the ``--import`` modules'
+    code; the versions of the numeric libraries loaded and of the distributions that hold plug-ins; the device
+    and its numeric settings; this store's layout. Not covered (docs/sweeps.md): torch's thread count (the built-in memories give the same bits
     on any), and a change that the tiny probe does not show in a file or library none of the above names.
     """
     study, memory = plan.study, plan.memory(cell)
@@ -51,8 +52,8 @@ def reuse_key(plan, cell) -> str:
                 "dv": cell.dv,
                 "dtype": cell.dtype,
             },
-            "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"]},
-            "keys": plan.families[cell.keys, cell.d]["bits"],
+            "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"], **memory.code},
+            "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},
             "seeds": None if plan.per_seed(cell) else list(study.grid.seed),
             "ns": None if plan.per_n(cell) else sorted(set(cell.ns(study))),
             "code": plan.code,

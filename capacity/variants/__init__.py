@@ -370,5 +370,6 @@ def _register_builtins() -> None:
 
 
 _register_builtins()
+BUILT_IN = frozenset(_REGISTRY)  # the names registered by the package itself (anything else is a plug-in's)
 
 from capacity.variants.fla import from_fla  # noqa: E402  (needs the registry-free core above only)
