@@ -25,7 +25,7 @@ from capacity.plots.variants import variant_curves
 
 from capacity.errors import CapacityError
 
-__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available", "studies"]
+__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available"]
 
 
 def _several(ds, dim: str) -> bool:

@@ -117,7 +117,7 @@ def test_an_edited_module_holding_a_memory_object_is_measured_again(user_dir, tm
     first = _run(tmp_path / "r", "presets:SLOW")
     _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
     again = _run(tmp_path / "r", "presets:SLOW")
-    assert again.reused == 0
+    assert again.reused == 0 and not _same(again, first)
     assert _same(again, _run(tmp_path / "fresh", "delta(beta=0.6)"))
     assert list(again.dataset.variant.values) == ["delta(beta=0.6)"]  # the object's own label, as by name
 
@@ -248,7 +248,9 @@ def test_adding_a_memory_a_seed_a_d_or_a_load_measures_only_what_is_new(tmp_path
     assert (first.measured, first.reused) == (2 * 2 * 2, 0)
     grown = _run(out, "linear", "delta", "decay", seed=(0, 1, 2), d=(16, 32), load=(0.5, 1.0, 2.0))
     assert grown.reused == 8 and grown.measured == 3 * 3 * 2 * 3 - 8
-    assert _same(grown, _run(tmp_path / "fresh", "linear", "delta", "decay", seed=(0, 1, 2), d=(16, 32), load=(0.5, 1.0, 2.0)))
+    assert _same(
+        grown, _run(tmp_path / "fresh", "linear", "delta", "decay", seed=(0, 1, 2), d=(16, 32), load=(0.5, 1.0, 2.0))
+    )
 
 
 def test_compare_with_one_more_memory_measures_only_that_memory(tmp_path):
@@ -312,7 +314,9 @@ def test_a_from_fla_object_sweeps_and_equals_the_built_in(tmp_path):
     memories = json.loads(res.dataset.attrs["memories"])
     assert any("fla" in m["class"] or "fla" in json.dumps(m["params"]) for m in memories.values())
     more = sweep.compare([fla, "delta"], d=(16,), load=(0.5, 2), seeds=2, out=tmp_path / "c", progress=False)
-    np.testing.assert_allclose(more.dataset.mse.isel(variant=0).values, more.dataset.mse.isel(variant=1).values, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        more.dataset.mse.isel(variant=0).values, more.dataset.mse.isel(variant=1).values, rtol=2e-5, atol=1e-6
+    )
 
 
 # ---------------------------------------------------------------- any file xarray reads

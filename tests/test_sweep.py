@@ -380,7 +380,12 @@ def test_a_different_configuration_is_never_mixed_in(tmp_path):
     again = sweep.run(study, out=out, device="cpu", progress=False)
     assert again.measured == 0 and again.reused == 8 and again.dataset.equals(first.dataset)
     # what a change keeps: the points of the first run it still asks for, and nothing else
-    for change, kept in ((["seed=0,1,2"], 8), (["load=1/2,1"], 4), (["values=orthonormal", "dv=64"], 0), (["dtype=bfloat16"], 0)):
+    for change, kept in (
+        (["seed=0,1,2"], 8),
+        (["load=1/2,1"], 4),
+        (["values=orthonormal", "dv=64"], 0),
+        (["dtype=bfloat16"], 0),
+    ):
         other = study.with_overrides(change)
         res = sweep.run(other, out=out, device="cpu", progress=False)
         assert res.reused == kept, change
