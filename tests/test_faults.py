@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import xarray as xr
 
 from capacity import CapacityError, learned, studies, sweep
 from capacity import provenance as store_mod
-from capacity.provenance import fingerprint
-from capacity.sweep.points import check, groups
-from capacity.sweep.store import Store, _decode
+from capacity.sweep.plan import Plan, check
+from capacity.sweep.store import Store, _checksum
 
 PKG = Path(__file__).resolve().parent / "plugin_pkg"
 ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
@@ -83,7 +83,7 @@ def _wait_for_a_group(proc) -> list[str]:
         lines.append(line)
         if "points; finished" in line:
             return lines
-    raise AssertionError("the run ended before a group finished: " + "".join(lines))
+    raise AssertionError("the run ended before a pass finished: " + "".join(lines))
 
 
 # ---------------------------------------------------------------- the store
@@ -97,47 +97,52 @@ def reference(tmp_path_factory):
 
 
 def _damage(study, out: Path, how):
-    g = groups(study)[0]
-    key = g.key(study, "cpu", fingerprint())
+    plan = Plan(study, torch.device("cpu"))
+    key = plan.keys[plan.cells[0]]
     path = out / ".sweep" / study.name / f"{key}.json"
+    data = json.loads(path.read_text())
+    first = sorted(data["points"])[0]
     if how == "number":  # an edited number, checksum left as it was
-        data = json.loads(path.read_text())
-        data["data_vars"]["mse"]["data"][0][0] += 1.0
-        path.write_text(json.dumps(data))
+        data["points"][first]["mse"] += 1.0
     elif how == "truncated":
         path.write_bytes(path.read_bytes()[:50])
-    else:  # a consistent file (checksum recomputed) that does not hold what the group must
-        ds = _decode(json.loads(path.read_text()))
-        ds.attrs.pop("checksum", None)
-        ds = {
-            "seed column": lambda d: d.isel(seed=[0]),
-            "load": lambda d: d.isel(load=[0, 1]),
-            "variable": lambda d: d.drop_vars("mse"),
-            "coordinate": lambda d: d.assign_coords(load=d["load"] * 2),
-            "dtype": lambda d: d.assign(mse=d["mse"].astype(str)),
-        }[how](ds)
-        Store(path.parent).save(key, ds)
+        return
+    else:  # a consistent file (checksum recomputed) that does not hold what the cell must
+        if how == "point":
+            data["points"].pop(first)
+        elif how == "variable":
+            for values in data["points"].values():
+                values.pop("mse")
+            data["variables"].pop("mse")
+        elif how == "coordinate":
+            data["coords"] = {"overwrite": [0.5]}
+        elif how == "dtype":
+            data["variables"]["mse"] = "<U8"
+        body = {k: data[k] for k in ("key", "schema", "variables", "coords", "attrs", "points")}
+        data["checksum"] = _checksum(body)
+    path.write_text(json.dumps(data))
 
 
-@pytest.mark.parametrize("how", ["number", "truncated", "seed column", "load", "variable", "coordinate", "dtype"])
-def test_damaged_groups_are_measured_again(reference, tmp_path, capsys, how):
+@pytest.mark.parametrize("how", ["number", "truncated", "point", "variable", "coordinate", "dtype"])
+def test_damaged_cells_are_measured_again(reference, tmp_path, capsys, how):
     study, ref = reference
     sweep.run(study, out=tmp_path, device="cpu", progress=False)
     _damage(study, tmp_path, how)
     again = sweep.run(study, out=tmp_path, device="cpu")
-    assert again.measured == 1 and again.reused == len(groups(study)) - 1
+    cell = 3 * 2  # one cell: three loads, two seeds
+    assert (again.measured, again.reused) == ((1, 2 * cell - 1) if how == "point" else (cell, cell))
     assert again.dataset.drop_attrs().equals(ref.drop_attrs())
     err = capsys.readouterr().err
-    if how != "truncated" or "unreadable" in err:
-        assert "measuring it again" in err
+    if how != "point" and (how != "truncated" or "unreadable" in err):
+        assert "measuring them again" in err
 
 
-def test_a_code_change_invalidates_every_stored_group(reference, tmp_path, monkeypatch):
+def test_a_code_change_invalidates_every_stored_point(reference, tmp_path, monkeypatch):
     study, ref = reference
     sweep.run(study, out=tmp_path, device="cpu", progress=False)
-    monkeypatch.setattr(store_mod, "_package_sources", lambda: "an edited probe")
+    monkeypatch.setattr(store_mod, "package", lambda: "an edited probe")
     again = sweep.run(study, out=tmp_path, device="cpu", progress=False)
-    assert again.reused == 0 and again.measured == len(groups(study))
+    assert again.reused == 0 and again.measured == 12
 
 
 def test_editing_a_user_variant_changes_the_numbers(tmp_path):
@@ -186,7 +191,7 @@ def test_checking_learned_keys_optimises_nothing(monkeypatch):
     "sets,fragments",
     [
         (["d=100000"], ("needs about", "GiB", "available")),
-        (["seed=18446744073709551616"], ("seed must lie in 0..2^63-1",)),
+        (["seed=18446744073709551616"], ("seed must be a whole number >= 0 and <= 2^63 - 1",)),
         (["load=1/0"], ("divides by zero",)),
         (["load=inf"], ("finite",)),
         (["load=0"], ("load must be a finite number > 0",)),
@@ -257,18 +262,18 @@ def test_an_output_folder_that_fails_mid_run_keeps_what_was_saved(reference, tmp
     saved = []
     real = Store.save
 
-    def full_after_one(self, key, ds):
+    def full_after_one(self, key, *args):
         if saved:
             raise OSError(28, "No space left on device")
         saved.append(key)
-        real(self, key, ds)
+        real(self, key, *args)
 
     monkeypatch.setattr(Store, "save", full_after_one)
-    with pytest.raises(CapacityError, match="No space left on device.*1 groups of this run are saved"):
+    with pytest.raises(CapacityError, match="No space left on device.*6 points of this run are saved"):
         sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
     monkeypatch.setattr(Store, "save", real)
     again = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
-    assert again.reused == 1 and again.dataset.drop_attrs().equals(ref.drop_attrs())
+    assert again.reused == 6 and again.dataset.drop_attrs().equals(ref.drop_attrs())
 
 
 @pytest.mark.parametrize(
@@ -309,7 +314,7 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(tmp_path, executor, moment):
     finally:
         proc.kill()
     resumed = _cli("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
-    assert resumed.returncode == 0 and "groups measured" in resumed.stderr
+    assert resumed.returncode == 0 and "measured in" in resumed.stderr
     if moment == "after a group":
         assert " 0 reused" not in resumed.stderr
 
@@ -352,15 +357,15 @@ def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
         proc.kill()
 
 
-def test_two_runs_into_one_folder_measure_each_group_once(tmp_path):
+def test_two_runs_into_one_folder_measure_each_point_once(tmp_path):
     a = _start_slow(tmp_path / "o", "--executor", "serial")
     time.sleep(0.5)
     b = _start_slow(tmp_path / "o", "--executor", "serial")
     outs = [p.communicate(timeout=300) for p in (a, b)]
     assert a.returncode == 0 and b.returncode == 0, outs
-    measured = [int(err.rsplit("groups measured", 1)[0].rsplit(";", 1)[1].strip()) for _, err in outs]
-    assert sum(measured) == 6, outs  # six groups (one per d), each measured by exactly one run
-    assert any("waiting for it to finish" in err for _, err in outs)
+    measured = [int(err.rsplit(" measured in", 1)[0].rsplit(" ", 1)[1]) for _, err in outs]
+    assert sum(measured) == 18, outs  # 18 points (6 d, 3 loads), each measured by exactly one run
+    assert any("waiting for it" in err for _, err in outs)
 
 
 @pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])  # after the interpreter's own start-up (site), which Python handles

@@ -335,3 +335,24 @@ def test_a_netcdf3_copy_of_a_result_plots(tmp_path):
     assert classic.read_bytes()[:3] == b"CDF"
     assert cli.main(["plot", str(classic), "--out", str(tmp_path / "figs")]) == 0
     assert list((tmp_path / "figs").glob("*.png"))
+
+
+def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
+    """The same study gets the same keys in a process that imported other things first (dask, matplotlib)."""
+    script = textwrap.dedent(
+        f"""
+        import sys, json, torch
+        if sys.argv[1] == "more":
+            import distributed, matplotlib.pyplot, scipy.stats  # noqa: F401
+        from capacity.sweep import Grid, Study
+        from capacity.sweep.plan import Plan
+        s = Study("k", "k", Grid(variant=("linear", "delta", "gated_delta(alpha=0.9)"), **{SMALL!r}))
+        print(json.dumps(sorted(Plan(s, torch.device("cpu")).keys.values())))
+        """
+    )
+    keys = [
+        subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=300)
+        for how in ("plain", "more")
+    ]
+    assert keys[0].returncode == 0 and keys[1].returncode == 0, keys[1].stderr
+    assert json.loads(keys[0].stdout) == json.loads(keys[1].stdout)

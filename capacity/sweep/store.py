@@ -103,6 +103,12 @@ class Store:
             )
         if body["coords"] != {k: list(v) for k, v in coords.items()}:
             return {}, {}, "its coordinates differ from the study's"
+        try:
+            kinds = {v: np.dtype(t).kind for v, t in body["variables"].items()}
+        except TypeError:
+            kinds = {}
+        if set(kinds.values()) - set("fiu") or len(kinds) != len(body["variables"]):
+            return {}, {}, "it holds numbers of a type a result cannot hold"
         points = {}
         for item, values in body["points"].items():
             seed, n = map(int, item.split())
