@@ -29,7 +29,7 @@ import torch
 
 from capacity import kernels, keys, studies, sweep, values
 from capacity.sweep.kinds import measure
-from capacity.sweep.points import groups
+from capacity.sweep.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,9 +93,9 @@ def baseline(study, write: str = "loop") -> tuple[float, dict]:
     for v in g.variant:
         for k in g.keys:
             for d in g.d:
-                for load, n in zip(g.load, g.ns(d)):
+                for n in g.ns(d):
                     for s in g.seed:
-                        out[(v.label, k.label, d, load, s)] = baseline_point(
+                        out[(v.label, k.label, d, n, s)] = baseline_point(
                             v.name, k.name, d, n, s, d, write, study.probe.decode
                         )
     return time.perf_counter() - t0, out
@@ -107,12 +107,17 @@ def baseline(study, write: str = "loop") -> tuple[float, dict]:
 def probe_flops(study) -> float:
     """Multiply-adds x 2 of the probe: writes (linear 2 n d dv; delta 4 d dv per token), reads 2 c d dv and argmax scores 2 c^2 dv per checkpoint."""
     total = 0.0
-    for grp in groups(study):  # one write pass each, with its checkpoints
-        cps = sorted(set(grp.ns(study)))
-        d, dv = grp.d, grp.dv
-        total += (2 if grp.variant.name == "linear" else 4) * cps[-1] * d * dv
+    for p in _passes(study):  # one write pass each, with its checkpoints
+        cps = sorted(set(p.ns))
+        d, dv = p.cell.d, p.cell.dv
+        total += (2 if p.cell.variant.name == "linear" else 4) * cps[-1] * d * dv
         total += sum(2 * c * d * dv + (2 * c * c * dv if study.probe.decode else 0) for c in cps)
     return total * len(study.grid.seed)
+
+
+def _passes(study) -> list:
+    """The write passes of a study with nothing stored (the engine's own plan)."""
+    return Plan(study, torch.device("cpu")).passes({})
 
 
 def matmul_gflops(shape_a, shape_b, reps: int = 5) -> float:
@@ -176,12 +181,14 @@ def part_throughput(study, threads: int) -> list[str]:
             if decode
             else "no argmax decode: mse, rel_error, cosine, signal, leak"
         )
-        points = sum(grp.points(st) for grp in groups(st))
+        plan = Plan(st, torch.device("cpu"))
+        todo = plan.passes({})
+        points = sum(len(p.seeds) * len(set(p.ns)) for p in todo)
         before = load_avg()
         t = time.perf_counter()
         results = {}
-        for grp in groups(st):
-            results[grp] = measure({"study": st, "group": grp, "device": "cpu"})
+        for p in todo:
+            results[p] = measure({"study": st, "pass": p, "memory": plan.memory(p.cell).obj, "device": "cpu"})
         sweep_s = time.perf_counter() - t
         rows.append(
             f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"
@@ -193,11 +200,11 @@ def part_throughput(study, threads: int) -> list[str]:
             before = load_avg()
             base_s, base = baseline(st, write)
             worst, recall_diff = 0.0, 0.0
-            for grp, ds in results.items():
-                for load in grp.curve:
-                    for s in st.grid.seed:
-                        got = ds.sel(load=load, seed=s)
-                        for m, want in base[(grp.variant.label, grp.keys.label, grp.d, load, s)].items():
+            for p, ds in results.items():
+                for n in p.ns:
+                    for s in p.seeds:
+                        got = ds.sel(n=n, seed=s)
+                        for m, want in base[(p.cell.variant.label, p.cell.keys.label, p.cell.d, n, s)].items():
                             diff = abs(float(got[m]) - want)
                             if m == "recall":  # a near-tie may break the other way in the last float bit
                                 recall_diff = max(recall_diff, diff)
@@ -240,7 +247,8 @@ def part_dask(study) -> list[str]:
     """The same study on a local Dask cluster of 1 and of 2 worker processes, one torch thread each (started beforehand, not timed)."""
     from distributed import Client, LocalCluster
 
-    points = sum(grp.points(study) for grp in groups(study))
+    todo = _passes(study)
+    points = sum(len(p.seeds) * len(set(p.ns)) for p in todo)
     rows, walls = [], {}
     for workers in (1, 2):
         with LocalCluster(
@@ -262,7 +270,7 @@ def part_dask(study) -> list[str]:
                 cpu = sum(client.run(_cpu_seconds).values()) - cpu0
             client.close()
         rows.append(
-            f"| Dask LocalCluster, {workers} worker process(es) x 1 torch thread, {points} points in {len(groups(study))} groups | {walls[workers]:.1f} s | {before}; the workers got {cpu:.1f} CPU s = {cpu / walls[workers]:.2f} cores on average |"
+            f"| Dask LocalCluster, {workers} worker process(es) x 1 torch thread, {points} points in {len(todo)} write passes | {walls[workers]:.1f} s | {before}; the workers got {cpu:.1f} CPU s = {cpu / walls[workers]:.2f} cores on average |"
         )
     rows.append(f"| Dask speed-up, 2 workers / 1 worker | **{walls[1] / walls[2]:.2f}x** | goal >= 1.6x |")
     return rows

@@ -420,9 +420,45 @@ def grid_axis(ax, ticks):
     ax.xaxis.set_minor_locator(NullLocator())
 
 
+_EM = 0.58  # average width of a character of the figures' font, in ems
+
+
+def _text_width(text: str, size: float) -> float:
+    return max((len(line) for line in text.split("\n")), default=0) * _EM * size
+
+
+def _panel_width(ax) -> float:
+    """The width in points a panel will have once the layout makes room for the figure's legend on the right."""
+    fig = ax.figure
+    spec = ax.get_subplotspec()
+    cols = spec.get_gridspec().ncols if spec is not None else 1
+    legend = 0.0
+    for leg in fig.legends:
+        labels = [t.get_text() for t in leg.get_texts()] + [leg.get_title().get_text()]
+        legend = max(legend, max(_text_width(t, leg.get_texts()[0].get_fontsize()) for t in labels) + 40)
+    return (fig.get_figwidth() * 72 - legend - 60) / cols - 24
+
+
+def _wrap_title(ax) -> None:
+    """Break a panel title into lines no wider than its panel, so that long memory labels never run into the
+    neighbouring panel's title."""
+    title = ax.title
+    text = title.get_text()
+    if not text:
+        return
+    per_line = max(12, int(_panel_width(ax) / (_EM * title.get_fontsize())))
+    keep = lambda line: line.replace(" = ", "\u00a0=\u00a0")  # "β = 0.5" stays on one line
+    lines = [
+        textwrap.fill(keep(line), per_line, break_long_words=False, break_on_hyphens=False) for line in text.split("\n")
+    ]
+    title.set_text("\n".join(lines).replace("\u00a0", " "))
+
+
 def finish(fig, name: str):
-    """Last touches shared by every figure: its gid, and no minor ticks on log axes (majors carry the grid)."""
+    """Last touches shared by every figure: its gid, panel titles that fit their panels, and no minor ticks on log
+    axes (majors carry the grid)."""
     for ax in fig.axes:
+        _wrap_title(ax)
         for axis in (ax.xaxis, ax.yaxis):
             if axis.get_scale() == "log":
                 axis.set_minor_locator(NullLocator())

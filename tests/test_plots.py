@@ -525,8 +525,7 @@ def test_cli_plot_writes_figures_beside_the_results(tmp_path, capsys, cf):
 def test_names_as_users_know_them():
     assert names.variant_name("delta") == "DeltaNet (delta)"
     assert names.variant_name("gated_delta(alpha=0.9, beta=0.5)") == "Gated DeltaNet, α = 0.9, β = 0.5"
-    assert names.variant_name("gated_delta(a=0.9, beta=0.5)") == "Gated DeltaNet, α = 0.9, β = 0.5"  # an older label
-    assert names.variant_name("linear(normalize=True)") == "linear attention (additive)"
+    assert names.variant_name("linear(normalize=True)") == "linear attention (additive), normalize = true"  # all shown
     assert names.keys_name("orthogonal") == "tight frame (orthogonal)"
     assert names.keys_name("anisotropic(rank=8)") == "anisotropic (rank 8)"
     assert names.feature_name("dpfp(nu=2)") == "DPFP (ν = 2)"

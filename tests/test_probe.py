@@ -57,7 +57,7 @@ def test_dataset_schema():
     config = json.loads(ds.attrs["config"])
     assert config["variant"] == "linear" and config["d"] == 8 and config["dv"] == 5 and config["checkpoints"] == [5, 20]
     assert ds.attrs["state_numel"] == 40 and ds.attrs["device"] == "cpu"
-    assert json.loads(ds.attrs["variant_params"]) == {"normalize": False}
+    assert json.loads(ds.attrs["variant_params"]) == {"normalize": False, "backend": "auto"}
     roundtrip = ds.copy()
     assert roundtrip.identical(ds)
 
@@ -129,13 +129,20 @@ class _Recorder:
         return d * dv
 
 
-def test_each_pair_is_written_once_in_order_on_the_tensors_device():
+def test_the_state_takes_whole_blocks_and_a_checkpoint_inside_a_block_reads_a_copy():
+    """The writes that build the state are the same whatever the checkpoints (blocks of probe.BLOCK pairs, in
+    order); a checkpoint inside a block writes the rest of its pairs into a copy, so each point depends on n alone."""
+    assert probe.BLOCK == 64
     rec = _Recorder()
-    K, V = keys.make("gaussian", 30, 4), values.make("gaussian", 30, 4)
-    ds = probe.recall(rec, K, V, checkpoints=[1, 7, 30])
-    assert rec.chunks == [1, 6, 23] and rec.devices == {"cpu"}
+    K, V = keys.make("gaussian", 150, 4), values.make("gaussian", 150, 4)
+    ds = probe.recall(rec, K, V, checkpoints=[1, 7, 30, 64, 100, 150])
+    assert rec.chunks == [1, 7, 30, 64, 36, 64, 22] and rec.devices == {"cpu"}
     assert ds.attrs["variant"] == "recorder"
-    assert np.allclose(ds.mse.values, probe.recall(LIN, K, V, checkpoints=[1, 7, 30]).mse.values)
+    alone = [float(probe.recall(LIN, K[:, :c], V[:, :c], checkpoints=[c]).mse[0, 0]) for c in (1, 7, 30, 64, 100, 150)]
+    assert ds.mse.values[:, 0].tolist() == alone  # bit for bit: each point as if it were the only one
+    G = K[0].double() @ K[0].double().T
+    brute = [float((((G[:c, :c] @ V[0, :c].double()) - V[0, :c].double()) ** 2).sum(1).mean()) for c in (7, 150)]
+    np.testing.assert_allclose(ds.mse.sel(n=[7, 150]).values[:, 0], brute, rtol=1e-5)
 
 
 class _BadRead(_Recorder):

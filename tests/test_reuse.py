@@ -356,3 +356,57 @@ def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
     ]
     assert keys[0].returncode == 0 and keys[1].returncode == 0, keys[1].stderr
     assert json.loads(keys[0].stdout) == json.loads(keys[1].stdout)
+
+
+# ---------------------------------------------------------------- what a results folder holds
+
+
+def test_capacity_store_lists_and_prunes_what_no_latest_run_uses(tmp_path, capsys):
+    from capacity import cli
+
+    out = tmp_path / "r"
+    _run(out, "linear", "delta")
+    _run(out, "linear")  # the latest run of the study no longer uses delta's cells
+    store = out / ".sweep" / "reuse"
+    assert len(list(store.glob("*.json"))) == 3  # two cells and the manifest
+    assert cli.main(["store", str(out)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:4] == ["study", "cells", "used", "points"]
+    assert table[1].split()[:4] == ["reuse", "2", "1", "8"]
+    assert cli.main(["store", str(out), "--prune", "--dry-run"]) == 0
+    assert "would remove" in capsys.readouterr().out and len(list(store.glob("*.json"))) == 3
+    assert cli.main(["store", str(out), "--prune"]) == 0
+    assert len(list(store.glob("*.json"))) == 2
+    assert _run(out, "linear").reused == 4  # what the latest run used is kept
+    assert cli.main(["store", str(tmp_path / "nothing")]) == 2
+    assert "holds no stored points" in capsys.readouterr().err
+
+
+def test_a_memory_keeps_its_colour_in_every_figure_of_a_run(tmp_path):
+    from matplotlib.colors import to_hex
+
+    from capacity import plots
+
+    res = sweep.compare(
+        ["linear", "delta(beta=0.5)", "gated_delta", "kda(normalize=false)"],
+        d=(16, 32),
+        load=(0.5, 1, 2),
+        seeds=1,
+        out=tmp_path,
+        device="cpu",
+        progress=False,
+    )
+    seen = {}
+    for stem, fig in plots.figures(res.dataset):
+        colours = {}
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if str(line.get_gid()).startswith("measured:"):
+                    colours.setdefault(str(line.get_gid()).split(":", 1)[1].split("|")[0], set()).add(
+                        to_hex(line.get_color())
+                    )
+        assert colours, stem
+        for label, found in colours.items():
+            assert len(found) == 1, (stem, label, found)
+            assert seen.setdefault(label, found) == found, (stem, label)
+    assert {"linear", "delta(beta=0.5)", "gated_delta", "kda(normalize=false)"} <= set(seen)

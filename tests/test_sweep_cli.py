@@ -58,9 +58,7 @@ def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys):
     # rerun, verbosely: everything is reused, plain log lines instead of a bar
     assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--verbose", "--device", "cpu"]) == 0
     err = capsys.readouterr().err
-    assert (
-        "12 points in 3 groups; 12 already done, 0 groups to measure" in err and "3 reused" in err and "\r" not in err
-    )
+    assert "12 points; 12 already stored, 0 passes to measure" in err and "12 reused" in err and "\r" not in err
 
     # and quietly: nothing but the result paths
     assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--quiet", "--device", "cpu"]) == 0

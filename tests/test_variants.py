@@ -339,7 +339,7 @@ def test_bad_input_names_the_variant_and_the_value():
         CapacityError, match=r"variant 'softmax' got unknown parameter\(s\) gate; allowed: scale, normalize"
     ):
         variants.get("softmax", gate=0.5)
-    with pytest.raises(CapacityError, match=r"linear: got unknown parameter\(s\) nu"):
+    with pytest.raises(CapacityError, match=r"variant 'linear' got unknown parameter\(s\) nu"):
         variants.get("linear", nu=2)
     with pytest.raises(
         CapacityError,

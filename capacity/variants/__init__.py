@@ -209,7 +209,7 @@ def get(name: str, **params) -> Variant:
     """The variant registered (or declared by a plug-in package) as ``name``, built with ``params``.
 
     >>> get("gated_delta", alpha=0.9, beta=("uniform", 0.5, 1.0), seed=2).params
-    {'alpha': 0.9, 'beta': ['uniform', 0.5, 1.0], 'normalize': True, 'seed': 2}
+    {'alpha': 0.9, 'beta': ['uniform', 0.5, 1.0], 'normalize': True, 'seed': 2, 'backend': 'auto'}
     """
     if not isinstance(name, str):
         raise CapacityError(f"a variant name is a string, got {name!r}")
@@ -232,7 +232,7 @@ def resolve(spec, **params) -> Variant:
     >>> resolve("delta(beta=0.5)").params["beta"]
     0.5
     >>> resolve("capacity.variants.linear:Linear(normalize=true)").params
-    {'normalize': True}
+    {'normalize': True, 'backend': 'auto'}
     """
     if is_variant(spec):
         if params:
@@ -297,6 +297,24 @@ def _shown(value):
     return f"{getattr(value, '__module__', None) or type(value).__module__}.{name}" if callable(value) else str(name)
 
 
+def _registered_name(variant) -> str | None:
+    """The name a memory's class is registered (or declared by an entry point) under: its own ``name`` if that one
+    builds its class, else the first name that does; None for a class no name builds."""
+    cls, own = type(variant), getattr(variant, "name", None)
+    names = [n for n, e in _REGISTRY.items() if e.factory is cls]
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    declared = {n: value for n, value in plugins.entry_points("capacity.variants").items() if n not in _REGISTRY}
+    names += [n for n, value in declared.items() if value == path]
+    if not names:  # an entry point may name a re-export of the class (mypkg:Mem for mypkg.memories:Mem)
+        for n, value in declared.items():
+            try:
+                if plugins.load_path(value) is cls:
+                    names.append(n)
+            except Exception:  # a broken plug-in is refused where it is used, not here
+                continue
+    return own if own in names else (names[0] if names else None)
+
+
 def label(variant) -> str:
     """The one label of a memory, whether it came as an object, a name or an import path: ``name(params)`` for a
     registered class, ``module:Class(params)`` otherwise (a memory's own ``label`` string wins), showing every
@@ -310,9 +328,8 @@ def label(variant) -> str:
     own = getattr(variant, "label", None)
     if isinstance(own, str) and own:
         return own
-    cls, name = type(variant), getattr(variant, "name", None)
-    entry = _REGISTRY.get(name) if isinstance(name, str) else None
-    base = name if entry is not None and entry.factory is cls else f"{cls.__module__}:{cls.__qualname__}"
+    cls = type(variant)
+    base = _registered_name(variant) or f"{cls.__module__}:{cls.__qualname__}"
     defaults = _defaults(cls)
     shown = {k: _shown(v) for k, v in params(variant).items() if not (k in defaults and _same(v, defaults[k]))}
     return labels.format(base, shown)
