@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from capacity import kernels, keys, studies, sweep, values
-from capacity.sweep.kinds import measure
+from capacity.kinds import measure
 from capacity.sweep.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,8 +42,11 @@ def in_range(name: str, value, low: float, high: float, *, low_open: bool = Fals
     return x
 
 
-def device(value) -> torch.device:
-    """Resolve ``None`` to the CPU, and check that the named device exists."""
+def device(value, *, auto: bool = False) -> torch.device:
+    """Resolve ``None`` to the CPU (with ``auto``: ``None`` and ``"auto"`` to cuda when available, else the CPU), and
+    check that the named device exists."""
+    if auto and value in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if value is None:
         return torch.device("cpu")
     try:

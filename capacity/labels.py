@@ -23,11 +23,12 @@ from __future__ import annotations
 import ast
 import math
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from capacity.errors import CapacityError
 
-__all__ = ["parse", "format", "split", "scalar", "is_path"]
+__all__ = ["parse", "format", "split", "scalar", "is_path", "Spec"]
 
 _HEAD = re.compile(r"^\s*([A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.]*)?)\s*(\(.*\))?\s*$", re.S)
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "None": None, "none": None}
@@ -154,3 +155,52 @@ def scalar(text: str):
             raise CapacityError(f"{t!r} divides by zero")
         return float(Fraction(int(m.group(1)), int(m.group(2))))
     return t
+
+
+def _frozen(x):
+    return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+def _thawed(x):
+    return [_thawed(v) for v in x] if isinstance(x, tuple) else x
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A registered name or import path ``module:attr`` with parameters, labelled ``name(k=v, ...)``, or (variants
+    only) a memory object in ``obj``, labelled by ``capacity.variants.label`` and sent to workers by pickling."""
+
+    name: str
+    params: tuple[tuple[str, object], ...] = ()
+    obj: object = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, value, what: str) -> Spec:
+        """From a Spec, a label, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
+        from capacity import variants  # variants use this module's grammar: imported here, not at the top
+
+        if isinstance(value, Spec):
+            return value
+        if what == "variant" and variants.is_variant(value):
+            return cls(variants.label(value), (), value)
+        if isinstance(value, str):
+            name, params = parse(value)
+        elif isinstance(value, dict) and set(value) <= {"name", "params"} and isinstance(value.get("params", {}), dict):
+            name, params = str(value.get("name", "")), dict(value.get("params") or {})
+        else:
+            objects = ", a variant object" if what == "variant" else ""
+            raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)'{objects}; got {value!r}")
+        if not name:
+            raise CapacityError(f"a {what} needs a name, got {value!r}")
+        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), None)
+
+    @property
+    def kwargs(self) -> dict:
+        return {k: _thawed(v) for k, v in self.params}
+
+    @property
+    def label(self) -> str:
+        return self.name if self.obj is not None else format(self.name, self.kwargs)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "params": self.kwargs, **({"object": True} if self.obj is not None else {})}

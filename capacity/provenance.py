@@ -15,7 +15,8 @@ The sweep's reuse key (``capacity.sweep.store.reuse_key``) is built from these p
 - ``behaviour(memory)``: the bits a memory reads back on a tiny fixed probe, which changes when anything the other
   parts cannot see changes its numbers (a monkeypatch, an environment variable, a weights file it loads).
 
-``versions()`` and ``git_commit()`` go into every result file's attrs.
+``record`` writes the attrs of every result file: the configuration, each memory's class and parameters,
+``versions()``, the device and ``git_commit()``.
 
 >>> len(package()) == 64 and package() == package()
 True
@@ -26,6 +27,7 @@ True
 from __future__ import annotations
 
 import ast
+import datetime
 import hashlib
 import importlib.util
 import inspect
@@ -55,6 +57,7 @@ __all__ = [
     "describe",
     "behaviour",
     "family_behaviour",
+    "record",
     "versions",
     "git_commit",
 ]
@@ -424,6 +427,37 @@ def family_behaviour(name: str, params: dict, d: int) -> dict:
         return {"bits": _sha(_bits(six)), "prefix_stable": bool(torch.equal(six[:, :4], four))}
     except Exception as exc:
         return {"bits": f"failed: {type(exc).__name__}: {exc}"[:300], "prefix_stable": False}
+
+
+def record(config: dict, memories: dict, *, libraries: dict, device: str, run: dict) -> dict:
+    """The attrs a result carries (docs/results-schema.md): the study's configuration and its hash, each memory's
+    class and every parameter (``memories``: label -> object), versions, device, commit and time."""
+    from capacity import variants
+
+    def plain(x):
+        if isinstance(x, dict):
+            return {str(k): plain(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [plain(v) for v in x]
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return x
+        return x.tolist() if hasattr(x, "tolist") and getattr(x, "ndim", 1) == 0 else repr(x)
+
+    described = {
+        label: {"class": f"{type(m).__module__}:{type(m).__qualname__}", "params": plain(variants.params(m))}
+        for label, m in memories.items()
+    }
+    return {
+        "study": config["name"],
+        "description": config["description"],
+        "config": json.dumps({**config, "run": run}, sort_keys=True, default=str),
+        "config_hash": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
+        "memories": json.dumps(described, sort_keys=True, default=str),
+        "versions": json.dumps({**versions(), **libraries}, sort_keys=True),
+        "device": device,
+        "git_commit": git_commit(),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def versions() -> dict:

@@ -19,7 +19,8 @@ import xarray as xr
 
 from capacity import CapacityError, learned, studies, sweep
 from capacity import provenance as store_mod
-from capacity.sweep.plan import Plan, check
+from capacity.kinds import check
+from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store, _checksum
 
 PKG = Path(__file__).resolve().parent / "plugin_pkg"

@@ -13,9 +13,10 @@ import xarray as xr
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, keys, probe, studies, sweep, theory, values, variants
+from capacity.kinds import check
 from capacity.metrics import capacity
 from capacity.sweep import Grid, Probe, Spec, Study
-from capacity.sweep.plan import Plan, check
+from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store
 
 SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/2,1,3/2,2", "seed=0,1"]

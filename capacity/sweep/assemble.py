@@ -6,17 +6,13 @@ joins them and ``unstack`` lays them out on the grid, which is then put in the s
 
 from __future__ import annotations
 
-import datetime
-import json
-
 import numpy as np
 import xarray as xr
 
-from capacity.provenance import git_commit, versions
+from capacity.kinds import KINDS
 from capacity.sweep.config import Study, n_of
-from capacity.sweep.kinds import KINDS
 
-__all__ = ["assemble", "cell_dataset", "provenance", "split"]
+__all__ = ["assemble", "cell_dataset", "split"]
 
 _COORD_ATTRS = {
     "d": {"long_name": "key dimension", "units": "dimensions"},
@@ -94,7 +90,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
         out[name].attrs = meta
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions
-    built = [plan.memory(next(c for c in plan.cells if c.variant == v)).obj for v in g.variant]
+    built = [plan.object(v) for v in g.variant]
     for flag, desc in (
         ("additive", "the write is S += k^T v and the read q S: T5, T7 and T10 apply"),
         ("linear_read", "the read is linear in a fixed-size state: the rank bound T8 applies"),
@@ -139,43 +135,3 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
         out[name] = (n.dims, np.broadcast_to(values, n.shape).copy(), meta)
     out.attrs = {**attrs, **(kind.attrs(study) if hasattr(kind, "attrs") else {})}
     return out
-
-
-def provenance(study: Study, plan, *, device: str, run: dict) -> dict:
-    """The attrs every study Dataset carries (docs/results-schema.md), with each memory's full parameters."""
-    memories = {}
-    for spec in study.grid.variant:
-        obj = plan.memory(next(c for c in plan.cells if c.variant == spec)).obj
-        memories[plan.labels[spec]] = {
-            "class": f"{type(obj).__module__}:{type(obj).__qualname__}",
-            "params": _jsonable(_params(obj)),
-        }
-    return {
-        "study": study.name,
-        "description": study.description,
-        "config": json.dumps({**study.to_json(), "run": run}, sort_keys=True, default=str),
-        "config_hash": study.config_hash(),
-        "memories": json.dumps(memories, sort_keys=True, default=str),
-        "versions": json.dumps({**versions(), **plan.libraries}, sort_keys=True),
-        "device": device,
-        "git_commit": git_commit(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def _params(obj) -> dict:
-    from capacity import variants
-
-    return variants.params(obj)
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return x
-    if hasattr(x, "tolist") and getattr(x, "ndim", 1) == 0:
-        return x.tolist()
-    return repr(x)

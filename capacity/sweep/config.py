@@ -22,15 +22,12 @@ from dataclasses import dataclass, field
 
 from capacity import _random, _validate, labels, variants
 from capacity.errors import CapacityError
+from capacity.kinds import Probe
+from capacity.labels import Spec
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "digest", "DTYPES", "KINDS", "CELL_AXES"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "digest", "DTYPES", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
-KINDS = {
-    "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
-    "bill": "measured state/cache size and per-token decode time after n writes",
-    "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
-}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -42,53 +39,6 @@ def n_of(load: float, d: int) -> int:
 def digest(payload) -> str:
     """sha256 hex digest of the canonical JSON of ``payload``."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _frozen(x):
-    return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
-def _thawed(x):
-    return [_thawed(v) for v in x] if isinstance(x, tuple) else x
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A registered name or import path ``module:attr`` with parameters, labelled ``name(k=v, ...)``, or (variants
-    only) a memory object in ``obj``, labelled by ``capacity.variants.label`` and sent to workers by pickling."""
-
-    name: str
-    params: tuple[tuple[str, object], ...] = ()
-    obj: object = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def parse(cls, value, what: str) -> Spec:
-        """From a Spec, a label, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
-        if isinstance(value, Spec):
-            return value
-        if what == "variant" and variants.is_variant(value):
-            return cls(variants.label(value), (), value)
-        if isinstance(value, str):
-            name, params = labels.parse(value)
-        elif isinstance(value, dict) and set(value) <= {"name", "params"} and isinstance(value.get("params", {}), dict):
-            name, params = str(value.get("name", "")), dict(value.get("params") or {})
-        else:
-            objects = ", a variant object" if what == "variant" else ""
-            raise CapacityError(f"a {what} is a label like 'name' or 'name(k=v, ...)'{objects}; got {value!r}")
-        if not name:
-            raise CapacityError(f"a {what} needs a name, got {value!r}")
-        return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), None)
-
-    @property
-    def kwargs(self) -> dict:
-        return {k: _thawed(v) for k, v in self.params}
-
-    @property
-    def label(self) -> str:
-        return self.name if self.obj is not None else labels.format(self.name, self.kwargs)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "params": self.kwargs, **({"object": True} if self.obj is not None else {})}
 
 
 def _list(name: str, value) -> tuple:
@@ -177,47 +127,6 @@ class Grid:
 
     def to_json(self) -> dict:
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
-
-
-@dataclass(frozen=True)
-class Probe:
-    """How each point is measured.
-
-    ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
-    statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
-    ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
-    again, an axis) and ``distractors``: the MQAR task.
-    """
-
-    kind: str = "recall"
-    values: str = "gaussian"
-    key_stats: bool = False
-    decode: bool = True
-    repeats: int = 20
-    vocab: int = 1024
-    overwrite: tuple = (0.0,)
-    distractors: int = 0
-
-    def __post_init__(self):
-        from capacity import values
-
-        _validate.choice("probe kind", self.kind, KINDS)
-        _validate.choice("value family", self.values, values.available())
-        for name in ("key_stats", "decode"):
-            if not isinstance(getattr(self, name), bool):
-                raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        put = lambda name, value: object.__setattr__(self, name, value)
-        put("repeats", _validate.positive_int("repeats", self.repeats))
-        put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
-        put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
-        ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else _list("overwrite", self.overwrite)
-        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
-        put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
-        if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
-            raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
-
-    def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
 
 
 def _fields(cls) -> list[str]:

@@ -12,7 +12,6 @@ seeds (or the pair counts) and the cell is measured whole.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -22,22 +21,24 @@ from capacity import _validate, probe, provenance
 from capacity import keys as keys_mod
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
+from capacity.kinds import KINDS
 from capacity.sweep.config import CELL_AXES, Spec, Study
-from capacity.sweep.kinds import KINDS
 
-__all__ = ["Cell", "Memory", "Pass", "Plan", "cells", "check"]
+__all__ = ["Cell", "Memory", "Pass", "Plan", "cells"]
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One value of every cell axis: ``variant``, ``keys``, ``feature`` (None: no map), ``d``, ``dtype``, ``dv``."""
+    """One value of every cell axis (``config.CELL_AXES``: ``variant``, ``keys``, ``feature`` (None: no map), ``d``,
+    ``dtype``, ``dv``, ...), read as attributes: ``cell.d``."""
 
-    variant: Spec
-    keys: Spec
-    feature: Spec | None
-    d: int
-    dtype: str
-    dv: int
+    values: tuple  # ((axis, value), ...) in CELL_AXES order
+
+    def __getattr__(self, name):
+        for axis, value in object.__getattribute__(self, "values"):
+            if axis == name:
+                return value
+        raise AttributeError(name)
 
     def ns(self, study: Study) -> list[int]:
         """Pair counts of the study's curve axis at this cell's d."""
@@ -45,11 +46,11 @@ class Cell:
 
 
 def cells(study: Study) -> list[Cell]:
-    """The study's cells in grid order."""
-    g, out = study.grid, [{}]
+    """The study's cells in grid order (an empty ``dv`` axis means dv = d)."""
+    out = [()]
     for axis in CELL_AXES:
-        out = [{**c, axis: v} for c in out for v in g.values(axis)]
-    return [Cell(**{**c, "dv": c["dv"] or c["d"]}) for c in out]
+        out = [(*c, (axis, v)) for c in out for v in study.grid.values(axis)]
+    return [Cell(tuple((a, v or dict(c)["d"]) if a == "dv" else (a, v) for a, v in c)) for c in out]
 
 
 @dataclass
@@ -76,25 +77,6 @@ class Pass:
         """Multiply-adds of the writes and the argmax scores (to schedule the largest first)."""
         n = max(self.ns)
         return len(self.seeds) * (n * self.cell.d * self.cell.dv + sum(c * c for c in set(self.ns)) * self.cell.dv)
-
-
-def build(variant: Spec, feature: Spec | None = None):
-    """The memory a spec names (registered name, import path or the object itself), with its feature map."""
-    if variant.obj is not None:
-        if feature is not None:
-            raise CapacityError(
-                f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
-            )
-        return variant.obj
-    kwargs = variant.kwargs
-    if feature is not None:
-        clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
-        if clash:
-            raise CapacityError(
-                f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}"
-            )
-        kwargs = {**kwargs, "feature": feature.name, **feature.kwargs}
-    return variants_mod.resolve(variant.name, **kwargs)
 
 
 class Plan:
@@ -141,7 +123,7 @@ class Plan:
 
     def _resolve(self, variant: Spec, feature: Spec | None) -> Memory:
         """Build a memory, describe it, run its behavioural probe, and hash the user's code it runs."""
-        obj = build(variant, feature)
+        obj = variants_mod.build(variant, feature)
         mp = getattr(obj, "feature", None)
         objects = [obj] + ([mp] if mp is not None and not isinstance(mp, str) else [])
         if variant.obj is None and ":" not in variant.name and variant.name not in variants_mod.BUILT_IN:
@@ -153,6 +135,10 @@ class Plan:
 
     def memory(self, cell: Cell) -> Memory:
         return self._memories[cell.variant, cell.feature]
+
+    def object(self, variant: Spec):
+        """The memory ``variant`` names, as built for the study's first feature map (or none)."""
+        return next(m.obj for (v, _), m in self._memories.items() if v == variant)
 
     def per_seed(self, cell: Cell) -> bool:
         """Each seed's points are stored on their own (the memory is batch-invariant, the kind measures points)."""
@@ -221,36 +207,6 @@ def _files(*specs) -> dict:
 def _label(spec: Spec) -> str:
     """The label of the memory ``spec`` names, without a feature map: ``capacity.variants.label`` of the object."""
     try:
-        return variants_mod.label(build(spec))
+        return variants_mod.label(variants_mod.build(spec))
     except CapacityError:  # a variant that needs its feature map to be built (normalize_read): the label as given
         return spec.label
-
-
-def check(study: Study) -> None:
-    """Check every name and parameter before any work, cheaply: variants are built (not run), key families check
-    their parameters on two keys (learned keys optimise nothing), sizes are compared."""
-    g = study.grid
-    for v in g.variant:
-        for f in g.feature or (None,):
-            build(v, f)
-    for k in g.keys:
-        fam = keys_mod.family(k.name)
-        for d in g.d:
-            fam.validate(d, k.kwargs)
-            if k.name == "simplex" and max(g.ns(d)) > d + 1:
-                raise CapacityError(
-                    f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}"
-                )
-    for d in g.d:
-        for dv in g.dv or (d,):
-            if study.probe.values == "orthonormal" and max(g.ns(d)) > dv:
-                raise CapacityError(
-                    f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
-                )
-    getattr(KINDS[study.probe.kind], "check", lambda s: None)(study)
-
-
-def points(study: Study, cell: Cell) -> int:
-    """Grid points of a cell (its curve values, seeds and the kind's other coordinates)."""
-    coords = KINDS[study.probe.kind].coords(study)
-    return len(study.grid.curve_values) * math.prod(len(v) for v in coords.values())

@@ -14,19 +14,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 import xarray as xr
 
-from capacity import _files, _validate, executors, plugins
+from capacity import _files, _validate, executors, plugins, provenance
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
-from capacity.sweep.assemble import assemble, cell_dataset, provenance, split
+from capacity.kinds import KINDS, check, measure
+from capacity.sweep.assemble import assemble, cell_dataset, split
 from capacity.sweep.config import Grid, Study
-from capacity.sweep.kinds import KINDS, measure
-from capacity.sweep.plan import Plan, check
+from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store
 
-__all__ = ["run", "compare", "RunResult", "resolve_device"]
+__all__ = ["run", "compare", "RunResult"]
 
 SMALL = 1e9  # multiply-adds under which a pass runs on one torch thread in this process (see _measure)
 RATE = 3e10  # multiply-adds per second one CPU core sustained on the probe (main job, 2026-12-01; executor choice only)
@@ -42,13 +41,6 @@ class RunResult:
     measured: int
     reused: int
     passes: int = 0
-
-
-def resolve_device(device: str | None) -> torch.device:
-    """``auto`` (or None): cuda when available, else cpu; otherwise the named device, checked."""
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return _validate.device(device)
 
 
 def _log(msg: str) -> None:
@@ -81,7 +73,7 @@ def run(
         )
     if out is None or not isinstance(out, (str, os.PathLike)):
         raise CapacityError(f"out must be a folder path, got {out!r}")
-    dev = resolve_device(device)
+    dev = _validate.device(device, auto=True)
     _validate.choice("executor", executor, executors.EXECUTORS)
     workers = None if workers is None else _validate.positive_int("workers", workers)
     if scheduler and executor not in ("auto", "dask"):
@@ -137,7 +129,9 @@ def run(
             results.append((c, cell_dataset(study, c, points), attrs))
         store.record(study.name, list(plan.keys.values()))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
-    ds = assemble(study, plan, results, attrs=provenance(study, plan, device=str(dev), run=run_info))
+    memories = {plan.labels[v]: plan.object(v) for v in study.grid.variant}
+    attrs = provenance.record(study.to_json(), memories, libraries=plan.libraries, device=str(dev), run=run_info)
+    ds = assemble(study, plan, results, attrs=attrs)
     try:
         _files.atomic_netcdf(ds, path)
     except OSError as exc:

@@ -63,6 +63,7 @@ __all__ = [
     "Variant",
     "get",
     "resolve",
+    "build",
     "label",
     "params",
     "is_variant",
@@ -313,6 +314,26 @@ def _registered_name(variant) -> str | None:
             except Exception:  # a broken plug-in is refused where it is used, not here
                 continue
     return own if own in names else (names[0] if names else None)
+
+
+def build(variant, feature=None) -> Variant:
+    """The memory a sweep's spec names (``capacity.sweep.Spec``: a registered name or import path with parameters,
+    or the object itself), with the feature map ``feature`` (a spec too, or None) handed to it."""
+    if variant.obj is not None:
+        if feature is not None:
+            raise CapacityError(
+                f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
+            )
+        return variant.obj
+    kwargs = variant.kwargs
+    if feature is not None:
+        clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
+        if clash:
+            raise CapacityError(
+                f"variant {variant.label!r} and feature map {feature.label!r} both set {', '.join(clash)}"
+            )
+        kwargs = {**kwargs, "feature": feature.name, **feature.kwargs}
+    return resolve(variant.name, **kwargs)
 
 
 def label(variant) -> str:

@@ -15,7 +15,7 @@ import xarray as xr
 
 from capacity import keys as keys_mod
 from capacity import theory, values
-from capacity.sweep.recall import TORCH_DTYPES
+from capacity.kinds.recall import TORCH_DTYPES
 
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]
 

@@ -1,0 +1,117 @@
+"""The kinds of study, one module each (``recall``, ``bill``, ``mqar``), and ``measure(task)``, what ``capacity.executors`` runs.
+
+A kind module has ``PER_POINT`` (a point's numbers depend only on its cell, seed and n, so points are stored and
+reused one by one), ``coords(study)`` (a cell's dimensions besides n: ``seed`` and the kind's own),
+``variables(study)`` (name -> attrs), ``writes(study, ns)`` (pairs one pass writes),
+``measure(study, cell, memory, seeds, ns, device) -> Dataset`` over (n, *coords) and
+``theory_vars(study, n, d, dv)`` (closed forms for the assembled study); optionally ``check(study)`` and
+``attrs(study)`` (attrs of the assembled Dataset).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+
+import torch
+import xarray as xr
+
+from capacity import _validate, labels, variants
+from capacity import keys as keys_mod
+from capacity.errors import CapacityError
+from capacity.kinds import bill, mqar, recall
+
+__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check"]
+
+KINDS = {"recall": recall, "bill": bill, "mqar": mqar}
+DESCRIPTIONS = {
+    "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
+    "bill": "measured state/cache size and per-token decode time after n writes",
+    "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
+}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How each point is measured.
+
+    ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
+    statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
+    ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
+    again, an axis) and ``distractors``: the MQAR task.
+    """
+
+    kind: str = "recall"
+    values: str = "gaussian"
+    key_stats: bool = False
+    decode: bool = True
+    repeats: int = 20
+    vocab: int = 1024
+    overwrite: tuple = (0.0,)
+    distractors: int = 0
+
+    def __post_init__(self):
+        from capacity import values
+
+        _validate.choice("probe kind", self.kind, DESCRIPTIONS)
+        _validate.choice("value family", self.values, values.available())
+        for name in ("key_stats", "decode"):
+            if not isinstance(getattr(self, name), bool):
+                raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        put = lambda name, value: object.__setattr__(self, name, value)
+        put("repeats", _validate.positive_int("repeats", self.repeats))
+        put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
+        put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
+        ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else self.overwrite
+        ows = (ows,) if isinstance(ows, (int, float)) else tuple(ows)
+        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+        put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
+        if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
+            raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
+
+    def to_json(self) -> dict:
+        return {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
+
+
+def measure(task: dict) -> xr.Dataset:
+    """Run one pass. ``task``: {"study", "pass", "memory": the object, "device": str, "imports": [module, ...],
+    "threads": int | None}.
+
+    ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
+    threads for this pass only (None: leave the setting alone).
+    """
+    for module in task.get("imports") or ():
+        importlib.import_module(module)
+    study, p, threads, before = task["study"], task["pass"], task.get("threads"), torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        kind = KINDS[study.probe.kind]
+        return kind.measure(study, p.cell, task["memory"], list(p.seeds), list(p.ns), torch.device(task["device"]))
+    finally:
+        torch.set_num_threads(before)
+
+
+def check(study) -> None:
+    """Check every name and parameter before any work, cheaply: variants are built (not run), key families check
+    their parameters on two keys (learned keys optimise nothing), sizes are compared."""
+    g = study.grid
+    for v in g.variant:
+        for f in g.feature or (None,):
+            variants.build(v, f)
+    for k in g.keys:
+        fam = keys_mod.family(k.name)
+        for d in g.d:
+            fam.validate(d, k.kwargs)
+            if k.name == "simplex" and max(g.ns(d)) > d + 1:
+                raise CapacityError(
+                    f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}"
+                )
+    for d in g.d:
+        for dv in g.dv or (d,):
+            if study.probe.values == "orthonormal" and max(g.ns(d)) > dv:
+                raise CapacityError(
+                    f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
+                )
+    getattr(KINDS[study.probe.kind], "check", lambda s: None)(study)
