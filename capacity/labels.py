@@ -177,12 +177,8 @@ class Spec:
     @classmethod
     def parse(cls, value, what: str) -> Spec:
         """From a Spec, a label, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
-        from capacity import variants  # variants use this module's grammar: imported here, not at the top
-
         if isinstance(value, Spec):
             return value
-        if what == "variant" and variants.is_variant(value):
-            return cls(variants.label(value), (), value)
         if isinstance(value, str):
             name, params = parse(value)
         elif isinstance(value, dict) and set(value) <= {"name", "params"} and isinstance(value.get("params", {}), dict):

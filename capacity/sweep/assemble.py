@@ -12,7 +12,7 @@ import xarray as xr
 from capacity.kinds import KINDS
 from capacity.sweep.config import Study, n_of
 
-__all__ = ["assemble", "cell_dataset", "split"]
+__all__ = ["assemble", "cell_dataset", "dims", "split"]
 
 _COORD_ATTRS = {
     "d": {"long_name": "key dimension", "units": "dimensions"},
@@ -22,26 +22,39 @@ _COORD_ATTRS = {
 }
 
 
-def split(ds: xr.Dataset) -> dict:
-    """A pass's Dataset over (n, *coords) as points ``{(seed, n): {variable: array over the coords but seed}}``."""
-    rest = [d for d in ds.dims if d not in ("n", "seed")]
+def dims(study: Study) -> dict[str, tuple]:
+    """Each variable's dimensions besides n: the kind's ``coords`` (seed among them) unless its ``var_dims`` says
+    otherwise (a variable over an extra dimension, such as recall's ``age``, or without ``seed``)."""
+    kind = KINDS[study.probe.kind]
+    own = getattr(kind, "var_dims", lambda s: {})(study)
+    return {v: tuple(own.get(v, kind.coords(study))) for v in kind.variables(study)}
+
+
+def split(ds: xr.Dataset, shape: dict) -> dict:
+    """A pass's Dataset over (n, ...) as points ``{(seed, n): {variable: array over its dims but n and seed}}``
+    (``shape``: ``dims(study)``)."""
     out = {}
     for s in ds.seed.values.tolist():
         for n in ds.n.values.tolist():
-            one = ds.sel(seed=s, n=n)
-            out[int(s), int(n)] = {v: one[v].transpose(*rest).values for v in ds.data_vars}
+            point = {}
+            for v in ds.data_vars:
+                x = ds[v].sel(n=n, **({"seed": s} if "seed" in ds[v].dims else {}))
+                point[v] = x.transpose(*[d for d in shape[v] if d != "seed"]).values
+            out[int(s), int(n)] = point
     return out
 
 
 def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
-    """A cell's Dataset over (curve, *the kind's coords) from its points ``{(seed, n): {variable: array}}``."""
+    """A cell's Dataset over (curve, ...) from its points ``{(seed, n): {variable: array}}``."""
     kind, curve, g = KINDS[study.probe.kind], study.grid.curve, study.grid
-    coords = kind.coords(study)
-    rest = [k for k in coords if k != "seed"]
+    coords = {**kind.coords(study), **getattr(kind, "extra_coords", lambda s: {})(study)}
     data = {}
-    for var in kind.variables(study):
-        rows = np.stack([np.stack([points[s, n][var] for s in g.seed]) for n in cell.ns(study)])  # [curve, seed, *rest]
-        data[var] = xr.DataArray(rows, dims=(curve, "seed", *rest)).transpose(curve, *coords)
+    for var, own in dims(study).items():
+        rows = []
+        for n in cell.ns(study):
+            per_seed = [points[s, n][var] for s in g.seed]
+            rows.append(np.stack(per_seed, axis=own.index("seed")) if "seed" in own else per_seed[0])
+        data[var] = ((curve, *own), np.stack(rows))
     return xr.Dataset(data, coords={curve: list(g.curve_values), **coords})
 
 
@@ -81,6 +94,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
     extra = [k for k in kind.coords(study) if not (study.probe.kind == "bill" and k == "seed")]
+    extra += list(getattr(kind, "extra_coords", lambda s: {})(study))
     if study.probe.kind == "bill":  # one seed: a scalar coordinate
         out = out.isel(seed=0, drop=True)
     out = out.transpose(

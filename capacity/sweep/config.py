@@ -63,7 +63,10 @@ def _number(name: str, v, whole: bool):
 # every grid axis: how its values are read, and its role. A point is one value of every axis; a cell is one value
 # of every "cell" axis (one write pass measures a cell's loads or pair counts for all its seeds at once).
 _AXES = {
-    "variant": (lambda v: Spec.parse(v, "variant"), "cell"),
+    "variant": (
+        lambda v: Spec(variants.label(v), (), v) if variants.is_variant(v) else Spec.parse(v, "variant"),
+        "cell",
+    ),
     "keys": (lambda v: Spec.parse(v, "keys"), "cell"),
     "feature": (lambda v: Spec.parse(v, "feature"), "cell"),
     "d": (lambda v: _number("d", v, True), "cell"),

@@ -119,6 +119,8 @@ class Plan:
         self.code = {"package": provenance.package(), "imports": provenance.user_code((), list(imports))}
         self.libraries = provenance.libraries(objects)
         self.numerics = provenance.numerics(device)
+        extra = getattr(self.kind, "extra_coords", lambda s: {})(study)  # e.g. recall's age bins, from the grid
+        self.coords = {k: list(v) for k, v in {**self.kind.coords(study), **extra}.items() if k != "seed"}
         self.keys = {c: reuse_key(self, c) for c in self.cells}
 
     def _resolve(self, variant: Spec, feature: Spec | None) -> Memory:

@@ -20,7 +20,7 @@ from capacity import _files, _validate, executors, plugins, provenance
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
 from capacity.kinds import KINDS, check, measure
-from capacity.sweep.assemble import assemble, cell_dataset, split
+from capacity.sweep.assemble import assemble, cell_dataset, dims, split
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store
@@ -94,7 +94,7 @@ def run(
     store = Store(_files.writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
     plan = Plan(study, dev, imports)
     kind = KINDS[study.probe.kind]
-    names, coords = list(kind.variables(study)), {k: v for k, v in kind.coords(study).items() if k != "seed"}
+    names, coords = list(kind.variables(study)), plan.coords
     log = (lambda msg: None) if not progress or quiet else _log
     with _files.lock(
         store.root, lambda: log(f"another run is writing {store.root}; waiting for it, then its points are reused")
@@ -155,7 +155,7 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
         bar = tqdm(total=total, initial=done, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True)
     elif show:
         _log(f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})")
-    start, measured, variables = time.perf_counter(), 0, None
+    start, measured, variables, shape = time.perf_counter(), 0, None, dims(study)
     # in this process on a CPU, small passes run on one torch thread: their many small ops only wait for the others
     one = executor == "serial" and plan.device.type == "cpu"
     task = {"study": study, "device": str(plan.device), "imports": imports}
@@ -169,12 +169,13 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
         for k, ds in stream:
             p = by_key[k]
             points, attrs = stored[p.cell]
-            points.update(split(ds))
+            points.update(split(ds, shape))
             attrs.update(ds.attrs)
             variables = {v: ds[v].dtype.str for v in ds.data_vars}
-            coords = {k: ds[k].values.tolist() for k in ds.dims if k not in ("n", "seed")}
             try:
-                store.save(plan.keys[p.cell], points, attrs, variables, coords)  # persisted before it counts as done
+                store.save(
+                    plan.keys[p.cell], points, attrs, variables, plan.coords
+                )  # persisted before it counts as done
             except OSError as exc:
                 raise CapacityError(
                     f"cannot save measured points under {store.root}: {exc.strerror or exc}; {measured} points of this run are saved, run the same command again once it is writable"

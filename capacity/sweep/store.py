@@ -35,7 +35,7 @@ def reuse_key(plan, cell) -> str:
     user's code it runs (``provenance.user_code``: the modules of its class, feature map, factory or import path
     and every module of the user's they import) and the files its parameters name; the key family's fingerprint,
     code and files; the seeds and pair counts when a point's numbers depend on the other points of its pass
-    (``plan.per_seed``, ``plan.per_n``); the package's sources and data files and the ``--import`` modules'
+    (``plan.per_seed``, ``plan.per_n``) and the kind's other coordinates (``plan.coords``); the package's sources and data files and the ``--import`` modules'
     code; the versions of the numeric libraries loaded and of the distributions that hold plug-ins; the device
     and its numeric settings; this store's layout. Not covered (docs/sweeps.md): torch's thread count (the built-in memories give the same bits
     on any), and a change that the tiny probe does not show in a file or library none of the above names.
@@ -56,6 +56,7 @@ def reuse_key(plan, cell) -> str:
             "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},
             "seeds": None if plan.per_seed(cell) else list(study.grid.seed),
             "ns": None if plan.per_n(cell) else sorted(set(cell.ns(study))),
+            "coords": plan.coords,
             "code": plan.code,
             "libraries": plan.libraries,
             "numerics": plan.numerics,
