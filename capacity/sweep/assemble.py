@@ -29,7 +29,7 @@ _COORD_ATTRS = {
 def _cell(study: Study, group) -> dict:
     """The grid coordinates a group's points share, for the dimensions the study's Dataset has."""
     g, cell = study.grid, {"variant": group.variant.label}
-    if study.probe.kind != "bill":  # one key family: a scalar coordinate
+    if study.probe.kind not in ("bill", "needle"):  # bill: one key family, a scalar coordinate; needle: haystacks
         cell["key_family"] = group.keys.label
     if g.feature:
         cell["feature"] = group.feature.label
@@ -61,7 +61,7 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
     dims.insert(dims.index("d") + 1, curve)
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
-    extra = list(kind.coords(study))
+    extra = list(kind.coords(study)) + list(getattr(kind, "extra_coords", lambda s: {})(study))
     out = out.transpose(
         *[k for k in dims if k not in ("dtype", "dv")], *extra, *[k for k in ("dtype", "dv") if k in dims]
     )

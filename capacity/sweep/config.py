@@ -30,6 +30,7 @@ KINDS = {
     "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
     "bill": "measured state/cache size and per-token decode time after n writes",
     "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
+    "needle": "needles among n haystack tokens, read after them (capacity.needle): recall against n and depth",
 }
 SEED_MAX = 2**63 - 1  # seeds are stored as int64
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -191,7 +192,12 @@ class Probe:
     ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
     statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
     ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
-    again, an axis) and ``distractors``: the MQAR task.
+    again, an axis) and ``distractors``: the MQAR task; ``age_bins``: also store each metric per age bin of the
+    pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the grid's largest n);
+    ``haystack`` (an axis: random, repeat, text), ``depth`` (an axis of needle depths in [0, 1]), ``needles`` and
+    ``candidates`` (an axis of how many values an answer is decoded among): the needle task (``capacity.needle``).
+    Fields added after the first release are left out of ``to_json`` (and so of the reuse key) at their defaults,
+    so that studies that do not use them keep their stored results.
     """
 
     kind: str = "recall"
@@ -202,13 +208,18 @@ class Probe:
     vocab: int = 1024
     overwrite: tuple = (0.0,)
     distractors: int = 0
+    age_bins: bool = False
+    haystack: tuple = ("random",)
+    depth: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)
+    needles: int = 1
+    candidates: tuple = (1024.0,)
 
     def __post_init__(self):
         from capacity import values
 
         _validate.choice("probe kind", self.kind, KINDS)
         _validate.choice("value family", self.values, values.available())
-        for name in ("key_stats", "decode"):
+        for name in ("key_stats", "decode", "age_bins"):
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         put = lambda name, value: object.__setattr__(self, name, value)
@@ -220,9 +231,41 @@ class Probe:
         put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
         if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
             raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
+        from capacity import needle
+
+        items = lambda name: (
+            labels.split(getattr(self, name))
+            if isinstance(getattr(self, name), str)
+            else _list(name, getattr(self, name))
+        )
+        put(
+            "haystack", tuple(_validate.choice("haystack", str(h).strip(), needle.HAYSTACKS) for h in items("haystack"))
+        )
+        put("depth", tuple(float(x) for x in needle._floats("depth", [scalar(x) for x in items("depth")], 0.0, 1.0)))
+        put("candidates", tuple(needle._candidates([scalar(x) for x in items("candidates")])))
+        put("needles", _validate.positive_int("needles", self.needles))
+        if not self.haystack or len(set(self.haystack)) != len(self.haystack):
+            raise CapacityError(
+                f"haystack must list distinct haystacks of {', '.join(needle.HAYSTACKS)}, got {self.haystack!r}"
+            )
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
+        out = {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
+        out.update({k: list(getattr(self, k)) for k in ("haystack", "depth", "candidates")})
+        for name, default in _LATER_FIELDS.items():  # at their defaults: the JSON (and hash) of before
+            if out[name] == default:
+                del out[name]
+        return out
+
+
+# Probe fields added later, left out of to_json (so of the reuse key) at these defaults
+_LATER_FIELDS = {
+    "age_bins": False,
+    "haystack": ["random"],
+    "depth": [0.0, 0.25, 0.5, 0.75, 1.0],
+    "needles": 1,
+    "candidates": [1024.0],
+}
 
 
 def _fields(cls) -> list[str]:
@@ -260,6 +303,14 @@ class Study:
             )
         if kind != "recall" and self.probe.key_stats:
             raise CapacityError("key_stats applies to recall studies only")
+        if kind != "recall" and self.probe.age_bins:
+            raise CapacityError("age_bins applies to recall studies only")
+        if kind == "needle" and (
+            g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]
+        ):
+            raise CapacityError(
+                "a needle study takes n (tokens per sequence, not load), no feature maps, one dtype and the default keys (its haystacks are the probe's haystack list)"
+            )
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:

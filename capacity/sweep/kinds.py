@@ -1,9 +1,11 @@
-"""The kinds of study, one module each (``recall``, ``bill``, ``mqar``), and ``measure(task)``, what ``capacity.executors`` runs.
+"""The kinds of study, one module each (``recall``, ``bill``, ``mqar``, ``needle``), and ``measure(task)``, what ``capacity.executors`` runs.
 
 A kind module has ``ONE_PASS`` (every n in one write pass whatever the keys), ``coords(study)`` (a group's
 dimensions besides the curve axis), ``variables(study)`` (name -> attrs), ``writes(study, ns)`` (pairs one pass
 writes), ``measure(study, group, device) -> Dataset`` and ``theory_vars(study, n, d, dv)`` (closed forms for the
-assembled study); optionally ``check(study)`` and ``attrs(study)`` (attrs of the assembled Dataset).
+assembled study); optionally ``check(study)``, ``attrs(study)`` (attrs of the assembled Dataset),
+``extra_coords(study)`` (dimensions only some variables have, e.g. recall's ``age``) and ``var_dims(study)``
+(name -> the dimensions of such a variable besides the curve axis).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import importlib
 import torch
 import xarray as xr
 
-from capacity.sweep import bill, mqar, recall
+from capacity.sweep import bill, mqar, needle, recall
 
 __all__ = ["KINDS", "measure", "expectation"]
 
-KINDS = {"recall": recall, "bill": bill, "mqar": mqar}
+KINDS = {"recall": recall, "bill": bill, "mqar": mqar, "needle": needle}
 
 
 def measure(task: dict) -> xr.Dataset:
@@ -42,18 +44,22 @@ def expectation(study, group):
     kind = KINDS[study.probe.kind]
     want = sorted(kind.variables(study))
     coords = {study.grid.curve: list(group.curve), **kind.coords(study)}
+    extra = getattr(kind, "extra_coords", lambda s: {})(study)
+    dims = getattr(kind, "var_dims", lambda s: {})(study)
+    every = {**coords, **extra}
 
     def check(ds: xr.Dataset) -> str | None:
         if sorted(map(str, ds.data_vars)) != want:
             return (
                 f"it holds {', '.join(sorted(map(str, ds.data_vars))) or 'no variables'} instead of {', '.join(want)}"
             )
-        for name, values in coords.items():
+        for name, values in every.items():
             if name not in ds.coords or ds[name].values.tolist() != values:
                 return f"its {name} coordinate differs from the study's"
         for name in want:
             v = ds[name]
-            if v.dims != tuple(coords) or v.shape != tuple(map(len, coords.values())) or v.dtype.kind not in "fi":
+            shape = (study.grid.curve, *dims[name]) if name in dims else tuple(coords)
+            if v.dims != shape or v.shape != tuple(len(every[k]) for k in shape) or v.dtype.kind not in "fi":
                 return f"its variable {name} has dims {v.dims}, shape {v.shape}, dtype {v.dtype}"
         return None
 

@@ -1,7 +1,9 @@
 """The recall kind: write the pairs of every seed in one batched pass, read every stored key back at each n.
 
-A group's Dataset holds the probe's means (``capacity.probe.METRICS``) over the curve axis and ``seed``, and with
-``key_stats`` the statistics of ``capacity.keys.describe``; the assembled study adds the closed forms T5-T10.
+A group's Dataset holds the probe's means (``capacity.probe.METRICS``) over the curve axis and ``seed``, with
+``key_stats`` the statistics of ``capacity.keys.describe``, and with ``age_bins`` each metric per age bin
+(``<metric>_age`` over the curve axis, ``seed`` and ``age``; ``pairs_age`` over the curve axis and ``age``); the
+assembled study adds the closed forms T5-T10.
 """
 
 from __future__ import annotations
@@ -14,7 +16,18 @@ from capacity import keys as keys_mod
 from capacity import probe, theory, values
 from capacity.sweep.config import build_variant
 
-__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "ONE_PASS", "TORCH_DTYPES"]
+__all__ = [
+    "coords",
+    "extra_coords",
+    "variables",
+    "var_dims",
+    "age_edges",
+    "writes",
+    "measure",
+    "theory_vars",
+    "ONE_PASS",
+    "TORCH_DTYPES",
+]
 
 ONE_PASS = False  # key families whose prefixes are not draws of the family need a write pass per n
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -29,6 +42,7 @@ _STATS = {
     "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
     "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
 }
+_PAIRS_AGE = "stored pairs in each age bin [age, age_end) at n (age = writes since the pair was stored)"
 _THEORY = {  # name: (function of n and d, units)
     "frame_bound": (theory.frame_bound, "value units^2"),
     "welch_bound": (theory.welch_bound, "1"),
@@ -43,12 +57,37 @@ def coords(study) -> dict:
     return {"seed": list(study.grid.seed)}
 
 
+def age_edges(study) -> list[int]:
+    """The age bins of an ``age_bins`` study: geometric (``probe.age_edges``) up to its largest n."""
+    return probe.age_edges(max(max(study.grid.ns(d)) for d in study.grid.d))
+
+
+def extra_coords(study) -> dict:
+    """Dimensions only some variables have: ``age`` (the first age of each bin) with ``age_bins``."""
+    return {"age": age_edges(study)[:-1]} if study.probe.age_bins else {}
+
+
 def variables(study) -> dict[str, dict]:
     """The variables a group's Dataset holds, with their attrs."""
-    names = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
+    metrics = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
+    names = dict(metrics)
     if study.probe.key_stats:
         names.update(_STATS)
-    return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+    out = {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+    if study.probe.age_bins:
+        for m, (ln, units, desc) in metrics.items():
+            desc = desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin")
+            out[probe.PER_AGE[m]] = {"long_name": f"{ln} by age", "units": units, "description": desc}
+        out["pairs_age"] = {"long_name": "pairs per age bin", "units": "pairs", "description": _PAIRS_AGE}
+    return out
+
+
+def var_dims(study) -> dict[str, tuple]:
+    """Each variable's dimensions besides the curve axis (those not listed: ``coords(study)``'s)."""
+    if not study.probe.age_bins:
+        return {}
+    out = {probe.PER_AGE[m]: ("seed", "age") for m in probe.METRICS if m != "recall" or study.probe.decode}
+    return {**out, "pairs_age": ("age",)}
 
 
 def writes(study, ns) -> int:
@@ -64,21 +103,33 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
     V = values.make(study.probe.values, max(ns), group.dv, **draw).to(dtype)  # [S, n_max, dv]; prefixes are draws too
     make_keys = lambda n: keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
     passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
+    edges = age_edges(study) if study.probe.age_bins else None
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
-        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode)
+        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode, age_bins=edges)
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
+            for m, x in cv.per_age.items():
+                rows[n][probe.PER_AGE[m]] = x[i]  # [S, A]
+            if edges is not None:
+                age = np.arange(n)
+                rows[n]["pairs_age"] = np.array([((age >= a) & (age < b)).sum() for a, b in zip(edges, edges[1:])])
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 rows[n].update({s: stats[s].values for s in _STATS})
         if cv.feature_dim is not None:
             attrs["feature_dim"] = int(cv.feature_dim)
+    dims = var_dims(study)
     data = {
-        m: ((study.grid.curve, "seed"), np.stack([rows[n][m] for n in ns]).astype(np.float64)) for m in variables(study)
+        m: ((study.grid.curve, *dims.get(m, ("seed",))), np.stack([rows[n][m] for n in ns]).astype(np.float64))
+        for m in variables(study)
     }
-    return xr.Dataset(data, coords={study.grid.curve: list(group.curve), "seed": seeds}, attrs=attrs)
+    coords = {study.grid.curve: list(group.curve), "seed": seeds}
+    if edges is not None:
+        coords["age"] = ("age", edges[:-1], {"long_name": "pair age", "units": "writes"})
+        coords["age_end"] = ("age", edges[1:], {"long_name": "end of the age bin", "units": "writes"})
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def theory_vars(study, n, d, dv) -> dict:
