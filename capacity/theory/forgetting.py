@@ -142,7 +142,7 @@ def forgetting_signal(age, d, rule: str = "delta", *, alpha=None, beta=None, A=N
     built-in's: A = 1, dt = 0.01, w_std = 1). ``age`` broadcasts; a float for a scalar.
 
     >>> forgetting_signal(0, 64, "delta", beta=0.5), round(forgetting_signal(64, 64, "delta", beta=1.0), 4)
-    (0.5, 0.3641)
+    (0.5, 0.365)
     """
     d = _dim(d)
     m = _rule(rule, d, dict(alpha=alpha, beta=beta, A=A, dt=dt, w_std=w_std))
