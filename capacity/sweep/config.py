@@ -305,6 +305,11 @@ class Study:
             raise CapacityError("key_stats applies to recall studies only")
         if kind != "recall" and self.probe.age_bins:
             raise CapacityError("age_bins applies to recall studies only")
+        if kind != "needle":
+            p = self.probe.to_json()
+            set_here = [f for f in ("haystack", "depth", "needles", "candidates") if f in p]
+            if set_here:
+                raise CapacityError(f"{', '.join(set_here)} apply to needle studies only (kind=needle)")
         if kind == "needle" and (
             g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]
         ):
