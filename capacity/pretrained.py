@@ -45,6 +45,7 @@ __all__ = [
     "check",
     "draw",
     "model_dir",
+    "token_count",
     "token_keys",
 ]
 
@@ -164,14 +165,27 @@ def _keys_at(text: str, layer: int, head: int | None, tokens: torch.Tensor) -> t
     return table[tokens]
 
 
-def token_keys(layer: int = 2, head=0, text=None) -> torch.Tensor:
-    """The raw (unnormalised) keys of every token of ``text``, in text order.
+def token_keys(layer: int = 2, head=0, text=None, positions=None) -> torch.Tensor:
+    """The raw (unnormalised) keys of every token of ``text``, in text order, or of the tokens at ``positions``.
 
-    float32 ``[T, 32]`` for one head, ``[T, 384]`` for head="all".
+    float32 ``[T, 32]`` for one head, ``[T, 384]`` for head="all"; with ``positions`` (an integer tensor of any
+    shape S, indices into the text's tokens) ``[*S, d]``, running only the chunks those tokens fall in.
     """
     layer, head_index, path = check(HEADS * HEAD_DIM if head == "all" else HEAD_DIM, layer, head, text)
     text_str = _read(path)
-    return _keys_at(text_str, layer, head_index, torch.arange(len(_token_ids(text_str))))
+    T = len(_token_ids(text_str))
+    if positions is None:
+        return _keys_at(text_str, layer, head_index, torch.arange(T))
+    positions = torch.as_tensor(positions, dtype=torch.long)
+    if positions.numel() and (int(positions.min()) < 0 or int(positions.max()) >= T):
+        raise CapacityError(f"pretrained keys: positions must lie in 0..{T - 1} (the text's tokens)")
+    return _keys_at(text_str, layer, head_index, positions)
+
+
+def token_count(text=None) -> int:
+    """How many WordPiece tokens ``text`` (default: the default text) has."""
+    _, _, path = check(HEAD_DIM, text=text)
+    return len(_token_ids(_read(path)))
 
 
 def draw(batch: int, n: int, d: int, generator: torch.Generator, layer=2, head=0, text=None) -> torch.Tensor:

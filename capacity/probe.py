@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -28,7 +28,18 @@ from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 
-__all__ = ["recall", "measure", "Curves", "default_checkpoints", "peak_bytes", "METRICS", "PER_QUERY", "BLOCK"]
+__all__ = [
+    "recall",
+    "measure",
+    "Curves",
+    "default_checkpoints",
+    "age_edges",
+    "peak_bytes",
+    "METRICS",
+    "PER_QUERY",
+    "PER_AGE",
+    "BLOCK",
+]
 
 BLOCK = 64  # pairs per write call: the state is built in whole blocks, so a checkpoint's numbers depend on n alone
 
@@ -60,6 +71,50 @@ METRICS = {
 # with per_query=True, each metric's value per query is the variable <metric>_q over (n, batch, query);
 # before docs/naming.md they were sq_error, rel_sq_error, cosine_q, correct, signal_q and leak_q
 PER_QUERY = {m: f"{m}_q" for m in METRICS}
+# with age_bins, each metric's mean over the stored pairs of each age bin is <metric>_age over (n, batch, age)
+PER_AGE = {m: f"{m}_age" for m in METRICS}
+
+
+def age_edges(n: int) -> list[int]:
+    """Geometric age bins for up to n stored pairs: edges 0, 1, 2, 4, ..., 2^k with 2^k >= n.
+
+    Bin j holds the pairs of age in [edges[j], edges[j + 1]) (age = writes since the pair was stored; the last
+    written pair has age 0): the first bin is age 0 alone, then [1, 2), [2, 4), [4, 8), ...
+
+    >>> age_edges(10)
+    [0, 1, 2, 4, 8, 16]
+    """
+    n = _validate.positive_int("n", n)
+    edges = [0, 1]
+    while edges[-1] < n:
+        edges.append(edges[-1] * 2)
+    return edges
+
+
+def _age_bins(age_bins, n: int) -> list[int] | None:
+    """The bin edges ``age_bins`` asks for: None (no bins), True (``age_edges(n)``) or increasing whole numbers from 0."""
+    if age_bins is None or age_bins is False:
+        return None
+    if age_bins is True:
+        return age_edges(n)
+    if isinstance(age_bins, torch.Tensor):
+        age_bins = age_bins.tolist()
+    if not isinstance(age_bins, (Sequence, np.ndarray)) or isinstance(age_bins, str) or len(age_bins) < 2:
+        raise CapacityError(
+            f"age_bins must be True (geometric bins 0, 1, 2, 4, ...) or at least two increasing bin edges from 0, got {age_bins!r}"
+        )
+    edges = [_validate.positive_int("age bin edge", e, minimum=0) for e in age_bins]
+    if edges[0] != 0 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise CapacityError(f"age_bins must be increasing whole numbers starting at 0, got {age_bins!r}")
+    return edges
+
+
+_AGE_ATTRS = {
+    "long_name": "pair age",
+    "units": "writes",
+    "description": "first age of the bin; age = writes since the pair was stored (the last written pair has age 0)",
+}
+_AGE_END_ATTRS = {"long_name": "end of the age bin", "units": "writes", "description": "the bin holds ages < age_end"}
 
 
 def default_checkpoints(n: int, count: int = 24) -> list[int]:
@@ -112,7 +167,9 @@ class Curves:
     ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs;
     ``per_query``: name -> float64 ``[C, B, n]`` (NaN past each checkpoint), or empty;
     ``sizes``: measured state sizes after each checkpoint (memories that grow), or empty;
-    ``checkpoints``, ``feature_dim``: as in the Dataset.
+    ``checkpoints``, ``feature_dim``: as in the Dataset;
+    ``per_age``: name -> float64 ``[C, B, A]``, means over the pairs of each age bin (NaN where a bin is empty), and
+    ``age_edges`` the A + 1 bin edges, or both empty (no ``age_bins``).
     """
 
     checkpoints: list[int]
@@ -120,6 +177,8 @@ class Curves:
     per_query: dict[str, np.ndarray]
     sizes: list[int]
     feature_dim: int
+    per_age: dict[str, np.ndarray] = field(default_factory=dict)
+    age_edges: list[int] = field(default_factory=list)
 
 
 def measure(
@@ -130,6 +189,7 @@ def measure(
     checkpoints=None,
     per_query: bool = False,
     decode: bool = True,
+    age_bins=None,
 ) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
@@ -154,6 +214,7 @@ def measure(
         )
     dv = values.shape[2]
     cps = _checkpoints(checkpoints, n)
+    edges = _age_bins(age_bins, n)
     vname = getattr(variant, "name", type(variant).__name__)
     names = [m for m in METRICS if decode or m != "recall"]
     # reads and per-query metrics at the last checkpoint: about ten [B, n, dv] float32 tensors at once
@@ -161,14 +222,27 @@ def measure(
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(variant, keys, values, cps, vname, names, per_query, decode)
+        return _measure(variant, keys, values, cps, vname, names, per_query, decode, edges)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
         raise
 
 
-def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Curves:
+def _by_age(x: torch.Tensor, edges: list[int]) -> torch.Tensor:
+    """Means of per-query metrics x ``[B, c]`` (query i has age c - 1 - i) over the age bins: ``[B, A]``, NaN if empty."""
+    c = x.shape[1]
+    age = torch.arange(c - 1, -1, -1, device=x.device)  # [c]
+    which = torch.bucketize(age, torch.as_tensor(edges[1:], device=x.device), right=True)  # [c], bin of each query
+    A = len(edges) - 1
+    inside = which < A  # ages past the last edge are in no bin
+    sums = torch.zeros(x.shape[0], A, dtype=torch.float64, device=x.device)
+    sums.index_add_(1, which[inside], x[:, inside].double())
+    counts = torch.bincount(which[inside], minlength=A).double()  # [A]
+    return torch.where(counts > 0, sums / counts.clamp_min(1), torch.full_like(sums, float("nan")))
+
+
+def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=None) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``).
 
     The state takes whole blocks of ``BLOCK`` tokens; a checkpoint inside a block writes the rest of its pairs
@@ -185,6 +259,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
     full: dict[str, torch.Tensor] = {}
     if per_query:
         full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in names}
+    ages: dict[str, list[torch.Tensor]] = {m: [] for m in names} if edges is not None else {}
     written = 0  # pairs in `state`: a multiple of BLOCK
     for ci, c in enumerate(cps):
         while written + BLOCK <= c:
@@ -211,6 +286,8 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
             rows[m].append(x.mean(-1))  # [B]
             if per_query:
                 full[m][ci, :, :c] = x
+            if edges is not None:
+                ages[m].append(_by_age(x, edges))  # [B, A]
     feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
     return Curves(
         checkpoints=cps,
@@ -220,6 +297,8 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
         per_query={m: x.cpu().numpy().astype(np.float64) for m, x in full.items()},
         sizes=sizes,
         feature_dim=int(feature_dim),
+        per_age={m: torch.stack(xs).cpu().numpy() for m, xs in ages.items()},  # [C, B, A] each
+        age_edges=list(edges) if edges is not None else [],
     )
 
 
@@ -269,6 +348,7 @@ def recall(
     checkpoints=None,
     per_query: bool = False,
     decode: bool = True,
+    age_bins=None,
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
@@ -289,10 +369,16 @@ def recall(
     whose memory grows (one with a ``numel(state)`` method, such as softmax) the Dataset also
     holds ``state_numel`` over n, the measured size after each checkpoint, and the attr
     ``state_numel`` is its last value.
+
+    ``age_bins``: True (geometric bins, ``age_edges(n)``: age 0, [1, 2), [2, 4), ...) or a list of increasing bin
+    edges from 0 adds each metric's mean over the stored pairs of each age bin (age = writes since the pair was
+    stored; the last written pair has age 0), named like the metric with ``_age`` (``PER_AGE``: ``mse_age``,
+    ``recall_age``, ...) over (n, batch, age), NaN where a bin holds no pair yet; the coordinate ``age`` is each
+    bin's first age, ``age_end`` its end (exclusive), and ``pairs_age`` over (n, age) counts its pairs.
     """
     if isinstance(variant, (str, dict)):
         variant = _variants.resolve(variant)
-    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode)
+    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode, age_bins=age_bins)
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
@@ -310,6 +396,8 @@ def recall(
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
+    if cv.age_edges:
+        config["age_bins"] = cv.age_edges
     data = {
         m: (("n", "batch"), x, dict(zip(("long_name", "units", "description"), METRICS[m])))
         for m, x in cv.metrics.items()
@@ -327,6 +415,27 @@ def recall(
                 ),
             },
         )
+    for m, x in cv.per_age.items():
+        ln, u, desc = METRICS[m]
+        data[PER_AGE[m]] = (
+            ("n", "batch", "age"),
+            x,
+            {
+                "long_name": f"{ln} by age",
+                "units": u,
+                "description": desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin"),
+            },
+        )
+    if cv.age_edges:
+        e = np.asarray(cv.age_edges)
+        age = np.arange(n)
+        # ages 0 .. c - 1 at checkpoint c, bins half-open [e_j, e_j+1)
+        counts = [((age[:c, None] >= e[None, :-1]) & (age[:c, None] < e[None, 1:])).sum(0) for c in cv.checkpoints]
+        data["pairs_age"] = (
+            ("n", "age"),
+            np.asarray(counts, dtype=np.int64),
+            {"long_name": "pairs per age bin", "units": "pairs", "description": "stored pairs in each age bin"},
+        )
     if cv.sizes:
         data["state_numel"] = (
             ("n",),
@@ -343,6 +452,9 @@ def recall(
     }
     if per_query:
         coords["query"] = ("query", np.arange(n), {"long_name": "stored pair index (0-based)"})
+    if cv.age_edges:
+        coords["age"] = ("age", np.asarray(cv.age_edges[:-1]), _AGE_ATTRS)
+        coords["age_end"] = ("age", np.asarray(cv.age_edges[1:]), _AGE_END_ATTRS)
     return xr.Dataset(
         data,
         coords=coords,

@@ -11,6 +11,9 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 - ``variant_curves``: variants side by side (error and recall), with T5/T7/T8 and T10;
 - ``feature_maps``: error against n / D and capacity against feature dimension D;
 - ``bill``: cache numbers and decode cost against n for softmax and linear (T13);
+- ``forgetting``: signal, error and recall against the age of a pair, with T21-T24 and the horizons;
+- ``needle_figure``, ``needle_depth``: needle recall against haystack length, and by depth and length
+  (``capacity.needle``);
 - ``closed_form``: measured against predicted reads (T2/T3/T4); its data from
   ``closed_form.measure(keys, values)``.
 
@@ -25,7 +28,9 @@ from capacity.plots.closed_form import closed_form
 from capacity.plots.closed_form import measure as measure_closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
+from capacity.plots.forgetting import forgetting
 from capacity.plots.frontier import frontier
+from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.render import FIGURES, available, choose, figures, render, render_path
 from capacity.plots.variants import variant_curves
@@ -46,4 +51,7 @@ __all__ = [
     "bill",
     "closed_form",
     "measure_closed_form",
+    "forgetting",
+    "needle_figure",
+    "needle_depth",
 ]

@@ -16,8 +16,10 @@ from capacity.plots.capacity_vs_d import capacity_vs_d
 from capacity.plots.closed_form import closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
+from capacity.plots.forgetting import forgetting
 from capacity.plots.frontier import frontier
 from capacity.plots.mqar import mqar_figure
+from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
@@ -48,6 +50,9 @@ FIGURES: dict[str, Callable] = {
     "pretrained-keys": pretrained_keys,
     "mqar": mqar_figure,
     "frontier": frontier,
+    "forgetting": forgetting,
+    "needle": needle_figure,
+    "needle-depth": needle_depth,
 }
 
 
@@ -56,7 +61,8 @@ def choose(ds: xr.Dataset) -> list[str]:
 
     bill for state sizes and decode times; closed-form for per-query reads; feature-maps for a feature axis;
     orthogonality for key statistics; the variants overlay for several memories on one key family (else the
-    error-vs-load panels, key families as colours); capacity against d for several d.
+    error-vs-load panels, key families as colours); capacity against d for several d; needle for a needle study;
+    forgetting for per-age variables (alone when the curve axis has one point).
     """
     if _has(ds, "state_numel", "decode_seconds"):
         return ["bill"]
@@ -64,11 +70,16 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["closed-form"]
     if _has(ds, "accuracy") and "overwrite" in ds.dims:
         return ["mqar"]
+    if _has(ds, "recall") and "haystack" in ds.dims:
+        return ["needle", "needle-depth"]
+    ages = ["forgetting"] if _has(ds, "signal_age", "mse_age") and "variant" in ds.dims else []
+    if ages and not _several(ds, "load"):  # one point on the curve: the age figure is the figure
+        return ages
     if not (_has(ds, "mse") and "d" in ds.dims and "load" in ds.dims):
         return []
     if "feature" in ds.dims:
         return ["feature-maps"]
-    chosen = []
+    chosen = list(ages)
     if _has(ds, "mean_sq_coherence", "effective_rank"):
         families = [str(k) for k in ds["key_family"].values.ravel()] if "key_family" in ds.coords else []
         if ds.attrs.get("study") == "pretrained-keys" or any(f.startswith("pretrained") for f in families):

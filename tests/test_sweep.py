@@ -47,8 +47,8 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         CapacityError, match=r"unknown probe field\(s\) metric; allowed: kind, values, key_stats, decode, repeats"
     ):
         Study.from_dict({**base, "probe": {"metric": "mse"}})
-    with pytest.raises(CapacityError, match=r"unknown --set field\(s\) depth; allowed: variant, keys, .*, repeats"):
-        studies.get("capacity-vs-d").with_overrides(["depth=3"])
+    with pytest.raises(CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, repeats"):
+        studies.get("capacity-vs-d").with_overrides(["width=3"])
     assert Study.from_dict(base) == studies.get("capacity-vs-d")  # the dict form round-trips
 
 
@@ -61,7 +61,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         ("seed=-2", "seed must be a whole number >= 0"),
         ("dtype=float64", "unknown dtype 'float64'; known: bfloat16, float16, float32"),
         ("values=uniform", "unknown value family 'uniform'; known: gaussian, orthonormal"),
-        ("kind=train", "unknown probe kind 'train'; known: bill, mqar, recall"),
+        ("kind=train", "unknown probe kind 'train'; known: bill, mqar, needle, recall"),
         ("key_stats=maybe", "key_stats must be true or false"),
         ("variant=", "grid axis variant must list at least one value"),
         ("seed=1,1", "seed lists 1 more than once"),
@@ -125,6 +125,8 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         "pretrained-keys",
         "mqar",
         "frontier",
+        "forgetting",
+        "needle",
     }
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()

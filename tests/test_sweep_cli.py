@@ -90,8 +90,8 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
     _one_line_error(capsys, ["run", "nosuch", *out], "unknown study 'nosuch'; known: bill, capacity-vs-d, feature-maps")
     _one_line_error(
         capsys,
-        ["run", "capacity-vs-d", "--set", "depth=3", *out],
-        "unknown --set field(s) depth; allowed: variant, keys, feature, d, load",
+        ["run", "capacity-vs-d", "--set", "width=3", *out],
+        "unknown --set field(s) width; allowed: variant, keys, feature, d, load",
     )
     _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "d=0", *out], "d must be a whole number >= 1, got 0")
     _one_line_error(capsys, ["run", "capacity-vs-d", "--set", "keys=nosuch", *out], "unknown key family 'nosuch'")

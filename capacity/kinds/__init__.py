@@ -20,15 +20,16 @@ import xarray as xr
 from capacity import _validate, labels, variants
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
-from capacity.kinds import bill, mqar, recall
+from capacity.kinds import bill, mqar, needle, recall
 
 __all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check"]
 
-KINDS = {"recall": recall, "bill": bill, "mqar": mqar}
+KINDS = {"recall": recall, "bill": bill, "mqar": mqar, "needle": needle}
 DESCRIPTIONS = {
     "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
     "bill": "measured state/cache size and per-token decode time after n writes",
     "mqar": "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten",
+    "needle": "needles among n haystack tokens, read after them (capacity.needle): recall against n and depth",
 }
 
 
@@ -39,7 +40,10 @@ class Probe:
     ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
     statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
     ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
-    again, an axis) and ``distractors``: the MQAR task.
+    again, an axis) and ``distractors``: the MQAR task; ``age_bins``: also store each metric per age bin of the
+    pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the grid's largest n);
+    ``haystack`` (an axis: random, repeat, text), ``depth`` (an axis of needle depths in [0, 1]), ``needles`` and
+    ``candidates`` (an axis of how many values an answer is decoded among): the needle task (``capacity.needle``).
     """
 
     kind: str = "recall"
@@ -50,13 +54,18 @@ class Probe:
     vocab: int = 1024
     overwrite: tuple = (0.0,)
     distractors: int = 0
+    age_bins: bool = False
+    haystack: tuple = ("random",)
+    depth: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)
+    needles: int = 1
+    candidates: tuple = (1024.0,)
 
     def __post_init__(self):
         from capacity import values
 
         _validate.choice("probe kind", self.kind, DESCRIPTIONS)
         _validate.choice("value family", self.values, values.available())
-        for name in ("key_stats", "decode"):
+        for name in ("key_stats", "decode", "age_bins"):
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         put = lambda name, value: object.__setattr__(self, name, value)
@@ -69,9 +78,32 @@ class Probe:
         put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
         if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
             raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
+        from capacity import needle
+
+        def items(name):
+            x = getattr(self, name)
+            return labels.split(x) if isinstance(x, str) else ((x,) if isinstance(x, (int, float)) else tuple(x))
+
+        put(
+            "haystack", tuple(_validate.choice("haystack", str(h).strip(), needle.HAYSTACKS) for h in items("haystack"))
+        )
+        put("depth", tuple(float(x) for x in needle._floats("depth", [scalar(x) for x in items("depth")], 0.0, 1.0)))
+        put("candidates", tuple(needle._candidates([scalar(x) for x in items("candidates")])))
+        put("needles", _validate.positive_int("needles", self.needles))
+        if not self.haystack or len(set(self.haystack)) != len(self.haystack):
+            raise CapacityError(
+                f"haystack must list distinct haystacks of {', '.join(needle.HAYSTACKS)}, got {self.haystack!r}"
+            )
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
+        return {**dataclasses.asdict(self), **{k: list(getattr(self, k)) for k in _LISTS}}
+
+    def changed(self) -> list[str]:
+        """The fields set away from their defaults."""
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
+
+
+_LISTS = ("overwrite", "haystack", "depth", "candidates")
 
 
 def measure(task: dict) -> xr.Dataset:

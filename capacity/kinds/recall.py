@@ -1,7 +1,8 @@
 """The recall kind: write the pairs of every seed in one batched pass, read every stored key back at each n.
 
-A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, and with
-``key_stats`` the statistics of ``capacity.keys.describe``; the assembled study adds the closed forms T5-T10.
+A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
+the statistics of ``capacity.keys.describe``, and with ``age_bins`` each metric per age bin (``<metric>_age`` over
+``n``, ``seed`` and ``age``; ``pairs_age`` over ``n`` and ``age``); the assembled study adds the closed forms T5-T10.
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ import xarray as xr
 from capacity import keys as keys_mod
 from capacity import probe, theory, values
 
-__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "PER_POINT", "TORCH_DTYPES"]
+__all__ = [
+    "coords",
+    "extra_coords",
+    "coord_vars",
+    "variables",
+    "var_dims",
+    "age_edges",
+    "writes",
+    "measure",
+    "theory_vars",
+    "PER_POINT",
+    "TORCH_DTYPES",
+]
 
 PER_POINT = True
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -28,6 +41,7 @@ _STATS = {
     "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
     "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
 }
+_PAIRS_AGE = "stored pairs in each age bin [age, age_end) at n (age = writes since the pair was stored)"
 _THEORY = {  # name: (function of n and d, units)
     "frame_bound": (theory.frame_bound, "value units^2"),
     "welch_bound": (theory.welch_bound, "1"),
@@ -42,12 +56,48 @@ def coords(study) -> dict:
     return {"seed": list(study.grid.seed)}
 
 
+def age_edges(study) -> list[int]:
+    """The age bins of an ``age_bins`` study: geometric (``probe.age_edges``) up to its largest n."""
+    return probe.age_edges(max(max(study.grid.ns(d)) for d in study.grid.d))
+
+
+def extra_coords(study) -> dict:
+    """Dimensions only some variables have: ``age`` (the first age of each bin) with ``age_bins``."""
+    return {"age": age_edges(study)[:-1]} if study.probe.age_bins else {}
+
+
+def coord_vars(study) -> dict:
+    """Coordinates the assembled Dataset adds on the extra dimensions: each age bin's end, with ``age_bins``."""
+    if not study.probe.age_bins:
+        return {}
+    edges = age_edges(study)
+    return {
+        "age": ("age", edges[:-1], {"long_name": "pair age", "units": "writes"}),
+        "age_end": ("age", edges[1:], {"long_name": "end of the age bin", "units": "writes"}),
+    }
+
+
 def variables(study) -> dict[str, dict]:
     """The variables a cell's Dataset holds, with their attrs."""
-    names = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
+    metrics = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
+    names = dict(metrics)
     if study.probe.key_stats:
         names.update(_STATS)
-    return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+    out = {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+    if study.probe.age_bins:
+        for m, (ln, units, desc) in metrics.items():
+            desc = desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin")
+            out[probe.PER_AGE[m]] = {"long_name": f"{ln} by age", "units": units, "description": desc}
+        out["pairs_age"] = {"long_name": "pairs per age bin", "units": "pairs", "description": _PAIRS_AGE}
+    return out
+
+
+def var_dims(study) -> dict[str, tuple]:
+    """Each variable's dimensions besides the curve axis (those not listed: ``coords(study)``'s)."""
+    if not study.probe.age_bins:
+        return {}
+    out = {probe.PER_AGE[m]: ("seed", "age") for m in probe.METRICS if m != "recall" or study.probe.decode}
+    return {**out, "pairs_age": ("age",)}
 
 
 def writes(study, ns) -> int:
@@ -68,20 +118,30 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     V = values.make(study.probe.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
     make_keys = lambda n: keys_mod.make(cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)  # [S, n, d]
     passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
+    edges = age_edges(study) if study.probe.age_bins else None
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
-        cv = probe.measure(memory, K, V[:, : max(at)], checkpoints=at, decode=study.probe.decode)
+        cv = probe.measure(memory, K, V[:, : max(at)], checkpoints=at, decode=study.probe.decode, age_bins=edges)
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
+            for m, x in cv.per_age.items():
+                rows[n][probe.PER_AGE[m]] = x[i]  # [S, A]
+            if edges is not None:
+                age = np.arange(n)
+                rows[n]["pairs_age"] = np.array([((age >= a) & (age < b)).sum() for a, b in zip(edges, edges[1:])])
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 rows[n].update({s: stats[s].values for s in _STATS})
         if cv.feature_dim is not None:
             attrs["feature_dim"] = int(cv.feature_dim)
-    order = sorted(set(ns))
-    data = {m: (("n", "seed"), np.stack([rows[n][m] for n in order]).astype(np.float64)) for m in variables(study)}
-    return xr.Dataset(data, coords={"n": order, "seed": list(seeds)}, attrs=attrs)
+    order, dims = sorted(set(ns)), var_dims(study)
+    data = {
+        m: (("n", *dims.get(m, ("seed",))), np.stack([rows[n][m] for n in order]).astype(np.float64))
+        for m in variables(study)
+    }
+    coords = {"n": order, "seed": list(seeds), **extra_coords(study)}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def theory_vars(study, n, d, dv) -> dict:

@@ -61,7 +61,7 @@ def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
 def _cell(study: Study, cell, label: str) -> dict:
     """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
     g, out = study.grid, {"variant": label}
-    if study.probe.kind != "bill":  # one key family: a scalar coordinate
+    if study.probe.kind not in ("bill", "needle"):  # bill: one key family, a scalar coordinate; needle: haystacks
         out["key_family"] = cell.keys.label
     if g.feature:
         out["feature"] = cell.feature.label
@@ -102,6 +102,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     )
     for name, meta in kind.variables(study).items():
         out[name].attrs = meta
+    out = out.assign_coords(getattr(kind, "coord_vars", lambda s: {})(study))
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions
     built = [plan.object(v) for v in g.variant]

@@ -167,6 +167,17 @@ class Study:
             )
         if kind != "recall" and self.probe.key_stats:
             raise CapacityError("key_stats applies to recall studies only")
+        if kind != "recall" and self.probe.age_bins:
+            raise CapacityError("age_bins applies to recall studies only")
+        needle_only = [f for f in ("haystack", "depth", "needles", "candidates") if f in self.probe.changed()]
+        if kind != "needle" and needle_only:
+            raise CapacityError(f"{', '.join(needle_only)} apply to needle studies only (kind=needle)")
+        if kind == "needle" and (
+            g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]
+        ):
+            raise CapacityError(
+                "a needle study takes n (tokens per sequence, not load), no feature maps, one dtype and the default keys (its haystacks are the probe's haystack list)"
+            )
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:

@@ -33,6 +33,7 @@ from capacity.theory.argmax import argmax_capacity, argmax_capacity_refined, arg
 from capacity.theory.bill import bill, break_even_n
 from capacity.theory.decay import decay_readout
 from capacity.theory.delta import delta_rule_capacity, delta_rule_error
+from capacity.theory.forgetting import forgetting_error, forgetting_horizon, forgetting_signal, mamba2_step_moments
 
 __all__ = [
     "two_pair_readout",
@@ -57,4 +58,8 @@ __all__ = [
     "delta_rule_capacity",
     "bill",
     "break_even_n",
+    "forgetting_signal",
+    "forgetting_error",
+    "forgetting_horizon",
+    "mamba2_step_moments",
 ]

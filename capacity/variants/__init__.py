@@ -33,8 +33,8 @@ Optional members, used where present:
 Anything with the required methods works in ``capacity.probe.recall`` and ``capacity.check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
 
-Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, beta), kda(alpha, beta)
-(through ``capacity.kernels.update``), softmax(scale), and lsq(lam), longhorn(beta),
+Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, beta), kda(alpha, beta),
+mamba2(A, dt, w_std) (through ``capacity.kernels.update``), softmax(scale), and lsq(lam), longhorn(beta),
 delta_product(steps, beta), dplr(w, eta) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
@@ -364,6 +364,7 @@ def _register_builtins() -> None:
     from capacity.variants.linear import Linear
     from capacity.variants.longhorn import Longhorn
     from capacity.variants.lsq import LSQ
+    from capacity.variants.mamba2 import Mamba2
     from capacity.variants.softmax import Softmax
 
     # registration order is the order of figure legends (and of their colours)
@@ -394,6 +395,12 @@ def _register_builtins() -> None:
         KDA,
         "S = (I - b k^T k) Diag(alpha) S + b k^T v (Kimi Delta Attention)",
         display="KDA (Kimi Delta Attention)",
+    )
+    register(
+        "mamba2",
+        Mamba2,
+        "S = exp(-A dt) S + dt k^T v, dt = softplus(k . w + bias), w seeded (Mamba2-style selective decay; T24)",
+        display="Mamba2 (selective decay)",
     )
     register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
     register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")

@@ -27,9 +27,26 @@ Inputs drawn up for every token go in ``per_token`` (beta, log-gates g, IPLR's a
   ``[B, T, d]`` (per key channel), so it follows d, e.g. ``lambda k: -k`` for IPLR's ``a``.
 
 Keys are passed as given: give unit keys (``capacity.keys.make`` does) or set the op's own
-normalisation flag. The state is one ``[B, H, K, V]`` tensor: an op that returns more state
-(a tuple final_state, or a third output such as an extra ``[B, H, K]`` state) is refused with a
-CapacityError rather than have a part silently dropped. A variant pickles (for worker
+normalisation flag. By default the state is one ``[B, H, K, V]`` tensor: an op that returns more
+state (a tuple final_state, or a third output such as an extra ``[B, H, K]`` state) is refused with a
+CapacityError rather than have a part silently dropped.
+
+Ops with other conventions are mapped, not adapted by hand:
+
+- ``names``: the op's names for the query, key and value, e.g. ``{"q": "r"}`` for RWKV-7's receptance;
+  the tokens then go as keyword arguments;
+- ``states``: the op's initial-state arguments in order, each with its shape as letters of ``K`` (d),
+  ``V`` (dv) and ``1``, e.g. ``{"initial_S": "KV", "initial_M": "KV"}`` (the momentum delta rule),
+  ``{"h_kk_init": "KK", "h_kv_init": "KV"}`` (MesaNet), ``{"initial_state": "KV",
+  "initial_state_bias": "1V"}`` (TTT-linear). The op's final states are read back in the same order:
+  one output per state after o, or one tuple of them, or one tensor stacked along a first axis. The
+  variant's state is then a dict name -> tensor ``[B, *shape]``; the first is the memory that the
+  default read q S uses;
+- ``read``: ``read(q, state) -> [B, m, dv]`` for an op whose state is not read as q S (MesaNet solves
+  with its key covariance first), with q ``[B, m, d]`` and ``state`` the tensor (one state) or dict.
+
+``output_final_state=True`` is passed only to an op whose signature takes it (MesaNet's reference
+returns its states always). A variant pickles (for worker
 processes) when ``fn`` and every callable in ``per_token`` are importable module-level
 functions; otherwise pickling raises a CapacityError that names the culprit.
 """
@@ -38,6 +55,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 import numbers
 import pickle
 from collections.abc import Callable, Sequence
@@ -98,6 +116,9 @@ class FlaVariant:
         additive: bool | None,
         delta_rule: bool | None,
         fixed_kwargs: dict,
+        names: dict | None = None,
+        states: dict | None = None,
+        read=None,
     ):
         if not callable(fn):
             raise CapacityError(
@@ -114,7 +135,9 @@ class FlaVariant:
                 "T, K])"
             )
         self.layout = layout
-        reserved = {"q", "k", "v", "initial_state", "output_final_state"} & (set(fixed_kwargs) | set(per_token or {}))
+        self.names, self.states, self.reader = self._mapping(names, states, read)
+        reserved = {"q", "k", "v", "initial_state", "output_final_state"} | set(self.names.values()) | set(self.states)
+        reserved &= set(fixed_kwargs) | set(per_token or {})
         if reserved:
             raise CapacityError(
                 f"{self.name}: {', '.join(sorted(reserved))} are set by the wrapper; pass only the function's other "
@@ -166,6 +189,52 @@ class FlaVariant:
         if delta_rule is not None:
             self.delta_rule = delta_rule
 
+    def _mapping(self, names, states, read):
+        """Check ``names``, ``states`` and ``read``; returns (names, states, read) with the defaults filled in."""
+        if names is None:
+            names = {}
+        if not isinstance(names, dict) or not set(names) <= {"q", "k", "v"}:
+            raise CapacityError(
+                f"{self.name}: names maps q, k, v to the op's own argument names, e.g. {{'q': 'r'}}, got {names!r}"
+            )
+        for role, arg in names.items():
+            if not isinstance(arg, str) or not arg.isidentifier():
+                raise CapacityError(f"{self.name}: names[{role!r}] must be an argument name, got {arg!r}")
+        if len(set(names.values())) != len(names):
+            raise CapacityError(f"{self.name}: names gives one argument name to two roles: {names!r}")
+        if states is None:
+            states = {"initial_state": "KV"}
+        if not isinstance(states, dict) or not states:
+            raise CapacityError(
+                f"{self.name}: states maps the op's initial-state arguments to their shapes, e.g. "
+                f"{{'initial_S': 'KV', 'initial_M': 'KV'}}, got {states!r}"
+            )
+        for arg, code in states.items():
+            if not isinstance(arg, str) or not arg.isidentifier():
+                raise CapacityError(f"{self.name}: states has a key {arg!r} that is not an argument name")
+            if not isinstance(code, str) or not code or set(code) - {"K", "V", "1"}:
+                raise CapacityError(
+                    f"{self.name}: the shape of state {arg!r} is letters K (d), V (dv) and 1, e.g. 'KV' or '1V', "
+                    f"got {code!r}"
+                )
+        if read is not None and not callable(read):
+            raise CapacityError(f"{self.name}: read must be a callable read(q, state) -> [B, m, dv], got {read!r}")
+        first = next(iter(states.values()))
+        if read is None and first != "KV":
+            raise CapacityError(
+                f"{self.name}: the first state has shape {first!r}; the default read q S needs a 'KV' state first, "
+                "or give read="
+            )
+        return dict(names), dict(states), read
+
+    @property
+    def _multi(self) -> bool:
+        return len(self.states) > 1
+
+    @staticmethod
+    def _shape(code: str, d: int, dv: int) -> tuple[int, ...]:
+        return tuple({"K": int(d), "V": int(dv), "1": 1}[c] for c in code)
+
     def _dims(self, dims, channel_lengths: dict[str, int]):
         """The key dimensions d this variant takes: None (any), or a tuple."""
         if dims is not None:
@@ -194,13 +263,20 @@ class FlaVariant:
         out.update({k: _jsonable(v) for k, v in self.fixed_kwargs.items()})
         if self.dims is not None:
             out["dims"] = list(self.dims)
+        if self.names:
+            out["names"] = dict(self.names)
+        if self.states != {"initial_state": "KV"}:
+            out["states"] = dict(self.states)
+        if self.reader is not None:
+            out["read"] = _label(self.reader)
         return out
 
     def __repr__(self) -> str:
         return f"from_fla({_label(self.fn)}, name={self.name!r}, layout={self.layout!r})"
 
     def __getstate__(self):
-        for what, obj in [("fn", self.fn)] + [
+        readers = [("read", self.reader)] if self.reader is not None else []
+        for what, obj in [("fn", self.fn), *readers] + [
             (f"per_token[{k!r}]", v)
             for k, v in self.per_token.items()
             if callable(v) and not isinstance(v, torch.Tensor)
@@ -230,13 +306,20 @@ class FlaVariant:
         return new
 
     def state_numel(self, d: int, dv: int) -> int:
-        return int(d) * int(dv)
+        return sum(math.prod(self._shape(code, d, dv)) for code in self.states.values())
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> torch.Tensor:
+    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+        """Zeros: a float32 ``[batch, d, dv]`` tensor, or with several ``states`` a dict name -> ``[batch, *shape]``."""
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
-        return torch.zeros(batch, d, dv, dtype=torch.float32, device=_validate.device(device))
+        dev = _validate.device(device)
+        if not self._multi:
+            return torch.zeros(batch, d, dv, dtype=torch.float32, device=dev)
+        return {
+            name: torch.zeros(batch, *self._shape(code, d, dv), dtype=torch.float32, device=dev)
+            for name, code in self.states.items()
+        }
 
     # ------------------------------------------------------------------ the call
 
@@ -273,6 +356,17 @@ class FlaVariant:
     def _convention(self) -> str:
         names = ", ".join(list(self.per_token) + [f"{k}=" for k in self.fixed_kwargs])
         middle = f", {names}" if names else ""
+        if self.names or self._multi:
+            qkv = ", ".join(f"{self.names.get(r, r)}=" for r in ("q", "k", "v"))
+            init = ", ".join(f"{a}=[B, H, {', '.join(c)}]" for a, c in self.states.items())
+            try:
+                sig = f"; its signature is {self.fn.__name__}{inspect.signature(self.fn)}"
+            except (TypeError, ValueError, AttributeError):
+                sig = ""
+            return (
+                f"from_fla calls it as fn({qkv}{middle}, {init}, output_final_state=True) with "
+                f"{_LAYOUT_WORDS[self.layout]}{sig}"
+            )
         try:
             sig = f"; its signature is {self.fn.__name__}{inspect.signature(self.fn)}"
         except (TypeError, ValueError, AttributeError):
@@ -343,26 +437,122 @@ class FlaVariant:
             )
         return final[:, 0].to(torch.float32).contiguous()
 
-    def write(self, state: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """Shapes: state float32 ``[B, d, dv]``, k ``[B, t, d]``, v ``[B, t, dv]``; returns the new state."""
-        _validate.tensor("state", state, ndim=3, finite=False)
+    @property
+    def _plain(self) -> bool:
+        """The default convention: q, k, v by position, one state named initial_state."""
+        return not self.names and self.states == {"initial_state": "KV"}
+
+    def _takes_final_flag(self) -> bool:
+        try:
+            params = inspect.signature(self.fn).parameters
+        except (TypeError, ValueError):
+            return True
+        return "output_final_state" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+    def _call_mapped(self, state, k: torch.Tensor, v: torch.Tensor, layout: str):
+        """One call of fn with ``names`` and ``states`` mapped; returns the new state. _LayoutError for shapes."""
+        B, T, d = k.shape
+        dv = v.shape[2]
+        extra = {key: self._per_token(key, val, k, layout) for key, val in self.per_token.items()}
+        kt, vt = self._tokens(k, layout), self._tokens(v, layout)
+        tokens = {self.names.get("q", "q"): kt, self.names.get("k", "k"): kt, self.names.get("v", "v"): vt}
+        parts = state if isinstance(state, dict) else {next(iter(self.states)): state}
+        inits = {arg: parts[arg].unsqueeze(1) for arg in self.states}
+        kwargs = {**tokens, **extra, **self.fixed_kwargs, **inits}
+        if self._takes_final_flag():
+            kwargs["output_final_state"] = True
+        label = _label(self.fn)
+        try:
+            inspect.signature(self.fn).bind(**kwargs)
+        except TypeError as exc:
+            raise CapacityError(
+                f"{self.name}: {label} does not take these arguments ({exc}); {self._convention()}"
+            ) from None
+        except ValueError:
+            pass
+        try:
+            out = self.fn(**kwargs)
+        except TypeError as exc:
+            raise CapacityError(f"{self.name}: {label} raised TypeError: {exc}; {self._convention()}") from None
+        except (RuntimeError, IndexError, AssertionError, ValueError) as exc:
+            raise _LayoutError(f"{self.name}: {label} raised {type(exc).__name__}: {exc}") from None
+        n = len(self.states)
+        if not isinstance(out, (tuple, list)) or len(out) < 2:
+            raise CapacityError(f"{self.name}: {label} returned {_describe(out)}; expected (o, final states ...)")
+        finals = list(out[1:])
+        if len(finals) == 1 and n > 1:
+            only = finals[0]
+            if isinstance(only, (tuple, list)):
+                finals = list(only)
+            elif isinstance(only, torch.Tensor) and only.ndim >= 1 and only.shape[0] == n:
+                finals = list(only.unbind(0))  # stacked along a first axis
+        if len(finals) != n:
+            raise CapacityError(
+                f"{self.name}: {label} returned {_describe(out)}; from_fla expects o and {n} final state(s) "
+                f"({', '.join(self.states)}) in that order, and never drops one"
+            )
+        new = {}
+        for (arg, code), final in zip(self.states.items(), finals):
+            want = (B, 1, *self._shape(code, d, dv))
+            if not isinstance(final, torch.Tensor):
+                raise CapacityError(
+                    f"{self.name}: {label} returned {type(final).__name__} for the final {arg}, expected a tensor {want}"
+                    " (called with output_final_state=True)"
+                )
+            if tuple(final.shape) != want:
+                raise _LayoutError(
+                    f"{self.name}: {label} returned the final {arg} of shape {tuple(final.shape)}, expected {want}"
+                )
+            new[arg] = final[:, 0].to(torch.float32).contiguous()
+        return new if isinstance(state, dict) else next(iter(new.values()))
+
+    def _check_state(self, state, k: torch.Tensor, v: torch.Tensor):
+        """B, d, dv of a write, with the state's shapes checked against them."""
         _validate.tensor("k", k, ndim=3, finite=False)
         _validate.tensor("v", v, ndim=3, finite=False)
-        B, d, dv = state.shape
-        T = k.shape[1]
-        if k.shape != (B, T, d) or v.shape != (B, T, dv):
+        if not self._multi:
+            _validate.tensor("state", state, ndim=3, finite=False)
+            B, d, dv = state.shape
+            T = k.shape[1]
+            if k.shape != (B, T, d) or v.shape != (B, T, dv):
+                raise CapacityError(
+                    f"{self.name}: shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, t, d] = "
+                    f"{list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
+                )
+            return B, d, dv
+        B, T, d = k.shape
+        dv = v.shape[2]
+        if not isinstance(state, dict) or set(state) != set(self.states):
             raise CapacityError(
-                f"{self.name}: shapes do not match: state [B, d, dv] = {list(state.shape)}, k [B, t, d] = "
-                f"{list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
+                f"{self.name}: the state is the dict of init_state() with {', '.join(self.states)}, got "
+                f"{type(state).__name__}"
             )
+        for arg, code in self.states.items():
+            want = (B, *self._shape(code, d, dv))
+            if not isinstance(state[arg], torch.Tensor) or tuple(state[arg].shape) != want:
+                got = tuple(state[arg].shape) if isinstance(state[arg], torch.Tensor) else type(state[arg]).__name__
+                raise CapacityError(
+                    f"{self.name}: state {arg!r} is {got}, expected {want} for k [B, t, d] = {list(k.shape)}, "
+                    f"v [B, t, dv] = {list(v.shape)}"
+                )
+        if v.shape[:2] != (B, T):
+            raise CapacityError(f"{self.name}: k {list(k.shape)} and v {list(v.shape)} must share B and t")
+        return B, d, dv
+
+    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+        """Shapes: state float32 ``[B, d, dv]`` (or the dict of several ``states``), k ``[B, t, d]``, v ``[B, t, dv]``;
+        returns the new state."""
+        B, d, dv = self._check_state(state, k, v)
+        T = k.shape[1]
+        call = self._call if self._plain else self._call_mapped
         try:
-            return self._call(state, k, v, self.layout)
+            return call(state, k, v, self.layout)
         except _LayoutError as exc:
             message = str(exc)
         other = LAYOUTS[1 - LAYOUTS.index(self.layout)]
         if T > 1:  # with one token the two layouts are the same tensors
             try:
-                self._call(state, k, v, other)
+                call(state, k, v, other)
             except Exception:
                 pass
             else:
@@ -372,14 +562,22 @@ class FlaVariant:
                 )
         raise CapacityError(message)
 
-    def read(self, state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """q S. Shapes: state ``[B, d, dv]``, q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
+    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+        """q S (or ``read(q, state)`` when given). Shapes: state ``[B, d, dv]`` (or the dict), q ``[B, m, d]`` ->
+        float32 ``[B, m, dv]``."""
         _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != state.shape[0] or q.shape[2] != state.shape[1]:
+        memory = state[next(iter(self.states))] if isinstance(state, dict) else state
+        if q.shape[0] != memory.shape[0] or (self.reader is None and q.shape[2] != memory.shape[1]):
             raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(state.shape)}"
+                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(memory.shape)}"
             )
-        return q.float() @ state
+        if self.reader is None:
+            return q.float() @ memory
+        r = self.reader(q.float(), state)
+        if not isinstance(r, torch.Tensor) or r.ndim != 3 or tuple(r.shape[:2]) != tuple(q.shape[:2]):
+            got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
+            raise CapacityError(f"{self.name}: read {_label(self.reader)} returned {got}, expected [B, m, dv]")
+        return r.to(torch.float32)
 
 
 def from_fla(
@@ -391,6 +589,9 @@ def from_fla(
     dims=None,
     additive: bool | None = None,
     delta_rule: bool | None = None,
+    names: dict | None = None,
+    states: dict | None = None,
+    read=None,
     **fixed_kwargs,
 ) -> FlaVariant:
     """A variant around ``fn``, an op with the flash-linear-attention calling convention.
@@ -403,7 +604,9 @@ def from_fla(
     ``u`` of shape ``[H, K]``); ``check_variant`` then measures at one of them.
     ``fixed_kwargs`` go to every call unchanged (e.g. ``scale=1.0``). ``additive`` /
     ``delta_rule`` (True, False or None = unknown) tell ``check_variant`` whether T2 / T12 must hold.
-    See the module docstring for why the read is q S rather than a call of fn.
+    ``names`` (the op's names for q, k, v), ``states`` (its initial-state arguments and their shapes) and
+    ``read`` (how its state is read, when not q S) map other conventions; see the module docstring, also for
+    why the read is q S rather than a call of fn.
 
     >>> import torch
     >>> def fla_linear(q, k, v, initial_state=None, output_final_state=True):   # [B, T, H, K] layout
@@ -423,4 +626,7 @@ def from_fla(
         additive=additive,
         delta_rule=delta_rule,
         fixed_kwargs=fixed_kwargs,
+        names=names,
+        states=states,
+        read=read,
     )

@@ -56,6 +56,9 @@ def state_matrix(name: str, drawn: bool, state) -> tuple[torch.Tensor, int]:
     return state, 0
 
 
+_CORE = ("normalize", "feature", "normalize_read", "seed", "backend", "alpha", "beta")  # what _setup takes
+
+
 @dataclass(init=False, eq=False, repr=False)
 class Recurrent:
     """A matrix memory written through ``kernels.update(mode=...)``; see the module docstring.
@@ -86,8 +89,13 @@ class Recurrent:
 
     def __init__(self, **params):
         declared = {f.name: f.default for f in _fields(type(self))}
-        given = {k: params.pop(k) for k in list(params) if k in declared}
-        self._setup(**{**declared, **given}, feature_params=params)
+        values = {**declared, **{k: params.pop(k) for k in list(params) if k in declared}}
+        core = {k: values.pop(k) for k in list(values) if k in _CORE}
+        self._setup(**core, feature_params=params)
+        self._more(**values)
+
+    def _more(self, **fields) -> None:
+        """Check and keep a subclass's own fields besides the shared ones (none here)."""
 
     def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, alpha=None, beta=None):
         """Check the declared parameters, build the feature map and the gate and step parameters."""

@@ -8,15 +8,22 @@ variant is the same memory, the table gives the max relative difference of the t
 
     python docs/scripts/fla_table.py            # needs: pip install --no-deps fla-core==0.6.0 einops
 
-``references(d)`` is the list the table and tests/test_fla.py share.
+``references(d)`` is the list the table and tests/test_fla.py share. Ops with other conventions go through
+from_fla's ``names``, ``states`` and ``read`` (momentum delta rule, MesaNet, TTT-linear; for MesaNet, whose state
+holds K^T K, the reads are compared). ``refused(d)`` lists the ops that do not fit and the one-line error each
+raises, and ``interpreted()`` runs fla's fused Triton ops on the CPU under ``TRITON_INTERPRET=1``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import math
+import os
 import platform
+import subprocess
+import sys
 import time
 import warnings
 
@@ -34,6 +41,31 @@ def _fn(path: str):
     with warnings.catch_warnings():  # importing fla on a CPU warns that Triton is not supported
         warnings.simplefilter("ignore")
         return getattr(importlib.import_module(module), name)
+
+
+def ident(k):
+    return k
+
+
+def neg(k):
+    return -k
+
+
+def mesa_read(q, state, lam):
+    """MesaNet's read: q* = (H_kk + lam I)^-1 q, o = q* H_kv (its state keeps H_kk = sum k^T k, H_kv = sum k^T v)."""
+    A = state["h_kk_init"].double() + lam * torch.eye(q.shape[-1], dtype=torch.float64, device=q.device)
+    x = torch.linalg.solve(A, q.double().transpose(1, 2))  # [B, d, m]
+    return (x.transpose(1, 2) @ state["h_kv_init"].double()).float()
+
+
+def ttt_read(q, state):
+    """TTT-linear's prediction of the value: q + w LN(q h + hb) with the table's LN weight w = d^-1/2 and bias 0
+    (it learns the residual v - k; the weight gives LN's output the unit norm of the values)."""
+    z = q @ state["initial_state"] + state["initial_state_bias"]
+    return q + torch.nn.functional.layer_norm(z, (z.shape[-1],), eps=1e-6) * z.shape[-1] ** -0.5
+
+
+LAM = 0.05  # MesaNet's ridge lambda
 
 
 def references(d: int) -> list[dict]:
@@ -143,7 +175,152 @@ def references(d: int) -> list[dict]:
         {"per_token": {"g": g, "beta": 1.0}, "scale": 1.0},
         lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
     )
+    add(
+        "momentum delta rule",
+        "fla.ops.momentum_delta_rule.naive.recurrent_momentum_delta_rule_ref",
+        'from_fla(recurrent_momentum_delta_rule_ref, states={"initial_S": "KV", "initial_M": "KV"}, '
+        'per_token={"log_alpha": math.log(0.95), "log_mu": math.log(0.5), "p": ident, "beta": 1.0, "eta": 0.5})',
+        {
+            "states": {"initial_S": "KV", "initial_M": "KV"},
+            "per_token": {"log_alpha": g, "log_mu": math.log(0.5), "p": ident, "beta": 1.0, "eta": 0.5},
+        },
+        None,
+    )
+    add(
+        "MesaNet",
+        "fla.ops.mesa_net.naive.naive_mesa_net_exact",
+        'from_fla(naive_mesa_net_exact, states={"h_kk_init": "KK", "h_kv_init": "KV"}, '
+        'per_token={"g": 0.0, "beta": 1.0}, read=partial(mesa_read, lam=0.05), lamb=torch.full((1, d), 0.05), dims=d)',
+        {
+            "states": {"h_kk_init": "KK", "h_kv_init": "KV"},
+            "per_token": {"g": 0.0, "beta": 1.0},
+            "read": functools.partial(mesa_read, lam=LAM),
+            "lamb": torch.full((1, d), LAM),
+            "dims": d,
+        },
+        lambda: variants.get("lsq", lam=LAM),
+    )
+    add(
+        "TTT-linear",
+        "fla.ops.ttt.naive.ttt_linear",
+        'from_fla(ttt_linear, layout="BHTK", states={"initial_state": "KV", "initial_state_bias": "1V"}, '
+        'per_token={"eta": 0.1}, read=ttt_read, w=torch.full((1, d), d**-0.5), b=torch.zeros(1, d), scale=1.0, '
+        "eps=1e-6, mini_batch_size=1, dims=d)",
+        {
+            "layout": "BHTK",
+            "states": {"initial_state": "KV", "initial_state_bias": "1V"},
+            "per_token": {"eta": 0.1},
+            "read": ttt_read,
+            "w": torch.full((1, d), d**-0.5),
+            "b": torch.zeros(1, d),
+            "scale": 1.0,
+            "eps": 1e-6,
+            "mini_batch_size": 1,
+            "dims": d,
+        },
+        None,
+    )
     return out
+
+
+def refused(d: int) -> list[dict]:
+    """The ops that do not fit: ``name``, ``path``, ``call`` (text), ``make()`` and ``why`` (a sentence)."""
+    alpha = torch.linspace(*ALPHA, d)
+    out = []
+
+    def add(name, path, call, kwargs, why):
+        out.append(
+            {
+                "name": name,
+                "path": path,
+                "call": call,
+                "make": lambda: from_fla(_fn(path), name=f"fla:{path.rsplit('.', 1)[1]}", **kwargs),
+                "why": why,
+            }
+        )
+
+    add(
+        "Titans",
+        "fla.ops.titans.naive.titans_linear",
+        'from_fla(titans_linear, layout="BHTK", per_token={"theta": 0.1, "alpha": 0.1, "eta": 0.9}, '
+        "w=torch.ones(1, d), b=torch.zeros(1, d), eps=1e-6, chunk_size=16, dims=d)",
+        {
+            "layout": "BHTK",
+            "per_token": {"theta": 0.1, "alpha": 0.1, "eta": 0.9},
+            "w": torch.ones(1, d),
+            "b": torch.zeros(1, d),
+            "eps": 1e-6,
+            "chunk_size": 16,
+            "dims": d,
+        },
+        "its theta, alpha and eta are indexed [B, H, T, 1] (one per token, with a trailing axis of 1), which "
+        "per_token builds as [B, H, T] or [B, H, T, K]; and it returns only M, not its momentum S or the M the "
+        "gradient is taken at, so a second write could not continue the first",
+    )
+    add(
+        "HGRN",
+        "fla.ops.hgrn.naive.naive_recurrent_hgrn",
+        "from_fla(naive_recurrent_hgrn)",
+        {},
+        "it takes (x, g), not (q, k, v): h = exp(g) h + x is one number per channel, a vector state with no key "
+        "or value to map (names= cannot help: there is no outer product k^T v to store pairs in)",
+    )
+    add(
+        "RWKV-7",
+        "fla.ops.rwkv7.fused_recurrent_rwkv7",
+        'from_fla(fused_recurrent_rwkv7, names={"q": "r"}, per_token={"w": alpha.log().tolist(), "a": neg, '
+        '"b": ident}, scale=1.0)',
+        {"names": {"q": "r"}, "per_token": {"w": alpha.log().tolist(), "a": neg, "b": ident}, "scale": 1.0},
+        "names maps its receptance r to q, but fla 0.6.0 ships RWKV-7 as fused Triton kernels only (no plain-torch "
+        "reference), and these are autotuned: on a CPU, even under TRITON_INTERPRET=1, the autotuner finds no GPU "
+        "driver to time its configurations with. On a CUDA device the same call wraps it (its recurrence is "
+        "DPLR's, the row above)",
+    )
+    return out
+
+
+def refusal(entry: dict, d: int) -> str:
+    """The one-line CapacityError a user meets when writing through a refused op."""
+    from capacity.errors import CapacityError
+
+    mem = entry["make"]()
+    K = keys.make("gaussian", 8, d, batch=1, seed=0)
+    V = values.make("gaussian", 8, d, batch=1, seed=0)
+    try:
+        mem.write(mem.init_state(1, d, d), K, V)
+    except CapacityError as exc:
+        return str(exc)
+    return "(no error: it ran)"
+
+
+INTERPRETED = """
+import math, warnings, torch
+warnings.simplefilter("ignore")
+from capacity import keys, values, variants
+from capacity.errors import CapacityError
+from capacity.variants import from_fla
+from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
+from fla.ops.rwkv7 import fused_recurrent_rwkv7
+K = keys.make("gaussian", 32, 16, batch=2, seed=0); V = values.make("gaussian", 32, 16, batch=2, seed=0)
+mem = from_fla(fused_recurrent_gated_delta_rule, per_token={"g": math.log(0.95), "beta": 1.0})
+ours = variants.get("gated_delta", alpha=0.95, beta=1.0, normalize=False)
+a, b = mem.write(mem.init_state(2, 16, 16), K, V), ours.write(ours.init_state(2, 16, 16), K, V)
+print("gated_delta_rule.fused_recurrent_gated_delta_rule: runs; max rel. diff to the built-in %.1e"
+      % float((a - b).abs().max() / b.abs().max()))
+rw = from_fla(fused_recurrent_rwkv7, names={"q": "r"}, per_token={"w": [0.0] * 16, "a": lambda k: -k, "b": lambda k: k})
+try:
+    rw.write(rw.init_state(2, 16, 16), K, V); print("rwkv7.fused_recurrent_rwkv7: runs")
+except CapacityError as exc:
+    print("rwkv7.fused_recurrent_rwkv7: " + str(exc).split(" raised ", 1)[1])
+"""
+
+
+def interpreted() -> list[str]:
+    """Two fused Triton ops of fla run on this CPU under TRITON_INTERPRET=1 (a subprocess): one line each."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", INTERPRETED], capture_output=True, text=True, env=env, timeout=900)
+    lines = [x for x in proc.stdout.splitlines() if x.strip()]
+    return lines or [f"(the interpreter run failed: {proc.stderr.strip().splitlines()[-1:]})"]
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -157,15 +334,17 @@ def measure(entry: dict, d: int, checkpoints: list[int], seeds: list[int]) -> di
     V = values.make("gaussian", n, d, batch=len(seeds), seed=seeds)  # [B, n, dv], unit rows
     mem = entry["make"]()
     mse = probe.recall(mem, K, V, checkpoints=checkpoints, decode=False).mse.mean("batch").values
-    row = {"mse": [float(x) for x in mse], "rel_diff": None}
+    row = {"mse": [float(x) for x in mse], "rel_diff": None, "compared": None}
     if entry["builtin"] is not None:
         ours = entry["builtin"]()
         a, b = mem.init_state(len(seeds), d, d), ours.init_state(len(seeds), d, d)
+        reads = isinstance(a, dict) or not isinstance(b, torch.Tensor)  # states of other forms: compare the reads
         worst, start = 0.0, 0
         for c in checkpoints:
             a, b = mem.write(a, K[:, start:c], V[:, start:c]), ours.write(b, K[:, start:c], V[:, start:c])
-            worst, start = max(worst, _rel(a, b)), c
-        row["rel_diff"] = worst
+            diff = _rel(mem.read(a, K[:, :c]), ours.read(b, K[:, :c])) if reads else _rel(a, b)
+            worst, start = max(worst, diff), c
+        row["rel_diff"], row["compared"] = worst, "reads" if reads else "states"
     return row
 
 
@@ -181,6 +360,7 @@ BUILTIN_CALL = {  # the built-in each row is compared with, as text
     "DPLR": 'get("kda", alpha=alpha, beta=1.0, normalize=False)',
     "Comba": 'get("gated_delta", alpha=0.95, beta=1.0, normalize=False)',
     "gated delta product": 'get("gated_delta", alpha=0.95, beta=1.0, normalize=False)',
+    "MesaNet": 'get("lsq", lam=0.05)',
 }
 
 
@@ -200,6 +380,7 @@ def main(argv=None) -> None:
         r = measure(e, args.d, cps, seeds)
         same = f"`{BUILTIN_CALL[e['name']]}`" if e["builtin"] is not None else "none"
         diff = f"{r['rel_diff']:.1e}" if r["rel_diff"] is not None else "n/a"
+        diff += " (reads)" if r["compared"] == "reads" else ""
         mses = " | ".join(f"{x:.3f}" for x in r["mse"])
         print(f"| {e['name']} | `{e['path'].removeprefix('fla.ops.')}` | `{e['call']}` | {mses} | {same} | {diff} |")
     print(
@@ -207,6 +388,14 @@ def main(argv=None) -> None:
         f"{ALPHA[1]}, d); "
         f"torch {torch.__version__}, {platform.machine()}, {time.perf_counter() - t0:.1f} s"
     )
+    print("\n| op | fla 0.6.0 | tried as | why it does not fit | the error a user sees |")
+    print("|---|---|---|---|---|")
+    for e in refused(args.d):
+        msg = refusal(e, args.d).replace("|", "\\|")
+        print(f"| {e['name']} | `{e['path'].removeprefix('fla.ops.')}` | `{e['call']}` | {e['why']} | `{msg}` |")
+    print("\nUnder TRITON_INTERPRET=1 on this CPU (d = 16, n = 32):\n")
+    for line in interpreted():
+        print(f"- {line}")
 
 
 if __name__ == "__main__":
