@@ -1,4 +1,26 @@
-"""The package's one exception type for user errors."""
+"""The package's exception types, and the one place that turns a failure of code it does not own into one line.
+
+``CapacityError`` is bad input (a ValueError). ``UserCodeError`` (a CapacityError) is raised by ``user_code``
+around every call into code the package does not own: a memory's constructor and methods, a key family's draw, a
+feature map, a module imported by ``--import``, an import path ``module:attr`` or an installed package's entry
+point. Its message names that code, where it failed and the exception; the original exception is chained
+(``__cause__``) and its formatted traceback travels in ``details``, which survives pickling, so a failure in a
+worker process or on a Dask worker reaches the command line whole (``capacity --traceback`` prints it).
+
+>>> try:
+...     with user_code("memory 'mymem:Longhorn'", "in write()"):
+...         1 / 0
+... except UserCodeError as exc:
+...     print(exc)
+memory 'mymem:Longhorn' raised ZeroDivisionError in write(): division by zero
+"""
+
+from __future__ import annotations
+
+import traceback
+from contextlib import contextmanager
+
+__all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "user_code", "one_line"]
 
 
 class CapacityError(ValueError):
@@ -6,3 +28,44 @@ class CapacityError(ValueError):
 
     It subclasses ValueError, so ``except ValueError`` keeps working in user code.
     """
+
+
+class UserCodeError(CapacityError):
+    """Code the package calls but does not own raised; ``details`` is the full traceback as text ('' if none)."""
+
+    def __init__(self, message: str, details: str = ""):
+        super().__init__(message)
+        self.details = details
+
+    def __reduce__(self):  # the same message and traceback text on the other side of a pickle (workers, Dask)
+        return (type(self), (str(self), self.details))
+
+
+class CapacityWarning(UserWarning):
+    """Something was skipped (a plug-in that cannot be loaded, a figure not drawn) and the rest went on."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line: its first non-empty line (the type's name when it has no message)."""
+    lines = [s.strip() for s in str(exc).splitlines() if s.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextmanager
+def user_code(who: str, where: str, *, passthrough=None):
+    """Run the block as a call into code the package does not own.
+
+    Any Exception the block raises, other than a CapacityError (already one line) and those ``passthrough(exc)``
+    accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
+    "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
+    ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``.
+    """
+    try:
+        yield
+    except CapacityError:
+        raise
+    except Exception as exc:
+        if passthrough is not None and passthrough(exc):
+            raise
+        details = "".join(traceback.format_exception(exc))
+        raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc

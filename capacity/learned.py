@@ -30,6 +30,7 @@ from capacity import _random, _validate, variants
 from capacity import values as value_families
 from capacity.errors import CapacityError
 from capacity.keys import Family
+from capacity.variants._guard import guard
 
 __all__ = ["optimise", "LearnedKeys", "FAMILY"]
 
@@ -49,7 +50,7 @@ class LearnedKeys:
 
 def _variant(variant):
     try:
-        return variants.resolve(variant)
+        return guard(variants.resolve(variant))
     except CapacityError as exc:
         raise CapacityError(f"learned keys: {exc}") from None
 

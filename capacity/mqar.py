@@ -43,6 +43,7 @@ from capacity import keys as key_families
 from capacity import values as value_families
 from capacity import variants as variant_registry
 from capacity.errors import CapacityError
+from capacity.variants._guard import guard
 
 __all__ = ["METRICS", "Task", "grid", "mqar", "predicted_accuracy", "task"]
 
@@ -304,6 +305,7 @@ def mqar(
     tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
     """
     vname = _check_variant(variant)
+    variant = guard(variant)
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
         vocab, pairs, d, dv, overwrite, distractors, queries, batch
     )

@@ -26,6 +26,7 @@ from capacity import variants as _variants
 from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
+from capacity.variants._guard import guard
 
 __all__ = ["recall", "measure", "Curves", "default_checkpoints", "METRICS", "PER_QUERY"]
 
@@ -158,7 +159,7 @@ def measure(
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(variant, keys, values, cps, vname, names, per_query, decode)
+        return _measure(guard(variant), keys, values, cps, vname, names, per_query, decode)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
@@ -185,7 +186,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
         state = variant.write(state, keys[:, written:c], values[:, written:c])
         written = c
         if measures_size:
-            sizes.append(int(variant.numel(state)))
+            sizes.append(variant.numel(state))
         r = variant.read(state, keys[:, :c])
         if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
@@ -299,7 +300,7 @@ def recall(
             "variant_params": json.dumps(params, sort_keys=True, default=str),
             "d": d,
             "dv": dv,
-            "state_numel": cv.sizes[-1] if cv.sizes else int(variant.state_numel(d, dv)),
+            "state_numel": cv.sizes[-1] if cv.sizes else guard(variant).state_numel(d, dv),
             "feature_dim": cv.feature_dim,
             "device": str(device),
             "config": json.dumps(config, sort_keys=True, default=str),
