@@ -19,6 +19,7 @@ from capacity import variants as variants_mod
 from capacity.errors import CapacityError
 from capacity.sweep.config import Spec, Study, build_variant, digest
 from capacity.sweep.kinds import KINDS
+from capacity.variants._guard import guard
 
 __all__ = ["Group", "groups", "check", "check_memory", "peak_bytes", "user_code"]
 
@@ -113,11 +114,8 @@ def peak_bytes(study: Study, group: Group) -> int:
     S, d, dv = len(study.grid.seed), group.d, group.dv
     n = KINDS[study.probe.kind].writes(study, group.ns(study))
     var = build_variant(group.variant, group.feature)
-    D = var.feature_dim(d) if callable(getattr(var, "feature_dim", None)) else d
-    try:
-        state = int(var.state_numel(D, dv))
-    except (TypeError, ValueError):  # a memory that grows (softmax) wants n
-        state = int(var.state_numel(D, dv, n=n))
+    D = guard(var).feature_dim(d) if callable(getattr(var, "feature_dim", None)) else d
+    state = guard(var).state_numel(D, dv, n=n)  # n for a memory that grows (softmax)
     total = 12 * S * n * (d + dv) + 4 * S * n * D + 16 * S * n * dv + 8 * S * state + 4 * (1 << 24)
     return int(total + (8 * S * min(n, 2048) * n if study.probe.key_stats else 0))
 
