@@ -13,10 +13,12 @@ import numpy as np
 import torch
 import xarray as xr
 
+from capacity import _validate, theory, values
 from capacity import keys as keys_mod
-from capacity import theory, values
+from capacity.errors import user_code
 from capacity.sweep.config import build_variant
 from capacity.sweep.recall import TORCH_DTYPES
+from capacity.variants._guard import guard
 
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "ONE_PASS"]
 
@@ -79,20 +81,22 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
     )  # [1, T, d]
     V = values.make(study.probe.values, total, group.dv, seed=seed, device=device).to(dtype)  # [1, T, dv]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    state, numel, seconds, written = var.init_state(1, group.d, group.dv, device=device), {}, {}, 0
+    mem = guard(var)  # the timed steps call the memory itself, inside one user_code block (no overhead per step)
+    state, numel, seconds, written = mem.init_state(1, group.d, group.dv, device=device), {}, {}, 0
     for n in order:
-        state, written = var.write(state, K[:, written:n], V[:, written:n]), n
+        state, written = mem.write(state, K[:, written:n], V[:, written:n]), n
         numel[n] = _numel(state)
         trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
         times = []
-        for r in range(reps + 2):  # two warm-up steps
-            i, q = n + r % reps, r % n
-            sync()
-            t0 = time.perf_counter()
-            trial = var.write(trial, K[:, i : i + 1], V[:, i : i + 1])
-            var.read(trial, K[:, q : q + 1])
-            sync()
-            times.append(time.perf_counter() - t0)
+        with user_code(mem.who, "in a timed write() or read()", passthrough=_validate.is_alloc_failure):
+            for r in range(reps + 2):  # two warm-up steps
+                i, q = n + r % reps, r % n
+                sync()
+                t0 = time.perf_counter()
+                trial = var.write(trial, K[:, i : i + 1], V[:, i : i + 1])
+                var.read(trial, K[:, q : q + 1])
+                sync()
+                times.append(time.perf_counter() - t0)
         seconds[n] = float(np.median(times[2:]))
     data = {
         "state_numel": ("n", np.array([numel[n] for n in ns], dtype=np.int64)),
