@@ -8,11 +8,10 @@ assembled study); optionally ``check(study)`` and ``attrs(study)`` (attrs of the
 
 from __future__ import annotations
 
-import importlib
-
 import torch
 import xarray as xr
 
+from capacity import plugins
 from capacity.sweep import bill, mqar, recall
 
 __all__ = ["KINDS", "measure", "expectation"]
@@ -26,8 +25,7 @@ def measure(task: dict) -> xr.Dataset:
     ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
     threads for this group only (None: leave the setting alone).
     """
-    for module in task.get("imports") or ():
-        importlib.import_module(module)
+    plugins.import_modules(task.get("imports"))  # a module that fails is one line, here and in every worker
     study, threads, before = task["study"], task.get("threads"), torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
