@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from capacity._files import atomic_write
+from capacity._files import atomic_write, clean_stale
 
 __all__ = ["Store", "checksum"]
 
@@ -81,11 +80,5 @@ class Store:
         atomic_write(self.path(key), lambda tmp: tmp.write_text(json.dumps(data)))
 
     def clean(self) -> None:
-        """Remove temporary files left by processes that no longer run (a SIGKILL mid-write)."""
-        for tmp in self.root.glob(".*.tmp"):
-            try:
-                os.kill(int(tmp.name.split(".")[-3]), 0)
-            except (ValueError, IndexError, ProcessLookupError):
-                tmp.unlink(missing_ok=True)
-            except PermissionError:
-                pass
+        """Remove temporary files left by processes that no longer run (a SIGKILL mid-write; ``_files.clean_stale``)."""
+        clean_stale(self.root)
