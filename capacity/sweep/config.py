@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from capacity import __version__, _validate, labels, variants
 from capacity.errors import CapacityError
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "build_variant", "n_of", "digest", "DTYPES", "KINDS"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "axis_values", "build_variant", "n_of", "digest", "DTYPES", "KINDS"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 KINDS = {
@@ -286,27 +286,46 @@ class Study:
         return _fields(Grid) + _fields(Probe)
 
     def with_overrides(self, assignments) -> Study:
-        """A copy with ``key=value`` assignments applied (lists comma-separated, e.g. ``d=16,32``).
+        """A copy with assignments applied: ``key=value`` strings (a list of them, or one), or a dict ``{key: value}``.
 
-        Grid axes take lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``); probe fields one value
-        (``values=orthonormal``). Setting ``n`` clears ``load`` and the other way round.
+        In a string, grid axes take comma-separated lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``)
+        and probe fields one value (``values=orthonormal``), read by ``axis_values`` as the command line's ``--set``.
+        In a dict, a string value reads the same way; other values are taken as they are (a list for a grid axis, or
+        one value), e.g. ``{"d": 16}``, ``{"d": [16, 32]}``, ``{"variant": "delta(beta=0.5)"}``. Setting ``n`` clears
+        ``load`` and the other way round.
+
+        >>> s = Study("demo", "", Grid(load=(1,)))
+        >>> s.with_overrides("d=16").grid.d, s.with_overrides({"d": [16, 32], "seed": 1}).grid.seed
+        ((16,), (1,))
         """
         grid = {f: getattr(self.grid, f) for f in _fields(Grid)}
         probe = {f: getattr(self.probe, f) for f in _fields(Probe)}
+        if isinstance(assignments, str):
+            assignments = [assignments]
+        elif isinstance(assignments, dict):
+            assignments = [(str(k), v) for k, v in assignments.items()]
+        elif assignments is not None and not isinstance(assignments, (list, tuple)):
+            raise CapacityError(
+                f"with_overrides takes 'key=value' strings (one, or a list of them) or a dict {{key: value}}, got {assignments!r}"
+            )
         for item in assignments or ():
-            key, eq, value = (s.strip() for s in str(item).partition("="))
-            if not eq:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                key, value = item
+            elif isinstance(item, str):
+                key, eq, value = (s.strip() for s in item.partition("="))
+                if not eq:
+                    raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
+            else:
                 raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
             _known("--set", [key], self.settable())
+            if isinstance(value, str):
+                value = axis_values(key, value) if key in grid else labels.scalar(value)
             if key in grid:
-                parts = labels.split(value)
-                grid[key] = tuple(
-                    parts if key in ("variant", "keys", "feature", "dtype") else map(labels.scalar, parts)
-                )
+                grid[key] = value
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
             else:
-                probe[key] = labels.scalar(value)
+                probe[key] = value
         return Study(self.name, self.description, Grid(**grid), Probe(**probe))
 
     def hash_payload(self, device: str) -> dict:
@@ -316,6 +335,18 @@ class Study:
 
     def config_hash(self, device: str) -> str:
         return digest(self.hash_payload(device))
+
+
+def axis_values(key: str, text: str) -> tuple:
+    """A grid axis's values from command-line text, comma-separated (``--set d=16,32``, ``compare --d 16,32``):
+    labels for the variant, keys, feature and dtype axes, numbers (``labels.scalar``: ints, floats, fractions) for
+    the others. The grid then checks them (``Grid``): ``d=16.5`` and ``d=abc`` are refused there.
+
+    >>> axis_values("load", "1/8,1,16"), axis_values("variant", "linear,delta(beta=0.5)")
+    ((0.125, 1, 16), ('linear', 'delta(beta=0.5)'))
+    """
+    parts = labels.split(text)
+    return tuple(parts if key in ("variant", "keys", "feature", "dtype") else map(labels.scalar, parts))
 
 
 def build_variant(variant: Spec, feature: Spec | None = None):
