@@ -21,12 +21,13 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import warnings
 from functools import cache
 from importlib import metadata
 
-from capacity.errors import CapacityError, UserCodeError, user_code
+from capacity.errors import CapacityError, CapacityWarning, UserCodeError, user_code
 
-__all__ = ["GROUPS", "load_path", "entry_points", "entry_point", "import_module", "import_modules"]
+__all__ = ["GROUPS", "load_path", "entry_points", "entry_point", "import_module", "import_modules", "skip"]
 
 GROUPS = ("capacity.variants", "capacity.keys", "capacity.features", "capacity.studies")
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -97,3 +98,9 @@ def import_modules(modules) -> None:
     """Import the named modules (``--import``), for plug-ins that register themselves on import."""
     for module in modules or ():
         import_module(module, f"--import {module}")
+
+
+def skip(exc: CapacityError) -> None:
+    """Warn (one line, ``CapacityWarning``) that a plug-in which cannot be loaded is left out of a listing; using
+    it by name is the error itself."""
+    warnings.warn(f"{exc}; it is left out", CapacityWarning, stacklevel=3)
