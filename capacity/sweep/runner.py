@@ -19,8 +19,9 @@ import torch
 import xarray as xr
 
 from capacity import _validate, executors, plugins
+from capacity import keys as keys_mod
 from capacity import variants as variants_mod
-from capacity._files import atomic_netcdf
+from capacity._files import atomic_netcdf, clean_stale
 from capacity.errors import CapacityError
 from capacity.provenance import fingerprint
 from capacity.sweep.assemble import assemble, provenance
@@ -33,6 +34,7 @@ __all__ = ["run", "compare", "RunResult", "resolve_device"]
 
 SMALL = 1e9  # multiply-adds under which a group runs on one torch thread in this process (see _measure)
 RATE = 3e10  # multiply-adds per second one CPU core sustained on the probe (main job, 2026-12-01; executor choice only)
+LONG = 180.0  # seconds of estimated work above which a run says how long it will take before it starts
 
 
 @dataclass
@@ -123,6 +125,7 @@ def run(
             f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
         )
     path = _writable_folder(Path(out), "output folder") / f"{study.name}.nc"
+    clean_stale(path.parent)  # the temporary files of a result write that was killed
     if path.is_dir():
         raise CapacityError(f"the results path {path} is a folder; remove it or choose another --out")
     store = Store(_writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
@@ -140,10 +143,13 @@ def run(
                 if why:
                     log(f"stored group {g.variant.label} {g.keys.label} d={g.d} {why}; measuring it again")
         work = sum(g.cost(study) for g, _ in todo) / RATE
+        drawing = sum(_draw_seconds(study, g) for g, _ in todo)
         executor = executors.resolve(
-            executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=bool(local)
+            executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors._cores())
+        if progress and work + drawing > LONG:
+            _announce(study, work, drawing, min(parallel, max(1, len(todo))))
         check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda gk: -gk[0].cost(study))
@@ -171,6 +177,33 @@ def run(
     if progress and verbose:
         _log(f"saved {path} ({total} points; {measured} groups measured, {len(keyed) - len(todo)} reused)")
     return RunResult(path, ds, measured, len(keyed) - len(todo))
+
+
+def _draw_seconds(study: Study, g) -> float:
+    """Estimated seconds of the key draws of group ``g`` (families with a ``cost``: learned keys optimise)."""
+    fam = keys_mod.family(g.keys.name)
+    if fam.cost is None:
+        return 0.0
+    ns = sorted(set(g.ns(study)))
+    draws = ns[-1:] if fam.iid_rows else ns  # one draw per pass (recall.measure)
+    return sum(fam.cost(len(study.grid.seed), n, g.d, **g.keys.kwargs) for n in draws)
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}" if seconds / size >= 10 else f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} seconds"
+
+
+def _announce(study: Study, work: float, drawing: float, parallel: int) -> None:
+    """One line before long work starts, under --quiet too: the estimate, and what most of it is."""
+    most = "optimising the learned keys" if drawing > work else "writing and reading the pairs"
+    wall = f", about {_duration((work + drawing) / parallel)} on {parallel} workers" if parallel > 1 else ""
+    _log(
+        f"{study.name}: estimated work about {_duration(work + drawing)} of one CPU core{wall}, most of it "
+        f"{most}; starting now (Ctrl-C stops it, finished groups are kept)"
+    )
 
 
 def _measure(study, todo, total, n_groups, store, executor, scheduler, workers, task, progress, quiet, verbose) -> int:
@@ -251,7 +284,6 @@ def compare(
     """
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
-    seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else tuple(seeds)
-    d = (d,) if isinstance(d, int) else tuple(d)
-    grid = Grid(variant=tuple(variants), keys=tuple(keys), d=d, load=tuple(load), seed=seeds)
+    seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else seeds
+    grid = Grid(variant=tuple(variants), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)
