@@ -215,6 +215,10 @@ def task(
         raise CapacityError(f"task draws one sequence: pairs must be a whole number, got {pairs!r}")
     p = plist[0]
     dev = _validate.device(device)
+    T = p + _overwrites(p, overwrite) + distractors  # tokens written
+    # token draws (about six int64 [B, T] at once), then the embedded sequence [B, T, d + dv] float32 on the device
+    _validate.check_alloc("mqar: token sequences", (batch, T), torch.int64, "cpu", copies=6.0)
+    _validate.check_alloc("mqar: embedded sequence", (batch, T, d + dv), torch.float32, dev)
     kp = _key_params(key_params)
     key_emb = key_families.make(keys, n=vocab, d=d, batch=batch, seed=seed, device=dev, **kp)  # [B, vocab, d]
     value_emb = value_families.make("gaussian", n=vocab, dv=dv, batch=batch, seed=seed, device=dev)  # [B, vocab, dv]

@@ -13,6 +13,7 @@ from capacity.metrics import HIGHER_IS_BETTER
 __all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note", "reads", "delta_beta"]
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
+LABEL_AXES = ("variant", "key_family", "feature")  # coordinates that hold labels; every other one holds numbers
 
 
 def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:
@@ -42,6 +43,12 @@ def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIM
         raise CapacityError(
             f"missing dimension{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs dimensions {', '.join(dims)}"
         )
+    for name in (*variables, *coords, *dims):  # numbers where the figure computes with them (a file may hold text)
+        if name in ds.variables and name not in LABEL_AXES and ds[name].dtype.kind not in "biuf":
+            raise CapacityError(
+                f"{'variable' if name in ds.data_vars else 'coordinate'} {name!r} holds {ds[name].dtype} values, not "
+                f"numbers; the {what} figure needs numbers there"
+            )
     empty = [d for d, size in ds.sizes.items() if size == 0]
     if empty:
         raise CapacityError(f"the Dataset is empty: dimension {empty[0]!r} has length 0")
