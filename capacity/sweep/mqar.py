@@ -29,7 +29,9 @@ def variables(study) -> dict[str, dict]:
 
 
 def writes(study, ns) -> int:
-    return max(ns)
+    """Tokens one pass writes: the pairs, the overwrites of the largest fraction and the distractors."""
+    p = study.probe
+    return max(ns) + mqar._overwrites(max(ns), max(p.overwrite)) + p.distractors
 
 
 def check(study) -> None:
