@@ -129,9 +129,12 @@ def check_memory(study: Study, todo: list[Group], device: torch.device, parallel
     if have is not None and need > 0.9 * have:
         gib = lambda b: f"{b / 2**30:.1f} GiB"
         at_once = f" ({parallel} groups at once)" if parallel > 1 else ""
+        n, T = max(worst.ns(study)), KINDS[study.probe.kind].writes(study, worst.ns(study))
+        tokens = f", {T} tokens written" if T != n else ""
+        fewer = " (or fewer distractors)" if study.probe.kind == "mqar" and study.probe.distractors else ""
         raise CapacityError(
-            f"the largest group ({worst.variant.label}, {worst.keys.label}, d = {worst.d}, n up to {max(worst.ns(study))}) "
-            f"needs about {gib(need)}{at_once} but {device.type} has {gib(have)} available; use a smaller d, load or fewer seeds"
+            f"the largest group ({worst.variant.label}, {worst.keys.label}, d = {worst.d}, n up to {n}{tokens}) "
+            f"needs about {gib(need)}{at_once} but {device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"
         )
 
 
