@@ -146,12 +146,15 @@ def _dask(fn, tasks, workers, scheduler):
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise CapacityError("the dask executor needs dask[distributed]: pip install 'capacity[dask]'") from None
-    cluster, threads, scratch = None, None, None  # a remote cluster keeps its own thread setting
+    cluster, threads, scratch, config = None, None, None, None  # a remote cluster keeps its own thread setting
     if scheduler:
         client = _connect(Client, scheduler, connect_timeout())
     else:
+        import dask
+
         workers = workers or _cores()
-        scratch = tempfile.mkdtemp(prefix="capacity-dask-")  # the workers' scratch space, removed below
+        scratch = tempfile.mkdtemp(prefix="capacity-dask-")  # the cluster's scratch space, removed below
+        config = dask.config.set({"temporary-directory": scratch})  # where nannies and workers make theirs
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
@@ -181,6 +184,8 @@ def _dask(fn, tasks, workers, scheduler):
         client.close(timeout=connect_timeout())
         if cluster is not None:
             cluster.close(timeout=connect_timeout())
+        if config is not None:
+            config.__exit__(None, None, None)  # the caller's Dask configuration again
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -229,7 +234,12 @@ def _connect(Client, scheduler: str, timeout: float):
         exc = box["error"]
         if isinstance(exc, KeyboardInterrupt):
             raise exc
-        raise CapacityError(f"cannot reach {where}: {type(exc).__name__}: {one_line(exc)}") from None
+        if isinstance(exc, (OSError, TimeoutError)):
+            raise CapacityError(f"cannot reach {where}: {type(exc).__name__}: {one_line(exc)}") from None
+        raise CapacityError(
+            f"{where} answered, but not as a Dask scheduler ({type(exc).__name__}: {one_line(exc)[:200]}); "
+            "is it one (tcp://host:8786)?"
+        ) from None
     client = box["client"]
     try:
         client.wait_for_workers(1, timeout=timeout)
