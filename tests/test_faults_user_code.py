@@ -17,7 +17,6 @@ import pytest
 
 from capacity import CapacityError, plugins
 from capacity.cli import main
-from capacity.errors import UserCodeError, user_code
 
 HINT = "run with --traceback for the full traceback"
 
@@ -130,6 +129,8 @@ def test_capacity_traceback_in_the_environment_and_the_flag_after_the_command(tm
 
 
 def test_user_code_errors_survive_pickling_with_their_traceback():
+    from capacity.errors import UserCodeError, user_code
+
     try:
         with user_code("memory 'm:M'", "in write()"):
             {}["missing"]
