@@ -406,11 +406,13 @@ def entry() -> None:
     # Every file is written and closed, every worker joined: flush and leave without the interpreter's teardown of
     # torch, xarray and matplotlib (about 0.5 s of a short command's wall time, measured on the 2-core VM).
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()
     except OSError:  # a closed pipe: the output was cut short by its reader
         code = PIPE_CLOSED if code == 0 else code
     try:
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.flush()
     except OSError:
         pass
     os._exit(code if isinstance(code, int) else 1)

@@ -47,7 +47,11 @@ class CapacityWarning(UserWarning):
 
 def one_line(exc: BaseException) -> str:
     """``exc``'s message on one line: its first non-empty line (the type's name when it has no message)."""
-    lines = [s.strip() for s in str(exc).splitlines() if s.strip()]
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose message cannot be made: its type says what there is
+        text = ""
+    lines = [s.strip() for s in text.splitlines() if s.strip()]
     return lines[0] if lines else type(exc).__name__
 
 
@@ -55,7 +59,8 @@ def one_line(exc: BaseException) -> str:
 def user_code(who: str, where: str, *, passthrough=None):
     """Run the block as a call into code the package does not own.
 
-    Any Exception the block raises, other than a CapacityError (already one line) and those ``passthrough(exc)``
+    Any Exception (or SystemExit: a callback that ends the process is a fault too) the block raises, other than a
+    CapacityError (already one line) and those ``passthrough(exc)``
     accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
     "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
     ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``.
@@ -64,7 +69,7 @@ def user_code(who: str, where: str, *, passthrough=None):
         yield
     except CapacityError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         if passthrough is not None and passthrough(exc):
             raise
         details = "".join(traceback.format_exception(exc))

@@ -234,7 +234,7 @@ def _connect(Client, scheduler: str, timeout: float):
         exc = box["error"]
         if isinstance(exc, KeyboardInterrupt):
             raise exc
-        if isinstance(exc, (OSError, TimeoutError)):
+        if isinstance(exc, (OSError, TimeoutError, ValueError)):  # not there, or not an address
             raise CapacityError(f"cannot reach {where}: {type(exc).__name__}: {one_line(exc)}") from None
         raise CapacityError(
             f"{where} answered, but not as a Dask scheduler ({type(exc).__name__}: {one_line(exc)[:200]}); "
