@@ -70,7 +70,14 @@ def user_code(who: str, where: str, *, passthrough=None):
     except CapacityError:
         raise
     except (Exception, SystemExit) as exc:
-        if passthrough is not None and passthrough(exc):
+        try:
+            leave = passthrough is not None and passthrough(exc)
+        except Exception:  # the predicate could not read the exception (its __str__ raises): it is ours to report
+            leave = False
+        if leave:
             raise
-        details = "".join(traceback.format_exception(exc))
+        try:
+            details = "".join(traceback.format_exception(exc))
+        except Exception:  # a message that cannot be made (its __str__ raises): no text, the line says what there is
+            details = ""
         raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc

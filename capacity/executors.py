@@ -160,7 +160,7 @@ def _dask(fn, tasks, workers, scheduler):
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL,  # a task's error comes back as its result: no worker log dumps
             local_directory=scratch,
         )
         client = Client(cluster)

@@ -93,6 +93,12 @@ def _compare(tmp_path, variant, *extra):
         ("init_state", "raise KeyError('no state')", ("KeyError in init_state(): 'no state'", HINT)),
         ("write", "return 1 / 0", ("ZeroDivisionError in write(): division by zero", HINT)),
         ("read", "raise IndexError('read past the end')", ("IndexError in read(): read past the end", HINT)),
+        ("init", "raise SystemExit(3)", ("SystemExit in __init__(): 3", HINT)),
+        (
+            "write",
+            "raise type('Odd', (Exception,), {'__str__': lambda self: 1 / 0})()",
+            ("raised Odd in write(): Odd",),
+        ),
         ("write", "return None", ("write() returned None", "must return the state")),
         ("write", "return [state]", ("write() returned a list", "must return the new state")),
         (
