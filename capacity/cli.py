@@ -175,7 +175,11 @@ def _sweep_options(p) -> None:
         help="import MODULE first (here and in every worker): for plug-ins that register variants when imported",
     )
     loud = p.add_mutually_exclusive_group()
-    loud.add_argument("--quiet", action="store_true", help="print nothing but errors and the result paths")
+    loud.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing on stderr but errors (and one line before work estimated at more than 3 minutes); the result paths still go to stdout",
+    )
     loud.add_argument(
         "--verbose", action="store_true", help="one log line per finished group instead of a progress bar"
     )
@@ -334,7 +338,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 def main(argv: list[str] | None = None) -> int:
     show_traceback = _traceback_asked(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
-    mpl_home = None
+    mpl_home, saved_env = None, {}
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning  # one line each (restored on leaving)
@@ -343,11 +347,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.command is None:
                 parser.print_help()
                 return 2
-            if getattr(args, "quiet", False):  # errors only: no warnings, matplotlib's included
+            if getattr(args, "quiet", False):  # errors only: no warnings, matplotlib's and worker processes' included
                 import logging
 
                 warnings.simplefilter("ignore")
                 logging.getLogger("matplotlib").setLevel(logging.ERROR)
+                saved_env["PYTHONWARNINGS"] = os.environ.get("PYTHONWARNINGS")
+                os.environ["PYTHONWARNINGS"] = "ignore"
             if args.command in ("run", "compare", "plot"):
                 mpl_home = _matplotlib_home()
             return args.func(args)
@@ -382,6 +388,11 @@ def main(argv: list[str] | None = None) -> int:
         if mpl_home is not None:
             shutil.rmtree(mpl_home, ignore_errors=True)
             os.environ.pop("MPLCONFIGDIR", None)
+        for name, value in saved_env.items():  # the environment as it was (main may run again in this process)
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _main_thread() -> bool:
