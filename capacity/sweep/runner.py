@@ -148,9 +148,9 @@ def run(
             executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors._cores())
-        if progress and work + drawing > LONG:
-            _announce(study, work, drawing, min(parallel, max(1, len(todo))))
         check_memory(study, [g for g, _ in todo], dev, parallel=min(parallel, max(1, len(todo))))
+        if progress and work + drawing > LONG:  # after every check: only work that will run is announced
+            _announce(study, work, drawing, min(parallel, max(1, len(todo))))
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda gk: -gk[0].cost(study))
         task = {"study": study, "device": str(dev), "imports": imports}
