@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import sys
-import tempfile
-import traceback
-import warnings
+import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
 
 from capacity import __version__
 from capacity.errors import CapacityError, UserCodeError
@@ -69,6 +66,8 @@ def _render(result, args) -> None:
             print(path)
     except Exception as exc:  # the results are saved: a figure that fails is a warning line
         if _traceback_asked(None):
+            import traceback
+
             traceback.print_exception(exc)
         why = _line(exc) if isinstance(exc, CapacityError) else f"{type(exc).__name__}: {_line(exc)}"
         _log(f"warning: figures not drawn ({why}); the results are saved in {result.path}")
@@ -275,6 +274,8 @@ def _fail(exc: BaseException, message: str, show_traceback: bool) -> int:
         if details:
             print(details.rstrip(), file=sys.stderr)
         else:
+            import traceback
+
             traceback.print_exception(exc)
     print(f"capacity: error: {message}", file=sys.stderr, flush=True)
     return 2
@@ -326,6 +327,8 @@ def _matplotlib_home() -> str | None:
         os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     ):
         return None
+    import tempfile
+
     path = tempfile.mkdtemp(prefix="capacity-matplotlib-")
     os.environ["MPLCONFIGDIR"] = path
     return path
@@ -386,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         if mpl_home is not None:
+            import shutil
+
             shutil.rmtree(mpl_home, ignore_errors=True)
             os.environ.pop("MPLCONFIGDIR", None)
         for name, value in saved_env.items():  # the environment as it was (main may run again in this process)

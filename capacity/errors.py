@@ -17,8 +17,7 @@ memory 'mymem:Longhorn' raised ZeroDivisionError in write(): division by zero
 
 from __future__ import annotations
 
-import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager  # already loaded by importlib.util; traceback loads only when needed
 
 __all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "user_code", "one_line"]
 
@@ -76,6 +75,8 @@ def user_code(who: str, where: str, *, passthrough=None):
             leave = False
         if leave:
             raise
+        import traceback  # here, not at the top: the package's start-up stays short (an interrupt there is one line)
+
         try:
             details = "".join(traceback.format_exception(exc))
         except Exception:  # a message that cannot be made (its __str__ raises): no text, the line says what there is
