@@ -1,17 +1,32 @@
 """Files written whole or not at all (a temporary name beside the target, flushed to disk, then renamed), folders
-proven writable, and the lock that makes a second run into a folder wait for the first."""
+proven writable, and the lock that makes a second run into a folder wait for the first.
+
+A temporary file is named ``.<name>.<pid>@<host>.<random>.tmp``. A write that fails (a full disk, a file-size limit:
+Python ignores SIGXFSZ, so the limit is an OSError) removes its temporary file and raises the OSError; one killed
+mid-write (SIGKILL, a power cut) leaves it, and ``clean_stale`` removes it on the next run into the same folder: files
+of processes of this host that no longer run, and files of other hosts (a shared file system) older than a day.
+NetCDF files are serialised in memory first and written like any other bytes, so HDF5 never writes to a disk that
+can fill (HDF5 reports a full disk with an error dump, and can crash afterwards).
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
+import socket
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 from capacity.errors import CapacityError
 
-__all__ = ["atomic_write", "atomic_netcdf", "writable_folder", "lock"]
+__all__ = ["atomic_write", "atomic_netcdf", "write_bytes", "clean_stale", "writable_folder", "lock"]
+
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname()) or "host"
+_OWNER = re.compile(r"^(\d+)(?:@([A-Za-z0-9_-]+))?$")
+STALE_ELSEWHERE = 24 * 3600.0  # seconds after which another host's temporary file is taken as abandoned
 
 
 def writable_folder(path: Path, what: str) -> Path:
@@ -44,7 +59,7 @@ def lock(folder: Path, waiting=lambda: None):
 def atomic_write(path: Path, write) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, flush it to disk, rename it to ``path``."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}@{_HOST}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         write(tmp)
         with open(tmp, "rb+") as fh:
@@ -62,6 +77,46 @@ def atomic_write(path: Path, write) -> None:
         pass
 
 
+def write_bytes(path: Path, data) -> None:
+    """Write ``data`` (bytes or a memoryview) to ``path`` atomically."""
+    atomic_write(path, lambda tmp: tmp.write_bytes(bytes(data)))
+
+
 def atomic_netcdf(ds, path: Path) -> None:
-    """Write ``ds`` to ``path`` as netCDF (h5netcdf), atomically."""
-    atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
+    """Write ``ds`` to ``path`` as netCDF (h5netcdf), serialised in memory, then written atomically."""
+    write_bytes(path, ds.to_netcdf(engine="h5netcdf"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def clean_stale(folder: Path) -> list[Path]:
+    """Remove the temporary files ``atomic_write`` left in ``folder`` (not below it) when a write was killed; returns
+    what was removed. Files of live processes, and other hosts' files younger than a day, are left alone."""
+    removed = []
+    try:
+        candidates = list(Path(folder).glob(".*.tmp"))
+    except OSError:
+        return removed
+    for tmp in candidates:
+        parts = tmp.name.split(".")
+        m = _OWNER.match(parts[-3]) if len(parts) >= 5 else None
+        if m is None:
+            continue  # not one of ours
+        pid, host = int(m.group(1)), m.group(2) or _HOST
+        try:
+            if (host == _HOST and not _alive(pid)) or (
+                host != _HOST and time.time() - tmp.stat().st_mtime > STALE_ELSEWHERE
+            ):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+        except OSError:
+            pass
+    return removed

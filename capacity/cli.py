@@ -1,9 +1,11 @@
-"""The ``capacity`` command line. Every fault is one line on stderr: exit code 2 for bad input, a filesystem problem or
-a dead worker, 130 for an interrupt (Ctrl-C) and 143 for SIGTERM; nothing finished is lost.
+"""The ``capacity`` command line. Every fault is one line on stderr (docs/errors.md): exit code 2 for bad input, an
+error in the user's own code (a plug-in memory, a module it imports), a filesystem problem, an unreachable scheduler
+or a dead worker; 130 for an interrupt (Ctrl-C), 143 for SIGTERM and 141 (128 + SIGPIPE, what a shell tool killed by
+the closed pipe reports) when the reader of the output goes away (``capacity list | head -1``), without a message.
+Nothing finished is lost. ``--traceback`` (or ``CAPACITY_TRACEBACK=1``) prints the full traceback before the line.
 
-The package loads only what a command uses (``capacity --help`` and ``capacity list`` import neither torch nor the
-plotting libraries), and everything is imported inside ``main``'s error handling, so even an interrupt during start-up
-ends in one line.
+The package loads only what a command uses (``capacity --help`` imports neither torch nor the plotting libraries),
+and everything is imported inside ``main``'s error handling, so even an interrupt during start-up ends in one line.
 """
 
 from __future__ import annotations
@@ -12,16 +14,23 @@ import argparse
 import os
 import signal
 import sys
+import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
 
 from capacity import __version__
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, UserCodeError
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
 SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, kind, values, key_stats, decode, repeats, vocab, overwrite, distractors, age_bins, haystack, depth, needles, candidates"  # Study.settable()
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line and exit code 2, never a traceback."""
+    """An ArgumentParser whose usage errors are one line and exit code 2, never a traceback; every command takes
+    --traceback too (before or after the command's name)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if kwargs.get("prog", "capacity") != "capacity":  # a command: the flag again, not overriding the global one
+            self.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     def error(self, message: str):
         raise CapacityError(f"{message} (see '{self.prog} --help')")
@@ -55,8 +64,13 @@ def _render(result, args) -> None:
     try:
         for path in plots.render(result.dataset, out=result.path.parent / "figures"):
             print(path)
-    except CapacityError as exc:
-        _log(f"warning: figures not drawn ({exc}); the results are saved in {result.path}")
+    except Exception as exc:  # the results are saved: a figure that fails is a warning line
+        if _traceback_asked(None):
+            import traceback
+
+            traceback.print_exception(exc)
+        why = _line(exc) if isinstance(exc, CapacityError) else f"{type(exc).__name__}: {_line(exc)}"
+        _log(f"warning: figures not drawn ({why}); the results are saved in {result.path}")
 
 
 def _run_options(args) -> dict:
@@ -84,17 +98,12 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from capacity import labels, plugins, sweep
+    from capacity import plugins, sweep
+    from capacity.sweep.config import axis_values
 
     plugins.import_modules(args.imports)
-    numbers = lambda text, conv: tuple(conv(labels.scalar(x)) for x in labels.split(text))
-    kwargs = {}
-    if args.d:
-        kwargs["d"] = numbers(args.d, int)
-    if args.load:
-        kwargs["load"] = numbers(args.load, float)
-    if args.keys:
-        kwargs["keys"] = tuple(labels.split(args.keys))
+    # the lists are read as --set reads them (one parser), and checked by the grid as --set's are
+    kwargs = {k: axis_values(k, getattr(args, k)) for k in ("d", "load", "keys") if getattr(args, k) is not None}
     result = sweep.compare(args.variants, seeds=args.seeds, name=args.name, **kwargs, **_run_options(args))
     print(result.path)
     _render(result, args)
@@ -197,7 +206,11 @@ def _sweep_options(p) -> None:
         help="import MODULE first (here and in every worker): for plug-ins that register variants when imported",
     )
     loud = p.add_mutually_exclusive_group()
-    loud.add_argument("--quiet", action="store_true", help="print nothing but errors and the result paths")
+    loud.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing on stderr but errors (and one line before work estimated at more than 3 minutes); the result paths still go to stdout",
+    )
     loud.add_argument(
         "--verbose", action="store_true", help="one log line per finished group instead of a progress bar"
     )
@@ -206,6 +219,11 @@ def _sweep_options(p) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="capacity", description="Measure how much a linear-attention state can remember.")
     parser.add_argument("--version", action="version", version=f"capacity {__version__}")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="on an error, print the full traceback before the one-line message (also: CAPACITY_TRACEBACK=1)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("check", help="check every closed form and bound (docs/theory.md) against measurements")
@@ -280,22 +298,127 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
+TRACEBACK_HINT = "run with --traceback for the full traceback"
+PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool that the closed pipe ended
+
+
+def _traceback_asked(argv) -> bool:
+    """--traceback anywhere on the command line, or CAPACITY_TRACEBACK set to anything but '' or 0."""
+    args = sys.argv[1:] if argv is None else argv
+    return "--traceback" in args or os.environ.get("CAPACITY_TRACEBACK", "").strip() not in ("", "0")
+
+
+def _line(exc: BaseException) -> str:
+    """The exception's message on one line (its lines joined)."""
+    return " ".join(s.strip() for s in str(exc).splitlines() if s.strip()) or type(exc).__name__
+
+
+def _fail(exc: BaseException, message: str, show_traceback: bool) -> int:
+    """Print the full traceback if asked (from the process where it happened, when it crossed one), then one line."""
+    if show_traceback:
+        details = getattr(exc, "details", "")
+        if details:
+            print(details.rstrip(), file=sys.stderr)
+        else:
+            import traceback
+
+            traceback.print_exception(exc)
+    print(f"capacity: error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+def _output_closed() -> bool:
+    """True when the reader of stdout or stderr has gone (a closed pipe: POLLERR on our end)."""
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if args.command is None:
-            parser.print_help()
-            return 2
-        return args.func(args)
+        import select
+
+        poll = select.poll()
+        for stream in (sys.stdout, sys.stderr):
+            poll.register(stream.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing what is left cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _matplotlib_home() -> str | None:
+    """A fresh folder for matplotlib's configuration and cache when its default ones cannot be written.
+
+    Matplotlib would make one in the temporary folder itself, warn about it (even under --quiet) and remove it only at
+    the interpreter's exit, which this command skips (``entry``); this folder is removed by ``main``. None when
+    MPLCONFIGDIR is set or the defaults (XDG_CONFIG_HOME, XDG_CACHE_HOME, else ~/.config, ~/.cache) work.
+    """
+    if os.environ.get("MPLCONFIGDIR"):
+        return None
+    home = os.path.expanduser("~")
+
+    def writable(base: str) -> bool:
+        path = os.path.join(base, "matplotlib")
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError:
+            return False
+        return os.path.isdir(path) and os.access(path, os.W_OK)
+
+    if writable(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")) and writable(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    ):
+        return None
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="capacity-matplotlib-")
+    os.environ["MPLCONFIGDIR"] = path
+    return path
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"capacity: warning: {_line(message)}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    show_traceback = _traceback_asked(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
+    mpl_home, saved_env = None, {}
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning  # one line each (restored on leaving)
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            if args.command is None:
+                parser.print_help()
+                return 2
+            if getattr(args, "quiet", False):  # errors only: no warnings, matplotlib's and worker processes' included
+                import logging
+
+                warnings.simplefilter("ignore")
+                logging.getLogger("matplotlib").setLevel(logging.ERROR)
+                saved_env["PYTHONWARNINGS"] = os.environ.get("PYTHONWARNINGS")
+                os.environ["PYTHONWARNINGS"] = "ignore"
+            if args.command in ("run", "compare", "plot"):
+                mpl_home = _matplotlib_home()
+            return args.func(args)
+    except BrokenPipeError as exc:  # the reader went away (| head): end quietly, like a shell tool
+        if _output_closed():
+            _silence_stdout()
+            return PIPE_CLOSED
+        return _fail(exc, f"{exc.strerror or exc}", show_traceback)
+    except UserCodeError as exc:  # one line; the traceback on request
+        hint = "" if show_traceback else f" ({TRACEBACK_HINT})"
+        return _fail(exc, _line(exc) + hint, show_traceback)
     except CapacityError as exc:
-        print(f"capacity: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc, _line(exc), show_traceback)
     except OSError as exc:  # a filesystem problem not caught closer to its cause
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"capacity: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 2
+        return _fail(exc, f"{exc.strerror or _line(exc)}{where}", show_traceback)
     except KeyboardInterrupt:
         print("capacity: interrupted; finished groups are saved, run the same command again to resume", file=sys.stderr)
         return 130
@@ -305,9 +428,22 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 143
+    except Exception as exc:  # the last resort: still one line, with the exception's type
+        hint = "" if show_traceback else f"; {TRACEBACK_HINT}"
+        return _fail(exc, f"{type(exc).__name__}: {_line(exc)} (unexpected{hint})", show_traceback)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if mpl_home is not None:
+            import shutil
+
+            shutil.rmtree(mpl_home, ignore_errors=True)
+            os.environ.pop("MPLCONFIGDIR", None)
+        for name, value in saved_env.items():  # the environment as it was (main may run again in this process)
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _main_thread() -> bool:
@@ -318,6 +454,11 @@ def _main_thread() -> bool:
 
 def entry() -> None:
     """The console script: ``main`` with an interrupt during the package's own start-up caught too."""
+    for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
     try:
         code = main()
     except KeyboardInterrupt:
@@ -327,9 +468,14 @@ def entry() -> None:
     # Every file is written and closed, every worker joined: flush and leave without the interpreter's teardown of
     # torch, xarray and matplotlib (about 0.5 s of a short command's wall time, measured on the 2-core VM).
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:  # a closed pipe: nothing more can be said
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()
+    except OSError:  # a closed pipe: the output was cut short by its reader
+        code = PIPE_CLOSED if code == 0 else code
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except OSError:
         pass
     os._exit(code if isinstance(code, int) else 1)
 

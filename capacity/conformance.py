@@ -48,7 +48,8 @@ import numpy as np
 import torch
 
 from capacity import _random, _validate, keys, probe, theory, values, variants
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, UserCodeError
+from capacity.variants._guard import guard
 
 __all__ = ["check_variant", "Report", "Result"]
 
@@ -521,14 +522,15 @@ def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int 
         return report
     declared = f"; declares dims {list(dims)}" if dims is not None else ""
     report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel" + declared))
-    x = _Inputs(seed, d=report.check_d)
+    x, v = _Inputs(seed, d=report.check_d), guard(variant)  # its errors name the method (capacity.errors.user_code)
+    why = lambda exc: str(exc) if isinstance(exc, UserCodeError) else f"raised {type(exc).__name__}: {exc}"
     for name, check in _CHECKS:
         try:
-            report.results.append(check(variant, x))
+            report.results.append(check(v, x))
         except Exception as exc:  # a failing variant is a report row, not a crash
-            report.results.append(Result(name, FAIL, f"raised {type(exc).__name__}: {exc}"))
+            report.results.append(Result(name, FAIL, why(exc)))
     try:
-        report.results.append(_capacity(variant, report, seed))
+        report.results.append(_capacity(v, report, seed))
     except Exception as exc:
-        report.results.append(Result("probe", FAIL, f"raised {type(exc).__name__}: {exc}"))
+        report.results.append(Result("probe", FAIL, why(exc)))
     return report

@@ -1,4 +1,25 @@
-"""The package's one exception type for user errors."""
+"""The package's exception types, and the one place that turns a failure of code it does not own into one line.
+
+``CapacityError`` is bad input (a ValueError). ``UserCodeError`` (a CapacityError) is raised by ``user_code``
+around every call into code the package does not own: a memory's constructor and methods, a key family's draw, a
+feature map, a module imported by ``--import``, an import path ``module:attr`` or an installed package's entry
+point. Its message names that code, where it failed and the exception; the original exception is chained
+(``__cause__``) and its formatted traceback travels in ``details``, which survives pickling, so a failure in a
+worker process or on a Dask worker reaches the command line whole (``capacity --traceback`` prints it).
+
+>>> try:
+...     with user_code("memory 'mymem:Longhorn'", "in write()"):
+...         1 / 0
+... except UserCodeError as exc:
+...     print(exc)
+memory 'mymem:Longhorn' raised ZeroDivisionError in write(): division by zero
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager  # already loaded by importlib.util; traceback loads only when needed
+
+__all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "user_code", "one_line"]
 
 
 class CapacityError(ValueError):
@@ -6,3 +27,58 @@ class CapacityError(ValueError):
 
     It subclasses ValueError, so ``except ValueError`` keeps working in user code.
     """
+
+
+class UserCodeError(CapacityError):
+    """Code the package calls but does not own raised; ``details`` is the full traceback as text ('' if none)."""
+
+    def __init__(self, message: str, details: str = ""):
+        super().__init__(message)
+        self.details = details
+
+    def __reduce__(self):  # the same message and traceback text on the other side of a pickle (workers, Dask)
+        return (type(self), (str(self), self.details))
+
+
+class CapacityWarning(UserWarning):
+    """Something was skipped (a plug-in that cannot be loaded, a figure not drawn) and the rest went on."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line: its first non-empty line (the type's name when it has no message)."""
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose message cannot be made: its type says what there is
+        text = ""
+    lines = [s.strip() for s in text.splitlines() if s.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextmanager
+def user_code(who: str, where: str, *, passthrough=None):
+    """Run the block as a call into code the package does not own.
+
+    Any Exception (or SystemExit: a callback that ends the process is a fault too) the block raises, other than a
+    CapacityError (already one line) and those ``passthrough(exc)``
+    accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
+    "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
+    ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``.
+    """
+    try:
+        yield
+    except CapacityError:
+        raise
+    except (Exception, SystemExit) as exc:
+        try:
+            leave = passthrough is not None and passthrough(exc)
+        except Exception:  # the predicate could not read the exception (its __str__ raises): it is ours to report
+            leave = False
+        if leave:
+            raise
+        import traceback  # here, not at the top: the package's start-up stays short (an interrupt there is one line)
+
+        try:
+            details = "".join(traceback.format_exception(exc))
+        except Exception:  # a message that cannot be made (its __str__ raises): no text, the line says what there is
+            details = ""
+        raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc

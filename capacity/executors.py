@@ -10,7 +10,9 @@ system). Closing the generator (an interrupt) cancels what has not started and s
   to kill it when its parent dies (``PR_SET_PDEATHSIG``), so none outlives a run ended by kill -9; a worker that
   dies ends the run with ``WorkerLost`` naming the group;
 - ``dask``: a Dask distributed cluster at ``scheduler``, or a local one of ``workers`` single-threaded processes
-  whose nannies kill their worker once the run's process is gone;
+  whose nannies kill their worker once the run's process is gone (its scratch folder is removed afterwards). Every
+  wait on a scheduler is bounded by Dask's ``distributed.comm.timeouts.connect`` (``connect_timeout``): one that
+  does not answer, or has no worker, within it is one line naming the address;
 - ``auto``: dask given a scheduler; processes for CPU work on more than one core when the estimated work is worth a
   pool's start-up; serial otherwise.
 
@@ -24,13 +26,16 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
+from concurrent.futures import CancelledError
 
 from capacity import _validate
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, one_line
 
-__all__ = ["EXECUTORS", "execute", "resolve", "WorkerLost"]
+__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "WorkerLost", "LONG"]
 
 EXECUTORS = {
     "auto": "dask with --scheduler; else processes on a CPU with more than one core when the work is worth a pool's start-up, serial otherwise",
@@ -47,6 +52,29 @@ class WorkerLost(CapacityError):
     def __init__(self, key: str, detail: str):
         super().__init__(detail)
         self.key = key
+
+
+LONG = 180.0  # seconds of estimated work above which a run says how long it will take before it starts
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}" if seconds / size >= 10 else f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} seconds"
+
+
+def announce(name: str, work: float, drawing: float, parallel: int) -> None:
+    """One line on stderr before long work starts, under --quiet too: the estimate (``work`` seconds of writing and
+    reading, ``drawing`` seconds of key draws, on one core), and what most of it is."""
+    most = "optimising the learned keys" if drawing > work else "writing and reading the pairs"
+    wall = f", about {_duration((work + drawing) / parallel)} on {parallel} workers" if parallel > 1 else ""
+    print(
+        f"capacity: {name}: estimated work about {_duration(work + drawing)} of one CPU core{wall}, most of it "
+        f"{most}; starting now (Ctrl-C stops it, finished points are kept)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _cores() -> int:
@@ -141,16 +169,22 @@ def _dask(fn, tasks, workers, scheduler):
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise CapacityError("the dask executor needs dask[distributed]: pip install 'capacity[dask]'") from None
-    cluster, threads = None, None  # a remote cluster keeps its own thread setting
+    cluster, threads, scratch, config = None, None, None, None  # a remote cluster keeps its own thread setting
     if scheduler:
-        try:
-            client = Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise CapacityError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
+        client = _connect(Client, scheduler, connect_timeout())
     else:
+        import dask
+
         workers = workers or _cores()
+        scratch = tempfile.mkdtemp(prefix="capacity-dask-")  # the cluster's scratch space, removed below
+        config = dask.config.set({"temporary-directory": scratch})  # where nannies and workers make theirs
         cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,  # a task's error comes back as its result: no worker log dumps
+            local_directory=scratch,
         )
         client = Client(cluster)
         client.register_plugin(_watchdog(os.getpid()), name="capacity-watchdog")  # the cluster dies with this process
@@ -160,13 +194,84 @@ def _dask(fn, tasks, workers, scheduler):
         for key, task in tasks:
             futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
         for fut in as_completed(list(futures)):
-            yield futures[fut], fut.result()
+            try:
+                result = fut.result()
+            except CancelledError:  # the scheduler went away (the client cancels what it waited for)
+                raise CapacityError(
+                    f"lost the Dask scheduler {scheduler or 'of the local cluster'} while measuring {futures[fut]}"
+                ) from None
+            yield futures[fut], result
     finally:
         for fut in futures:
             fut.cancel()
-        client.close()
+        client.close(timeout=connect_timeout())
         if cluster is not None:
-            cluster.close()
+            cluster.close(timeout=connect_timeout())
+        if config is not None:
+            config.__exit__(None, None, None)  # the caller's Dask configuration again
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def connect_timeout() -> float:
+    """Seconds to wait for a Dask scheduler to answer: Dask's own setting ``distributed.comm.timeouts.connect``
+    (environment variable DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, e.g. 20s; Dask's default 30 s)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s"), default="seconds"))
+
+
+def _connect(Client, scheduler: str, timeout: float):
+    """A Client of ``scheduler`` with at least one worker, or a one-line CapacityError within about ``timeout`` s.
+
+    Dask's own timeout does not bound every wait: a listener that accepts the connection and never answers (not a
+    Dask scheduler, or a hung one) keeps Client() waiting for ever. So Client() runs in a thread that is given up
+    after ``timeout`` (it closes the client if it connects later); then the scheduler must have a worker.
+    """
+    import threading
+
+    box, gave_up = {}, threading.Event()
+
+    def attempt():
+        try:
+            client = Client(scheduler, timeout=timeout)
+        except BaseException as exc:  # reported by the caller
+            box["error"] = exc
+            return
+        if gave_up.is_set():
+            client.close()
+        box["client"] = client
+
+    th = threading.Thread(target=attempt, daemon=True, name="capacity-dask-connect")
+    th.start()
+    th.join(timeout + 2.0)
+    where = f"the Dask scheduler at {scheduler!r}"
+    if th.is_alive():
+        gave_up.set()
+        raise CapacityError(
+            f"{where} accepted the connection but did not answer within {timeout:g} s: is it a Dask scheduler "
+            "(tcp://host:8786)? (the wait: Dask's distributed.comm.timeouts.connect, e.g. DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s)"
+        )
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, KeyboardInterrupt):
+            raise exc
+        if isinstance(exc, (OSError, TimeoutError, ValueError)):  # not there, or not an address
+            raise CapacityError(f"cannot reach {where}: {type(exc).__name__}: {one_line(exc)}") from None
+        raise CapacityError(
+            f"{where} answered, but not as a Dask scheduler ({type(exc).__name__}: {one_line(exc)[:200]}); "
+            "is it one (tcp://host:8786)?"
+        ) from None
+    client = box["client"]
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except Exception:
+        client.close()
+        raise CapacityError(
+            f"{where} has no workers (waited {timeout:g} s); start some with dask worker {scheduler}"
+        ) from None
+    return client
 
 
 _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from capacity import _random, _validate, plugins
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, user_code
 from capacity.kernels._batched import matmul
 
 __all__ = ["FeatureMap", "get", "available", "display_name", "display_names", "PARAMS"]
@@ -171,6 +171,8 @@ class Performer(FeatureMap):
 
     def __init__(self, m: int = 256, seed: int = 0, orthogonal: bool = True):
         self.m = _validate.positive_int("performer: m", m)
+        # the projections for d = 1 are the least any use allocates (float64 [m, d], three copies at the peak)
+        _validate.check_alloc(f"performer (m = {self.m}): projections", (self.m, 1), torch.float64, "cpu", copies=3)
         _random.generator(seed, "features/performer")  # validates the seed now, not at the first call
         self.seed = seed
         if not isinstance(orthogonal, bool):
@@ -188,6 +190,8 @@ class Performer(FeatureMap):
     def projection(self, d: int) -> torch.Tensor:
         """The random projections W, float32 ``[m, d]`` on the CPU (the same for a given seed and d)."""
         if d not in self._cache:
+            # float64 draws [m, d] (twice over, blocks and their concatenation), before any is made
+            _validate.check_alloc(f"performer (m = {self.m}): projections", (self.m, d), torch.float64, "cpu", copies=3)
             g = _random.generator(self.seed, f"features/performer/{d}")
             if not self.orthogonal:
                 w = torch.randn(self.m, d, generator=g, dtype=torch.float64)
@@ -203,6 +207,9 @@ class Performer(FeatureMap):
         return self._cache[d]
 
     def map(self, x):
+        _validate.check_alloc(
+            f"performer (m = {self.m}): features", (*x.shape[:-1], self.m), torch.float32, x.device, copies=3
+        )
         w = self.projection(x.shape[-1]).to(x.device)  # [m, d]
         if x.ndim >= 3:  # [..., t, d]: one product per leading item (kernels._batched), the same bits in any batch
             proj = matmul(x.reshape(-1, *x.shape[-2:]), w.T).reshape(*x.shape[:-1], -1)
@@ -296,10 +303,8 @@ def get(name, **params) -> FeatureMap:
             raise CapacityError(
                 f"unknown feature map {name!r}; known: {', '.join(known)}, or an import path module:Class"
             )
-        try:
+        with user_code(f"feature map {name!r}", "when built"):
             built = found(**params) if callable(found) and not isinstance(found, FeatureMap) else found
-        except TypeError as exc:
-            raise CapacityError(f"feature map {name!r}: {exc}") from None
         if not isinstance(built, FeatureMap):
             raise CapacityError(
                 f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}"

@@ -24,7 +24,7 @@ import torch
 import xarray as xr
 
 from capacity import _random, _validate, plugins
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, user_code
 from capacity.theory import welch_bound
 
 __all__ = ["make", "describe", "available", "family", "Family", "display_name", "display_names"]
@@ -37,7 +37,9 @@ class Family:
     ``iid_rows`` is True when rows are drawn independently, so every prefix K[:, :m] is again a
     draw of the family with n = m (the probe may then read a whole error curve from one write
     pass). Structured families (orthogonal, simplex) are built for one n and their prefixes are not.
-    ``display`` is the name figures give the family (None: its name).
+    ``display`` is the name figures give the family (None: its name). ``cost``, for a family whose draws are work
+    themselves (learned keys optimise), estimates one draw's seconds on one CPU core, so that a sweep can say how long
+    it will take before it starts.
     """
 
     name: str
@@ -47,6 +49,7 @@ class Family:
     description: str
     check: Callable[..., None] | None = None  # (d, **params): raise CapacityError for bad values, cheaply
     display: str | None = None  # the name figures give it; None: the name
+    cost: Callable[..., float] | None = None  # (batch, n, d, **params): estimated seconds of one draw; None: little
 
     def validate(self, d: int, params: dict) -> None:
         """Check the parameters at key dimension ``d`` without drawing a full set of keys (for sweeps, before work)."""
@@ -57,9 +60,11 @@ class Family:
                 f"key family {self.name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}"
             )
         if self.check is not None:
-            self.check(d, **params)
+            with user_code(f"key family {self.name!r}", "in its check()"):
+                self.check(d, **params)
         else:  # two keys at the real d check every value a draw checks
-            self.draw(1, 2, d, _random.generator(0, "keys/validate"), **params)
+            with user_code(f"key family {self.name!r}", "in draw()"):
+                self.draw(1, 2, d, _random.generator(0, "keys/validate"), **params)
 
 
 def _unit_rows(x: torch.Tensor) -> torch.Tensor:
@@ -243,7 +248,11 @@ _FAMILIES: dict[str, Family] = {
 def _all() -> dict[str, Family]:
     found = dict(_FAMILIES)
     for name in plugins.entry_points("capacity.keys"):
-        found.setdefault(name, family(name))
+        if name not in found:
+            try:
+                found[name] = family(name)
+            except CapacityError as exc:  # one broken plug-in does not hide the others
+                plugins.skip(exc)
     return found
 
 
@@ -325,10 +334,14 @@ def make(name: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **pa
     if dev.type != "cpu":
         _validate.check_alloc("keys.make", shape, torch.float32, dev)
     try:
-        if len(seeds) == 1:
-            out = fam.draw(batch, n, d, gens[0], **params)
-        else:
-            out = torch.cat([fam.draw(1, n, d, g, **params) for g in gens])
+        with user_code(f"key family {name!r}", "in draw()", passthrough=_validate.is_alloc_failure):
+            if len(seeds) == 1:
+                out = fam.draw(batch, n, d, gens[0], **params)
+            else:
+                out = torch.cat([fam.draw(1, n, d, g, **params) for g in gens])
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (batch, n, d):
+                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise CapacityError(f"key family {name!r}: draw() returned {got}, expected a tensor [batch, n, d]")
         return out.to(device=dev, dtype=torch.float32)
     except CapacityError:
         raise

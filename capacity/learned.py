@@ -30,6 +30,7 @@ from capacity import _random, _validate, variants
 from capacity import values as value_families
 from capacity.errors import CapacityError
 from capacity.keys import Family
+from capacity.variants._guard import guard
 
 __all__ = ["optimise", "LearnedKeys", "FAMILY"]
 
@@ -49,7 +50,7 @@ class LearnedKeys:
 
 def _variant(variant):
     try:
-        return variants.resolve(variant)
+        return guard(variants.resolve(variant))
     except CapacityError as exc:
         raise CapacityError(f"learned keys: {exc}") from None
 
@@ -153,6 +154,17 @@ def _check(
         )
 
 
+STEP_SECONDS = 5e-4  # fixed cost of one Adam step through autograd (2-core VM under load, 2026-12-01: 0.3-1 ms)
+RATE = 2e10  # multiply-adds per second of one step's products on one CPU core (same measurement)
+
+
+def _cost(batch, n, d, *, variant="linear", values="orthonormal", dv=None, steps=300, **params) -> float:
+    """Estimated seconds of one draw on one CPU core: steps x (fixed step cost + forward and backward products,
+    about 6 B n d dv multiply-adds for an additive write and read). An estimate to warn by, not a benchmark."""
+    dv = (n if values == "orthonormal" else 64) if dv is None else dv
+    return float(steps) * (STEP_SECONDS + 6.0 * batch * n * d * float(dv) / RATE)
+
+
 def _draw(batch, n, d, g, **params):
     return optimise(n, d, batch=batch, seed=g, **params).keys.to(torch.float64)
 
@@ -165,4 +177,5 @@ FAMILY = Family(
     False,
     "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)",
     _check,
+    cost=_cost,
 )

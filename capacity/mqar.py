@@ -43,6 +43,7 @@ from capacity import keys as key_families
 from capacity import values as value_families
 from capacity import variants as variant_registry
 from capacity.errors import CapacityError
+from capacity.variants._guard import guard
 
 __all__ = ["METRICS", "Task", "grid", "mqar", "predicted_accuracy", "task"]
 
@@ -214,6 +215,10 @@ def task(
         raise CapacityError(f"task draws one sequence: pairs must be a whole number, got {pairs!r}")
     p = plist[0]
     dev = _validate.device(device)
+    T = p + _overwrites(p, overwrite) + distractors  # tokens written
+    # token draws (about six int64 [B, T] at once), then the embedded sequence [B, T, d + dv] float32 on the device
+    _validate.check_alloc("mqar: token sequences", (batch, T), torch.int64, "cpu", copies=6.0)
+    _validate.check_alloc("mqar: embedded sequence", (batch, T, d + dv), torch.float32, dev)
     kp = _key_params(key_params)
     key_emb = key_families.make(keys, n=vocab, d=d, batch=batch, seed=seed, device=dev, **kp)  # [B, vocab, d]
     value_emb = value_families.make("gaussian", n=vocab, dv=dv, batch=batch, seed=seed, device=dev)  # [B, vocab, dv]
@@ -304,6 +309,7 @@ def mqar(
     tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
     """
     vname = _check_variant(variant)
+    variant = guard(variant)
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
         vocab, pairs, d, dv, overwrite, distractors, queries, batch
     )

@@ -27,6 +27,7 @@ from capacity import variants as _variants
 from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
+from capacity.variants._guard import guard
 
 __all__ = [
     "recall",
@@ -222,7 +223,7 @@ def measure(
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(variant, keys, values, cps, vname, names, per_query, decode, edges)
+        return _measure(guard(variant), keys, values, cps, vname, names, per_query, decode, edges)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
@@ -263,15 +264,9 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
     written = 0  # pairs in `state`: a multiple of BLOCK
     for ci, c in enumerate(cps):
         while written + BLOCK <= c:
-            state = _write(
-                variant, vname, state, keys[:, written : written + BLOCK], values[:, written : written + BLOCK]
-            )
+            state = variant.write(state, keys[:, written : written + BLOCK], values[:, written : written + BLOCK])
             written += BLOCK
-        at = (
-            state
-            if written == c
-            else _write(variant, vname, _copy(state, vname), keys[:, written:c], values[:, written:c])
-        )
+        at = state if written == c else variant.write(_copy(state, vname), keys[:, written:c], values[:, written:c])
         if measures_size:
             sizes.append(int(variant.numel(at)))
         r = variant.read(at, keys[:, :c])
@@ -302,15 +297,6 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
     )
 
 
-def _write(variant, vname: str, state, k: torch.Tensor, v: torch.Tensor):
-    out = variant.write(state, k, v)
-    if out is None:
-        raise CapacityError(
-            f"variant {vname!r}: write returned None; it must return the state (it may update it in place)"
-        )
-    return out
-
-
 def _copy(state, vname: str):
     """A copy of a state (tensors cloned, containers and dataclasses copied deeply)."""
     if isinstance(state, torch.Tensor):
@@ -331,11 +317,8 @@ def peak_bytes(variant, batch: int, n: int, d: int, dv: int, key_stats: bool = F
     errors and per-query metrics ``[B, n, dv]`` four times; the state three times (a copy at a checkpoint inside a
     block); the decode's score block of 2^24 floats; key statistics' Gram blocks ``[B, 2048, n]`` in float64.
     """
-    D = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
-    try:
-        state = int(variant.state_numel(D, dv))
-    except (TypeError, ValueError):  # a memory that grows (softmax) wants n
-        state = int(variant.state_numel(D, dv, n=n))
+    D = guard(variant).feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
+    state = guard(variant).state_numel(D, dv, n=n)  # n for a memory that grows (softmax)
     total = 12 * batch * n * (d + dv) + 4 * batch * n * D + 16 * batch * n * dv + 12 * batch * state + 4 * (1 << 24)
     return int(total + (8 * batch * min(n, 2048) * n if key_stats else 0))
 
@@ -463,7 +446,7 @@ def recall(
             "variant_params": json.dumps(params, sort_keys=True, default=str),
             "d": d,
             "dv": dv,
-            "state_numel": cv.sizes[-1] if cv.sizes else int(variant.state_numel(d, dv)),
+            "state_numel": cv.sizes[-1] if cv.sizes else guard(variant).state_numel(d, dv),
             "feature_dim": cv.feature_dim,
             "device": str(device),
             "config": json.dumps(config, sort_keys=True, default=str),

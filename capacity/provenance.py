@@ -328,7 +328,7 @@ def describe(obj, _seen=None, _depth=0):
     if state is not None or slots:
         out["state"] = walk({**{s: getattr(obj, s) for s in slots}, **(state or {})})
     else:  # no state to walk: its repr, without the memory address a default repr holds
-        out["repr"] = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
+        out["repr"] = re.sub(r" at 0x[0-9a-fA-F]+", "", _text(obj, repr))
     return out
 
 
@@ -341,6 +341,14 @@ def _code(code: types.CodeType) -> str:
     for c in code.co_consts:
         parts.append(_code(c) if isinstance(c, types.CodeType) else repr(c))
     return _sha(b"\0".join(x if isinstance(x, bytes) else x.encode() for x in parts))
+
+
+def _text(obj, how=str) -> str:
+    """``str(obj)`` (or ``how(obj)``), or the type's name when that raises (user objects may)."""
+    try:
+        return how(obj)
+    except Exception:
+        return f"<{type(obj).__name__}>"
 
 
 def _filled(cell) -> bool:
@@ -401,7 +409,7 @@ def behaviour(memory, device="cpu") -> dict:
                 h = hashlib.sha256(_bits(reads[0]) + repr(_numel(memory, d, width)).encode())
                 return {"bits": h.hexdigest(), "batch_invariant": bool(same)}
             except Exception as exc:  # the run itself reports a memory that fails; here it only changes the key
-                failure = f"failed: {type(exc).__name__}: {exc}"
+                failure = f"failed: {type(exc).__name__}: {_text(exc)}"
         return {"bits": failure[:300], "batch_invariant": False}
     finally:
         torch.set_num_threads(threads)
@@ -426,7 +434,7 @@ def family_behaviour(name: str, params: dict, d: int) -> dict:
 
         return {"bits": _sha(_bits(six)), "prefix_stable": bool(torch.equal(six[:, :4], four))}
     except Exception as exc:
-        return {"bits": f"failed: {type(exc).__name__}: {exc}"[:300], "prefix_stable": False}
+        return {"bits": f"failed: {type(exc).__name__}: {_text(exc)}"[:300], "prefix_stable": False}
 
 
 def record(config: dict, memories: dict, *, libraries: dict, device: str, run: dict) -> dict:

@@ -10,9 +10,23 @@ from capacity import labels, metrics, variants
 from capacity.errors import CapacityError
 from capacity.metrics import HIGHER_IS_BETTER
 
-__all__ = ["require", "dv_of", "levels", "tidy", "undetermined", "undetermined_note", "reads", "delta_beta"]
+__all__ = [
+    "require",
+    "dv_of",
+    "levels",
+    "panels",
+    "thin",
+    "tidy",
+    "undetermined",
+    "undetermined_note",
+    "reads",
+    "delta_beta",
+    "MAX_PANELS",
+]
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
+MAX_PANELS = 6  # panels along one side of a figure; more values on that axis are thinned (docs/plots.md)
+LABEL_AXES = ("variant", "key_family", "feature")  # coordinates that hold labels; every other one holds numbers
 
 
 def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:
@@ -42,6 +56,12 @@ def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIM
         raise CapacityError(
             f"missing dimension{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs dimensions {', '.join(dims)}"
         )
+    for name in (*variables, *coords, *dims):  # numbers where the figure computes with them (a file may hold text)
+        if name in ds.variables and name not in LABEL_AXES and ds[name].dtype.kind not in "biuf":
+            raise CapacityError(
+                f"{'variable' if name in ds.data_vars else 'coordinate'} {name!r} holds {ds[name].dtype} values, not "
+                f"numbers; the {what} figure needs numbers there"
+            )
     empty = [d for d, size in ds.sizes.items() if size == 0]
     if empty:
         raise CapacityError(f"the Dataset is empty: dimension {empty[0]!r} has length 0")
@@ -73,6 +93,44 @@ def levels(ds: xr.Dataset, dim: str) -> list:
     if dim not in ds.dims:
         return [None]
     return [x.item() if hasattr(x, "item") else x for x in ds[dim].values]
+
+
+def thin(values, limit: int) -> list:
+    """At most ``limit`` of ``values``, spread over them: numbers evenly on a log scale (positive) or a linear one,
+    the smallest and the largest always kept; labels evenly by position. All of them when there are few enough."""
+    values = list(values)
+    if len(values) <= limit:
+        return values
+    try:
+        x = np.asarray(values, dtype=float)
+        numeric = bool(np.all(np.isfinite(x)))
+    except (TypeError, ValueError):
+        numeric = False
+    if numeric:
+        order = np.argsort(x)
+        xs = x[order]
+        targets = np.geomspace(xs[0], xs[-1], limit) if xs[0] > 0 else np.linspace(xs[0], xs[-1], limit)
+        picked = {int(order[int(np.argmin(np.abs(xs - t)))]) for t in targets}
+        for t in np.linspace(xs[0], xs[-1], 4 * limit):  # ties at one value: fill up with the nearest others
+            if len(picked) >= limit:
+                break
+            picked.add(int(order[int(np.argmin(np.abs(xs - t)))]))
+        return [values[i] for i in sorted(picked, key=lambda i: x[i])]
+    idx = np.unique(np.round(np.linspace(0, len(values) - 1, limit)).astype(int))
+    return [values[i] for i in idx]
+
+
+def panels(ds: xr.Dataset, dim: str, limit: int = MAX_PANELS) -> tuple[list, str]:
+    """The values of ``dim`` that get a panel (``thin`` to ``limit``) and a sentence for the figure's note saying
+    which were shown when some were left out ('' when all are shown). The results file keeps every value."""
+    values = levels(ds, dim)
+    shown = thin(values, limit)
+    if len(shown) == len(values):
+        return values, ""
+    listed = ", ".join(str(v) for v in shown)
+    return shown, (
+        f"Panels for {len(shown)} of the {len(values)} values of {dim} ({dim} = {listed}); the results file holds all."
+    )
 
 
 def sel(ds, **where):

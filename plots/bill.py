@@ -28,7 +28,8 @@ def bill(ds):
         dims=("variant", "d", "n"),
         allowed=("variant", "d", "n", "seed"),
     )
-    d_grid = [int(x) for x in ds["d"].values]
+    d_grid, thinned = _data.panels(ds, "d")  # a row per d: at most MAX_PANELS
+    d_grid = [int(x) for x in d_grid]
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
     ns = np.asarray(ds["n"].values, dtype=float)
@@ -101,6 +102,6 @@ def bill(ds):
         what = ds["decode_seconds"].attrs.get("description", "measured decode time")
         theme.note(
             fig,
-            f"Measured: markers (state sizes counted from the state after n writes; decode times: {what}; mean over {nseeds} seed{'s' if nseeds != 1 else ''}, band min to max). Dashed and dotted: T13 closed forms.",
+            f"Measured: markers (state sizes counted from the state after n writes; decode times: {what}; mean over {nseeds} seed{'s' if nseeds != 1 else ''}, band min to max). Dashed and dotted: T13 closed forms. {thinned}".rstrip(),
         )
     return theme.finish(fig, "bill")

@@ -24,6 +24,7 @@ __all__ = ["capacity_vs_d", "EPS", "TAU"]
 
 EPS = 0.5  # default mean-error threshold
 TAU = 0.9  # default argmax-recall threshold
+T10_POINTS = 12  # points of the T10 line (each a root search); the measured d, or as many spread over them
 
 
 def _dense(lo: float, hi: float, count: int = 48) -> np.ndarray:
@@ -39,7 +40,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     ]
     if ds.sizes.get("variant", 1) > 1 and ds.sizes.get("key_family", 1) == 1:
         return _overlay(ds, criteria)
-    variants = _data.levels(ds, "variant")
+    variants, thinned = _data.panels(ds, "variant")  # a row per variant: at most MAX_PANELS
     d_grid = [int(x) for x in ds["d"].values]
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     bases = {names.parse_label(k)[0]: k for k in fam_labels}
@@ -107,7 +108,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
         theme.label_outer(axes, xlabel=names.AXIS["d"], ylabel=names.AXIS["capacity"])
         theme.legend(fig, axes, title="key family / theory")
         nseeds = ds.sizes.get("seed", 1)
-        theme.note(fig, " ".join([theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''})", *notes]))
+        theme.note(fig, " ".join([theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''})", *notes, thinned]))
     return theme.finish(fig, "capacity-vs-d")
 
 
@@ -204,11 +205,13 @@ def _bounds(ax, ds, metric, thr, d_grid, t10: dict, *, additive: bool, linear: b
 
 def _t10(ds, d_grid, tau):
     """T10's argmax capacity at the measured d and (dv fixed) at the geometric midpoints between them."""
-    grid = np.asarray(sorted(set(d_grid)), dtype=float)
+    # a root search per point (about 0.3 s each): at most T10_POINTS of them, spread over the measured d
+    grid = np.asarray(_data.thin(sorted(set(d_grid)), T10_POINTS), dtype=float)
     if ds["dv"].ndim > 0:
         dvs = np.array([_data.dv_of(ds, int(x)) for x in grid], dtype=float)
         return grid, theory.argmax_capacity(grid, dvs, tau=tau)
     xs = np.sort(np.concatenate([grid, np.sqrt(grid[1:] * grid[:-1])]))
+    xs = np.asarray(_data.thin(list(xs), T10_POINTS), dtype=float)
     return xs, theory.argmax_capacity(xs, _data.dv_of(ds, None), tau=tau)
 
 

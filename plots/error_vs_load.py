@@ -62,8 +62,9 @@ def delta_curve(ax, d: int, beta: float, lo: float, hi: float, *, color="0.15"):
 def error_vs_load(ds, *, metric: str = "mse"):
     """The error-vs-load figure of a result Dataset (dims ``d`` and ``load``; variable ``metric``)."""
     _data.require(ds, "error vs load", variables=(metric,), coords=("n",), dims=("d", "load"))
-    variants = _data.levels(ds, "variant")
-    d_grid = [int(x) for x in ds["d"].values]
+    variants, thinned_v = _data.panels(ds, "variant")  # a panel per (variant, d): at most MAX_PANELS each way
+    d_grid, thinned_d = _data.panels(ds, "d")
+    d_grid = [int(x) for x in d_grid]
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     colors = theme.palette(fam_labels)
     loads = np.asarray(ds["load"].values, dtype=float)
@@ -116,5 +117,6 @@ def error_vs_load(ds, *, metric: str = "mse"):
         )
         if below:
             text += f" {below} measured points below {FLOOR:g} (exact recall) lie under the axis."
+        text = " ".join(t for t in (text, thinned_v, thinned_d) if t)
         theme.note(fig, text)
     return theme.finish(fig, "error-vs-load")

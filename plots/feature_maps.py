@@ -34,7 +34,8 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
         dims=("feature", "d", "load"),
         allowed=(*_data.GRID_DIMS, "feature"),
     )
-    d_grid = [int(x) for x in ds["d"].values]
+    d_grid, thinned = _data.panels(ds, "d")  # a column per d: at most MAX_PANELS
+    d_grid = [int(x) for x in d_grid]
     feats = [str(f) for f in ds["feature"].values]
     colors = theme.palette(feats)
     rows = [(v, k) for v in _data.levels(ds, "variant") for k in _data.levels(ds, "key_family")]
@@ -129,5 +130,10 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
             )
         )
         head = f"{single}. " if single else ""
-        theme.note(fig, " ".join([head + theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}).", *notes]))
+        theme.note(
+            fig,
+            " ".join(
+                [head + theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}).", *notes, thinned]
+            ).rstrip(),
+        )
     return theme.finish(fig, "feature-maps")

@@ -44,7 +44,9 @@ def orthogonality(ds, *, metric: str = "mse"):
     """The orthogonality figure of a result Dataset with key statistics (dims ``key_family``, ``d``, ``load``)."""
     stats = tuple(p[0] for p in PANELS)
     _data.require(ds, "orthogonality", variables=(metric, *stats), coords=("n",), dims=("key_family", "d", "load"))
-    rows = [(v, int(d)) for v in _data.levels(ds, "variant") for d in ds["d"].values]
+    variants, thinned_v = _data.panels(ds, "variant")  # a row per (variant, d): at most MAX_PANELS of each
+    d_grid, thinned_d = _data.panels(ds, "d")
+    rows = [(v, int(d)) for v in variants for d in d_grid]
     fam_bases = theme.ordered(names.parse_label(str(k))[0] for k in ds["key_family"].values)  # legend order
     markers = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(fam_bases)}
     loads = [float(x) for x in ds["load"].values]
@@ -113,7 +115,7 @@ def orthogonality(ds, *, metric: str = "mse"):
         note = "One point per run (key family, load, seed). Dashed: T4 for unit keys at each load, exact for orthonormal values and the expectation over random values (drawn for the additive memory)."
         if exact:
             note += f" {exact} runs with error below {FLOOR:g} (exact recall, e.g. orthogonal keys with n <= d) are not drawn."
-        theme.note(fig, note)
+        theme.note(fig, " ".join(t for t in (note, thinned_v, thinned_d) if t))
     return theme.finish(fig, "orthogonality")
 
 

@@ -34,7 +34,8 @@ def pretrained_keys(ds, *, metric: str = "mse"):
     stat = "mean_sq_coherence"
     _data.require(ds, "pretrained keys", variables=(metric, stat), coords=("n",), dims=("d", "load"))
     variants = _data.levels(ds, "variant")
-    d_grid = [int(x) for x in ds["d"].values]
+    d_grid, thinned = _data.panels(ds, "d")  # a row per d: at most MAX_PANELS
+    d_grid = [int(x) for x in d_grid]
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     colors = theme.palette(fam_labels)
     loads = np.asarray(ds["load"].values, dtype=float)
@@ -87,5 +88,5 @@ def pretrained_keys(ds, *, metric: str = "mse"):
         )
         if below:
             text += f" {below} measured points below {FLOOR:g} (exact recall, orthonormal keys) lie under the axes."
-        theme.note(fig, text)
+        theme.note(fig, f"{text} {thinned}".rstrip())
     return theme.finish(fig, "pretrained-keys")

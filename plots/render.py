@@ -105,6 +105,9 @@ def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
         raise CapacityError(f"plots need an xarray.Dataset, got {type(ds).__name__}")
     if len(ds.data_vars) == 0:
         raise CapacityError("the Dataset is empty (no variables)")
+    text = [str(v) for v in ds.data_vars if ds[v].dtype.kind not in "biuf"]
+    if text:  # every variable of a results file is a number; one that holds text was edited or is not ours
+        raise CapacityError(f"variable {text[0]!r} holds {ds[text[0]].dtype} values, not numbers")
     names = choose(ds)
     if not names:
         raise CapacityError(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from capacity.plots import theme
 
-from capacity._files import atomic_write
+from capacity._files import atomic_write, clean_stale
 from capacity.errors import CapacityError
 
 __all__ = ["save", "FORMATS"]
@@ -23,7 +23,7 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
     """Write ``<out>/<stem>.png`` and ``.pdf`` (the directory is created); returns the paths.
 
     Each file is written under a temporary name and renamed into place, so an interrupted run leaves the old file or
-    the new one, never a partial one. A folder that cannot be written is a one-line CapacityError.
+    the new one, never a partial one (and the next save into the folder removes a killed write's temporary file). A folder that cannot be written is a one-line CapacityError.
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -32,6 +32,7 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
     engine = fig.get_layout_engine()
     try:
         out.mkdir(parents=True, exist_ok=True)
+        clean_stale(out)  # the temporary files of a figure write that was killed
         with theme.style():
             _lay_out(fig, engine, dpi)
             for fmt in FORMATS:

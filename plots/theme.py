@@ -9,6 +9,7 @@ pyplot); tests/test_plots_theme.py keeps them equal to seaborn's. Only the seque
 
 from __future__ import annotations
 
+import re
 import textwrap
 from contextlib import contextmanager
 
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 PANEL_W, PANEL_H = 3.3, 2.7  # inches per panel
+MAX_LEGEND = 24  # entries of a figure legend; more measured curves are thinned (docs/plots.md)
+_THEOREM = re.compile(r"^T\d")  # legend labels of closed forms: "T5 frame bound ...", "T8: ..."
 THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests find them by it)
 MEASURED_GID = "measured:"  # prefix of the gid of every measured mean line: "measured:<label>"
 RANGE_GID = "range:"  # prefix of the gid of every min-max band or bar set: "range:<label>"
@@ -273,7 +276,11 @@ def note(fig, text: str):
 
 
 def legend(fig, axes, *, title: str | None = None):
-    """One legend for the figure, right of the panels, with every distinct label once."""
+    """One legend for the figure, right of the panels, with every distinct label once.
+
+    With more than ``MAX_LEGEND`` entries, the theory lines stay and the measured curves are thinned to entries spread
+    over them in legend order (their colours run in that order), with one line saying how many are not listed.
+    """
     seen = {}
     for ax in np.ravel(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
@@ -281,6 +288,14 @@ def legend(fig, axes, *, title: str | None = None):
                 seen[lab] = h
         if ax.get_legend() is not None:
             ax.get_legend().remove()
+    if len(seen) > MAX_LEGEND:
+        theory = [lab for lab in seen if _THEOREM.match(lab)]
+        measured = [lab for lab in seen if lab not in theory]
+        keep = max(2, MAX_LEGEND - len(theory) - 1)
+        idx = np.unique(np.round(np.linspace(0, len(measured) - 1, keep)).astype(int))
+        listed = [measured[i] for i in idx]
+        more = f"… {len(measured) - len(listed)} more, between those listed"
+        seen = {lab: seen[lab] for lab in listed} | {more: Line2D([], [], ls="none")} | {t: seen[t] for t in theory}
     if seen:
         fig.legend(
             list(seen.values()),

@@ -23,7 +23,8 @@ __all__ = ["variant_curves"]
 def variant_curves(ds):
     """The variants figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "variants", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
-    d_grid = [int(x) for x in ds["d"].values]
+    d_grid, thinned = _data.panels(ds, "d")  # a column per d: at most MAX_PANELS
+    d_grid = [int(x) for x in d_grid]
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
@@ -83,5 +84,8 @@ def variant_curves(ds):
         theme.legend(fig, axes, title="variant / theory")
         nseeds = ds.sizes.get("seed", 1)
         keys_text = ", ".join(names.keys_name(k) for k in fam_labels) or "unnamed"
-        theme.note(fig, theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; keys: {keys_text}).")
+        theme.note(
+            fig,
+            theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; keys: {keys_text}). {thinned}".rstrip(),
+        )
     return theme.finish(fig, "variants")

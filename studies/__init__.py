@@ -34,8 +34,26 @@ def available() -> dict[str, str]:
     order = sorted(found, key=lambda n: (n != "capacity-vs-d", n))
     out = {n: found[n].description for n in order}
     for name in plugins.entry_points("capacity.studies"):
-        out.setdefault(name, "(plug-in) " + getattr(plugins.entry_point("capacity.studies", name), "description", ""))
+        if name not in out:
+            try:
+                out[name] = "(plug-in) " + _plugin(name).description
+            except CapacityError as exc:  # one broken plug-in does not hide the others
+                plugins.skip(exc)
     return out
+
+
+def _plugin(name: str):
+    """The study an installed package declares as ``name`` (entry point group ``capacity.studies``), or None."""
+    from capacity.sweep.config import Study
+
+    study = plugins.entry_point("capacity.studies", name)
+    if study is not None and not isinstance(study, Study):
+        value = plugins.entry_points("capacity.studies")[name]
+        raise CapacityError(
+            f"plug-in {name!r} (entry point capacity.studies: {name} = {value}) is a {type(study).__name__}, "
+            "not a capacity.sweep.Study"
+        )
+    return study
 
 
 def get(name: str):
@@ -45,7 +63,7 @@ def get(name: str):
     found = _load()
     if name in found:
         return found[name]
-    study = plugins.entry_point("capacity.studies", name)
+    study = _plugin(name)
     if study is None:
         known = sorted(set(found) | set(plugins.entry_points("capacity.studies")))
         raise CapacityError(f"unknown study {name!r}; known: {', '.join(known)}")

@@ -173,7 +173,7 @@ def test_needle_study_runs_resumes_and_draws(tmp_path):
         Study("x", "", Grid(variant=("linear",), d=(8,), load=(1,)), Probe(kind="needle"))
     with pytest.raises(CapacityError, match="haystack"):
         Probe(kind="needle", haystack=("essays",))
-    with pytest.raises(CapacityError, match="haystack apply to needle studies only"):
+    with pytest.raises(CapacityError, match="haystack applies to needle studies only"):
         Study("x", "", Grid(variant=("linear",), d=(8,), n=(4,)), Probe(haystack=("text",)))
 
 

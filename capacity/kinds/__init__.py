@@ -11,18 +11,17 @@ reused one by one), ``coords(study)`` (a cell's dimensions besides n: ``seed`` a
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass
 
 import torch
 import xarray as xr
 
-from capacity import _validate, labels, variants
+from capacity import _validate, labels, plugins, variants
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
 from capacity.kinds import bill, mqar, needle, recall
 
-__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check"]
+__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check", "rules"]
 
 KINDS = {"recall": recall, "bill": bill, "mqar": mqar, "needle": needle}
 DESCRIPTIONS = {
@@ -113,8 +112,7 @@ def measure(task: dict) -> xr.Dataset:
     ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
     threads for this pass only (None: leave the setting alone).
     """
-    for module in task.get("imports") or ():
-        importlib.import_module(module)
+    plugins.import_modules(task.get("imports"))  # a module that fails is one line, here and in every worker
     study, p, threads, before = task["study"], task["pass"], task.get("threads"), torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
@@ -147,3 +145,16 @@ def check(study) -> None:
                     f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
                 )
     getattr(KINDS[study.probe.kind], "check", lambda s: None)(study)
+
+
+def rules(study) -> None:
+    """What a study of its kind must be: the kind's own grid rules (its ``grid_rules``), and no probe field set that
+    belongs to other kinds alone (their ``FIELDS``)."""
+    kind = KINDS[study.probe.kind]
+    getattr(kind, "grid_rules", lambda s: None)(study)
+    owner = {f: name for name, k in KINDS.items() for f in getattr(k, "FIELDS", ())}
+    wrong = [f for f in study.probe.changed() if owner.get(f, study.probe.kind) != study.probe.kind]
+    if wrong:
+        k = owner[wrong[0]]
+        verb = "applies" if len(wrong) == 1 else "apply"
+        raise CapacityError(f"{', '.join(wrong)} {verb} to {k} studies only (kind={k})")

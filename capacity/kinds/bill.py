@@ -13,13 +13,23 @@ import numpy as np
 import torch
 import xarray as xr
 
+from capacity import _validate, theory, values
 from capacity import keys as keys_mod
-from capacity import theory, values
+from capacity.errors import CapacityError, user_code
 from capacity.kinds.recall import TORCH_DTYPES
+from capacity.variants._guard import guard
 
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]
 
 PER_POINT = False  # timings: a cell is measured and reused whole
+
+
+def grid_rules(study) -> None:
+    g = study.grid
+    if g.curve != "n" or len(g.keys) != 1 or len(g.seed) != 1:
+        raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
+
+
 _THEORY = {
     "softmax_cache": "T13: n (d + dv) numbers cached by softmax attention",
     "linear_state": "T13: d dv numbers in the linear-attention state",
@@ -78,20 +88,22 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     )  # [1, T, d]
     V = values.make(study.probe.values, total, cell.dv, seed=seed, device=device).to(dtype)  # [1, T, dv]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    state, numel, seconds, written = var.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
+    mem = guard(var)  # the timed steps call the memory itself, inside one user_code block (no overhead per step)
+    state, numel, seconds, written = mem.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
     for n in order:
-        state, written = var.write(state, K[:, written:n], V[:, written:n]), n
+        state, written = mem.write(state, K[:, written:n], V[:, written:n]), n
         numel[n] = _numel(state)
         trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
         times = []
-        for r in range(reps + 2):  # two warm-up steps
-            i, q = n + r % reps, r % n
-            sync()
-            t0 = time.perf_counter()
-            trial = var.write(trial, K[:, i : i + 1], V[:, i : i + 1])
-            var.read(trial, K[:, q : q + 1])
-            sync()
-            times.append(time.perf_counter() - t0)
+        with user_code(mem.who, "in a timed write() or read()", passthrough=_validate.is_alloc_failure):
+            for r in range(reps + 2):  # two warm-up steps
+                i, q = n + r % reps, r % n
+                sync()
+                t0 = time.perf_counter()
+                trial = var.write(trial, K[:, i : i + 1], V[:, i : i + 1])
+                var.read(trial, K[:, q : q + 1])
+                sync()
+                times.append(time.perf_counter() - t0)
         seconds[n] = float(np.median(times[2:]))
     data = {
         "state_numel": (("n", "seed"), np.array([[numel[n]] for n in order], dtype=np.int64)),

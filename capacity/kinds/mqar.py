@@ -16,6 +16,14 @@ from capacity.errors import CapacityError
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "check", "PER_POINT"]
 
 PER_POINT = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
+
+
+def grid_rules(study) -> None:
+    g = study.grid
+    if g.curve != "n" or g.feature or len(g.dtype) > 1:
+        raise CapacityError("an mqar study takes n (distinct keys written, not load), no feature maps and one dtype")
+
+
 _NAMES = tuple(mqar.METRICS)
 
 
@@ -28,7 +36,9 @@ def variables(study) -> dict[str, dict]:
 
 
 def writes(study, ns) -> int:
-    return max(ns)
+    """Tokens one pass writes: the pairs, the overwrites of the largest fraction and the distractors."""
+    p = study.probe
+    return max(ns) + mqar._overwrites(max(ns), max(p.overwrite)) + p.distractors
 
 
 def check(study) -> None:

@@ -27,6 +27,17 @@ __all__ = [
 ]
 
 PER_POINT = False  # capacity.needle measures every n and depth of a pass together: a cell is measured whole
+FIELDS = ("haystack", "depth", "needles", "candidates")  # probe fields of this kind alone
+
+
+def grid_rules(study) -> None:
+    g = study.grid
+    if g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]:
+        raise CapacityError(
+            "a needle study takes n (tokens per sequence, not load), no feature maps, one dtype and the default keys (its haystacks are the probe's haystack list)"
+        )
+
+
 _ATTRS = ("long_name", "units", "description")
 
 

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 PER_POINT = True
+FIELDS = ("key_stats", "age_bins")  # probe fields of this kind alone
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _ATTRS = ("long_name", "units", "description")
 _STATS = {

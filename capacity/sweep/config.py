@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from capacity import _random, _validate, labels, variants
 from capacity.errors import CapacityError
-from capacity.kinds import Probe
+from capacity.kinds import Probe, rules
 from capacity.labels import Spec
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "digest", "DTYPES", "CELL_AXES"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "axis_values", "n_of", "digest", "DTYPES", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -56,7 +56,7 @@ def _number(name: str, v, whole: bool):
     if whole:
         return _validate.positive_int(name, x)
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
-        raise CapacityError(f"{name} must be a finite number > 0, got {v!r}")
+        raise CapacityError(f"{name} must be a finite number > 0, got {x!r}")
     return float(x)
 
 
@@ -158,26 +158,7 @@ class Study:
             )
         if not isinstance(self.grid, Grid) or not isinstance(self.probe, Probe):
             raise CapacityError("Study takes grid=Grid(...) and probe=Probe(...)")
-        g, kind = self.grid, self.probe.kind
-        if kind == "bill" and (g.curve != "n" or len(g.keys) != 1 or len(g.seed) != 1):
-            raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
-        if kind == "mqar" and (g.curve != "n" or g.feature or len(g.dtype) > 1):
-            raise CapacityError(
-                "an mqar study takes n (distinct keys written, not load), no feature maps and one dtype"
-            )
-        if kind != "recall" and self.probe.key_stats:
-            raise CapacityError("key_stats applies to recall studies only")
-        if kind != "recall" and self.probe.age_bins:
-            raise CapacityError("age_bins applies to recall studies only")
-        needle_only = [f for f in ("haystack", "depth", "needles", "candidates") if f in self.probe.changed()]
-        if kind != "needle" and needle_only:
-            raise CapacityError(f"{', '.join(needle_only)} apply to needle studies only (kind=needle)")
-        if kind == "needle" and (
-            g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]
-        ):
-            raise CapacityError(
-                "a needle study takes n (tokens per sequence, not load), no feature maps, one dtype and the default keys (its haystacks are the probe's haystack list)"
-            )
+        rules(self)  # what a study of its kind must be (capacity.kinds.rules)
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:
@@ -204,26 +185,58 @@ class Study:
         return _fields(Grid) + _fields(Probe)
 
     def with_overrides(self, assignments) -> Study:
-        """A copy with ``key=value`` assignments applied (lists comma-separated, e.g. ``d=16,32``).
+        """A copy with assignments applied: ``key=value`` strings (a list of them, or one), or a dict ``{key: value}``.
 
-        Grid axes take lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``); probe fields one value
-        (``values=orthonormal``). Setting ``n`` clears ``load`` and the other way round.
+        In a string, grid axes take comma-separated lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``)
+        and probe fields one value (``values=orthonormal``), read by ``axis_values`` as the command line's ``--set``.
+        In a dict, a string value reads the same way; other values are taken as they are (a list for a grid axis, or
+        one value), e.g. ``{"d": 16}``, ``{"d": [16, 32]}``, ``{"variant": "delta(beta=0.5)"}``. Setting ``n`` clears
+        ``load`` and the other way round.
+
+        >>> s = Study("demo", "", Grid(load=(1,)))
+        >>> s.with_overrides("d=16").grid.d, s.with_overrides({"d": [16, 32], "seed": 1}).grid.seed
+        ((16,), (1,))
         """
         grid = {f: getattr(self.grid, f) for f in _fields(Grid)}
         probe = {f: getattr(self.probe, f) for f in _fields(Probe)}
+        if isinstance(assignments, str):
+            assignments = [assignments]
+        elif isinstance(assignments, dict):
+            assignments = [(str(k), v) for k, v in assignments.items()]
+        elif assignments is not None and not isinstance(assignments, (list, tuple)):
+            raise CapacityError(
+                f"with_overrides takes 'key=value' strings (one, or a list of them) or a dict {{key: value}}, got {assignments!r}"
+            )
         for item in assignments or ():
-            key, eq, value = (s.strip() for s in str(item).partition("="))
-            if not eq:
+            if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                key, value = item
+            elif isinstance(item, str):
+                key, eq, value = (s.strip() for s in item.partition("="))
+                if not eq:
+                    raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
+            else:
                 raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
             _known("--set", [key], self.settable())
+            if isinstance(value, str):
+                value = axis_values(key, value) if key in grid else labels.scalar(value)
             if key in grid:
-                grid[key] = tuple(labels.split(value))
+                grid[key] = value
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
             else:
-                probe[key] = labels.scalar(value)
+                probe[key] = value
         return Study(self.name, self.description, Grid(**grid), Probe(**probe))
 
     def config_hash(self) -> str:
         """A hash of the configuration (recorded in result files; reuse is decided per cell, ``store.reuse_key``)."""
         return digest(self.to_json())
+
+
+def axis_values(key: str, text: str) -> tuple:
+    """A grid axis's values from command-line text, comma-separated (``--set d=16,32``, ``compare --d 16,32``); the
+    grid reads each (``Grid``: ``d=16.5`` and ``d=abc`` are refused there).
+
+    >>> axis_values("load", "1/8,1,16"), axis_values("variant", "linear,delta(beta=0.5)")
+    (('1/8', '1', '16'), ('linear', 'delta(beta=0.5)'))
+    """
+    return tuple(labels.split(text))

@@ -179,6 +179,14 @@ class Plan:
                 out += [Pass(c, seeds, part) for part in split]
         return out
 
+    def draw_seconds(self, p: Pass) -> float:
+        """Estimated seconds of a pass's key draws (families with a ``cost``: learned keys optimise)."""
+        fam = keys_mod.family(p.cell.keys.name)
+        draws = p.ns[-1:] if fam.iid_rows else p.ns  # one draw per pass, or per n (kinds.recall.measure)
+        return (
+            0.0 if fam.cost is None else sum(fam.cost(len(p.seeds), n, p.cell.d, **p.cell.keys.kwargs) for n in draws)
+        )
+
     def check_memory(self, passes: list[Pass], parallel: int = 1) -> None:
         """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory."""
         if not passes:
@@ -188,9 +196,14 @@ class Plan:
         if have is not None and need > 0.9 * have:
             gib = lambda b: f"{b / 2**30:.1f} GiB"
             at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
+            n, T = max(worst.ns), self.kind.writes(self.study, list(worst.ns))
+            tokens = f", {T} tokens written" if T != n else ""
+            fewer = (
+                " (or fewer distractors)" if self.study.probe.kind == "mqar" and self.study.probe.distractors else ""
+            )
             raise CapacityError(
-                f"the largest pass ({self.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {max(worst.ns)}) "
-                f"needs about {gib(need)}{at_once} but {self.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds"
+                f"the largest pass ({self.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {n}{tokens}) "
+                f"needs about {gib(need)}{at_once} but {self.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"
             )
 
     def _peak(self, p: Pass) -> int:

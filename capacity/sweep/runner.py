@@ -9,8 +9,6 @@ then reuses its points.
 from __future__ import annotations
 
 import os
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +16,8 @@ import xarray as xr
 
 from capacity import _files, _validate, executors, plugins, provenance
 from capacity import variants as variants_mod
+from capacity._progress import Progress
+from capacity._progress import log as _log
 from capacity.errors import CapacityError
 from capacity.kinds import KINDS, check, measure
 from capacity.sweep.assemble import assemble, cell_dataset, dims, split
@@ -41,10 +41,6 @@ class RunResult:
     measured: int
     reused: int
     passes: int = 0
-
-
-def _log(msg: str) -> None:
-    print(f"capacity: {msg}", file=sys.stderr, flush=True)
 
 
 def run(
@@ -89,6 +85,7 @@ def run(
             f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
         )
     path = _files.writable_folder(Path(out), "output folder") / f"{study.name}.nc"
+    _files.clean_stale(path.parent)  # the temporary files of a result write that was killed
     if path.is_dir():
         raise CapacityError(f"the results path {path} is a folder; remove it or choose another --out")
     store = Store(_files.writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
@@ -108,11 +105,14 @@ def run(
                 log(f"stored points of {plan.labels[c.variant]} {c.keys.label} d={c.d} {why}; measuring them again")
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
         work = sum(p.cost() for p in todo) / RATE
+        drawing = sum(plan.draw_seconds(p) for p in todo)
         executor = executors.resolve(
-            executor, str(dev), len(todo), scheduler, work_seconds=work, local_only=bool(local)
+            executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors._cores())
         plan.check_memory(todo, parallel=min(parallel, max(1, len(todo))))
+        if progress and work + drawing > executors.LONG:  # after every check: only work that will run is announced
+            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))))
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda p: -p.cost())
         total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)
@@ -146,18 +146,14 @@ def run(
 def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose) -> int:
     """Measure the passes ``todo`` on ``executor``, merging each into its cell's file as it arrives; returns the
     number of new points."""
-    study, show = plan.study, progress and not quiet
+    study = plan.study
     count = lambda p: len(p.seeds) * len(set(p.ns))
-    done, bar = total - sum(count(p) for p in todo), None
-    if show and not verbose:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, initial=done, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True)
-    elif show:
-        _log(f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})")
-    start, measured, variables, shape = time.perf_counter(), 0, None, dims(study)
+    where = lambda p: f"{plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}"
+    done = total - sum(count(p) for p in todo)
+    start = f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})"
+    bar = Progress(study.name, total, done, show=progress and not quiet, verbose=verbose, start=start)
     # in this process on a CPU, small passes run on one torch thread: their many small ops only wait for the others
-    one = executor == "serial" and plan.device.type == "cpu"
+    one, shape, measured = executor == "serial" and plan.device.type == "cpu", dims(study), 0
     task = {"study": study, "device": str(plan.device), "imports": imports}
     by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
     tasks = [
@@ -172,41 +168,26 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
             points.update(split(ds, shape))
             attrs.update(ds.attrs)
             variables = {v: ds[v].dtype.str for v in ds.data_vars}
-            try:
-                store.save(
-                    plan.keys[p.cell], points, attrs, variables, plan.coords
-                )  # persisted before it counts as done
+            try:  # persisted before it counts as done
+                store.save(plan.keys[p.cell], points, attrs, variables, plan.coords)
             except OSError as exc:
                 raise CapacityError(
                     f"cannot save measured points under {store.root}: {exc.strerror or exc}; {measured} points of this run are saved, run the same command again once it is writable"
                 ) from None
             measured += count(p)
-            done += count(p)
-            if bar is not None:
-                bar.update(count(p))
-            elif show:
-                label = plan.labels[p.cell.variant]
-                _log(
-                    f"{done}/{total} points; finished {label} {p.cell.keys.label} d={p.cell.d}; {time.perf_counter() - start:.1f} s"
-                )
+            bar.advance(count(p), where(p))
     except executors.WorkerLost as exc:
-        p = by_key[exc.key]
         raise CapacityError(
-            f"{exc} while measuring {plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}; {done} of {total} points are saved under {store.root}; run the same command again to resume"
+            f"{exc} while measuring {where(by_key[exc.key])}; {bar.done} of {total} points are saved under {store.root}; run the same command again to resume"
         ) from None
     except KeyboardInterrupt:
-        if bar is not None:
-            bar.close()
-            bar = None
-        if show or verbose:
-            _log(
-                f"interrupted: {done} of {total} points are saved under {store.root}; run the same command again to resume"
-            )
+        bar.close(
+            f"interrupted: {bar.done} of {total} points are saved under {store.root}; run the same command again to resume"
+        )
         raise
     finally:
         stream.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
     return measured
 
 
@@ -233,7 +214,6 @@ def compare(
     """
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
-    seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else tuple(seeds)
-    d = (d,) if isinstance(d, (int, str)) else tuple(d)
-    grid = Grid(variant=tuple(variants), keys=tuple(keys), d=d, load=tuple(load), seed=seeds)
+    seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else seeds
+    grid = Grid(variant=tuple(variants), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)

@@ -12,13 +12,12 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-from capacity._files import atomic_write
+from capacity._files import atomic_write, clean_stale
 from capacity.sweep.config import digest
 
 __all__ = ["reuse_key", "Store", "SCHEMA"]
@@ -133,10 +132,17 @@ class Store:
         atomic_write(self.path(key), lambda tmp: tmp.write_text(text))
 
     def record(self, study: str, keys: list[str]) -> None:
-        """Write the manifest: the cells the study's latest run used (``capacity store`` keeps them)."""
+        """Write the manifest: the cells the study's latest run used (``capacity store`` keeps them); a run that used
+        the same cells leaves it as it is."""
+        cells, path = sorted(set(keys)), self.root / "manifest.json"
+        try:
+            if json.loads(path.read_text())["cells"] == cells:
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
         stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        text = json.dumps({"study": study, "created": stamp, "cells": sorted(set(keys))})
-        atomic_write(self.root / "manifest.json", lambda tmp: tmp.write_text(text))
+        text = json.dumps({"study": study, "created": stamp, "cells": cells})
+        atomic_write(path, lambda tmp: tmp.write_text(text))
 
     def contents(self) -> dict:
         """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest"}`` (times: seconds of age),
@@ -164,11 +170,5 @@ class Store:
         }
 
     def clean(self) -> None:
-        """Remove temporary files left by processes that no longer run (a SIGKILL mid-write)."""
-        for tmp in self.root.glob(".*.tmp"):
-            try:
-                os.kill(int(tmp.name.split(".")[-3]), 0)
-            except (ValueError, IndexError, ProcessLookupError):
-                tmp.unlink(missing_ok=True)
-            except PermissionError:
-                pass
+        """Remove temporary files left by processes that no longer run (a SIGKILL mid-write; ``_files.clean_stale``)."""
+        clean_stale(self.root)

@@ -57,7 +57,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from capacity import labels, plugins
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, user_code
 
 __all__ = [
     "Variant",
@@ -193,12 +193,9 @@ def _build(factory, what: str, params: dict) -> Variant:
         raise CapacityError(f"variant {what!r} needs parameter(s) {', '.join(missing)}") from None
     except ValueError:  # no signature to inspect (e.g. a builtin): let the factory check
         pass
-    try:
+    where = "in __init__()" if isinstance(factory, type) else f"in {getattr(factory, '__name__', 'its factory')}()"
+    with user_code(f"memory {what!r}", where):
         variant = factory(**params)
-    except CapacityError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise CapacityError(f"variant {what!r}: {exc}") from None
     if not is_variant(variant):
         raise CapacityError(
             f"{what!r} built a {type(variant).__name__}, which is not a variant (needs init_state, write, read, state_numel)"
