@@ -308,8 +308,8 @@ def describe(obj, _seen=None, _depth=0):
         return {"property": [walk(f) for f in (obj.fget, obj.fset, obj.fdel)]}
     if isinstance(obj, (staticmethod, classmethod)):
         return {type(obj).__name__: walk(obj.__func__)}
-    if isinstance(obj, (types.FunctionType, types.MethodType)):
-        fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
+    fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
+    if isinstance(fn, types.FunctionType):
         out = {"function": f"{fn.__module__}:{fn.__qualname__}", "code": _code(fn.__code__)}
         if fn.__defaults__ or fn.__kwdefaults__:
             out["defaults"] = walk([fn.__defaults__, fn.__kwdefaults__])
