@@ -23,7 +23,7 @@ import xarray as xr
 
 from capacity import _validate
 from capacity import variants as _variants
-from capacity.decode import argmax_correct
+from capacity.decode import _ks, argmax_correct, topk_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 
@@ -54,6 +54,13 @@ METRICS = {
         "mean over stored pairs of ||r_i - a_i v_i||^2, the part of the read not along v_i (sum_{j != i} G_ij v_j for the additive rule and orthonormal values; T3)",
     ),
 }
+# with top_k=[k, ...]: the listwise recall, over a dimension k (opt-in; T30)
+RECALL_AT = (
+    "recall at k",
+    "fraction",
+    "fraction of stored pairs whose own value is among the k values with the largest dot product with the read "
+    "(the same exact decode as recall; recall_at at k = 1 is recall; T30)",
+)
 # with per_query=True, each metric's value per query is the variable <metric>_q over (n, batch, query);
 # before docs/naming.md they were sq_error, rel_sq_error, cosine_q, correct, signal_q and leak_q
 PER_QUERY = {m: f"{m}_q" for m in METRICS}
@@ -82,10 +89,11 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
     return cps
 
 
-def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -> dict[str, torch.Tensor]:
+def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool, top_k=()) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
     ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.decode``.
+    ``top_k``: also ``recall_at``, [B, c, K] (``capacity.decode.topk_correct``, one item at a time like recall).
     """
     diff = r - v
     sq = (diff * diff).sum(-1)
@@ -99,6 +107,10 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
     if decode:
         # exact, and one item at a time so that an item's answer does not depend on the rest of the batch
         out["recall"] = torch.cat([argmax_correct(r[i : i + 1], v[i : i + 1], block=block) for i in range(r.shape[0])])
+    if top_k:
+        out["recall_at"] = torch.cat(
+            [topk_correct(r[i : i + 1], v[i : i + 1], list(top_k), block=block) for i in range(r.shape[0])]
+        )
     return out
 
 
@@ -106,8 +118,9 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
 class Curves:
     """The probe's numbers before they become a Dataset (see ``measure``).
 
-    ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs;
-    ``per_query``: name -> float64 ``[C, B, n]`` (NaN past each checkpoint), or empty;
+    ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs (``recall_at``:
+    ``[C, B, K]``); ``per_query``: name -> float64 ``[C, B, n]`` (``recall_at``: ``[C, B, n, K]``; NaN past each
+    checkpoint), or empty; ``top_k``: the k of ``recall_at`` (empty without it);
     ``sizes``: measured state sizes after each checkpoint (memories that grow), or empty;
     ``checkpoints``, ``feature_dim``: as in the Dataset.
     """
@@ -117,6 +130,7 @@ class Curves:
     per_query: dict[str, np.ndarray]
     sizes: list[int]
     feature_dim: int
+    top_k: tuple = ()
 
 
 def measure(
@@ -127,6 +141,7 @@ def measure(
     checkpoints=None,
     per_query: bool = False,
     decode: bool = True,
+    top_k=None,
 ) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
@@ -143,6 +158,7 @@ def measure(
     _validate.tensor("values", values, ndim=3)
     _validate.flag("decode", decode)
     _validate.flag("per_query", per_query)
+    ks = () if top_k is None else tuple(_ks(top_k))
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -158,14 +174,14 @@ def measure(
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(variant, keys, values, cps, vname, names, per_query, decode)
+        return _measure(variant, keys, values, cps, vname, names, per_query, decode, ks)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
         raise
 
 
-def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Curves:
+def _measure(variant, keys, values, cps, vname, names, per_query, decode, ks=()) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``)."""
     B, n, d = keys.shape
     dv = values.shape[2]
@@ -176,10 +192,14 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
     state = variant.init_state(B, d, dv, device=device)
     measures_size = callable(getattr(variant, "numel", None))
     sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
+    names = [*names, "recall_at"] if ks else list(names)
     rows: dict[str, list[torch.Tensor]] = {m: [] for m in names}
     full: dict[str, torch.Tensor] = {}
     if per_query:
-        full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in names}
+        full = {
+            m: torch.full((len(cps), B, n, *((len(ks),) if m == "recall_at" else ())), float("nan"), device=device)
+            for m in names
+        }
     written = 0
     for ci, c in enumerate(cps):
         state = variant.write(state, keys[:, written:c], values[:, written:c])
@@ -192,9 +212,9 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
             raise CapacityError(
                 f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}"
             )
-        per = _query_metrics(r.float(), values[:, :c].float(), block, decode)
+        per = _query_metrics(r.float(), values[:, :c].float(), block, decode, ks)
         for m, x in per.items():
-            rows[m].append(x.mean(-1))  # [B]
+            rows[m].append(x.mean(1))  # [B] ([B, K] for recall_at)
             if per_query:
                 full[m][ci, :, :c] = x
     feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
@@ -206,6 +226,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
         per_query={m: x.cpu().numpy().astype(np.float64) for m, x in full.items()},
         sizes=sizes,
         feature_dim=int(feature_dim),
+        top_k=ks,
     )
 
 
@@ -217,6 +238,7 @@ def recall(
     checkpoints=None,
     per_query: bool = False,
     decode: bool = True,
+    top_k=None,
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
@@ -230,7 +252,9 @@ def recall(
     pairs. With ``per_query=True`` it also holds each metric per query, named like the metric with ``_q``
     (``PER_QUERY``: ``mse_q``, ``rel_error_q``, ``cosine_q``, ``recall_q``, ``signal_q``, ``leak_q``) over
     (n, batch, query), NaN where query >= n_c; ``recall_q`` is 1 where the query's argmax decode is right.
-    ``decode=False`` skips the argmax decode (no ``recall``/``recall_q``): at large n it is most
+    ``top_k``: a whole number or a list of distinct ones (opt-in): also ``recall_at`` over (n, batch, k), the
+    fraction of stored pairs whose value is among the top k of the same exact decode (T30), with ``recall_at_q``
+    under ``per_query``; ``recall`` is unchanged by it. ``decode=False`` skips the argmax decode (no ``recall``/``recall_q``): at large n it is most
     of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the
     JSON attr ``config``. The attr ``feature_dim`` is the number of state rows per key
     (``variant.feature_dim(d)`` where the variant has a feature map, else d). For a variant
@@ -240,7 +264,7 @@ def recall(
     """
     if isinstance(variant, (str, dict)):
         variant = _variants.resolve(variant)
-    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode)
+    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode, top_k=top_k)
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
@@ -255,17 +279,23 @@ def recall(
         "n": n,
         "checkpoints": cv.checkpoints,
         "decode": decode,
+        **({"top_k": list(cv.top_k)} if cv.top_k else {}),
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
+    meta = {**METRICS, "recall_at": RECALL_AT}
     data = {
-        m: (("n", "batch"), x, dict(zip(("long_name", "units", "description"), METRICS[m])))
+        m: (
+            ("n", "batch", "k") if m == "recall_at" else ("n", "batch"),
+            x,
+            dict(zip(("long_name", "units", "description"), meta[m])),
+        )
         for m, x in cv.metrics.items()
     }
     for m, x in cv.per_query.items():
-        ln, u, desc = METRICS[m]
-        data[PER_QUERY[m]] = (
-            ("n", "batch", "query"),
+        ln, u, desc = meta[m]
+        data[f"{m}_q"] = (
+            ("n", "batch", "query", "k") if m == "recall_at" else ("n", "batch", "query"),
             x,
             {
                 "long_name": f"{ln} per query",
@@ -291,6 +321,8 @@ def recall(
     }
     if per_query:
         coords["query"] = ("query", np.arange(n), {"long_name": "stored pair index (0-based)"})
+    if cv.top_k:
+        coords["k"] = ("k", np.asarray(cv.top_k), {"long_name": "candidate list length", "units": "values"})
     return xr.Dataset(
         data,
         coords=coords,

@@ -63,8 +63,8 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
     extra = list(kind.coords(study))
     out = out.transpose(
-        *[k for k in dims if k not in ("dtype", "dv")], *extra, *[k for k in ("dtype", "dv") if k in dims]
-    )
+        *[k for k in dims if k not in ("dtype", "dv")], *extra, ..., *[k for k in ("dtype", "dv") if k in dims]
+    )  # ...: a variable's own dimension (recall_at's k) after the seed
     for name, meta in kind.variables(study).items():
         out[name].attrs = meta
 

@@ -190,7 +190,9 @@ class Probe:
 
     ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
     statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
-    ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
+    ``top_k``: also ``recall_at`` over a dimension ``k`` (recall: listwise recall from the same exact decode, T30;
+    empty: none, and the study's hash is what it was without the field); ``repeats``: timed decode steps per point
+    (bill); ``vocab``, ``overwrite`` (fractions of the keys written
     again, an axis) and ``distractors``: the MQAR task.
     """
 
@@ -198,6 +200,7 @@ class Probe:
     values: str = "gaussian"
     key_stats: bool = False
     decode: bool = True
+    top_k: tuple = ()
     repeats: int = 20
     vocab: int = 1024
     overwrite: tuple = (0.0,)
@@ -212,6 +215,11 @@ class Probe:
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         put = lambda name, value: object.__setattr__(self, name, value)
+        ks = labels.split(self.top_k) if isinstance(self.top_k, str) else _list("top_k", self.top_k)
+        ks = tuple(_validate.positive_int("top_k", labels.scalar(x) if isinstance(x, str) else x) for x in ks)
+        if len(set(ks)) != len(ks):
+            raise CapacityError(f"top_k must list distinct whole numbers >= 1, got {self.top_k!r}")
+        put("top_k", ks)
         put("repeats", _validate.positive_int("repeats", self.repeats))
         put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
         put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
@@ -222,7 +230,10 @@ class Probe:
             raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "overwrite": list(self.overwrite)}
+        out = {**dataclasses.asdict(self), "overwrite": list(self.overwrite), "top_k": list(self.top_k)}
+        if not self.top_k:  # the field is opt-in: without it a study hashes as it did before the field existed
+            del out["top_k"]
+        return out
 
 
 def _fields(cls) -> list[str]:
@@ -260,6 +271,8 @@ class Study:
             )
         if kind != "recall" and self.probe.key_stats:
             raise CapacityError("key_stats applies to recall studies only")
+        if kind != "recall" and self.probe.top_k:
+            raise CapacityError("top_k (recall@k) applies to recall studies only")
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:

@@ -42,18 +42,20 @@ def expectation(study, group):
     kind = KINDS[study.probe.kind]
     want = sorted(kind.variables(study))
     coords = {study.grid.curve: list(group.curve), **kind.coords(study)}
+    extra = getattr(kind, "extra_dims", lambda s: {})(study)  # {variable: {dim: values}} (recall_at over k)
 
     def check(ds: xr.Dataset) -> str | None:
         if sorted(map(str, ds.data_vars)) != want:
             return (
                 f"it holds {', '.join(sorted(map(str, ds.data_vars))) or 'no variables'} instead of {', '.join(want)}"
             )
-        for name, values in coords.items():
+        for name, values in [*coords.items(), *[kv for dims in extra.values() for kv in dims.items()]]:
             if name not in ds.coords or ds[name].values.tolist() != values:
                 return f"its {name} coordinate differs from the study's"
         for name in want:
             v = ds[name]
-            if v.dims != tuple(coords) or v.shape != tuple(map(len, coords.values())) or v.dtype.kind not in "fi":
+            dims = {**coords, **extra.get(name, {})}
+            if v.dims != tuple(dims) or v.shape != tuple(map(len, dims.values())) or v.dtype.kind not in "fi":
                 return f"its variable {name} has dims {v.dims}, shape {v.shape}, dtype {v.dtype}"
         return None
 

@@ -14,7 +14,7 @@ from capacity import keys as keys_mod
 from capacity import probe, theory, values
 from capacity.sweep.config import build_variant
 
-__all__ = ["coords", "variables", "writes", "measure", "theory_vars", "ONE_PASS", "TORCH_DTYPES"]
+__all__ = ["coords", "variables", "extra_dims", "writes", "measure", "theory_vars", "ONE_PASS", "TORCH_DTYPES"]
 
 ONE_PASS = False  # key families whose prefixes are not draws of the family need a write pass per n
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -48,7 +48,14 @@ def variables(study) -> dict[str, dict]:
     names = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
     if study.probe.key_stats:
         names.update(_STATS)
+    if study.probe.top_k:
+        names["recall_at"] = probe.RECALL_AT
     return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+
+
+def extra_dims(study) -> dict[str, dict[str, list]]:
+    """Variables with a dimension of their own after the curve axis and the seed: ``recall_at`` over ``k``."""
+    return {"recall_at": {"k": list(study.probe.top_k)}} if study.probe.top_k else {}
 
 
 def writes(study, ns) -> int:
@@ -67,7 +74,7 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
-        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode)
+        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode, top_k=study.probe.top_k or None)
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
             if study.probe.key_stats:
@@ -75,10 +82,18 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
                 rows[n].update({s: stats[s].values for s in _STATS})
         if cv.feature_dim is not None:
             attrs["feature_dim"] = int(cv.feature_dim)
+    extra = extra_dims(study)
     data = {
-        m: ((study.grid.curve, "seed"), np.stack([rows[n][m] for n in ns]).astype(np.float64)) for m in variables(study)
+        m: (
+            (study.grid.curve, "seed", *extra.get(m, {})),
+            np.stack([rows[n][m] for n in ns]).astype(np.float64),
+        )
+        for m in variables(study)
     }
-    return xr.Dataset(data, coords={study.grid.curve: list(group.curve), "seed": seeds}, attrs=attrs)
+    coords = {study.grid.curve: list(group.curve), "seed": seeds}
+    for dims in extra.values():
+        coords.update(dims)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
 def theory_vars(study, n, d, dv) -> dict:
