@@ -44,7 +44,21 @@ from capacity import values as value_families
 from capacity import variants as variant_registry
 from capacity.errors import CapacityError
 
-__all__ = ["METRICS", "Task", "grid", "mqar", "predicted_accuracy", "task"]
+__all__ = [
+    "METRICS",
+    "Task",
+    "grid",
+    "mqar",
+    "predicted_accuracy",
+    "task",
+    "ZOOLOGY_VOCAB",
+    "ZOOLOGY_BASED_FIGURE2_TEST",
+]
+
+# zoology's experiment behind Based's Fig. 2 (HazyResearch/zoology, zoology/experiments/arxiv24_based_figure2/configs.py):
+# vocabulary 8,192; test sets of 1,000 sequences each at these (sequence length, key-value pairs)
+ZOOLOGY_VOCAB = 8192
+ZOOLOGY_BASED_FIGURE2_TEST = ((64, 4), (64, 8), (64, 16), (128, 32), (256, 64), (512, 128), (1024, 256))
 
 # name -> (long name, units, description); per pairs value and batch item
 METRICS = {
