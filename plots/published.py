@@ -23,7 +23,7 @@ MARKERS = {
     "H3": ("v", "0.65"),
     "Hyena": ("P", "0.65"),
 }
-CITATION = {"based_figure2": "Based, arXiv 2402.18668 Fig. 2"}
+CITATION = {"based_figure2": "Based Fig. 2"}
 
 
 def trained_points(ax, name: str = "based_figure2", *, architectures=None, x="state_bytes", y="accuracy"):
@@ -48,7 +48,7 @@ def trained_points(ax, name: str = "based_figure2", *, architectures=None, x="st
             mfc="none",
             mec=shade,
             mew=1.0,
-            label=f"{arch}, trained ({CITATION.get(name, name)})",
+            label=f"{arch}, trained ({CITATION.get(name, name)})",  # the note or caption cites the paper
             zorder=3,
         )
         line.set_gid(f"published:{name}:{arch}")
@@ -75,7 +75,7 @@ def mqar_ceiling(ax, lo_bytes: float, hi_bytes: float, *, color="0.15"):
         color=color,
         ls=(0, (5, 1.5, 1, 1.5)),
         lw=1.2,
-        label="T10 over 4,096 values: additive memory, random keys, one float32 d × d state (zoology's test mix)",
+        label="T10 ceiling: additive, random keys, 4 d² bytes",
         zorder=1.5,
     )
     line.set_gid("theory:T10:mqar-ceiling")
