@@ -95,3 +95,23 @@ def test_recall_at_refined_predicts_the_measured_recall_at_k():
         pred = theory.recall_at_refined(np.array(ns), d, d, k)
         assert np.all(np.abs(m.mean("batch").values - pred) <= 3 * se.values + 0.004), (k, m.mean("batch").values, pred)
         assert np.all(m.mean("batch").values >= theory.recall_at(np.array(ns), d, d, k) - 3 * se.values)
+
+
+def test_recall_at_integrates_its_gaussian_model_exactly():
+    """The Gaussian model simulated here: correct score N(1, s_c^2), n - 1 wrong ones N(0, s_w^2) given it."""
+    rng = np.random.default_rng(9)
+    n, d, dv, k, trials = 64, 16, 24, 4, 200_000
+    s_c, s_w = np.sqrt((n - 1) / (d * dv)), np.sqrt(1 / dv + 1 / d + (n - 2) / (d * dv))
+    own = 1 + s_c * rng.standard_normal(trials)
+    beaten = np.zeros(trials, dtype=int)
+    for _ in range(n - 1):
+        beaten += s_w * rng.standard_normal(trials) > own
+    sim = (beaten < k).mean()
+    se = np.sqrt(sim * (1 - sim) / trials)
+    assert abs(theory.recall_at(n, d, dv, k) - sim) <= 3 * se
+
+
+def test_recall_at_capacity_refined_solves_its_recall():
+    n = theory.recall_at_capacity_refined(32, 32, 5, tau=0.9)
+    assert theory.recall_at_refined(n, 32, 32, 5) == pytest.approx(0.9, abs=1e-5)
+    assert n > theory.argmax_capacity_refined(32, 32, 0.9)  # a list of 5 holds more than top-1
