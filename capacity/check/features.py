@@ -32,10 +32,10 @@ def _row(theorem, what, measured, se, expected, model=0.0):
 def _t25(dev, seed, rows):
     """T25: polynomial kernels, exact moments (the Taylor map, normalised features and the plain read)."""
     n, d = 16, 16
-    m, se = _probe_mse(variants.get("linear", normalize=True, feature="taylor2"), n, d, 256, seed, dev)
+    m, se = _probe_mse(variants.get("linear", normalize=True, feature="taylor2"), n, d, 128, seed, dev)
     want = theory.polynomial_kernel_error(n, d, [1.0, 1.0, 0.5])
     rows.append(_row("T25", "taylor2, unit features, d = 16, n = 16: mse = (n-1) E k(s)^2/k(1)^2", m, se, want))
-    m, se = _probe_mse(variants.get("linear", feature="taylor2"), n, d, 256, seed, dev)
+    m, se = _probe_mse(variants.get("linear", feature="taylor2"), n, d, 128, seed, dev)
     want = theory.polynomial_kernel_error(n, d, [1.0, 1.0, 0.5], normalize=False)
     rows.append(_row("T25", "taylor2, plain read phi(q) S: mse = (k(1)-1)^2 + (n-1) E k(s)^2", m, se, want))
 

@@ -200,11 +200,11 @@ class Probe:
     values: str = "gaussian"
     key_stats: bool = False
     decode: bool = True
-    top_k: tuple = ()
     repeats: int = 20
     vocab: int = 1024
     overwrite: tuple = (0.0,)
     distractors: int = 0
+    top_k: tuple = ()
 
     def __post_init__(self):
         from capacity import values
