@@ -323,7 +323,9 @@ def feature_crosstalk(feature, d, **params):
     """rho2 = E cos^2(phi(k), phi(k')) of a built-in feature map for random unit keys in R^d (T25-T28).
 
     ``feature``: a name of ``capacity.features`` (with its parameters, e.g. ``nu=2``, ``m=256``) or a built-in
-    FeatureMap. The linear memory with L2-normalised features then has mean error (n - 1) rho2.
+    FeatureMap. The linear memory with L2-normalised features then has mean error (n - 1) rho2. Performer: the
+    average over i.i.d. projections (T28) whatever the map's ``orthogonal`` and ``seed`` (orthogonal blocks measure
+    2-3% lower at m = 256); elu1 and DPFP: the approximations their functions state.
     """
     phi = _map(feature, params)
     name = phi.name
