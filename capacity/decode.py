@@ -36,7 +36,7 @@ import torch
 from capacity import _validate
 from capacity.errors import CapacityError
 
-__all__ = ["argmax_correct", "score_error_bound", "screen_precision"]
+__all__ = ["argmax_correct", "topk_correct", "score_error_bound", "screen_precision"]
 
 _PRECISIONS = ("auto", "bfloat16", "float32")
 _CPU_BF16_MIN_DV = 128  # measured: see screen_precision
@@ -233,4 +233,66 @@ def argmax_correct(
                     continue
             s64 = r32[b, q].double() @ v32[b].double().T  # [m, c]; products exact, sums to dv 2^-53
             correct[b, q] = s64.argmax(-1) == q
+    return correct.float()
+
+
+def _ks(k) -> list[int]:
+    ks = [k] if isinstance(k, int) and not isinstance(k, bool) else list(k) if isinstance(k, (list, tuple)) else None
+    if not ks or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in ks) or len(set(ks)) != len(ks):
+        raise CapacityError(f"k must be a whole number >= 1 or a list of distinct ones, got {k!r}")
+    return ks
+
+
+def topk_correct(r: torch.Tensor, v: torch.Tensor, k, *, block: int | None = None) -> torch.Tensor:
+    """1.0 where read i's own value v_i is among the top k of its scores r_i . v_l, else 0.0; float32 ``[B, c, K]``.
+
+    ``r``, ``v``: as in ``argmax_correct`` (``[B, c, dv]``, row i is read i's own value); ``k``: a whole number or a
+    list of K distinct ones. The rank of the own value is the number of values l with a larger score, plus the
+    values l < i with an equal one (ties go to the first index, as in ``argmax_correct``, so that k = 1 gives its
+    answer); read i is correct at k when that count is below k. The decode is exact: the float32 scores are
+    screened with ``score_error_bound`` (a factor 2 of margin), and a read whose count the screen cannot settle at
+    some k is scored again in float64.
+    """
+    ks = _ks(k)
+    _validate.tensor("r", r, ndim=3, finite=False)
+    _validate.tensor("v", v, ndim=3, finite=False)
+    if r.shape != v.shape:
+        raise CapacityError(
+            f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape"
+        )
+    if r.device != v.device:
+        raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
+    B, c, dv = r.shape
+    block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
+    r32, v32 = r.float(), v.float()
+    own = (r32 * v32).sum(-1).double()  # [B, c]
+    own_err = _gamma_k(dv, _U_SUM) * (1 + 2 * _gamma_k(dv + 2, _U_SUM)) ** 2
+    own_err = own_err * r32.norm(dim=-1).double() * v32.norm(dim=-1).double() + dv * _TINY
+    e = 2.0 * (score_error_bound(r32, v32, "float32") + own_err)  # [B, c]
+    kt = torch.tensor(ks, device=r.device)  # [K]
+    idx = torch.arange(c, device=r.device)
+    correct = torch.zeros(B, c, len(ks), dtype=torch.bool, device=r.device)
+    unsure = torch.zeros(B, c, dtype=torch.bool, device=r.device)
+    vt = v32.transpose(1, 2)
+    for start in range(0, c, block):
+        stop = min(c, start + block)
+        s = (r32[:, start:stop] @ vt).double()  # [B, blk, c]
+        s[:, idx[: stop - start], idx[start:stop]] = -math.inf  # the own score is summed on its own
+        o, err = own[:, start:stop, None], e[:, start:stop, None]
+        above = (s > o + err).sum(-1)  # surely ranked before the own value
+        band = ((s >= o - err) & (s <= o + err)).sum(-1)  # undecided: within the rounding bound
+        sure_right = above[..., None] + band[..., None] < kt  # [B, blk, K]
+        sure_wrong = above[..., None] >= kt
+        correct[:, start:stop] = sure_right
+        unsure[:, start:stop] = (~(sure_right | sure_wrong)).any(-1)
+    if bool(unsure.any()):
+        step = max(1, _FALLBACK_ROWS // c)
+        for b in range(B):
+            rows = unsure[b].nonzero().flatten()
+            for i in range(0, rows.numel(), step):
+                q = rows[i : i + step]  # [m]
+                s64 = r32[b, q].double() @ v32[b].double().T  # [m, c]
+                mine = s64.gather(1, q[:, None])  # [m, 1]
+                before = (s64 > mine) | ((s64 == mine) & (idx[None, :] < q[:, None]))
+                correct[b, q] = before.sum(-1)[:, None] < kt
     return correct.float()

@@ -24,7 +24,7 @@ import xarray as xr
 
 from capacity import _validate
 from capacity import variants as _variants
-from capacity.decode import argmax_correct
+from capacity.decode import _ks, argmax_correct, topk_correct
 from capacity.errors import CapacityError
 from capacity.variants import Variant
 from capacity.variants._guard import guard
@@ -69,6 +69,13 @@ METRICS = {
         "mean over stored pairs of ||r_i - a_i v_i||^2, the part of the read not along v_i (sum_{j != i} G_ij v_j for the additive rule and orthonormal values; T3)",
     ),
 }
+# with top_k=[k, ...]: the listwise recall, over a dimension k (opt-in; T30)
+RECALL_AT = (
+    "recall at k",
+    "fraction",
+    "fraction of stored pairs whose own value is among the k values with the largest dot product with the read "
+    "(the same exact decode as recall; recall_at at k = 1 is recall; T30)",
+)
 # with per_query=True, each metric's value per query is the variable <metric>_q over (n, batch, query);
 # before docs/naming.md they were sq_error, rel_sq_error, cosine_q, correct, signal_q and leak_q
 PER_QUERY = {m: f"{m}_q" for m in METRICS}
@@ -141,10 +148,11 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
     return cps
 
 
-def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -> dict[str, torch.Tensor]:
+def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool, top_k=()) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
     ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.decode``.
+    ``top_k``: also ``recall_at``, [B, c, K] (``capacity.decode.topk_correct``, one item at a time like recall).
     """
     diff = r - v
     sq = (diff * diff).sum(-1)
@@ -158,6 +166,10 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
     if decode:
         # exact, and one item at a time so that an item's answer does not depend on the rest of the batch
         out["recall"] = torch.cat([argmax_correct(r[i : i + 1], v[i : i + 1], block=block) for i in range(r.shape[0])])
+    if top_k:
+        out["recall_at"] = torch.cat(
+            [topk_correct(r[i : i + 1], v[i : i + 1], list(top_k), block=block) for i in range(r.shape[0])]
+        )
     return out
 
 
@@ -165,8 +177,9 @@ def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool) -
 class Curves:
     """The probe's numbers before they become a Dataset (see ``measure``).
 
-    ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs;
-    ``per_query``: name -> float64 ``[C, B, n]`` (NaN past each checkpoint), or empty;
+    ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs (``recall_at``:
+    ``[C, B, K]``); ``per_query``: name -> float64 ``[C, B, n]`` (``recall_at``: ``[C, B, n, K]``; NaN past each
+    checkpoint), or empty; ``top_k``: the k of ``recall_at`` (empty without it);
     ``sizes``: measured state sizes after each checkpoint (memories that grow), or empty;
     ``checkpoints``, ``feature_dim``: as in the Dataset;
     ``per_age``: name -> float64 ``[C, B, A]``, means over the pairs of each age bin (NaN where a bin is empty), and
@@ -180,6 +193,7 @@ class Curves:
     feature_dim: int
     per_age: dict[str, np.ndarray] = field(default_factory=dict)
     age_edges: list[int] = field(default_factory=list)
+    top_k: tuple = ()
 
 
 def measure(
@@ -191,6 +205,7 @@ def measure(
     per_query: bool = False,
     decode: bool = True,
     age_bins=None,
+    top_k=None,
 ) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
@@ -207,6 +222,7 @@ def measure(
     _validate.tensor("values", values, ndim=3)
     _validate.flag("decode", decode)
     _validate.flag("per_query", per_query)
+    ks = () if top_k is None else tuple(_ks(top_k))
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -223,7 +239,7 @@ def measure(
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(guard(variant), keys, values, cps, vname, names, per_query, decode, edges)
+        return _measure(guard(variant), keys, values, cps, vname, names, per_query, decode, edges, ks)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
@@ -243,7 +259,7 @@ def _by_age(x: torch.Tensor, edges: list[int]) -> torch.Tensor:
     return torch.where(counts > 0, sums / counts.clamp_min(1), torch.full_like(sums, float("nan")))
 
 
-def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=None) -> Curves:
+def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=None, ks=()) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``).
 
     The state takes whole blocks of ``BLOCK`` tokens; a checkpoint inside a block writes the rest of its pairs
@@ -256,11 +272,15 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
     state = variant.init_state(B, d, dv, device=device)
     measures_size = callable(getattr(variant, "numel", None))
     sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
+    names = [*names, "recall_at"] if ks else list(names)
     rows: dict[str, list[torch.Tensor]] = {m: [] for m in names}
     full: dict[str, torch.Tensor] = {}
     if per_query:
-        full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in names}
-    ages: dict[str, list[torch.Tensor]] = {m: [] for m in names} if edges is not None else {}
+        full = {
+            m: torch.full((len(cps), B, n, *((len(ks),) if m == "recall_at" else ())), float("nan"), device=device)
+            for m in names
+        }
+    ages: dict[str, list[torch.Tensor]] = {m: [] for m in names if m != "recall_at"} if edges is not None else {}
     written = 0  # pairs in `state`: a multiple of BLOCK
     for ci, c in enumerate(cps):
         while written + BLOCK <= c:
@@ -276,12 +296,12 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
                 f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}"
             )
         # the decode's score block bounds it to ~16M floats (one batch item at a time); from c alone, never from B
-        per = _query_metrics(r.float(), values[:, :c].float(), max(1, (1 << 24) // c), decode)
+        per = _query_metrics(r.float(), values[:, :c].float(), max(1, (1 << 24) // c), decode, ks)
         for m, x in per.items():
-            rows[m].append(x.mean(-1))  # [B]
+            rows[m].append(x.mean(1))  # [B] ([B, K] for recall_at)
             if per_query:
                 full[m][ci, :, :c] = x
-            if edges is not None:
+            if m in ages:
                 ages[m].append(_by_age(x, edges))  # [B, A]
     feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
     return Curves(
@@ -294,6 +314,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
         feature_dim=int(feature_dim),
         per_age={m: torch.stack(xs).cpu().numpy() for m, xs in ages.items()},  # [C, B, A] each
         age_edges=list(edges) if edges is not None else [],
+        top_k=ks,
     )
 
 
@@ -332,6 +353,7 @@ def recall(
     per_query: bool = False,
     decode: bool = True,
     age_bins=None,
+    top_k=None,
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
@@ -345,7 +367,9 @@ def recall(
     pairs. With ``per_query=True`` it also holds each metric per query, named like the metric with ``_q``
     (``PER_QUERY``: ``mse_q``, ``rel_error_q``, ``cosine_q``, ``recall_q``, ``signal_q``, ``leak_q``) over
     (n, batch, query), NaN where query >= n_c; ``recall_q`` is 1 where the query's argmax decode is right.
-    ``decode=False`` skips the argmax decode (no ``recall``/``recall_q``): at large n it is most
+    ``top_k``: a whole number or a list of distinct ones (opt-in): also ``recall_at`` over (n, batch, k), the
+    fraction of stored pairs whose value is among the top k of the same exact decode (T30), with ``recall_at_q``
+    under ``per_query``; ``recall`` is unchanged by it. ``decode=False`` skips the argmax decode (no ``recall``/``recall_q``): at large n it is most
     of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the
     JSON attr ``config``. The attr ``feature_dim`` is the number of state rows per key
     (``variant.feature_dim(d)`` where the variant has a feature map, else d). For a variant
@@ -361,7 +385,16 @@ def recall(
     """
     if isinstance(variant, (str, dict)):
         variant = _variants.resolve(variant)
-    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode, age_bins=age_bins)
+    cv = measure(
+        variant,
+        keys,
+        values,
+        checkpoints=checkpoints,
+        per_query=per_query,
+        decode=decode,
+        age_bins=age_bins,
+        top_k=top_k,
+    )
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
@@ -376,19 +409,25 @@ def recall(
         "n": n,
         "checkpoints": cv.checkpoints,
         "decode": decode,
+        **({"top_k": list(cv.top_k)} if cv.top_k else {}),
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
     if cv.age_edges:
         config["age_bins"] = cv.age_edges
+    meta = {**METRICS, "recall_at": RECALL_AT}
     data = {
-        m: (("n", "batch"), x, dict(zip(("long_name", "units", "description"), METRICS[m])))
+        m: (
+            ("n", "batch", "k") if m == "recall_at" else ("n", "batch"),
+            x,
+            dict(zip(("long_name", "units", "description"), meta[m])),
+        )
         for m, x in cv.metrics.items()
     }
     for m, x in cv.per_query.items():
-        ln, u, desc = METRICS[m]
-        data[PER_QUERY[m]] = (
-            ("n", "batch", "query"),
+        ln, u, desc = meta[m]
+        data[f"{m}_q"] = (
+            ("n", "batch", "query", "k") if m == "recall_at" else ("n", "batch", "query"),
             x,
             {
                 "long_name": f"{ln} per query",
@@ -438,6 +477,8 @@ def recall(
     if cv.age_edges:
         coords["age"] = ("age", np.asarray(cv.age_edges[:-1]), _AGE_ATTRS)
         coords["age_end"] = ("age", np.asarray(cv.age_edges[1:]), _AGE_END_ATTRS)
+    if cv.top_k:
+        coords["k"] = ("k", np.asarray(cv.top_k), {"long_name": "candidate list length", "units": "values"})
     return xr.Dataset(
         data,
         coords=coords,

@@ -7,13 +7,18 @@ feature map's), and for softmax's cache at its capacity n* (d + dv) / dv. T8 bou
 state keeps mean error <= eps past n* = D / (1 - eps), the frontier; the least-squares memory (lsq) reaches it.
 Softmax keeps every pair (T13): n = N / (d + dv) for N numbers. (lsq also keeps a d x d matrix for its update,
 which this axis does not count; the note says so.)
+
+A third panel puts trained results beside the training-free ceiling, in bytes: Based's Fig. 2 (arXiv 2402.18668),
+MQAR accuracy of trained Based, Mamba, attention and sliding-window attention models against their recurrent state
+size (``capacity.published``, ``plots.published.trained_points``), and the additive memory's T10 accuracy on the
+same test mix for one float32 d x d state (``plots.published.mqar_ceiling``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from capacity.plots import _data, names, theme
+from capacity.plots import _data, names, published, theme
 from capacity.plots.capacity_vs_d import EPS, TAU
 
 from capacity import metrics, theory, variants
@@ -60,7 +65,8 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
     with theme.style():
         built = {v: _built(v) for v in var_labels}  # each memory resolved once
         growing = [v for v in var_labels if _rows(built[v], 16, 16)[1]]
-        fig, axes = theme.figure(1, 2, sharex=True)
+        fig, axes = theme.figure(1, 3, height=theme.PANEL_H + 1.6)
+        axes[0, 1].sharex(axes[0, 0])
         for c, (metric, thr, crit) in enumerate(criteria):
             ax = axes[0, c]
             cap = metrics.capacity(sub, metric=metric, threshold=thr)  # [variant, d, seed]
@@ -120,13 +126,33 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
             ax.set_xlabel("state rows D = numbers kept / dv")
         axes[0, 0].set_ylabel(names.AXIS["capacity"])
         axes[0, 1].set_ylabel("")
+        _trained_panel(axes[0, 2])
         theme.legend(fig, axes, title="memory / theory")
         nseeds = sub.sizes.get("seed", 1)
         text = (
             theme.SEEDS_NOTE
             + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: a fixed D x dv state's D (the feature dimension); softmax's cache at its capacity, n* (d + dv) / dv (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured). lsq also keeps a d x d matrix for its update, not counted here."
         )
+        text += (
+            " Right: trained models' MQAR accuracy as read from Based's Fig. 2 (Arora et al., arXiv 2402.18668;"
+            " capacity/data/based_figure2.csv, reading error ±0.01 in log2 bytes and ±0.003 in accuracy); its bytes count"
+            " the paper's recurrent state, the T10 line one float32 d × d state on zoology's test mix (4-256 pairs,"
+            " vocabulary 8,192)."
+        )
         if skipped:
             text += f" Not drawn (no size known): {', '.join(skipped)}."
         theme.note(fig, text)
     return theme.finish(fig, "frontier")
+
+
+def _trained_panel(ax):
+    """Based's Fig. 2 trained points (Based, Mamba, attention, sliding-window attention) and the T10 ceiling, in bytes."""
+    archs = ("Based", "Mamba", "Attention (full)", "Attention (sliding window)")
+    drawn = published.trained_points(ax, "based_figure2", architectures=archs)
+    xs = np.concatenate([line.get_xdata() for line in drawn])
+    published.mqar_ceiling(ax, float(xs.min()) / 2, float(xs.max()) * 2)
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.03, 1.05)
+    ax.set_xlabel("recurrent state size (bytes)")
+    ax.set_ylabel("MQAR accuracy (fraction)")
+    ax.set_title("trained (Based, Fig. 2) beside the ceiling")

@@ -6,7 +6,11 @@ are several). Closed forms for reference:
 - error: T8 rank bound max(1 - d/n, 0), the floor of every d x dv state with a linear read
   (the delta rule included), and, for the key families present, the additive memory's T7
   (random keys) and T5 (tight frames);
+- error, softmax attention at scale beta with random keys: T29's exact mean error
+  (``theory.softmax_error``), dashed in the variant's colour;
 - recall: T10, the predicted argmax recall of the additive memory with random keys and values.
+
+The note under the panels names the memories drawn without a closed form.
 """
 
 from __future__ import annotations
@@ -18,6 +22,29 @@ from capacity.plots.error_vs_load import FLOOR, delta_curve, theory_curves
 from capacity import theory
 
 __all__ = ["variant_curves"]
+
+
+def _softmax_scale(variant, d: int):
+    """The scale of a softmax variant label at key dimension d (None: sqrt(d)), or None for any other memory."""
+    name, params = names.parse_label(str(variant))
+    if name != "softmax":
+        return None
+    scale = params.get("scale", params.get("beta"))  # "beta": labels written before the rename
+    return float(np.sqrt(d)) if scale is None else float(scale)
+
+
+def softmax_curve(ax, d: int, scale: float, lo: float, hi: float, *, color="0.15"):
+    """T29: softmax attention's exact mean error for random unit keys and values (``theory.softmax_error``)."""
+    n = np.unique(np.round(np.geomspace(max(lo * d, 2.0), hi * d, 40))).astype(int)
+    return theme.theory_line(
+        ax,
+        n / d,
+        theory.softmax_error(n, max(d, 2), scale),
+        theorem=f"T29:softmax:{scale:g}",
+        label=f"T29 softmax, scale {scale:g}, random keys: exact mean",
+        color=color,
+        ls=(0, (4, 1.5)),
+    )
 
 
 def variant_curves(ds):
@@ -60,6 +87,10 @@ def variant_curves(ds):
                                 delta_curve(
                                     ax, d, _data.delta_beta(v), float(loads.min()), float(loads.max()), color=colors[v]
                                 )
+                            elif _softmax_scale(v, d) is not None:
+                                softmax_curve(
+                                    ax, d, _softmax_scale(v, d), float(loads.min()), float(loads.max()), color=colors[v]
+                                )
                     theme.load_axis(ax)
                     ax.set_ylim(bottom=FLOOR)
                 elif any_additive:
@@ -84,8 +115,15 @@ def variant_curves(ds):
         theme.legend(fig, axes, title="variant / theory")
         nseeds = ds.sizes.get("seed", 1)
         keys_text = ", ".join(names.keys_name(k) for k in fam_labels) or "unnamed"
-        theme.note(
-            fig,
-            theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; keys: {keys_text}). {thinned}".rstrip(),
+        random = "gaussian" in bases or not bases
+        drawn = lambda v: (
+            kinds[var_labels.index(v)][0] or (random and (_data.delta_beta(v) is not None or _softmax_scale(v, 16)))
         )
+        bare = [names.variant_name(v) for v in var_labels if not drawn(v)]
+        text = theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; keys: {keys_text})."
+        if bare:
+            text += f" No closed form for the mean error of: {', '.join(bare)} (T8 bounds those with a linear read)."
+        if any(_softmax_scale(v, 16) is not None for v in var_labels):
+            text += " Recall: no closed form for softmax's argmax recall; T10 is the additive memory's."
+        theme.note(fig, f"{text} {thinned}".rstrip())
     return theme.finish(fig, "variants")

@@ -18,6 +18,7 @@ STUDY = Study(
             "delta(beta=0.5)",
             "gated_delta(alpha=0.99, beta=1)",
             "kda(alpha=0.99, beta=1)",
+            "softmax(scale=4)",
             "softmax(scale=16)",
         ),
         keys=("gaussian",),

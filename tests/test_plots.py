@@ -328,11 +328,18 @@ def test_feature_maps_figure(fmaps):
         # identity features: x is n / D with D = d
         xm, ym = xy(measured_line(ax, "identity"))
         np.testing.assert_allclose(xm, fmaps.n.sel(d=d).values / d)
+        # each map's own closed form (T25-T28) on its panel: (n - 1) rho2 against n / D
+        for f in ("identity", "relu"):
+            x, y = xy(theory_lines(ax)[f"T25-T28:{f}"])
+            D = int(fmaps.feature_dim.sel(feature=f, d=d))
+            np.testing.assert_allclose(y, (x * D - 1) * theory.feature_crosstalk(f, d), rtol=1e-9)
     lines = theory_lines(cap)
-    x, y = xy(lines["T7"])
-    np.testing.assert_allclose(y, theory.capacity_random_keys(0.5, x), **EXACT)
+    assert "T7" not in lines  # 1 + eps D holds for the identity map only, which has its own line
+    x, y = xy(lines["T25-T28:identity"])
+    np.testing.assert_allclose(y, theory.capacity_random_keys(0.5, np.array([8, 16])), **EXACT)  # T7 for D = d
     x, y = xy(lines["T5"])
     np.testing.assert_allclose(y, theory.capacity_tight_frame(0.5, x), **EXACT)
+    assert "T25–T28 closed form" in " ".join(t.get_text() for t in fig.legends[0].get_texts())
 
 
 # ---------------------------------------------------------------- the bill

@@ -42,7 +42,8 @@ class Probe:
     again, an axis) and ``distractors``: the MQAR task; ``age_bins``: also store each metric per age bin of the
     pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the grid's largest n);
     ``haystack`` (an axis: random, repeat, text), ``depth`` (an axis of needle depths in [0, 1]), ``needles`` and
-    ``candidates`` (an axis of how many values an answer is decoded among): the needle task (``capacity.needle``).
+    ``candidates`` (an axis of how many values an answer is decoded among): the needle task (``capacity.needle``);
+    ``top_k``: also ``recall_at`` over a dimension ``k`` (recall: listwise recall from the same exact decode, T30).
     """
 
     kind: str = "recall"
@@ -58,6 +59,7 @@ class Probe:
     depth: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)
     needles: int = 1
     candidates: tuple = (1024.0,)
+    top_k: tuple = ()
 
     def __post_init__(self):
         from capacity import values
@@ -68,6 +70,12 @@ class Probe:
             if not isinstance(getattr(self, name), bool):
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         put = lambda name, value: object.__setattr__(self, name, value)
+        ks = labels.split(self.top_k) if isinstance(self.top_k, str) else self.top_k
+        ks = (ks,) if isinstance(ks, int) else tuple(ks)
+        ks = tuple(_validate.positive_int("top_k", labels.scalar(x) if isinstance(x, str) else x) for x in ks)
+        if len(set(ks)) != len(ks):
+            raise CapacityError(f"top_k must list distinct whole numbers >= 1, got {self.top_k!r}")
+        put("top_k", ks)
         put("repeats", _validate.positive_int("repeats", self.repeats))
         put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
         put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
@@ -102,7 +110,7 @@ class Probe:
         return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
 
 
-_LISTS = ("overwrite", "haystack", "depth", "candidates")
+_LISTS = ("overwrite", "haystack", "depth", "candidates", "top_k")
 
 
 def measure(task: dict) -> xr.Dataset:

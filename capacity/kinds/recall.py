@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 PER_POINT = True
-FIELDS = ("key_stats", "age_bins")  # probe fields of this kind alone
+FIELDS = ("key_stats", "age_bins", "top_k")  # probe fields of this kind alone
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _ATTRS = ("long_name", "units", "description")
 _STATS = {
@@ -63,8 +63,10 @@ def age_edges(study) -> list[int]:
 
 
 def extra_coords(study) -> dict:
-    """Dimensions only some variables have: ``age`` (the first age of each bin) with ``age_bins``."""
-    return {"age": age_edges(study)[:-1]} if study.probe.age_bins else {}
+    """Dimensions only some variables have: ``age`` (the first age of each bin) with ``age_bins``, ``k`` (the
+    candidate list lengths of recall@k) with ``top_k``."""
+    out = {"age": age_edges(study)[:-1]} if study.probe.age_bins else {}
+    return {**out, "k": list(study.probe.top_k)} if study.probe.top_k else out
 
 
 def coord_vars(study) -> dict:
@@ -84,6 +86,8 @@ def variables(study) -> dict[str, dict]:
     names = dict(metrics)
     if study.probe.key_stats:
         names.update(_STATS)
+    if study.probe.top_k:
+        names["recall_at"] = probe.RECALL_AT
     out = {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
     if study.probe.age_bins:
         for m, (ln, units, desc) in metrics.items():
@@ -95,10 +99,11 @@ def variables(study) -> dict[str, dict]:
 
 def var_dims(study) -> dict[str, tuple]:
     """Each variable's dimensions besides the curve axis (those not listed: ``coords(study)``'s)."""
-    if not study.probe.age_bins:
-        return {}
-    out = {probe.PER_AGE[m]: ("seed", "age") for m in probe.METRICS if m != "recall" or study.probe.decode}
-    return {**out, "pairs_age": ("age",)}
+    out = {"recall_at": ("seed", "k")} if study.probe.top_k else {}
+    if study.probe.age_bins:
+        out.update({probe.PER_AGE[m]: ("seed", "age") for m in probe.METRICS if m != "recall" or study.probe.decode})
+        out["pairs_age"] = ("age",)
+    return out
 
 
 def writes(study, ns) -> int:
@@ -123,7 +128,15 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
-        cv = probe.measure(memory, K, V[:, : max(at)], checkpoints=at, decode=study.probe.decode, age_bins=edges)
+        cv = probe.measure(
+            memory,
+            K,
+            V[:, : max(at)],
+            checkpoints=at,
+            decode=study.probe.decode,
+            age_bins=edges,
+            top_k=study.probe.top_k or None,
+        )
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
             for m, x in cv.per_age.items():

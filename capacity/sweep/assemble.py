@@ -98,8 +98,8 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     if study.probe.kind == "bill":  # one seed: a scalar coordinate
         out = out.isel(seed=0, drop=True)
     out = out.transpose(
-        *[k for k in dims if k not in ("dtype", "dv")], *extra, *[k for k in ("dtype", "dv") if k in dims]
-    )
+        *[k for k in dims if k not in ("dtype", "dv")], *extra, ..., *[k for k in ("dtype", "dv") if k in dims]
+    )  # ...: a variable's own dimension (recall_at's k) after the seed
     for name, meta in kind.variables(study).items():
         out[name].attrs = meta
     out = out.assign_coords(getattr(kind, "coord_vars", lambda s: {})(study))

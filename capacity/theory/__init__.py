@@ -29,11 +29,30 @@ from capacity.theory.additive import (
     two_pair_readout,
     welch_bound,
 )
-from capacity.theory.argmax import argmax_capacity, argmax_capacity_refined, argmax_recall, argmax_recall_refined
+from capacity.theory.argmax import (
+    argmax_capacity,
+    argmax_capacity_refined,
+    argmax_recall,
+    argmax_recall_refined,
+    recall_at,
+    recall_at_capacity_refined,
+    recall_at_refined,
+)
 from capacity.theory.bill import bill, break_even_n
 from capacity.theory.decay import decay_readout
 from capacity.theory.delta import delta_rule_capacity, delta_rule_error
+from capacity.theory.features import (
+    dpfp_error,
+    elu1_feature_error,
+    feature_crosstalk,
+    feature_map_error,
+    performer_error,
+    polynomial_kernel_error,
+    relu_feature_error,
+    sphere_moment,
+)
 from capacity.theory.forgetting import forgetting_error, forgetting_horizon, forgetting_signal, mamba2_step_moments
+from capacity.theory.softmax import exp_kernel_error, softmax_error, softmax_weight
 
 __all__ = [
     "two_pair_readout",
@@ -62,4 +81,18 @@ __all__ = [
     "forgetting_error",
     "forgetting_horizon",
     "mamba2_step_moments",
+    "sphere_moment",
+    "polynomial_kernel_error",
+    "relu_feature_error",
+    "elu1_feature_error",
+    "dpfp_error",
+    "performer_error",
+    "feature_crosstalk",
+    "feature_map_error",
+    "exp_kernel_error",
+    "softmax_error",
+    "softmax_weight",
+    "recall_at",
+    "recall_at_refined",
+    "recall_at_capacity_refined",
 ]

@@ -1,4 +1,4 @@
-"""T10: retrieval by argmax, the Gaussian bound and the refined prediction."""
+"""T10: retrieval by argmax, the Gaussian bound and the refined prediction; T30: listwise retrieval (recall@k)."""
 
 from __future__ import annotations
 
@@ -106,10 +106,20 @@ def _coordinate_sf(x, m):
     return special.betainc(a, a, (1.0 - np.clip(x, -1.0, 1.0)) / 2.0)
 
 
-def _refined_one(n, d, dv):
-    """``argmax_recall_refined`` for scalar n, d, dv (d, dv >= 2)."""
+def _within(n, k, p, special):
+    """P(fewer than k of n - 1 independent wrong values beat the correct one), each with probability p:
+    the binomial CDF at k - 1, I_(1-p)(n - k, k) (real n; 1 when n - 1 < k)."""
+    if n - 1.0 < k:
+        return np.ones_like(p)
+    if k == 1:
+        return np.exp((n - 1.0) * np.log1p(-np.minimum(p, 1.0 - 1e-16)))
+    return special.betainc(n - k, k, np.clip(1.0 - p, 0.0, 1.0))
+
+
+def _refined_one(n, d, dv, k=1):
+    """``argmax_recall_refined`` (k = 1) and ``recall_at_refined`` for scalar n, d, dv (d, dv >= 2)."""
     integrate, optimize, special = _scipy()
-    if n <= 1:
+    if n <= k:
         return 1.0
     sig2 = (n - 1.0) / (d * dv)  # per-coordinate variance of the crosstalk N in R^dv
     z = np.linspace(-8.0, 8.0, 97)  # a = N . v_i = sigma z
@@ -122,7 +132,7 @@ def _refined_one(n, d, dv):
     eta = a * a + 2.0 * sig2 * y[None, :, None]  # |N|^2, [z, y, 1]
     scale2 = np.maximum((1.0 - g) ** 2 + 2.0 * (1.0 - g) * a + eta - 1.0 / d, 1e-12)  # [z, y, g]
     tail = (_coordinate_sf((1.0 + a - g) / np.sqrt(scale2), dv) * wg).sum(-1)  # P(wrong score l wins), [z, y]
-    p = np.exp((n - 1.0) * np.log1p(-np.minimum(tail, 1.0 - 1e-16)))
+    p = _within(n, k, tail, special)
     return float(np.clip(((p * wy).sum(-1) * wz).sum(), 0.0, 1.0))
 
 
@@ -169,4 +179,74 @@ def argmax_capacity_refined(d, dv, tau=0.9):
         raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
     return _out(
         _solve_capacity(argmax_recall_refined, d, dv, tau, start=lambda a, b: argmax_capacity(a, b, tau), xtol=1e-7)
+    )
+
+
+def _k(k) -> int:
+    kk = _numbers("k", k)
+    if kk.ndim != 0 or not np.isfinite(kk) or kk < 1 or kk != np.round(kk):
+        raise CapacityError(f"k must be a whole number >= 1, got {k!r}")
+    return int(kk)
+
+
+def recall_at(n, d, dv, k):
+    """T30: predicted recall@k (the own value among the top k of the decode), Gaussian model as in T10.
+
+    With the correct score N(1, s_c^2) and the n - 1 wrong scores N(0, s_w^2), independent given it (T10's model),
+    read i is correct at k when fewer than k wrong scores beat the correct one:
+
+        P = E_z [ I_(Phi((1 + s_c z)/s_w)) (n - k, k) ],   z ~ N(0, 1)
+
+    (the binomial CDF at k - 1 as a regularised incomplete beta function, real n). k = 1 is ``argmax_recall``
+    exactly. Conservative like it; ``recall_at_refined`` is the prediction.
+    """
+    integrate, optimize, special = _scipy()
+    kk = _k(k)
+    n, d, dv = _counts(n=n, d=d, dv=dv)
+    shape = n.shape
+    n, d, dv = (a.ravel() for a in (n, d, dv))
+    sigma_c, sigma_w = _score_spreads(n, d, dv)
+
+    def integrand(z):
+        win = special.ndtr((1.0 + sigma_c * z) / sigma_w)  # P(a wrong score stays below), [points]
+        inside = np.where(n - 1.0 < kk, 1.0, special.betainc(np.maximum(n - kk, 1e-300), kk, np.clip(win, 0.0, 1.0)))
+        return np.exp(-0.5 * z * z) * inside / np.sqrt(2.0 * np.pi)
+
+    value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
+    value = np.where(n <= kk, 1.0, np.clip(value, 0.0, 1.0))
+    return _out(value.reshape(shape))
+
+
+def recall_at_refined(n, d, dv, k):
+    """T30 (refined): predicted recall@k of the additive memory, random unit keys and values.
+
+    ``argmax_recall_refined``'s model with its n - 1 wrong values independent given the read's crosstalk: the own
+    value is in the top k when fewer than k of them win, E[I_(1 - q)(n - k, k)] with q the refined probability
+    that one wrong value wins. k = 1 is ``argmax_recall_refined``. Regime: d, dv >= 2.
+    """
+    kk = _k(k)
+    n, d, dv = _counts(n=n, d=d, dv=dv)
+    if np.any(d < 2) or np.any(dv < 2):
+        raise CapacityError(f"d and dv must be >= 2 for the refined prediction, got d={d!r}, dv={dv!r}")
+    return _out(np.vectorize(lambda a, b, c: _refined_one(a, b, c, kk), otypes=[np.float64])(n, d, dv))
+
+
+def recall_at_capacity_refined(d, dv, k, tau=0.9):
+    """T30 (refined): the real n at which ``recall_at_refined`` equals tau, for each (d, dv)."""
+    kk = _k(k)
+    d, dv = _counts(d=d, dv=dv)
+    tau = float(tau)
+    if not 0.0 < tau < 1.0:
+        raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
+    if np.any(d < 2) or np.any(dv < 2):
+        raise CapacityError(f"d and dv must be >= 2 for the refined prediction, got d={d!r}, dv={dv!r}")
+    return _out(
+        _solve_capacity(
+            lambda n, a, b: _refined_one(n, a, b, kk) if n > kk else 1.0,
+            d,
+            dv,
+            tau,
+            start=lambda a, b: argmax_capacity(a, b, tau),
+            xtol=1e-7,
+        )
     )
