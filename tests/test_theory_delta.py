@@ -92,14 +92,20 @@ def test_delta_rule_error_rejects_bad_input(kwargs, match):
 
 
 def test_capacity_check_catches_a_wrong_delta_formula(monkeypatch):
-    rows = check.run_checks(seed=0, only=["T12"])
+    cache = {}  # the probe runs once; the patched runs recompute only the expected values
+    rows = check.run_checks(seed=0, only=["T12"], cache=cache)
     assert all(r.passed for r in rows) and sum("mean mse = theory" in r.what for r in rows) == 2
     true = theory.delta_rule_error
-    monkeypatch.setattr(theory, "delta_rule_error", lambda n, d, beta=1.0, dv=None: 1.05 * true(n, d, beta=beta))
-    bad = [r.what for r in check.run_checks(seed=0, only=["T12"]) if not r.passed]
-    assert sum("mean mse = theory" in w for w in bad) == 2 and any("n = 1" in w for w in bad)  # 5% off is caught
+    monkeypatch.setattr(theory, "delta_rule_error", lambda n, d, beta=1.0, dv=None: 1.01 * true(n, d, beta=beta))
+    bad = [r.what for r in check.run_checks(seed=0, only=["T12"], cache=cache) if not r.passed]
+    assert sum("mean mse = theory" in w for w in bad) == 2 and any("n = 1" in w for w in bad)  # 1% off is caught
     monkeypatch.setattr(theory, "delta_rule_error", lambda n, d, beta=1.0, dv=None: (np.asarray(n) - 1.0) / d)
-    assert any(not r.passed for r in check.run_checks(seed=0, only=["T12"]))  # T7's additive formula
+    assert any(not r.passed for r in check.run_checks(seed=0, only=["T12"], cache=cache))  # T7's additive formula
+    monkeypatch.setattr(theory, "delta_rule_error", true)
+    capacity = theory.delta_rule_capacity
+    monkeypatch.setattr(theory, "delta_rule_capacity", lambda eps, d, beta=1.0: capacity(eps, d, beta) + 1)
+    bad = [r.what for r in check.run_checks(seed=0, only=["T12"], cache=cache) if not r.passed]
+    assert bad and all("capacity" in w for w in bad)  # one pair too many
 
 
 # ---------------------------------------------------------------- T10 refined
