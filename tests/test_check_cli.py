@@ -27,6 +27,7 @@ def _script(name):
 
 @pytest.fixture(scope="module")
 def checked():
+    """The rows of a full run and the measurement cache behind them."""
     cache = {}
     return check.run_checks(seed=0, cache=cache), cache
 
@@ -60,6 +61,7 @@ def test_the_cache_only_saves_work(checked):
         check.run_checks(only=["T2"], cache=[])
 
 
+@pytest.mark.slow
 def test_every_closed_form_3_percent_off_fails_a_row(checked):
     """scripts/perturb_check.py: each function of theory.__all__ at 1.03x (and 0.97x) fails a row that names it.
 
@@ -94,6 +96,23 @@ def test_perturbation_names_a_closed_form_no_row_checks(checked, monkeypatch):
     assert pc.scaled({"a": (1.0, np.ones(2))}, 2.0)["a"][1].tolist() == [2.0, 2.0]
     with pytest.raises(TypeError):
         pc.scaled("text", 1.03)
+
+
+def test_the_docs_show_this_table_and_its_numbers(rows):
+    """docs/theory.md's generated table and the numbers marked `check` (docs/scripts/doc_numbers.py) are this run's."""
+    spec = importlib.util.spec_from_file_location("numbers_script", ROOT / "docs" / "scripts" / "doc_numbers.py")
+    num = importlib.util.module_from_spec(spec)
+    sys.modules["numbers_script"] = num
+    spec.loader.exec_module(num)
+    bad = num.table_disagreements(rows)
+    assert not bad, "\n".join(bad) + "\nrun: python docs/scripts/doc_numbers.py --write"
+    names = {n for n, x in num.NUMBERS.items() if x.check}
+    assert {"check-rows", "check-t10-margin"} <= names
+    bad = num.disagreements(num.values(rows, names=names))
+    assert not bad, "\n".join(bad)
+    other = [r for r in rows]
+    other[0] = type(rows[0])(**{**rows[0].__dict__, "measured": rows[0].measured + 1.0})
+    assert num.table_disagreements(other)  # a changed number is caught
 
 
 def test_a_wrong_closed_form_is_caught(checked, monkeypatch):

@@ -25,6 +25,7 @@ def _simulate_delta(n, d, dv, beta, trials, seed):
     return out  # [n, trials]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "n,d,dv,beta,seed", [(24, 4, 3, 1.0, 1), (40, 8, 5, 0.5, 2), (30, 16, 2, 0.2, 3), (16, 3, 6, 1.6, 4)]
 )
@@ -126,6 +127,7 @@ def test_argmax_recall_refined_integrates_its_model():
         assert abs(theory.argmax_recall_refined(n, d, dv) - mc) < 4 * math.sqrt(mc * (1 - mc) / trials) + 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,d,dv", [(13, 16, 16), (40, 32, 32), (52, 32, 32), (33, 16, 64), (44, 64, 16)])
 def test_argmax_recall_refined_predicts_the_real_decode(n, d, dv):
     B = 96

@@ -233,6 +233,7 @@ def test_argmax_recall_refined_is_its_integral(n, d, dv):
     assert theory.argmax_recall_refined(n, d, dv) == pytest.approx(_refined_recall(n, d, dv), abs=2e-5)
 
 
+@pytest.mark.slow
 def test_argmax_capacity_refined_is_the_root_of_its_recall():
     for d, dv, tau, lo, hi in ((32, 32, 0.9, 48, 56),):
         root = optimize.brentq(
