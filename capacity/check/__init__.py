@@ -14,9 +14,9 @@ Measurements are cached per run (``run_checks(cache=...)``, see ``_rows.measured
 a closed form patched re-evaluates only the expected values.
 
 >>> from capacity.check import run_checks
->>> rows = run_checks(seed=0)
->>> all(r.passed for r in rows)
-True
+>>> rows = run_checks(seed=0, only=["T2", "T4"])
+>>> [(r.theorem, r.function, r.passed) for r in rows]
+[('T2', 'two_pair_readout', True), ('T4', 'crosstalk_error', True)]
 """
 
 from __future__ import annotations
