@@ -91,6 +91,39 @@ def test_outputs_are_floats_for_scalars_and_arrays_otherwise():
 # ---------------------------------------------------------------- T2-T9
 
 
+@pytest.mark.parametrize("bad", ["k1", "k2", "v1", "v2"])
+def test_two_pair_readout_names_the_bad_argument(bad):
+    args = {"k1": np.ones(3), "k2": np.ones(3), "v1": np.ones(2), "v2": np.ones(2)}
+    args[bad] = 1.0
+    with pytest.raises(
+        CapacityError, match=rf"^{bad} must have at least 1 dimension\(s\) \[\.\.\., d\], got shape \(\)$"
+    ):
+        theory.two_pair_readout(**args)
+    args[bad] = "x"
+    with pytest.raises(CapacityError, match=rf"^{bad} must be a number or an array of numbers, got 'x'$"):
+        theory.two_pair_readout(**args)
+    # one pair of unbatched vectors: the read of k1 after writing both
+    k1, k2, v1, v2 = np.array([1.0, 2.0]), np.array([3.0, -1.0]), np.array([1.0, 0.0, 2.0]), np.array([0.0, 1.0, 1.0])
+    assert theory.two_pair_readout(k1, k2, v1, v2).tolist() == [5.0, 1.0, 11.0]  # 5 v1 + 1 v2
+
+
+def test_reads_with_two_batch_dimensions():
+    K, V = RNG.normal(size=(2, 3, 4, 5)), RNG.normal(size=(2, 3, 4, 6))  # [..., n, d], [..., n, dv]
+    got = theory.two_pair_readout(K[..., 0, :], K[..., 1, :], V[..., 0, :], V[..., 1, :])
+    want = np.einsum("abd,abd->ab", K[..., 0, :], K[..., 0, :])[..., None] * V[..., 0, :]
+    want += np.einsum("abd,abd->ab", K[..., 0, :], K[..., 1, :])[..., None] * V[..., 1, :]
+    assert got.shape == (2, 3, 6) and np.allclose(got, want, rtol=1e-12)
+    signal, leak = theory.decomposition(K, V)
+    G = K @ np.swapaxes(K, -1, -2)
+    assert np.allclose(signal + leak, G @ V, rtol=1e-12) and signal.shape == (2, 3, 4, 6)
+    assert np.allclose(theory.crosstalk_error(K), ((G**2).sum((-2, -1)) - 2 * np.trace(G, axis1=-2, axis2=-1) + 4) / 4)
+    for x in (np.ones(4), "K"):
+        with pytest.raises(CapacityError, match="^K must"):
+            theory.decomposition(x, V)
+        with pytest.raises(CapacityError, match="^K must"):
+            theory.crosstalk_error(x)
+
+
 def test_reads_of_the_additive_state_on_numpy_and_torch():
     K, V = RNG.normal(size=(2, 5, 3)), RNG.normal(size=(2, 5, 4))
     S = K.transpose(0, 2, 1) @ V
@@ -160,6 +193,10 @@ def test_capacities_are_the_roots_of_their_errors(eps, d):
         (lambda: theory.rank_bound_capacity(-0.1, 8), r"^eps must lie in \[0, 1\) for the rank-bound capacity, got "),
         (lambda: theory.rank_bound_capacity([0.5, 1.0], 8), r"^eps must lie in \[0, 1\) for the rank-bound capacity"),
         (lambda: theory.rank_bound_capacity(0.5, 0), r"^d must be >= 1 \(finite\)"),
+        (lambda: theory.rank_bound_capacity(float("nan"), 8), r"^eps must lie in \[0, 1\)"),
+        (lambda: theory.rank_bound_capacity("x", 8), "^eps must be a number or an array of numbers, got 'x'$"),
+        (lambda: theory.capacity_random_keys("x", 8), "^eps must be a number or an array of numbers, got 'x'$"),
+        (lambda: theory.capacity_tight_frame("x", 8), "^eps must be a number or an array of numbers, got 'x'$"),
     ],
 )
 def test_capacity_inputs(call, match):
@@ -336,6 +373,7 @@ def test_delta_rule_capacity_is_the_last_n_within_eps(d, beta):
         (lambda: theory.delta_rule_capacity(0.5, 8, beta=0.0), r"^beta must lie in \(0, 2\)"),
         (lambda: theory.delta_rule_capacity(0.5, 8, beta=float("nan")), r"^beta must lie in \(0, 2\)"),
         (lambda: theory.delta_rule_capacity("x", 8), "^eps must be a number or an array of numbers"),
+        (lambda: theory.delta_rule_capacity(float("nan"), 8), r"^eps must be an error bound \(a number, not NaN\), got "),
         (lambda: theory.delta_rule_error(4, 8, beta=float("inf")), r"^beta must lie in \(0, 2\) \(the delta rule is stable there\), got inf$"),
         (lambda: theory.delta_rule_error(4, 8, dv=0), r"^dv must be >= 1 \(finite\)"),
         (lambda: theory.delta_rule_error(4.5, 8), r"^n must hold whole numbers of pairs \(>= 1\), got "),

@@ -93,6 +93,8 @@ def delta_rule_capacity(eps, d, beta=1.0):
     53.0
     """
     eps = _numbers("eps", eps)
+    if np.any(np.isnan(eps)):
+        raise CapacityError(f"eps must be an error bound (a number, not NaN), got {eps!r}")
     (d,) = _counts(d=d)
     b = _numbers("beta", beta)
     if np.any(d < 2) or np.any(d != np.round(d)):
