@@ -279,6 +279,8 @@ def test_argmax_capacity_refined_is_the_root_of_its_recall():
         assert theory.argmax_capacity_refined(d, dv, tau=tau) == pytest.approx(root, rel=2e-4)
     assert theory.argmax_recall_refined(1, 4, 4) == 1.0
     assert theory.argmax_recall_refined([1, 2], 4, 4).shape == (2,)
+    assert 0 < theory.argmax_recall_refined(3, 2, 2) < 1  # d = dv = 2 is the smallest allowed
+    assert theory.argmax_capacity_refined(2, 2) >= 1.0 and theory.argmax_capacity_refined(2, 8) >= 1.0
     with pytest.raises(CapacityError, match=r"^tau must lie in \(0, 1\), got 0.0$"):
         theory.argmax_capacity_refined(8, 8, tau=0.0)
     with pytest.raises(CapacityError, match=r"^tau must lie in \(0, 1\), got \[0.5\]$"):
@@ -359,14 +361,25 @@ def test_delta_rule_capacity_is_the_last_n_within_eps(d, beta):
     assert theory.delta_rule_capacity(((1 - beta) ** 2) / 2, d, beta=beta) == (
         0.0 if beta != 1 else theory.delta_rule_capacity(0.0, d, beta=beta)
     )
+    assert theory.delta_rule_capacity(0.5, 2, beta=beta) == float(np.nonzero(_delta_per_pair(200, 2, beta) > 0.5)[0][0])
     both = theory.delta_rule_capacity([0.2, 0.5], [[8], [16]], beta=1.0)
     assert both.shape == (2, 2) and both[1, 1] == theory.delta_rule_capacity(0.5, 16)
     assert type(theory.delta_rule_capacity(0.5, 8)) is float
 
 
+def test_delta_rule_capacity_near_the_limiting_error():
+    """Past 64 d pairs: eps = 1.97 at d = 8 is first exceeded at n = 534 (the error tends to 2 like 2 - 2d/n)."""
+    curve = _delta_per_pair(700, 8, 1.0)
+    assert theory.delta_rule_capacity(1.97, 8) == float(np.nonzero(curve > 1.97)[0][0]) == 533.0
+    with pytest.raises(CapacityError, match=r"^eps = 1.99999 lies so close to the delta rule's limiting error"):
+        theory.delta_rule_capacity(1.99999, 8)
+    assert theory.delta_rule_capacity(2.0, 8) == np.inf and theory.delta_rule_capacity(4.0 / 3.0, 8, beta=0.5) == np.inf
+
+
 @pytest.mark.parametrize(
     "call,match",
     [
+        (lambda: theory.delta_rule_capacity(0.5, 8, beta="b"), "^beta must be a number or an array of numbers, got 'b'$"),
         (lambda: theory.delta_rule_capacity(0.5, 1), r"^d must be a whole number >= 2, got "),
         (lambda: theory.delta_rule_capacity(0.5, 8.5), r"^d must be a whole number >= 2, got "),
         (lambda: theory.delta_rule_capacity(0.5, 8, beta=2.0), r"^beta must lie in \(0, 2\), got 2.0$"),
