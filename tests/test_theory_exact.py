@@ -86,6 +86,11 @@ def test_outputs_are_floats_for_scalars_and_arrays_otherwise():
     n, d = _common._counts(n=[1, 2], d=3)
     assert n.dtype == np.float64 and d.tolist() == [3.0, 3.0]
     assert _common._numbers("x", torch.tensor([1, 2])).tolist() == [1.0, 2.0]
+    assert (
+        _common._numbers("x", torch.tensor([1, 2])).dtype == np.float64
+        and _common._numbers("x", [1]).dtype == np.float64
+    )
+    assert _common._numbers("x", torch.tensor([0.1], dtype=torch.float32)).dtype == np.float64
 
 
 # ---------------------------------------------------------------- T2-T9
@@ -225,6 +230,40 @@ def test_argmax_recall_is_its_integral(n, d, dv):
     assert theory.argmax_recall(n, d, dv) == pytest.approx(_gaussian_recall(n, d, dv), abs=1e-8)
 
 
+def test_argmax_capacity_between_two_and_three_pairs_and_empty_input():
+    # a tau between the recall at n = 2 and n = 3: the capacity lies between them, found by the root solver
+    tau = theory.argmax_recall(2.5, 4, 4)
+    assert theory.argmax_capacity(4, 4, tau=tau) == pytest.approx(2.5, rel=1e-6)
+    assert theory.argmax_capacity(4, 4, tau=theory.argmax_recall(2, 4, 4)) == pytest.approx(2.0, rel=1e-6)
+    assert theory.argmax_capacity(np.array([]), 8).shape == (0,)
+    assert theory.argmax_recall_refined(np.array([]), 8, 8).shape == (0,)
+    two = theory.argmax_recall_refined(2, 16, 16)
+    assert two == pytest.approx(_refined_recall(2, 16, 16), abs=2e-5) and two < 1
+    for bad in (0.0, 1.0, "x"):
+        with pytest.raises(CapacityError, match="^tau must"):
+            theory.argmax_capacity(8, 8, tau=bad)
+    with pytest.raises(CapacityError, match="^tau must be a number or an array of numbers, got 'x'$"):
+        theory.argmax_capacity(8, 8, tau="x")
+
+
+def test_private_quadrature_pieces():
+    from capacity.theory import argmax
+
+    # P(u > x) for a coordinate u of a uniform unit vector: 1 below -1, 0 above 1, 1/2 at 0, and the Beta law between
+    got = argmax._coordinate_sf(np.array([-2.0, -1.0, 0.0, 0.3, 1.0, 2.0]), 16)
+    assert got[[0, 1, 2, 4, 5]].tolist() == pytest.approx([1.0, 1.0, 0.5, 0.0, 0.0])
+    mc = (
+        integrate.quad(lambda u: (1 - u * u) ** 6.5, 0.3, 1)[0] / integrate.quad(lambda u: (1 - u * u) ** 6.5, -1, 1)[0]
+    )
+    assert got[3] == pytest.approx(mc, rel=1e-9)
+    x, w = argmax._coordinate_nodes(16, 40)
+    assert w.sum() == pytest.approx(1.0) and (x**2 * w).sum() == pytest.approx(1 / 16, rel=1e-10)  # E u^2 = 1/m
+    sc, sw = argmax._score_spreads(np.array([1.0, 2.0, 50.0]), 16.0, 8.0)
+    assert np.allclose(sc, np.sqrt([0, 1, 49]) / np.sqrt(128)) and np.allclose(
+        sw**2, 1 / 8 + 1 / 16 + np.array([0, 0, 48]) / 128
+    )
+
+
 def test_argmax_recall_broadcasts_and_its_capacity_is_the_root():
     got = theory.argmax_recall([[10], [100]], [16, 32], 32)
     assert got.shape == (2, 2)
@@ -341,6 +380,14 @@ def test_delta_rule_error_is_its_recursion(d, beta):
     assert np.allclose(theory.delta_rule_error(np.arange(1, n + 1), d, beta=beta), want, rtol=1e-12, atol=0)
     assert theory.delta_rule_error(n, d, beta=beta) == pytest.approx(want[-1], rel=1e-12)
     assert theory.delta_rule_error(1, d, beta=beta) == pytest.approx((1 - beta) ** 2, abs=1e-15)
+
+
+def test_delta_rule_error_broadcasts_over_dv_too():
+    assert theory.delta_rule_error(10, 16, dv=[8, 16]).shape == (2,)
+    assert np.all(theory.delta_rule_error(10, 16, dv=[8, 16]) == theory.delta_rule_error(10, 16))
+    assert theory.delta_rule_error(1, 8, beta=1) == 0.0 and theory.delta_rule_error(3, 8, beta=1) == pytest.approx(
+        _delta_per_pair(3, 8, 1.0)[-1]
+    )
 
 
 def test_delta_rule_error_mixes_its_arguments_in_one_call():
