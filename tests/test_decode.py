@@ -190,6 +190,50 @@ def test_bad_arguments_name_what_is_allowed():
     assert screen_precision("cpu", dv=16) == "float32"  # small reads: the float32 screen is as fast
 
 
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_near_ties_among_negative_scores(precision):
+    """Every score negative: the rounding allowance of a negative best other score (its own branch) decides."""
+    c = 64
+    g = generator(12, "negative-ties")
+    deltas = torch.tensor([1e-3, -1e-3, 1e-4, -1e-4, 3e-5, -3e-5, 2e-3, -2e-3])
+    delta = deltas[torch.randint(len(deltas), (3, c), generator=g)]  # [B, c]
+    v = torch.eye(c).expand(3, c, c).contiguous()  # value l is e_l: read i's score with value l is r_i[l]
+    r = -torch.ones(3, c, c) + torch.diag_embed(delta)  # own score -1 + delta, every other -1
+    want = exact(r, v)
+    assert torch.equal(want, (delta > 0).float())
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    r0 = torch.diag_embed(delta)  # every other score exactly 0
+    assert torch.equal(argmax_correct(r0, v, precision=precision), (delta > 0).float())
+
+
+def test_non_finite_reads_and_values_are_decoded_not_rejected():
+    g = generator(13, "nan")
+    r, v = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 4, generator=g)
+    r[0, 2] = float("nan")  # a NaN read: its scores are NaN, and the float64 argmax decides (as the exact decode)
+    v[1, 5] = float("inf")
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision), exact(r, v))
+    with pytest.raises(CapacityError, match=r"^v must have 3 dimensions, got shape \(6, 4\)$"):
+        argmax_correct(r, v[0])
+    with pytest.raises(CapacityError, match="^v must be a torch.Tensor"):
+        argmax_correct(r, v.numpy())
+
+
+def test_screen_precision_follows_the_device_and_dv(monkeypatch):
+    from capacity import decode
+
+    assert screen_precision(torch.device("cuda"), "auto") == "bfloat16"  # a device object needs no GPU
+    assert screen_precision("cuda", "auto", dv=8) == "bfloat16"
+    monkeypatch.setattr(decode, "_cpu_has_bf16", lambda: True)
+    assert screen_precision("cpu", "auto", dv=128) == "bfloat16"
+    assert screen_precision("cpu", "auto", dv=127) == "float32"
+    assert screen_precision("cpu", "auto") == "bfloat16"
+    assert screen_precision("meta", "auto", dv=128) == "float32"  # neither CUDA nor a CPU
+    monkeypatch.setattr(decode, "_cpu_has_bf16", lambda: False)
+    assert screen_precision("cpu", "auto", dv=4096) == "float32"
+    assert screen_precision("cpu", "bfloat16") == "bfloat16"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("precision", PRECISIONS)
