@@ -219,6 +219,42 @@ def test_non_finite_reads_and_values_are_decoded_not_rejected():
         argmax_correct(r, v.numpy())
 
 
+def test_one_read_left_for_the_float64_stage():
+    """Per batch item exactly one read whose margin (1e-9 of |v|^2) float32 cannot resolve: it reaches float64 alone."""
+    r, v = near_ties(3, 40, 32, [0.2], seed=14)  # clear margins
+    tie_r, tie_v = near_ties(3, 40, 32, [1e-9], seed=15)  # right by 1e-9: only float64 sees it
+    r[:, 7], v = tie_r[:, 7], v.clone()
+    v[:, 7] = tie_v[:, 7]
+    partner = ((tie_r[:, 7:8] @ tie_v.transpose(1, 2))[:, 0] - (tie_r[:, 7] * tie_v[:, 7]).sum(-1, keepdim=True)).abs()
+    partner[:, 7] = float("inf")  # not its own value
+    j = partner.argmin(-1)  # the value read 7 nearly ties with: copy it in, at the same index
+    for b in range(3):
+        v[b, j[b]] = tie_v[b, j[b]]
+    want = exact(r, v)
+    assert want[:, 7].sum() >= 2  # right in exact arithmetic (float32 inputs move a 1e-9 margin either way)
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision), want)
+
+
+def test_float32_input_rounding_allowance(monkeypatch):
+    """What a "float32" matmul may round its inputs to: nothing, TF32 (2^-11) or bfloat16 (2^-8), per device and setting."""
+    from types import SimpleNamespace
+
+    from capacity import decode
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")  # device objects: no GPU needed
+    for tf32, precision, on_cuda, on_cpu in (
+        (False, "highest", 0.0, 0.0),
+        (True, "highest", 2.0**-11, 0.0),
+        (False, "high", 2.0**-11, 2.0**-8),
+        (True, "medium", 2.0**-8, 2.0**-8),
+        (False, "medium", 2.0**-8, 2.0**-8),
+    ):
+        monkeypatch.setattr(torch.backends.cuda, "matmul", SimpleNamespace(allow_tf32=tf32))
+        monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda p=precision: p)
+        assert (decode._float32_input_unit(cuda), decode._float32_input_unit(cpu)) == (on_cuda, on_cpu)
+
+
 def test_screen_precision_follows_the_device_and_dv(monkeypatch):
     from capacity import decode
 
