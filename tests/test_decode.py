@@ -219,6 +219,46 @@ def test_non_finite_reads_and_values_are_decoded_not_rejected():
         argmax_correct(r, v.numpy())
 
 
+def _bound(r, v, precision, u_in=0.0):
+    """score_error_bound's formula (its docstring), computed here in float64 from the same float32 inputs."""
+    dv = r.shape[-1]
+    u = 2.0**-23
+    gamma = lambda k: k * u / (1 - k * u)
+    grow = 1 + 2 * gamma(dv + 2)
+    norm = lambda x: x.float().norm(dim=-1).double() * grow  # [B, c]: float32 norms, enlarged by their rounding
+    vmax = norm(v).amax(-1, keepdim=True)
+    if precision == "bfloat16":
+        r_hi, v_hi = r.bfloat16().float(), v.bfloat16().float()
+        e = norm(r_hi) * norm(v - v_hi).amax(-1, keepdim=True) + norm(r - r_hi) * vmax
+        e = e + gamma(dv) * norm(r_hi) * norm(v_hi).amax(-1, keepdim=True)
+    else:
+        e = (u_in * (2 + u_in) * (1 + gamma(dv)) + gamma(dv)) * norm(r) * vmax
+    return e + dv * 2.0**-120
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_score_error_bound_is_its_formula(precision, monkeypatch):
+    g = generator(16, "bound-formula")
+    r = torch.randn(3, 50, 24, generator=g) * torch.rand(3, 50, 1, generator=g)  # unequal norms per read
+    v = torch.randn(3, 50, 24, generator=g) * torch.rand(3, 50, 1, generator=g) * 3
+    got = score_error_bound(r, v, precision)
+    assert got.dtype == torch.float64 and got.shape == (3, 50)
+    assert torch.allclose(got, _bound(r, v, precision), rtol=1e-12, atol=0)
+    if precision == "float32":  # with the float32 matmul allowed to round its inputs to bfloat16
+        monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "medium")
+        assert torch.allclose(score_error_bound(r, v, precision), _bound(r, v, precision, 2.0**-8), rtol=1e-12, atol=0)
+    with pytest.raises(CapacityError, match=r"^precision must be 'bfloat16' or 'float32', got 'fp8'$"):
+        score_error_bound(r, v, "fp8")
+
+
+def test_gamma_k_is_highams_bound():
+    from capacity import decode
+
+    assert decode._gamma_k(10, 0.01) == pytest.approx(0.1 / 0.9, rel=1e-15)
+    assert decode._gamma_k(99, 0.01) == pytest.approx(0.99 / 0.01, rel=1e-9)
+    assert decode._gamma_k(100, 0.01) == math.inf and decode._gamma_k(150, 0.01) == math.inf
+
+
 def test_one_read_left_for_the_float64_stage():
     """Per batch item exactly one read whose margin (1e-9 of |v|^2) float32 cannot resolve: it reaches float64 alone."""
     r, v = near_ties(3, 40, 32, [0.2], seed=14)  # clear margins
