@@ -17,7 +17,8 @@
 # whole run, so that mutmut, which orders a mutant's tests by their call time, tries the fast tests first. For
 # the theory target the check's measurements of package code are made once and cached in a pickle
 # (CAPACITY_CHECK_MEASUREMENTS): a mutant of capacity/theory/ cannot change them, only the expected values.
-# Per target it writes $WORK/<target>/results.txt (every mutant's status) and survivors.txt (their diffs).
+# Per target it writes $WORK/<target>/results.txt (every mutant's status) and survivors.md (scores, and each
+# surviving mutant's diff with the reason scripts/mutation_report.py gives for it; several runs merge there).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MUTMUT=${MUTMUT:-$ROOT/.venv/bin/mutmut}
@@ -89,8 +90,7 @@ open(sys.argv[1], 'wb').write(pickle.dumps(cache))" "$CAPACITY_CHECK_MEASUREMENT
   # shellcheck disable=SC2086  # MUTANTS: a whitespace-separated list of names
   (cd "$dir" && "$MUTMUT" run --max-children "$CHILDREN" ${MUTANTS:-} > run.log 2>&1) || { tail -c 2000 "$dir/run.log"; exit 1; }
   (cd "$dir" && "$MUTMUT" results --all true 2>/dev/null | grep -v ": not checked$" > results.txt || true)
-  (cd "$dir" && for m in $(awk -F': ' '$2 != "killed" {gsub(/ /, "", $1); print $1}' results.txt); do
-     echo "### $m"; "$MUTMUT" show "$m" 2>&1 | tail -n +2; echo; done > survivors.txt || true)
+  "$PY" "$ROOT/scripts/mutation_report.py" "$dir" > "$dir/survivors.md" 2>&1 || true
   echo "$target: $(awk -F': ' '{print $2}' "$dir/results.txt" | sort | uniq -c | tr '\n' ' ')"
-  echo "survivors: $dir/survivors.txt"
+  echo "survivors: $dir/survivors.md"
 done

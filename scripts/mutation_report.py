@@ -26,6 +26,102 @@ def _cwd(path):
         os.chdir(old)
 
 
+# Why a mutant survives, by what it changes (regular expressions on "name: diff"), first match wins. Each reason
+# says why no test can tell the mutant apart (an equivalent mutant) or what a test would need (a GPU, two devices).
+REASONS = [
+    (
+        r"x__screen_matmul|device=None|device=r\.device|torch\.arange\(q\.numel\(\), \)|torch\.arange\(c, \)|dtype=torch\.bool, \)",
+        "needs a CUDA device: the code differs only on CUDA (tests/test_decode.py::test_cuda_screens_match_the_exact_decode)",
+    ),
+    (r"must be on one device", "needs two devices (a CUDA one) to reach the message"),
+    (
+        r"x_welch_bound.*errstate",
+        "equivalent: after the input check nothing in the bound can divide by zero or go negative",
+    ),
+    (
+        r"x_bill.*0 [*/] n",
+        "equivalent: `0 * n` only broadcasts to n's shape; `- 0 * n` and `0 / n` (n >= 1) are the same zeros",
+    ),
+    (r"x__mT.*and False", "equivalent: np.swapaxes also transposes a torch tensor (it calls Tensor.swapaxes)"),
+    (r"x_crosstalk_error.*shape\[-2\]", "equivalent: the Gram matrix is square"),
+    (r"x__out.*asarray\(x, (dtype=None)?\)", "equivalent: every caller passes float64 arrays already"),
+    (
+        r"x__numbers.*isinstance\(x, torch\.Tensor\)\) and False",
+        "equivalent on the CPU: np.asarray reads a CPU tensor directly (a CUDA tensor needs .cpu(); no GPU in the tests)",
+    ),
+    (
+        r"x__delta_trajectory.*zeros_like\(None\)",
+        "equivalent: zeros_like(None) is a 0-d zero, which broadcasts like zeros_like(d)",
+    ),
+    (
+        r"x_delta_rule_error.*asarray\(beta",
+        "equivalent: beta's values are checked and enter only through float arithmetic",
+    ),
+    (r"x_delta_rule_error.*asarray\(dv, (dtype=None)?\)", "equivalent: dv only broadcasts (its dtype does not matter)"),
+    (
+        r"x__refined_one.*(linspace|roots_genlaguerre|_coordinate_nodes\(d, 4)|x__coordinate_nodes",
+        "equivalent within the quadrature's accuracy: a node count or range changes the refined model by less than its"
+        " 2e-5 agreement with a finer quadrature (tests/test_theory_exact.py)",
+    ),
+    (
+        r"x_argmax_recall.*quad_vec\(integrand, -1[23]\.0, 1[23]\.0, epsabs=1e-10, (epsrel=1e-8)?\)|x_argmax_recall.*quad_vec\(integrand, -12\.0, 12\.0, epsrel",
+        "equivalent within the integrator's accuracy: the integrand is below 1e-31 past |z| = 12, and scipy's defaults are tighter",
+    ),
+    (
+        r"x__solve_capacity.*(lo = |step = |lo -= |lo \+= |lo = step|f\(lo\) <= 0|f\(hi\) > 0|brentq\(f, lo, hi, \))|x_argmax_capacity_refined.*start",
+        "equivalent: the bracket's start and step change how fast the same root is bracketed (recall decreases in n)",
+    ),
+    (
+        r"np\.clip\(.*(None|2\.0)\)|np\.clip\(.*, None, 1\.0\)|np\.clip\(value, None",
+        "equivalent: the value already lies in [0, 1]",
+    ),
+    (
+        r"minimum\(tail, [12]\.0 [-+] 1e-16\)",
+        "equivalent: tail <= 1, and (1 - tail)^(n - 1) underflows to 0 either way at tail = 1",
+    ),
+    (
+        r"\.sum\(\+1\)|\.amax\(\+1\)|argmax\(\+1\)",
+        "equivalent: the array has two dimensions there, so axis 1 is axis -1",
+    ),
+    (
+        r"x__refined_one.*n < 1|x_argmax_recall.*(n < 1|where\(None)",
+        "equivalent: n = 1 gives recall 1 through the general formula too",
+    ),
+    (r"x_argmax_recall.*1\.0 - sigma_c \* z", "equivalent: z is symmetric about 0 (a Gaussian over [-12, 12])"),
+    (
+        r"x_argmax_capacity_refined.*(tau < 1|d < 2\) and|np\.any\(None\))",
+        "equivalent: argmax_capacity (its start) and argmax_recall_refined check tau, d and dv again, with the same messages",
+    ),
+    (
+        r"block = max|for start in range\(0, c, \)|step = max|range\(0, rows\.numel\(\), \)|continue$|break$|if q\.numel\(\) == 0|_FALLBACK_ROWS",
+        "equivalent: the answer does not depend on how the reads are split into blocks (only memory and time)",
+    ),
+    (
+        r"own_err|e32 = |e = scale|u_out = |bound_scale: float|screen_precision\(r\.device, precision, (None)?\)|\+math\.inf|, 1\.0\)$",
+        "equivalent: the decode is exact whatever the screen; this only loosens a bound (more reads go to the exact"
+        " fallback) or changes it by a factor within 1e-5, below any margin a float32 input can produce",
+    ),
+    (
+        r"x__classify.*(pos = other > 0|own >= hi|lo - e >= own)",
+        "equivalent: the bounds are continuous, so equality has probability 0 (and 0 / (1 +- u) = 0)",
+    ),
+    (
+        r"unsure = torch\.zeros\(B, c, (dtype=None, )?device",
+        "equivalent: a float mask of zeros and ones selects the same reads",
+    ),
+]
+
+
+def reason(key: str, diff: str) -> str:
+    import re
+
+    text = key + ": " + " ".join(x.strip() for x in diff.splitlines() if x.startswith("+") and not x.startswith("+++"))
+    for pattern, why in REASONS:
+        if re.search(pattern, text):
+            return why
+    return "NOT CLASSIFIED: a test to add"
+
+
 def load(directory: str) -> dict[str, tuple[str, str, str]]:
     """mutant name -> (status, source file, diff) for one run directory."""
     from mutmut import configuration
@@ -78,7 +174,7 @@ def main(argv: list[str]) -> int:
         status, path, diff = merged[key]
         if status != "killed":
             lines = [x for x in diff.splitlines() if x[:1] in "+-" and not x.startswith(("+++", "---"))]
-            print(f"- `{key}` ({status}): " + " / ".join(f"`{x.strip()}`" for x in lines))
+            print(f"- `{key}` ({status}): " + " / ".join(f"`{x.strip()}`" for x in lines) + f" -- {reason(key, diff)}")
     return 0
 
 
