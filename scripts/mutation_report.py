@@ -80,7 +80,7 @@ REASONS = [
         "equivalent: tail <= 1, and (1 - tail)^(n - 1) underflows to 0 either way at tail = 1",
     ),
     (
-        r"\.sum\(\+1\)|\.amax\(\+1\)|argmax\(\+1\)",
+        r"\.(sum|amax|argmax)\(\+1[,)]",
         "equivalent: the array has two dimensions there, so axis 1 is axis -1",
     ),
     (
@@ -98,12 +98,34 @@ REASONS = [
     ),
     (
         r"own_err|e32 = |e = scale|u_out = |bound_scale: float|screen_precision\(r\.device, precision, (None)?\)|\+math\.inf|, 1\.0\)$",
-        "equivalent: the decode is exact whatever the screen; this only loosens a bound (more reads go to the exact"
-        " fallback) or changes it by a factor within 1e-5, below any margin a float32 input can produce",
+        "equivalent: the decode is exact whatever the screen; this loosens a bound (more reads go to the exact"
+        " fallback) or tightens one by less than the factor 2 of margin the screens keep (the own score's allowance"
+        " is at most half of each bound, bound_scale = 2)",
     ),
     (
         r"x__classify.*(pos = other > 0|own >= hi|lo - e >= own)",
         "equivalent: the bounds are continuous, so equality has probability 0 (and 0 / (1 +- u) = 0)",
+    ),
+    (
+        r"_classify\(s\.amax\(-1\), own\[b, q\], e32\[b, q\], 1\.0\)",
+        "equivalent: u_out = 1 makes every bound infinite there, so those reads go to the exact fallback",
+    ),
+    (r"finite=None", "equivalent: _validate.tensor tests `finite` for truth, and None is false like False"),
+    (
+        r"x__classify.*\(2 [+-] u_out\)",
+        "equivalent: a looser bound on the best other score (more reads go to the exact fallback)",
+    ),
+    (
+        r"x__float32_input_unit.*device\.type != \"(XXcudaXX|CUDA)\"",
+        'equivalent: a CUDA device reaches that line only with the precision at "highest", where it returns 0 either way',
+    ),
+    (
+        r"e - dv \* _TINY",
+        "equivalent for inputs above 2^-120: the term only covers products flushed to zero below float32's normal range",
+    ),
+    (
+        r"range\(0, step\)",
+        "equivalent: the answer does not depend on how the reads are split into blocks (only memory and time)",
     ),
     (
         r"unsure = torch\.zeros\(B, c, (dtype=None, )?device",
@@ -115,7 +137,14 @@ REASONS = [
 def reason(key: str, diff: str) -> str:
     import re
 
-    text = key + ": " + " ".join(x.strip() for x in diff.splitlines() if x.startswith("+") and not x.startswith("+++"))
+    lines = [x.strip() for x in diff.splitlines() if x[:1] in "+-" and not x.startswith(("+++", "---"))]
+    text = (
+        key
+        + ": "
+        + " ".join(x for x in lines if x.startswith("+"))
+        + " | "
+        + " ".join(x for x in lines if x.startswith("-"))
+    )
     for pattern, why in REASONS:
         if re.search(pattern, text):
             return why
