@@ -418,8 +418,16 @@ def test_delta_rule_capacity_near_the_limiting_error():
     """Past 64 d pairs: eps = 1.97 at d = 8 is first exceeded at n = 534 (the error tends to 2 like 2 - 2d/n)."""
     curve = _delta_per_pair(700, 8, 1.0)
     assert theory.delta_rule_capacity(1.97, 8) == float(np.nonzero(curve > 1.97)[0][0]) == 533.0
-    with pytest.raises(CapacityError, match=r"^eps = 1.99999 lies so close to the delta rule's limiting error"):
+    with pytest.raises(
+        CapacityError,
+        match=r"^eps = 1.99999 lies so close to the delta rule's limiting error .* beyond 4096 d pairs; use a smaller eps$",
+    ):
         theory.delta_rule_capacity(1.99999, 8)
+    # a crossing past 4096 pairs (but before 4096 d): d = 2, eps between the errors at 4999 and 5000 pairs
+    e = theory.delta_rule_error([4999, 5000], 2)
+    assert theory.delta_rule_capacity((e[0] + e[1]) / 2, 2) == 4999.0
+    # eps equal to an error value: that n still counts (error <= eps)
+    assert theory.delta_rule_capacity(theory.delta_rule_error(10, 8), 8) == 10.0
     assert theory.delta_rule_capacity(2.0, 8) == np.inf and theory.delta_rule_capacity(4.0 / 3.0, 8, beta=0.5) == np.inf
 
 
