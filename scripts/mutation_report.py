@@ -110,6 +110,15 @@ REASONS = [
         r"_classify\(s\.amax\(-1\), own\[b, q\], e32\[b, q\], 1\.0\)",
         "equivalent: u_out = 1 makes every bound infinite there, so those reads go to the exact fallback",
     ),
+    (
+        r"x_delta_rule_capacity.*(horizon = 65|horizon \*= 5|horizon > 4096|horizon >= 4097)",
+        "equivalent: the horizon's start and growth change how far the recursion runs before the crossing is found,"
+        " not the crossing",
+    ),
+    (
+        r"x_delta_rule_error.*\(dv is None\) and False",
+        "equivalent: with dv None the branch broadcasts a NaN scalar, which does not change the shape of n, d and beta",
+    ),
     (r"finite=None", "equivalent: _validate.tensor tests `finite` for truth, and None is false like False"),
     (
         r"x__classify.*\(2 [+-] u_out\)",
