@@ -190,6 +190,126 @@ def test_bad_arguments_name_what_is_allowed():
     assert screen_precision("cpu", dv=16) == "float32"  # small reads: the float32 screen is as fast
 
 
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_near_ties_among_negative_scores(precision):
+    """Every score negative: the rounding allowance of a negative best other score (its own branch) decides."""
+    c = 64
+    g = generator(12, "negative-ties")
+    deltas = torch.tensor([1e-3, -1e-3, 1e-4, -1e-4, 3e-5, -3e-5, 2e-3, -2e-3])
+    delta = deltas[torch.randint(len(deltas), (3, c), generator=g)]  # [B, c]
+    v = torch.eye(c).expand(3, c, c).contiguous()  # value l is e_l: read i's score with value l is r_i[l]
+    r = -torch.ones(3, c, c) + torch.diag_embed(delta)  # own score -1 + delta, every other -1
+    want = exact(r, v)
+    assert torch.equal(want, (delta > 0).float())
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    r0 = torch.diag_embed(delta)  # every other score exactly 0
+    assert torch.equal(argmax_correct(r0, v, precision=precision), (delta > 0).float())
+
+
+def test_non_finite_reads_and_values_are_decoded_not_rejected():
+    g = generator(13, "nan")
+    r, v = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 4, generator=g)
+    r[0, 2] = float("nan")  # a NaN read: its scores are NaN, and the float64 argmax decides (as the exact decode)
+    v[1, 5] = float("inf")
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision), exact(r, v))
+    with pytest.raises(CapacityError, match=r"^v must have 3 dimensions, got shape \(6, 4\)$"):
+        argmax_correct(r, v[0])
+    with pytest.raises(CapacityError, match="^v must be a torch.Tensor"):
+        argmax_correct(r, v.numpy())
+
+
+def _bound(r, v, precision, u_in=0.0):
+    """score_error_bound's formula (its docstring), computed here in float64 from the same float32 inputs."""
+    dv = r.shape[-1]
+    u = 2.0**-23
+    gamma = lambda k: k * u / (1 - k * u)
+    grow = 1 + 2 * gamma(dv + 2)
+    norm = lambda x: x.float().norm(dim=-1).double() * grow  # [B, c]: float32 norms, enlarged by their rounding
+    vmax = norm(v).amax(-1, keepdim=True)
+    if precision == "bfloat16":
+        r_hi, v_hi = r.bfloat16().float(), v.bfloat16().float()
+        e = norm(r_hi) * norm(v - v_hi).amax(-1, keepdim=True) + norm(r - r_hi) * vmax
+        e = e + gamma(dv) * norm(r_hi) * norm(v_hi).amax(-1, keepdim=True)
+    else:
+        e = (u_in * (2 + u_in) * (1 + gamma(dv)) + gamma(dv)) * norm(r) * vmax
+    return e + dv * 2.0**-120
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_score_error_bound_is_its_formula(precision, monkeypatch):
+    g = generator(16, "bound-formula")
+    r = torch.randn(3, 50, 24, generator=g) * torch.rand(3, 50, 1, generator=g)  # unequal norms per read
+    v = torch.randn(3, 50, 24, generator=g) * torch.rand(3, 50, 1, generator=g) * 3
+    got = score_error_bound(r, v, precision)
+    assert got.dtype == torch.float64 and got.shape == (3, 50)
+    assert torch.allclose(got, _bound(r, v, precision), rtol=1e-12, atol=0)
+    if precision == "float32":  # with the float32 matmul allowed to round its inputs to bfloat16
+        monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "medium")
+        assert torch.allclose(score_error_bound(r, v, precision), _bound(r, v, precision, 2.0**-8), rtol=1e-12, atol=0)
+    with pytest.raises(CapacityError, match=r"^precision must be 'bfloat16' or 'float32', got 'fp8'$"):
+        score_error_bound(r, v, "fp8")
+
+
+def test_gamma_k_is_highams_bound():
+    from capacity import decode
+
+    assert decode._gamma_k(10, 0.01) == pytest.approx(0.1 / 0.9, rel=1e-15)
+    assert decode._gamma_k(99, 0.01) == pytest.approx(0.99 / 0.01, rel=1e-9)
+    assert decode._gamma_k(100, 0.01) == math.inf and decode._gamma_k(150, 0.01) == math.inf
+
+
+def test_one_read_left_for_the_float64_stage():
+    """Per batch item exactly one read whose margin (1e-9 of |v|^2) float32 cannot resolve: it reaches float64 alone."""
+    r, v = near_ties(3, 40, 32, [0.2], seed=14)  # clear margins
+    tie_r, tie_v = near_ties(3, 40, 32, [1e-9], seed=15)  # right by 1e-9: only float64 sees it
+    r[:, 7], v = tie_r[:, 7], v.clone()
+    v[:, 7] = tie_v[:, 7]
+    partner = ((tie_r[:, 7:8] @ tie_v.transpose(1, 2))[:, 0] - (tie_r[:, 7] * tie_v[:, 7]).sum(-1, keepdim=True)).abs()
+    partner[:, 7] = float("inf")  # not its own value
+    j = partner.argmin(-1)  # the value read 7 nearly ties with: copy it in, at the same index
+    for b in range(3):
+        v[b, j[b]] = tie_v[b, j[b]]
+    want = exact(r, v)
+    assert want[:, 7].sum() >= 2  # right in exact arithmetic (float32 inputs move a 1e-9 margin either way)
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision), want)
+
+
+def test_float32_input_rounding_allowance(monkeypatch):
+    """What a "float32" matmul may round its inputs to: nothing, TF32 (2^-11) or bfloat16 (2^-8), per device and setting."""
+    from types import SimpleNamespace
+
+    from capacity import decode
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")  # device objects: no GPU needed
+    for tf32, precision, on_cuda, on_cpu in (
+        (False, "highest", 0.0, 0.0),
+        (True, "highest", 2.0**-11, 0.0),
+        (False, "high", 2.0**-11, 2.0**-8),
+        (True, "medium", 2.0**-8, 2.0**-8),
+        (False, "medium", 2.0**-8, 2.0**-8),
+    ):
+        monkeypatch.setattr(torch.backends.cuda, "matmul", SimpleNamespace(allow_tf32=tf32))
+        monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda p=precision: p)
+        assert (decode._float32_input_unit(cuda), decode._float32_input_unit(cpu)) == (on_cuda, on_cpu)
+
+
+def test_screen_precision_follows_the_device_and_dv(monkeypatch):
+    from capacity import decode
+
+    assert screen_precision(torch.device("cuda"), "auto") == "bfloat16"  # a device object needs no GPU
+    assert screen_precision("cuda", "auto", dv=8) == "bfloat16"
+    monkeypatch.setattr(decode, "_cpu_has_bf16", lambda: True)
+    assert screen_precision("cpu", "auto", dv=128) == "bfloat16"
+    assert screen_precision("cpu", "auto", dv=127) == "float32"
+    assert screen_precision("cpu", "auto") == "bfloat16"
+    assert screen_precision("meta", "auto", dv=128) == "float32"  # neither CUDA nor a CPU
+    monkeypatch.setattr(decode, "_cpu_has_bf16", lambda: False)
+    assert screen_precision("cpu", "auto", dv=4096) == "float32"
+    assert screen_precision("cpu", "bfloat16") == "bfloat16"
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("precision", PRECISIONS)

@@ -20,10 +20,11 @@ def _t11(dev, seed, rows):
     rows.append(
         eq(
             "T11",
-            "decay alpha=0.93: reads = sum_j alpha^(n-j) G_ij v_j (max rel.)",
+            "oracle recurrence, decay alpha=0.93: reads = sum_j alpha^(n-j) G_ij v_j (max rel.)",
             float(((K.double() @ S.double()) - want).abs().max() / want.abs().max()),
             0.0,
             1e-5,
+            function="decay_readout",
         )
     )
     ds = probe.recall(variants.get("decay", alpha=a), K, V, checkpoints=[n], per_query=True)
@@ -35,6 +36,7 @@ def _t11(dev, seed, rows):
             float(np.abs(ds.mse_q.isel(n=0).values - brute).max() / brute.max()),
             0.0,
             1e-5,
+            function="decay_readout",
         )
     )
 

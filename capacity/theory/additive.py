@@ -112,9 +112,9 @@ def capacity_random_keys(eps, d):
 
 def rank_bound_capacity(eps, d):
     """Capacity under T8: no memory with a d x dv state and a linear read keeps error <= eps past n = d / (1 - eps)."""
-    eps = np.asarray(eps, dtype=np.float64)
+    eps = _numbers("eps", eps)
     (d,) = _counts(d=d)
-    if np.any((eps < 0) | (eps >= 1)):
+    if np.any(~np.isfinite(eps)) or np.any((eps < 0) | (eps >= 1)):
         raise CapacityError(f"eps must lie in [0, 1) for the rank-bound capacity, got {eps!r}")
     return _out(d / (1.0 - eps))
 

@@ -88,11 +88,15 @@ def delta_rule_capacity(eps, d, beta=1.0):
 
     Whole numbers for each broadcast (eps, d, beta); 0 when even one pair misses (eps < (1 - b)^2); inf when the
     error never exceeds eps (it tends to 2 / (2 - b) as n grows, so for eps >= 2 / (2 - b)). d must be whole.
+    The recursion runs to 64 d pairs, and further (4 times at a time, up to 4096 d) for an eps so close to the
+    limit that the error has not passed it there; closer still, a CapacityError says so.
 
     >>> delta_rule_capacity(0.5, 64)
     53.0
     """
     eps = _numbers("eps", eps)
+    if np.any(np.isnan(eps)):
+        raise CapacityError(f"eps must be an error bound (a number, not NaN), got {eps!r}")
     (d,) = _counts(d=d)
     b = _numbers("beta", beta)
     if np.any(d < 2) or np.any(d != np.round(d)):
@@ -101,10 +105,22 @@ def delta_rule_capacity(eps, d, beta=1.0):
         raise CapacityError(f"beta must lie in (0, 2), got {beta!r}")
     eps, d, b = np.broadcast_arrays(eps, d, b)
     pairs, index = np.unique(np.stack([d.ravel(), b.ravel()], axis=1), axis=0, return_inverse=True)
-    traj = _delta_trajectory(int(64 * pairs[:, 0].max()), pairs[:, 0], pairs[:, 1])  # [n_max, U], one recursion for all
-    out = np.empty(eps.size)
-    for i, (e, u) in enumerate(zip(eps.ravel(), index.ravel())):
-        over = np.nonzero(traj[: int(64 * pairs[u, 0]), u] > e)[0]  # the first n whose error exceeds eps, minus 1
-        out[i] = float(over[0]) if over.size and e < 2.0 / (2.0 - pairs[u, 1]) else np.inf
-    out = out.reshape(eps.shape)
-    return _out(out)
+    limit = 2.0 / (2.0 - pairs[:, 1])  # [U], what the error tends to
+    out = np.full(eps.size, np.inf)
+    todo = eps.ravel() < limit[index.ravel()]  # the others never exceed eps: inf
+    horizon = 64
+    while todo.any():
+        us = np.unique(index.ravel()[todo])
+        traj = _delta_trajectory(int(horizon * pairs[us, 0].max()), pairs[us, 0], pairs[us, 1])  # [n_max, len(us)]
+        for i in np.nonzero(todo)[0]:
+            u = int(np.searchsorted(us, index.ravel()[i]))
+            over = np.nonzero(traj[: int(horizon * pairs[us[u], 0]), u] > eps.ravel()[i])[0]  # first n past eps, - 1
+            if over.size:
+                out[i], todo[i] = float(over[0]), False
+        if todo.any() and horizon >= 4096:
+            raise CapacityError(
+                f"eps = {float(eps.ravel()[todo][0])!r} lies so close to the delta rule's limiting error 2 / (2 - beta) that "
+                "its capacity is beyond 4096 d pairs; use a smaller eps"
+            )
+        horizon *= 4
+    return _out(out.reshape(eps.shape))

@@ -1,0 +1,220 @@
+"""Scores and surviving mutants of scripts/mutation.sh runs, as Markdown.
+
+    .venv/bin/python scripts/mutation_report.py DIR [DIR ...]
+
+Each DIR is a target's run directory ($WORK/<target>). Several directories of the same target (a full run, then
+runs of its survivors with more tests: ``MUTANTS=... scripts/mutation.sh``) are merged: a mutant counts as killed
+if any run killed it, and as tested if any run tested it. Prints the score per file and, for every mutant not
+killed, its status and diff.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections import defaultdict
+
+
+@contextlib.contextmanager
+def _cwd(path):
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+# Why a mutant survives, by what it changes (regular expressions on "name: diff"), first match wins. Each reason
+# says why no test can tell the mutant apart (an equivalent mutant) or what a test would need (a GPU, two devices).
+REASONS = [
+    (
+        r"x__screen_matmul|device=None|device=r\.device|torch\.arange\(q\.numel\(\), \)|torch\.arange\(c, \)|dtype=torch\.bool, \)",
+        "needs a CUDA device: the code differs only on CUDA (tests/test_decode.py::test_cuda_screens_match_the_exact_decode)",
+    ),
+    (r"must be on one device", "needs two devices (a CUDA one) to reach the message"),
+    (
+        r"x_welch_bound.*errstate",
+        "equivalent: after the input check nothing in the bound can divide by zero or go negative",
+    ),
+    (
+        r"x_bill.*0 [*/] n",
+        "equivalent: `0 * n` only broadcasts to n's shape; `- 0 * n` and `0 / n` (n >= 1) are the same zeros",
+    ),
+    (r"x__mT.*and False", "equivalent: np.swapaxes also transposes a torch tensor (it calls Tensor.swapaxes)"),
+    (r"x_crosstalk_error.*shape\[-2\]", "equivalent: the Gram matrix is square"),
+    (r"x__out.*asarray\(x, (dtype=None)?\)", "equivalent: every caller passes float64 arrays already"),
+    (
+        r"x__numbers.*isinstance\(x, torch\.Tensor\)\) and False",
+        "equivalent on the CPU: np.asarray reads a CPU tensor directly (a CUDA tensor needs .cpu(); no GPU in the tests)",
+    ),
+    (
+        r"x__delta_trajectory.*zeros_like\(None\)",
+        "equivalent: zeros_like(None) is a 0-d zero, which broadcasts like zeros_like(d)",
+    ),
+    (
+        r"x_delta_rule_error.*asarray\(beta",
+        "equivalent: beta's values are checked and enter only through float arithmetic",
+    ),
+    (r"x_delta_rule_error.*asarray\(dv, (dtype=None)?\)", "equivalent: dv only broadcasts (its dtype does not matter)"),
+    (
+        r"x__refined_one.*(linspace|roots_genlaguerre|_coordinate_nodes\(d, 4)|x__coordinate_nodes",
+        "equivalent within the quadrature's accuracy: a node count or range changes the refined model by less than its"
+        " 2e-5 agreement with a finer quadrature (tests/test_theory_exact.py)",
+    ),
+    (
+        r"x_argmax_recall.*quad_vec\(integrand, -1[23]\.0, 1[23]\.0, epsabs=1e-10, (epsrel=1e-8)?\)|x_argmax_recall.*quad_vec\(integrand, -12\.0, 12\.0, epsrel",
+        "equivalent within the integrator's accuracy: the integrand is below 1e-31 past |z| = 12, and scipy's defaults are tighter",
+    ),
+    (
+        r"x__solve_capacity.*(lo = |step = |lo -= |lo \+= |lo = step|f\(lo\) <= 0|f\(hi\) > 0|brentq\(f, lo, hi, \))|x_argmax_capacity_refined.*start",
+        "equivalent: the bracket's start and step change how fast the same root is bracketed (recall decreases in n)",
+    ),
+    (
+        r"np\.clip\(.*(None|2\.0)\)|np\.clip\(.*, None, 1\.0\)|np\.clip\(value, None",
+        "equivalent: the value already lies in [0, 1]",
+    ),
+    (
+        r"minimum\(tail, [12]\.0 [-+] 1e-16\)",
+        "equivalent: tail <= 1, and (1 - tail)^(n - 1) underflows to 0 either way at tail = 1",
+    ),
+    (
+        r"\.(sum|amax|argmax)\(\+1[,)]",
+        "equivalent: the array has two dimensions there, so axis 1 is axis -1",
+    ),
+    (
+        r"x__refined_one.*n < 1|x_argmax_recall.*(n < 1|where\(None)",
+        "equivalent: n = 1 gives recall 1 through the general formula too",
+    ),
+    (r"x_argmax_recall.*1\.0 - sigma_c \* z", "equivalent: z is symmetric about 0 (a Gaussian over [-12, 12])"),
+    (
+        r"x_argmax_capacity_refined.*(tau < 1|d < 2\) and|np\.any\(None\))",
+        "equivalent: argmax_capacity (its start) and argmax_recall_refined check tau, d and dv again, with the same messages",
+    ),
+    (
+        r"block = max|for start in range\(0, c, \)|step = max|range\(0, rows\.numel\(\), \)|continue$|break$|if q\.numel\(\) == 0|_FALLBACK_ROWS",
+        "equivalent: the answer does not depend on how the reads are split into blocks (only memory and time)",
+    ),
+    (
+        r"own_err|e32 = |e = scale|u_out = |bound_scale: float|screen_precision\(r\.device, precision, (None)?\)|\+math\.inf|, 1\.0\)$",
+        "equivalent: the decode is exact whatever the screen; this loosens a bound (more reads go to the exact"
+        " fallback) or tightens one by less than the factor 2 of margin the screens keep (the own score's allowance"
+        " is at most half of each bound, bound_scale = 2)",
+    ),
+    (
+        r"x__classify.*(pos = other > 0|own >= hi|lo - e >= own)",
+        "equivalent: the bounds are continuous, so equality has probability 0 (and 0 / (1 +- u) = 0)",
+    ),
+    (
+        r"_classify\(s\.amax\(-1\), own\[b, q\], e32\[b, q\], 1\.0\)",
+        "equivalent: u_out = 1 makes every bound infinite there, so those reads go to the exact fallback",
+    ),
+    (
+        r"x_delta_rule_capacity.*(horizon = 65|horizon \*= 5|horizon > 4096|horizon >= 4097)",
+        "equivalent: the horizon's start and growth change how far the recursion runs before the crossing is found,"
+        " not the crossing",
+    ),
+    (
+        r"x_delta_rule_error.*\(dv is None\) and False",
+        "equivalent: with dv None the branch broadcasts a NaN scalar, which does not change the shape of n, d and beta",
+    ),
+    (r"finite=None", "equivalent: _validate.tensor tests `finite` for truth, and None is false like False"),
+    (
+        r"x__classify.*\(2 [+-] u_out\)",
+        "equivalent: a looser bound on the best other score (more reads go to the exact fallback)",
+    ),
+    (
+        r"x__float32_input_unit.*device\.type != \"(XXcudaXX|CUDA)\"",
+        'equivalent: a CUDA device reaches that line only with the precision at "highest", where it returns 0 either way',
+    ),
+    (
+        r"e - dv \* _TINY",
+        "equivalent for inputs above 2^-120: the term only covers products flushed to zero below float32's normal range",
+    ),
+    (
+        r"range\(0, step\)",
+        "equivalent: the answer does not depend on how the reads are split into blocks (only memory and time)",
+    ),
+    (
+        r"unsure = torch\.zeros\(B, c, (dtype=None, )?device",
+        "equivalent: a float mask of zeros and ones selects the same reads",
+    ),
+]
+
+
+def reason(key: str, diff: str) -> str:
+    import re
+
+    lines = [x.strip() for x in diff.splitlines() if x[:1] in "+-" and not x.startswith(("+++", "---"))]
+    text = (
+        key
+        + ": "
+        + " ".join(x for x in lines if x.startswith("+"))
+        + " | "
+        + " ".join(x for x in lines if x.startswith("-"))
+    )
+    for pattern, why in REASONS:
+        if re.search(pattern, text):
+            return why
+    return "NOT CLASSIFIED: a test to add"
+
+
+def load(directory: str) -> dict[str, tuple[str, str, str]]:
+    """mutant name -> (status, source file, diff) for one run directory."""
+    from mutmut import configuration
+
+    configuration.reset_config()
+    with _cwd(directory):
+        from mutmut.__main__ import SourceFileMutationData, status_by_exit_code, walk_mutatable_files
+        from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+        out = {}
+        for path in walk_mutatable_files():
+            m = SourceFileMutationData(path=path)
+            m.load()
+            for key, code in m.exit_code_by_key.items():
+                status = status_by_exit_code[code]
+                diff = get_diff_for_mutant(key, path=m.path) if status not in ("killed", "not checked") else ""
+                out[key] = (status, str(path), diff)
+    return out
+
+
+def merge(runs: list[dict]) -> dict[str, tuple[str, str, str]]:
+    rank = {"killed": 0, "timeout": 1, "survived": 2, "no tests": 3, "not checked": 4}
+    merged: dict[str, tuple[str, str, str]] = {}
+    for run in runs:
+        for key, value in run.items():
+            if key not in merged or rank.get(value[0], 5) < rank.get(merged[key][0], 5):
+                merged[key] = value
+    return merged
+
+
+def main(argv: list[str]) -> int:
+    merged = merge([load(d) for d in argv])
+    per_file: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for status, path, _ in merged.values():
+        per_file[path][status] += 1
+    print("| file | mutants | killed | survived | other | killed % |")
+    print("|---|---|---|---|---|---|")
+    total = defaultdict(int)
+    for path in sorted(per_file):
+        c = per_file[path]
+        n, k = sum(c.values()), c["killed"]
+        other = n - k - c["survived"]
+        for s, v in c.items():
+            total[s] += v
+        print(f"| {path} | {n} | {k} | {c['survived']} | {other} | {100 * k / n:.1f} |")
+    n, k = sum(total.values()), total["killed"]
+    print(f"| all | {n} | {k} | {total['survived']} | {n - k - total['survived']} | {100 * k / n:.1f} |")
+    print()
+    for key in sorted(merged):
+        status, path, diff = merged[key]
+        if status != "killed":
+            lines = [x for x in diff.splitlines() if x[:1] in "+-" and not x.startswith(("+++", "---"))]
+            print(f"- `{key}` ({status}): " + " / ".join(f"`{x.strip()}`" for x in lines) + f" -- {reason(key, diff)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
