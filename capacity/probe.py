@@ -14,14 +14,15 @@ copied to the host once, at the end.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _validate
+from capacity import _random, _validate
 from capacity import variants as _variants
 from capacity.decode import argmax_correct
 from capacity.errors import CapacityError
@@ -109,7 +110,9 @@ class Curves:
     ``metrics``: name -> float64 ``[C, B]`` (checkpoint, batch item), means over the stored pairs;
     ``per_query``: name -> float64 ``[C, B, n]`` (NaN past each checkpoint), or empty;
     ``sizes``: measured state sizes after each checkpoint (memories that grow), or empty;
-    ``checkpoints``, ``feature_dim``: as in the Dataset.
+    ``checkpoints``, ``feature_dim``: as in the Dataset;
+    ``se``: with ``queries``, name -> float64 ``[C, B]``, the standard error of each mean over its sampled queries
+    (0 where every stored pair was read), else empty.
     """
 
     checkpoints: list[int]
@@ -117,6 +120,7 @@ class Curves:
     per_query: dict[str, np.ndarray]
     sizes: list[int]
     feature_dim: int
+    se: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def measure(
@@ -127,6 +131,8 @@ def measure(
     checkpoints=None,
     per_query: bool = False,
     decode: bool = True,
+    queries: int | None = None,
+    query_seed: int = 0,
 ) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
@@ -143,6 +149,11 @@ def measure(
     _validate.tensor("values", values, ndim=3)
     _validate.flag("decode", decode)
     _validate.flag("per_query", per_query)
+    if queries is not None:
+        queries = _validate.positive_int("queries", queries)
+        if per_query:
+            raise CapacityError("per_query=True reads every stored pair; it does not combine with queries=")
+    query_seed = _random.check_seed("query_seed", query_seed)
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -154,18 +165,56 @@ def measure(
     vname = getattr(variant, "name", type(variant).__name__)
     names = [m for m in METRICS if decode or m != "recall"]
     # reads and per-query metrics at the last checkpoint: about ten [B, n, dv] float32 tensors at once
-    _validate.check_alloc("probe: reads and metrics", (B, n, dv), torch.float32, device, copies=10.0)
+    _validate.check_alloc("probe: reads and metrics", (B, min(n, queries or n), dv), torch.float32, device, copies=10.0)
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(variant, keys, values, cps, vname, names, per_query, decode)
+        return _measure(variant, keys, values, cps, vname, names, per_query, decode, queries, query_seed)
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
         raise
 
 
-def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Curves:
+def _sample(c: int, m: int, seed: int, device) -> torch.Tensor:
+    """m of the stored pairs 0 .. c-1, uniformly without replacement, sorted: the same for (seed, c) on any batch."""
+    g = _random.generator(seed, f"probe/queries/{c}")
+    return torch.randperm(c, generator=g)[:m].sort().values.to(device)
+
+
+def _argmax_sampled(r: torch.Tensor, v: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """1.0 where read j (of stored pair idx[j]) scores highest with its own value among all c stored values.
+
+    Shapes: r ``[B, m, dv]``, v ``[B, c, dv]``, idx ``[m]``; returns float32 ``[B, m]``. Scores in float32 blocks,
+    with every read whose best other score lies within twice the float32 error bound of its own
+    (2 dv 2^-24 |r| |v|max) decided again in float64: the answer is exact, as ``capacity.decode.argmax_correct``'s.
+    """
+    B, m, dv = r.shape
+    c = v.shape[1]
+    out = torch.zeros(B, m, device=r.device)
+    vmax = v.norm(dim=-1).amax(-1)  # [B]
+    block = max(1, (1 << 22) // c)
+    for b in range(B):
+        own = (r[b].double() * v[b, idx].double()).sum(-1)  # [m]
+        tol = 2.0 * dv * 2.0**-24 * r[b].norm(dim=-1).double() * float(vmax[b]) + 1e-30
+        for s0 in range(0, m, block):
+            sl = slice(s0, s0 + block)
+            sc = r[b, sl] @ v[b].T  # [blk, c] float32
+            rows = torch.arange(sc.shape[0], device=r.device)
+            sc[rows, idx[sl]] = -math.inf
+            best = sc.amax(-1).double()
+            right = best < own[sl] - tol[sl]
+            unsure = ~right & (best <= own[sl] + tol[sl])
+            res = right.float()
+            if bool(unsure.any()):
+                q = unsure.nonzero().flatten()
+                s64 = r[b, sl][q].double() @ v[b].double().T  # [u, c]
+                res[q] = (s64.argmax(-1) == idx[sl][q]).float()
+            out[b, sl] = res
+    return out
+
+
+def _measure(variant, keys, values, cps, vname, names, per_query, decode, queries=None, query_seed=0) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``)."""
     B, n, d = keys.shape
     dv = values.shape[2]
@@ -180,23 +229,34 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
     full: dict[str, torch.Tensor] = {}
     if per_query:
         full = {m: torch.full((len(cps), B, n), float("nan"), device=device) for m in names}
+    errs: dict[str, list[torch.Tensor]] = {m: [] for m in names} if queries is not None else {}
     written = 0
     for ci, c in enumerate(cps):
         state = variant.write(state, keys[:, written:c], values[:, written:c])
         written = c
         if measures_size:
             sizes.append(int(variant.numel(state)))
-        r = variant.read(state, keys[:, :c])
-        if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
+        idx = _sample(c, queries, query_seed, device) if queries is not None and queries < c else None
+        m_c = c if idx is None else idx.numel()
+        r = variant.read(state, keys[:, :c] if idx is None else keys[:, idx])
+        if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, m_c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
             raise CapacityError(
-                f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}"
+                f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, m_c, dv)}"
             )
-        per = _query_metrics(r.float(), values[:, :c].float(), block, decode)
+        if idx is None:
+            per = _query_metrics(r.float(), values[:, :c].float(), block, decode)
+        else:
+            per = _query_metrics(r.float(), values[:, idx].float(), block, False)
+            if decode:
+                per["recall"] = _argmax_sampled(r.float(), values[:, :c].float(), idx)
         for m, x in per.items():
             rows[m].append(x.mean(-1))  # [B]
             if per_query:
                 full[m][ci, :, :c] = x
+            if queries is not None:  # s.e. of a mean of m_c of c draws without replacement (0 when all are read)
+                fpc = (c - m_c) / (c - 1) if c > 1 else 0.0
+                errs[m].append(x.double().std(-1, correction=1).nan_to_num(0.0) * math.sqrt(fpc / m_c))
     feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
     return Curves(
         checkpoints=cps,
@@ -206,6 +266,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode) -> Cur
         per_query={m: x.cpu().numpy().astype(np.float64) for m, x in full.items()},
         sizes=sizes,
         feature_dim=int(feature_dim),
+        se={m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in errs.items()},
     )
 
 
@@ -217,6 +278,8 @@ def recall(
     checkpoints=None,
     per_query: bool = False,
     decode: bool = True,
+    queries: int | None = None,
+    query_seed: int = 0,
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
@@ -237,10 +300,26 @@ def recall(
     whose memory grows (one with a ``numel(state)`` method, such as softmax) the Dataset also
     holds ``state_numel`` over n, the measured size after each checkpoint, and the attr
     ``state_numel`` is its last value.
+
+    ``queries=m`` reads, at each checkpoint n_c > m, a fixed seeded sample of m of the n_c stored pairs
+    (uniform without replacement, from ``query_seed``; the same for every batch item) instead of all of them, and
+    decodes each against all n_c stored values: every metric is then an unbiased estimate of the full mean, and the
+    Dataset holds its standard error as ``<metric>_se`` (the sample's standard deviation / sqrt(m), times the
+    finite-population factor sqrt((n_c - m)/(n_c - 1)); 0 at checkpoints with n_c <= m, which read every pair).
+    It makes long sequences affordable: the reads cost m d dv and the decode m n_c dv per checkpoint.
     """
     if isinstance(variant, (str, dict)):
         variant = _variants.resolve(variant)
-    cv = measure(variant, keys, values, checkpoints=checkpoints, per_query=per_query, decode=decode)
+    cv = measure(
+        variant,
+        keys,
+        values,
+        checkpoints=checkpoints,
+        per_query=per_query,
+        decode=decode,
+        queries=queries,
+        query_seed=query_seed,
+    )
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
@@ -255,6 +334,7 @@ def recall(
         "n": n,
         "checkpoints": cv.checkpoints,
         "decode": decode,
+        **({"queries": queries, "query_seed": query_seed} if queries is not None else {}),
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
@@ -273,6 +353,17 @@ def recall(
                 "description": desc.replace("mean over stored pairs of ", "").replace(
                     "mean over stored pairs i of ", ""
                 ),
+            },
+        )
+    for m, x in cv.se.items():
+        ln, u, desc = METRICS[m]
+        data[f"{m}_se"] = (
+            ("n", "batch"),
+            x,
+            {
+                "long_name": f"standard error of the {ln}",
+                "units": u,
+                "description": f"standard error of {m} from its sample of queries (queries={queries}); 0 where every stored pair was read",
             },
         )
     if cv.sizes:

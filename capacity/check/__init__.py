@@ -15,13 +15,13 @@ True
 from __future__ import annotations
 
 from capacity import _validate
-from capacity.check import additive, argmax, decay, delta, softmax
+from capacity.check import additive, argmax, decay, delta, precision, softmax
 from capacity.check._rows import Check
 from capacity.errors import CapacityError
 
 __all__ = ["Check", "run_checks", "format_table"]
 
-MODULES = (additive, argmax, decay, delta, softmax)
+MODULES = (additive, argmax, decay, delta, softmax, precision)
 _GROUPS = [group for module in MODULES for group in module.GROUPS]
 
 

@@ -33,6 +33,19 @@ from capacity.theory.argmax import argmax_capacity, argmax_capacity_refined, arg
 from capacity.theory.bill import bill, break_even_n
 from capacity.theory.decay import decay_readout
 from capacity.theory.delta import delta_rule_capacity, delta_rule_error
+from capacity.theory.heads import heads_capacity, heads_effective_d, heads_random_keys_error, heads_state_numel
+from capacity.theory.precision import (
+    decay_rounding_floor,
+    delta_rounding_floor,
+    final_rounding_error,
+    retained_fraction,
+    rounding_crossover,
+    rounding_variance,
+    stall_fraction,
+    stall_onset,
+    step_rounding_error,
+    unit_roundoff,
+)
 
 __all__ = [
     "two_pair_readout",
@@ -57,4 +70,18 @@ __all__ = [
     "delta_rule_capacity",
     "bill",
     "break_even_n",
+    "unit_roundoff",
+    "rounding_variance",
+    "final_rounding_error",
+    "step_rounding_error",
+    "rounding_crossover",
+    "stall_fraction",
+    "retained_fraction",
+    "stall_onset",
+    "decay_rounding_floor",
+    "delta_rounding_floor",
+    "heads_random_keys_error",
+    "heads_capacity",
+    "heads_state_numel",
+    "heads_effective_d",
 ]
