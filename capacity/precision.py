@@ -13,8 +13,10 @@ model stores it; every floating tensor of the state is rounded (a tensor, the te
 - ``"final"``: float32 writes, the state rounded once before each read (a float32 prefill stored for decoding).
 
 Append ``+stochastic`` (``"step+stochastic"``) for stochastic rounding: x goes to one of its two neighbours in the
-format with the probabilities that make the result unbiased, from seeded streams (``seed``; one per batch item and
-block of tokens, so an item's draws do not depend on its batch or on how the writes are chunked). The default is
+format with the probabilities that make the result unbiased, from seeded streams (``seed``: one seed for the batch,
+or one per batch item, or one per equal group of consecutive items, as the sweep passes its seeds; a stream per
+item and block of tokens, so an item's draws depend neither on the rest of its batch nor on how the writes are
+chunked). The default is
 round-to-nearest-even (the cast ``x.to(dtype)``). Values beyond the format's largest finite number saturate to it
 (float8_e4m3fn has no infinity; the others would overflow to inf): ``saturated(state)`` is not tracked, the docs
 give each format's range. Reads use the stored state. The stored numbers are kept in float32 tensors (the memory's
@@ -142,8 +144,8 @@ class _Rounder:
     """Rounds float32 tensors in place to one format: round-to-nearest-even through a reusable buffer, or
     stochastically from per-item seeded streams (``draws(item, token)``)."""
 
-    def __init__(self, dtype: str, stochastic: bool, seed: int):
-        self.dtype, self.stochastic, self.seed = TORCH_DTYPES[dtype], stochastic, seed
+    def __init__(self, dtype: str, stochastic: bool, seed):
+        self.dtype, self.stochastic, self.seed = TORCH_DTYPES[dtype], stochastic, _seeds(seed)
         info = torch.finfo(self.dtype)
         self.max = float(info.max)
         self.p = 1 - int(round(math.log2(float(info.eps))))  # significand bits with the implicit one
@@ -161,7 +163,16 @@ class _Rounder:
         buf.copy_(t)
         t.copy_(buf)
 
-    def _uniform(self, which: int, item: int, token: int, shape, device) -> torch.Tensor:
+    def _stream(self, which: int, item: int, batch: int, block: int) -> torch.Generator:
+        seeds = self.seed
+        if len(seeds) == 1:
+            return _random.generator(seeds[0], f"precision/stochastic/{which}/{item}/{block}")
+        if batch % len(seeds):
+            raise CapacityError(f"{len(seeds)} stochastic-rounding seeds do not divide the batch of {batch} items")
+        per = batch // len(seeds)
+        return _random.generator(seeds[item // per], f"precision/stochastic/{which}/{item % per}/{block}")
+
+    def _uniform(self, which: int, item: int, token: int, shape, device, batch: int = 1) -> torch.Tensor:
         """U[0, 1) draws for token ``token`` of batch item ``item`` (tensor ``which`` of the state): one seeded
         stream per (item, block of 64 tokens), drawn a block at a time, so that a token's draws depend on neither
         the batch nor how the writes are chunked."""
@@ -169,7 +180,7 @@ class _Rounder:
         numel = math.prod(shape)
         st = self._streams.get((which, item))
         if st is None or st[0] != block or st[1].shape[1] != numel:
-            g = _random.generator(self.seed, f"precision/stochastic/{which}/{item}/{block}")
+            g = self._stream(which, item, batch, block)
             st = (block, torch.rand(_BLOCK, numel, generator=g).to(device))
             self._streams[(which, item)] = st
         return st[1][pos].view(shape)
@@ -184,7 +195,8 @@ class _Rounder:
             table = self._powers[x.device] = torch.tensor([2.0**j for j in range(-149, 128)], device=x.device)
         q = table[(torch.clamp(e, min=self.emin) - self.p + 1 + 149).long()]  # the ulp of x in the format
         lo = torch.floor(x / q) * q
-        r = torch.stack([self._uniform(which, b, token, t.shape[1:], t.device) for b in range(t.shape[0])])
+        B = t.shape[0]
+        r = torch.stack([self._uniform(which, b, token, t.shape[1:], t.device, B) for b in range(B)])
         out = torch.where(r < (x - lo) / q, lo + q, lo)
         t.copy_(out.clamp_(-self.max, self.max))
 
@@ -200,12 +212,20 @@ class _Rounder:
                 self.nearest(t)
 
 
-def round_(state, state_dtype, *, stochastic: bool = False, seed: int = 0, token: int = 0):
+def _seeds(seed) -> tuple[int, ...]:
+    if isinstance(seed, (list, tuple)):
+        if not seed:
+            raise CapacityError("precision: seed must be a whole number or a non-empty list of them")
+        return tuple(_random.check_seed("precision: seed", s) for s in seed)
+    return (_random.check_seed("precision: seed", seed),)
+
+
+def round_(state, state_dtype, *, stochastic: bool = False, seed=0, token: int = 0):
     """Round every floating tensor of ``state`` to ``state_dtype`` in place (kept as float32 numbers); returns it.
 
     Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item.
     """
-    _Rounder(_dtype(state_dtype), bool(stochastic), _random.check_seed("seed", seed)).round_(state, token)
+    _Rounder(_dtype(state_dtype), bool(stochastic), seed).round_(state, token)
     return state
 
 
@@ -233,7 +253,7 @@ def _fast_mode(memory) -> str | None:
 class Stored:
     """``memory`` with its state stored in ``state_dtype``, rounded as ``rounding`` says (see the module)."""
 
-    def __init__(self, memory, state_dtype: str, rounding="step", *, seed: int = 0):
+    def __init__(self, memory, state_dtype: str, rounding="step", *, seed=0):
         from capacity import variants
 
         if not variants.is_variant(memory):
@@ -241,7 +261,7 @@ class Stored:
         self.memory = memory
         self.state_dtype = _dtype(state_dtype)
         self.rounding = Rounding.parse(rounding)
-        self.seed = _random.check_seed("precision: seed", seed)
+        self.seed = _seeds(seed)
         self.name = getattr(memory, "name", type(memory).__name__)
         self._fast = _fast_mode(memory)
         for flag in ("linear_read", "display", "dims"):
@@ -365,7 +385,7 @@ class Stored:
         return self.memory.read(snapshot, q)
 
 
-def stored(memory, state_dtype="float32", rounding="step", *, seed: int = 0):
+def stored(memory, state_dtype="float32", rounding="step", *, seed=0):
     """``memory`` with its state stored in ``state_dtype`` (see the module); ``memory`` itself for float32."""
     if _dtype(state_dtype) == "float32":
         Rounding.parse(rounding)  # checked all the same

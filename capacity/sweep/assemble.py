@@ -38,7 +38,18 @@ def _cell(study: Study, group) -> dict:
         cell["dtype"] = group.dtype
     if len(g.dv) > 1:
         cell["dv"] = group.dv
+    for axis in _PRECISION:
+        if len(getattr(g, axis)) > 1:
+            cell[axis] = getattr(group, axis)
+    if len(g.heads) > 1:
+        cell["heads"] = group.heads
+    if len(g.value_heads) > 1:
+        cell["value_heads"] = group.value_heads
     return cell
+
+
+_PRECISION = ("state_dtype", "rounding")
+_LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # dimensions after the curve axis
 
 
 def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
@@ -56,15 +67,16 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
             feature_dim[(group.feature.label, group.d)] = int(ds.attrs["feature_dim"])
     order = {"variant": [v.label for v in g.variant], "key_family": [k.label for k in g.keys]}
     order.update(feature=[f.label for f in g.feature], d=list(g.d), dtype=list(g.dtype), dv=list(g.dv))
+    order.update(state_dtype=list(g.state_dtype), rounding=list(g.rounding))
+    layouts = g.layouts()
+    order.update(heads=sorted({h for h, _ in layouts}), value_heads=sorted({hv for _, hv in layouts}))
     order[curve] = list(g.curve_values)
-    dims = [k for k in ("variant", "key_family", "feature", "d", "dtype", "dv") if k in rows[0].coords]
+    dims = [k for k in ("variant", "key_family", "feature", "d", *_LAST) if k in rows[0].coords]
     dims.insert(dims.index("d") + 1, curve)
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
     extra = list(kind.coords(study))
-    out = out.transpose(
-        *[k for k in dims if k not in ("dtype", "dv")], *extra, *[k for k in ("dtype", "dv") if k in dims]
-    )
+    out = out.transpose(*[k for k in dims if k not in _LAST], *extra, *[k for k in _LAST if k in dims])
     for name, meta in kind.variables(study).items():
         out[name].attrs = meta
 
@@ -96,7 +108,26 @@ def assemble(study: Study, results: list, *, attrs: dict) -> xr.Dataset:
         dv = xr.DataArray(np.asarray(g.dv), dims="dv") if len(g.dv) > 1 else xr.DataArray(g.dv[0])
         out.coords["dv"] = dv.assign_attrs(_COORD_ATTRS["dv"])
     if len(g.dtype) == 1:
-        out.coords["dtype"] = ((), g.dtype[0], {"description": "dtype of keys and values (the state is float32)"})
+        out.coords["dtype"] = ((), g.dtype[0], {"description": "dtype of keys and values"})
+    if study.probe.kind == "recall":  # how the state is stored and laid out (capacity.precision, capacity.heads)
+        described = {
+            "state_dtype": "dtype the state is stored in (capacity.precision; float32: as computed)",
+            "rounding": "when the stored state is rounded: step, final or chunk=C (+stochastic)",
+            "heads": "key heads H, each of d/H dimensions normalised on its own (capacity.heads)",
+            "value_heads": "value heads HV, each of dv/HV dimensions",
+        }
+        for axis in _PRECISION:
+            if len(getattr(g, axis)) == 1:
+                out.coords[axis] = ((), getattr(g, axis)[0], {"description": described[axis]})
+            else:
+                out[axis].attrs = {"description": described[axis]}
+        for axis in ("heads", "value_heads"):
+            if axis in out.dims:
+                out[axis].attrs = {"description": described[axis]}
+            elif axis == "value_heads" and not g.value_heads and "heads" in out.dims:  # as many as key heads
+                out.coords["value_heads"] = ("heads", list(g.heads), {"description": described[axis] + " (= heads)"})
+            else:
+                out.coords[axis] = ((), layouts[0][0 if axis == "heads" else 1], {"description": described[axis]})
     if study.probe.kind == "bill":
         out.coords.update({"key_family": ((), g.keys[0].label), "seed": ((), g.seed[0])})
     if g.feature:

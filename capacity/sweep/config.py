@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from capacity import __version__, _validate, labels, variants
 from capacity.errors import CapacityError
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "build_variant", "n_of", "digest", "DTYPES", "KINDS"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "build_variant", "n_of", "digest", "DTYPES", "STATE_DTYPES", "KINDS"]
 
 DTYPES = ("float32", "bfloat16", "float16")
+STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.precision.DTYPES
 KINDS = {
     "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
     "bill": "measured state/cache size and per-token decode time after n writes",
@@ -129,16 +130,31 @@ _AXES = {
     "seed": _seed,
     "dtype": lambda v: _validate.choice("dtype", str(v), DTYPES),
     "dv": lambda v: _validate.positive_int("dv", v),
+    "state_dtype": lambda v: _validate.choice("state_dtype", str(v), STATE_DTYPES),
+    "rounding": lambda v: _rounding(v),
+    "heads": lambda v: _validate.positive_int("heads", v),
+    "value_heads": lambda v: _validate.positive_int("value_heads", v),
 }
+_STRINGS = ("variant", "keys", "feature", "dtype", "state_dtype", "rounding")  # --set values kept as text
+
+
+def _rounding(v) -> str:
+    from capacity.precision import Rounding
+
+    return Rounding.parse(str(v)).label
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The grid axes; every point is one (variant, keys, feature, d, load or n, seed, dtype, dv).
+    """The grid axes; every point is one (variant, keys, feature, d, load or n, seed, dtype, dv, state_dtype,
+    rounding, heads, value_heads).
 
     ``variant``, ``keys`` (key families) and ``feature`` (feature maps handed to the variant; empty: no axis) are
     labels such as ``delta(beta=0.5)``; ``load`` (n/d) or ``n`` (pair counts), exactly one; ``seed``: the batch of
-    one probe; ``dtype``: of keys and values (the state is float32); ``dv`` (empty: dv = d).
+    one probe; ``dtype``: of keys and values; ``dv`` (empty: dv = d); ``state_dtype`` and ``rounding``: how the
+    state is stored (``capacity.precision``: float32 | bfloat16 | float16 | float8_e4m3fn | float8_e5m2, and
+    step | final | chunk=C, optionally +stochastic); ``heads`` and ``value_heads`` (empty: as many as heads): the
+    head layout (``capacity.heads``).
     """
 
     variant: tuple = ("linear",)
@@ -150,6 +166,10 @@ class Grid:
     seed: tuple = (0,)
     dtype: tuple = ("float32",)
     dv: tuple = ()
+    state_dtype: tuple = ("float32",)
+    rounding: tuple = ("step",)
+    heads: tuple = (1,)
+    value_heads: tuple = ()
 
     def __post_init__(self):
         for name, read in _AXES.items():
@@ -158,7 +178,7 @@ class Grid:
             dup = sorted({str(x) for x in seen if seen.count(x) > 1})
             if dup:
                 raise CapacityError(f"{name} lists {', '.join(dup)} more than once; each grid value must be distinct")
-            if not items and name in ("variant", "keys", "d", "seed", "dtype"):
+            if not items and name in ("variant", "keys", "d", "seed", "dtype", "state_dtype", "rounding", "heads"):
                 raise CapacityError(f"grid axis {name} must list at least one value")
             object.__setattr__(self, name, items)
         if bool(self.load) == bool(self.n):
@@ -180,6 +200,10 @@ class Grid:
     def dvs(self, d: int) -> tuple[int, ...]:
         return self.dv or (d,)
 
+    def layouts(self) -> list[tuple[int, int]]:
+        """(heads, value_heads) pairs of the grid (value_heads empty: each heads with as many value heads)."""
+        return [(h, hv) for h in self.heads for hv in (self.value_heads or (h,))]
+
     def to_json(self) -> dict:
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
 
@@ -191,7 +215,8 @@ class Probe:
     ``kind``: one of ``KINDS``; ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe``
     statistics; ``decode``: measure argmax recall (c^2 dv per checkpoint, most of a large probe's work);
     ``repeats``: timed decode steps per point (bill); ``vocab``, ``overwrite`` (fractions of the keys written
-    again, an axis) and ``distractors``: the MQAR task.
+    again, an axis) and ``distractors``: the MQAR task; ``queries``: read a fixed seeded sample of this many stored
+    pairs at each n (0: all; ``capacity.probe.recall``'s ``queries``), with standard errors as ``<metric>_se``.
     """
 
     kind: str = "recall"
@@ -202,6 +227,7 @@ class Probe:
     vocab: int = 1024
     overwrite: tuple = (0.0,)
     distractors: int = 0
+    queries: int = 0
 
     def __post_init__(self):
         from capacity import values
@@ -215,6 +241,7 @@ class Probe:
         put("repeats", _validate.positive_int("repeats", self.repeats))
         put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
         put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
+        put("queries", _validate.positive_int("queries", self.queries, minimum=0))
         ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else _list("overwrite", self.overwrite)
         scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
         put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
@@ -260,6 +287,12 @@ class Study:
             )
         if kind != "recall" and self.probe.key_stats:
             raise CapacityError("key_stats applies to recall studies only")
+        if kind != "recall" and (
+            g.state_dtype != ("float32",) or g.heads != (1,) or g.value_heads or self.probe.queries
+        ):
+            raise CapacityError("state_dtype, rounding, heads, value_heads and queries apply to recall studies only")
+        if self.probe.queries and self.probe.key_stats:
+            raise CapacityError("key_stats describes every stored key; it does not combine with queries")
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:
@@ -300,9 +333,7 @@ class Study:
             _known("--set", [key], self.settable())
             if key in grid:
                 parts = labels.split(value)
-                grid[key] = tuple(
-                    parts if key in ("variant", "keys", "feature", "dtype") else map(labels.scalar, parts)
-                )
+                grid[key] = tuple(parts if key in _STRINGS else map(labels.scalar, parts))
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
             else:

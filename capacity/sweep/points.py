@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity import _validate, features, plugins
+from capacity import heads as heads_mod
 from capacity import keys as keys_mod
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
@@ -25,7 +26,8 @@ __all__ = ["Group", "groups", "check", "check_memory", "peak_bytes", "user_code"
 
 @dataclass(frozen=True)
 class Group:
-    """One write pass: a (variant, keys, feature, d, dtype, dv) cell and the curve values it covers, for every seed."""
+    """One write pass: a (variant, keys, feature, d, dtype, dv, state_dtype, rounding, heads, value_heads) cell and
+    the curve values it covers, for every seed."""
 
     variant: Spec
     keys: Spec
@@ -34,6 +36,10 @@ class Group:
     dtype: str
     dv: int
     curve: tuple
+    state_dtype: str = "float32"
+    rounding: str = "step"
+    heads: int = 1
+    value_heads: int = 1
 
     def ns(self, study: Study) -> list[int]:
         """Pair counts of the curve values this group covers."""
@@ -44,6 +50,9 @@ class Group:
         spec = lambda s: None if s is None else s.to_json()
         cell = {"variant": spec(self.variant), "keys": spec(self.keys), "feature": spec(self.feature)}
         cell.update(d=self.d, dtype=self.dtype, dv=self.dv, curve=list(self.curve))
+        cell.update(
+            state_dtype=self.state_dtype, rounding=self.rounding, heads=self.heads, value_heads=self.value_heads
+        )
         return digest({"config": study.hash_payload(device), "group": cell, "code": code})
 
     def points(self, study: Study) -> int:
@@ -56,7 +65,8 @@ class Group:
 
 
 def groups(study: Study) -> list[Group]:
-    """The study's groups in grid order (variant, keys, feature, d, dtype, dv, curve)."""
+    """The study's groups in grid order (variant, keys, feature, d, dtype, dv, state_dtype, rounding, heads and
+    value_heads, curve)."""
     g, one_pass = study.grid, KINDS[study.probe.kind].ONE_PASS
 
     def passes(keys: Spec, d: int) -> list[tuple]:
@@ -68,13 +78,16 @@ def groups(study: Study) -> list[Group]:
         return [tuple(xs) for xs in by_n.values()]
 
     return [
-        Group(v, k, f, d, dt, dv, c)
+        Group(v, k, f, d, dt, dv, c, sd, r, h, hv)
         for v in g.variant
         for k in g.keys
         for f in g.feature or (None,)
         for d in g.d
         for dt in g.dtype
         for dv in g.dvs(d)
+        for sd in g.state_dtype
+        for r in g.rounding
+        for h, hv in g.layouts()
         for c in passes(k, d)
     ]
 
@@ -96,6 +109,8 @@ def check(study: Study) -> None:
                 )
     for d in g.d:
         for dv in g.dvs(d):
+            for h, hv in g.layouts():
+                heads_mod.check_layout(d, dv, h, hv)
             if study.probe.values == "orthonormal" and max(g.ns(d)) > dv:
                 raise CapacityError(
                     f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 import xarray as xr
 
+from capacity import heads as heads_mod
 from capacity import keys as keys_mod
-from capacity import probe, theory, values
+from capacity import precision, probe, theory, values
 from capacity.sweep.config import build_variant
 
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "ONE_PASS", "TORCH_DTYPES"]
@@ -46,6 +47,14 @@ def coords(study) -> dict:
 def variables(study) -> dict[str, dict]:
     """The variables a group's Dataset holds, with their attrs."""
     names = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or study.probe.decode}
+    if study.probe.queries:  # standard errors of the sampled means
+        for m in list(names):
+            ln, u, _ = names[m]
+            names[f"{m}_se"] = (
+                f"standard error of the {ln}",
+                u,
+                f"standard error of {m} over its sample of {study.probe.queries} queries (0 where every pair was read)",
+            )
     if study.probe.key_stats:
         names.update(_STATS)
     return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
@@ -60,6 +69,10 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
     """Draw keys and values for every seed at once, write them, read back at every n of the group."""
     fam, seeds, ns = keys_mod.family(group.keys.name), list(study.grid.seed), group.ns(study)
     dtype, var, decode = TORCH_DTYPES[group.dtype], build_variant(group.variant, group.feature), study.probe.decode
+    # the state as stored (float32: the memory itself), then the head layout (one head: the memory itself)
+    var = precision.stored(var, group.state_dtype, group.rounding, seed=seeds)
+    var = heads_mod.split(var, group.heads, group.value_heads)
+    queries = study.probe.queries or None
     draw = dict(batch=len(seeds), seed=seeds, device=device)
     V = values.make(study.probe.values, max(ns), group.dv, **draw).to(dtype)  # [S, n_max, dv]; prefixes are draws too
     make_keys = lambda n: keys_mod.make(group.keys.name, n, group.d, **draw, **group.keys.kwargs).to(dtype)  # [S, n, d]
@@ -67,9 +80,10 @@ def measure(study, group, device: torch.device) -> xr.Dataset:
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
-        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode)
+        cv = probe.measure(var, K, V[:, : max(at)], checkpoints=at, decode=decode, queries=queries)
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
+            rows[n].update({f"{m}_se": x[i] for m, x in cv.se.items()})
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 rows[n].update({s: stats[s].values for s in _STATS})
