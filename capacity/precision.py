@@ -344,7 +344,12 @@ class Stored:
         return st
 
     def _fast_step(self, st: StoredState, k, v, rounder: _Rounder) -> None:
-        """Token-by-token writes of the built-in linear, decay, delta and gated_delta memories, in place."""
+        """Token-by-token writes of the built-in linear, decay, delta and gated_delta memories, in place.
+
+        The additive and decaying writes are those of the memory's own kernels bit for bit (an outer product is one
+        product per entry); the delta rule's k S is summed in another order than their matmul (a last-bit
+        difference before rounding), and every batch item is computed by itself.
+        """
         mem, S = self.memory, st.inner
         if k.shape[0] != S.shape[0] or k.shape[2] != S.shape[1] or v.shape[2] != S.shape[2] or k.shape[1] != v.shape[1]:
             raise CapacityError(
@@ -356,18 +361,19 @@ class Stored:
             kf = kf / kf.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         vf = v.float()
         col = kf.unsqueeze(-1)  # [B, T, d, 1]: k_t^T
-        row_k = kf.unsqueeze(-2)  # [B, T, 1, d]
         row_v = vf.unsqueeze(-2)  # [B, T, 1, dv]
         a = mem._params["alpha"].value if "alpha" in mem._params else 1.0
         b = mem._params["beta"].value if "beta" in mem._params else 1.0
         mode, stochastic = self._fast, rounder.stochastic
-        for t in range(k.shape[1]):
+        for t in range(k.shape[1]):  # one token at a time, in place
             if mode in ("decay", "gated_delta"):
                 S.mul_(a)
+            # an outer product k^T v is one product per entry: elementwise, the same bits as a matmul of depth 1
             if mode in ("linear", "decay"):
-                S.baddbmm_(col[:, t], row_v[:, t])
-            else:  # S + b k^T (v - k S)
-                S.baddbmm_(col[:, t], torch.baddbmm(row_v[:, t], row_k[:, t], S, alpha=-1.0), alpha=b)
+                S.add_(col[:, t] * row_v[:, t])
+            else:  # S + k^T (b (v - k S)); k S summed over d elementwise: each item alone, whatever the batch
+                w = b * (row_v[:, t] - (col[:, t] * S).sum(1, keepdim=True))
+                S.add_(col[:, t] * w)
             if stochastic:
                 rounder.stochastic_(S, 0, st.tokens + t)
             else:

@@ -12,7 +12,9 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 - ``feature_maps``: error against n / D and capacity against feature dimension D;
 - ``bill``: cache numbers and decode cost against n for softmax and linear (T13);
 - ``closed_form``: measured against predicted reads (T2/T3/T4); its data from
-  ``closed_form.measure(keys, values)``.
+  ``closed_form.measure(keys, values)``;
+- ``precision_curves``: error and recall against n per state dtype and rounding, with T14-T19;
+- ``heads_capacity``: capacity against the number of heads at a fixed d and a fixed state size, with T20.
 
 >>> from capacity import plots
 >>> sorted(plots.FIGURES)[:3]
@@ -26,7 +28,9 @@ from capacity.plots.closed_form import measure as measure_closed_form
 from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.frontier import frontier
+from capacity.plots.heads import heads_capacity
 from capacity.plots.orthogonality import orthogonality
+from capacity.plots.precision import precision_curves
 from capacity.plots.render import FIGURES, available, choose, figures, render, render_path, studies
 from capacity.plots.variants import variant_curves
 
@@ -44,6 +48,8 @@ __all__ = [
     "variant_curves",
     "feature_maps",
     "frontier",
+    "precision_curves",
+    "heads_capacity",
     "bill",
     "closed_form",
     "measure_closed_form",

@@ -44,8 +44,8 @@ def _t14(dev, seed, rows):
 
 
 def _t15(dev, seed, rows):
-    """T15: the additive state rounded after every write, before the stall (u^2 n = 1/32, 1/64)."""
-    for rounding, sr, n, d, B in (("step", False, 2048, 64, 32), ("step+stochastic", True, 1024, 32, 32)):
+    """T15: the additive state rounded after every write, before the stall (u^2 n = 1/32, 1/128)."""
+    for rounding, sr, n, d, B in (("step", False, 2048, 64, 32), ("step+stochastic", True, 512, 64, 32)):
         m, se = mean_se(_deviation("linear", "bfloat16", rounding, n, d, d, B, seed, dev))
         want = theory.step_rounding_error(n, d, d, "bfloat16", stochastic=sr)
         rows.append(
@@ -63,8 +63,8 @@ def _t16(dev, seed, rows):
 
 
 def _t17(dev, seed, rows):
-    """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/4 (bfloat16), 16 writes measured."""
-    n, d, B, extra = 16384, 32, 16, 16
+    """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/4 (bfloat16), 32 writes measured."""
+    n, d, B, extra = 16384, 32, 32, 32
     K, V = _pairs(n + extra, d, d, B, seed, dev)
     mem = precision.stored(variants.get("linear"), "bfloat16", "step")
     st = mem.write(mem.init_state(B, d, d, device=dev), K[:, :n], V[:, :n])
