@@ -1,10 +1,10 @@
 """Capacity against the number of heads H, at a fixed key width d and at a fixed state size (T20).
 
 Left: the capacity at mean error <= eps against H, one line per d (H heads of d/H key and value dimensions), with
-T20's 1 + eps d / min(H, HV) for the additive memory. Middle: the same at argmax recall >= tau, with T10 in the
-effective key dimension d / min(H, HV) (``theory.argmax_capacity``). Right: the layouts whose state holds the same
-number of numbers, d dv / min(H, HV) = N for the N the grid has most often, capacity against H (mean error
-criterion), with T20 drawn through them. Mean over seeds with min-max bars.
+T20's 1 + eps d / min(H, HV) for the additive memory. Second: the same at argmax recall >= tau, with T10 in the
+effective key dimension d / min(H, HV) (``theory.argmax_capacity``, its conservative Gaussian bound). Third and
+fourth: the layouts whose state holds the same number of numbers, d dv / min(H, HV) = N for the N the grid has most
+often, capacity against H at each criterion, with T20 and T10 drawn through them. Mean over seeds with min-max bars.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def heads_capacity(ds, *, eps: float = EPS, tau: float = TAU):
     if "recall" in sub.data_vars:
         criteria.append(("recall", float(tau), f"argmax recall ≥ τ = {tau:g}"))
     with theme.style():
-        fig, axes = theme.figure(1, len(criteria) + 1)
+        fig, axes = theme.figure(1, 2 * len(criteria))
         caps = {m: metrics.capacity(sub, metric=m, threshold=t) for m, t, _ in criteria}  # [variant, d, heads, seed]
         for c, (metric, thr, crit) in enumerate(criteria):
             ax = axes[0, c]
@@ -90,37 +90,41 @@ def heads_capacity(ds, *, eps: float = EPS, tau: float = TAU):
             theme.grid_axis(ax, H)
             ax.set_title(crit + ", fixed d")
             ax.set_xlabel("key heads H (each d/H dimensions)")
-        ax = axes[0, -1]
         on = [(d, h) for d in ds_ for h in H if _data.dv_of(sub, d) * d // lo[h] == N]
-        rows = [
-            {"variant": v, "heads": h, "capacity": float(x)}
-            for v in variants
-            for d, h in on
-            for x in np.atleast_1d(
-                _data.sel(caps["mse"], variant=v if "variant" in sub.dims else None).sel(d=d, heads=h).values
-            )
-            if np.isfinite(x)
-        ]
-        if rows:
-            theme.curves(
-                ax,
-                pd.DataFrame(rows),
-                x="heads",
-                y="capacity",
-                hue="variant",
-                name=names.variant_name,
-                colors=colors,
-                err_style="bars",
-            )
-        if on:
-            hs = np.asarray([h for _, h in on], float)
-            y = [float(theory.heads_capacity(eps, d, h, HV[H.index(h)])) for d, h in on]
-            theme.theory_line(
-                ax, hs, y, theorem="T20:fixed-state", label="T20 additive, random keys: 1 + ε d / min(H, HV)"
-            )
-        theme.grid_axis(ax, [h for _, h in on] or H)
-        ax.set_title(f"mean error ≤ ε = {eps:g}, fixed state of {N} numbers")
-        ax.set_xlabel("key heads H (layouts " + ", ".join(f"d = {d}" for d, _ in on) + ")")
+        for c, (metric, thr, crit) in enumerate(criteria):  # the same state size, laid out in more heads
+            ax = axes[0, len(criteria) + c]
+            rows = [
+                {"variant": v, "heads": h, "capacity": float(x)}
+                for v in variants
+                for d, h in on
+                for x in np.atleast_1d(
+                    _data.sel(caps[metric], variant=v if "variant" in sub.dims else None).sel(d=d, heads=h).values
+                )
+                if np.isfinite(x)
+            ]
+            if rows:
+                theme.curves(
+                    ax,
+                    pd.DataFrame(rows),
+                    x="heads",
+                    y="capacity",
+                    hue="variant",
+                    name=names.variant_name,
+                    colors=colors,
+                    err_style="bars",
+                )
+            if on:
+                hs = np.asarray([h for _, h in on], float)
+                if metric == "mse":
+                    y = [float(theory.heads_capacity(thr, d, h, HV[H.index(h)])) for d, h in on]
+                    label, thm = "T20 additive, random keys: 1 + ε d / min(H, HV)", "T20:fixed-state"
+                else:
+                    y = [float(theory.argmax_capacity(d / lo[h], _data.dv_of(sub, d), thr)) for d, h in on]
+                    label, thm = "T10 with d / min(H, HV) for d (additive)", "T10:fixed-state"
+                theme.theory_line(ax, hs, y, theorem=thm, label=label)
+            theme.grid_axis(ax, [h for _, h in on] or H)
+            ax.set_title(f"{crit}, fixed state of {N} numbers")
+            ax.set_xlabel("key heads H (d = " + ", ".join(str(d) for d, _ in on) + ")")
         for a in axes[0]:
             a.set_ylabel(names.AXIS["capacity"])
         theme.legend(fig, axes, title="memory, d / theory")
