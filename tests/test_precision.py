@@ -360,3 +360,35 @@ def test_a_closed_form_3_percent_off_fails_its_row(monkeypatch, name, theorem):
     if theorem == "T17":
         rows = [r for r in rows if ("unchanged" in r.what) == (name == "stall_fraction")]
     assert rows and not any(r.passed for r in rows), check.format_table(rows)
+
+
+# ---------------------------------------------------------------------------------------------- check_variant
+
+
+def test_check_variant_accepts_low_precision_states():
+    from capacity import check_variant
+
+    class Bf16Linear:  # a user memory that keeps its state in bfloat16 tensors
+        name = "bf16-linear"
+
+        def init_state(self, batch, d, dv, *, device=None):
+            return torch.zeros(batch, d, dv, dtype=BF16, device=device)
+
+        def write(self, state, k, v):
+            return (state.float() + k.float().transpose(1, 2) @ v.float()).to(BF16)
+
+        def read(self, state, q):
+            return q.float() @ state.float()
+
+        def state_numel(self, d, dv):
+            return d * dv
+
+    report = check_variant(Bf16Linear())
+    row = next(r for r in report.results if r.check == "shape and dtype")
+    assert row.status == "pass" and "bfloat16; 256 bytes" in row.detail, row.detail
+    for mem in (
+        precision.stored(variants.get("delta"), "bfloat16", "step"),
+        precision.stored(variants.get("lsq"), "float16", "chunk=4"),
+    ):
+        report = check_variant(mem)
+        assert report.passed, str(report)

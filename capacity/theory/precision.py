@@ -235,7 +235,7 @@ def _trajectory(memory, n_max, d, dv, dtype, alpha, beta, stochastic):
         before_V = np.concatenate([[0.0], V[:-1]])
         before_C = np.concatenate([[0.0], C[:-1]])
         new = np.maximum(m + before_V + 2.0 * before_C, 1e-300)
-        done = np.max(np.abs(new - spreads) / spreads) < 1e-7
+        done = np.max(np.abs(new - spreads) / spreads) < 1e-6
         spreads = new
         if done:
             break
@@ -326,6 +326,15 @@ def rounding_crossover(d, dv, dtype, *, stochastic: bool = True, ratio: float = 
     return _out(out)
 
 
+def _stall_at(n: float, traj, d: int, dv: int, dtype):
+    """(lost fraction, retained fraction) of the n-th write, the stored spread before it from ``traj``."""
+    s, _, spreads = traj
+    log_rho, _, lost, kept, z2 = _increment_table(d, dv, False)
+    before = float(np.interp(max(n - 1.0, 1.0), s, spreads)) if n > 1 else 1e-300
+    P, q = _binades(np.atleast_1d(math.sqrt(before)), dtype)
+    return float((P[0] * _interp(log_rho, lost, q)).sum()), float((P[0] * _interp(log_rho, kept, q)).sum() / z2)
+
+
 def _stall_stats(n, d, dv, dtype):
     """(lost fraction, retained fraction) of the n-th write of random unit pairs into a round-to-nearest linear
     state, whose entries before it are taken N(0, spread): the stored state's spread from ``_trajectory``."""
@@ -336,12 +345,7 @@ def _stall_stats(n, d, dv, dtype):
         dd, vv = int(d[idx]), int(dv[idx])
         if (dd, vv) not in cache:
             cache[(dd, vv)] = _trajectory("linear", int(np.max(n)), dd, vv, dtype, 1.0, 1.0, False)
-        s, _, spreads = cache[(dd, vv)]
-        log_rho, _, lost, kept, z2 = _increment_table(dd, vv, False)
-        before = float(np.interp(max(n[idx] - 1.0, 1.0), s, spreads)) if n[idx] > 1 else 1e-300
-        P, q = _binades(np.atleast_1d(math.sqrt(before)), dtype)
-        lost_all[idx] = float((P[0] * _interp(log_rho, lost, q)).sum())
-        kept_all[idx] = float((P[0] * _interp(log_rho, kept, q)).sum() / z2)
+        lost_all[idx], kept_all[idx] = _stall_at(float(n[idx]), cache[(dd, vv)], dd, vv, dtype)
     return lost_all, kept_all
 
 
@@ -371,10 +375,12 @@ def stall_onset(d, dv, dtype, *, fraction: float = 0.5):
     u = unit_roundoff(dtype)
     out = np.empty(d.shape)
     for idx in np.ndindex(d.shape):
-        lo, hi = math.log(2.0), math.log(1e6 / u**2)
+        dd, vv = int(d[idx]), int(dv[idx])
+        lo, hi = math.log(2.0), math.log(100.0 / u**2)  # the onset lies near 0.7/u^2
+        traj = _trajectory("linear", int(math.exp(hi)) + 1, dd, vv, dtype, 1.0, 1.0, False)
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            if float(stall_fraction(math.exp(mid), d[idx], dv[idx], dtype)) < f:
+            if _stall_at(math.exp(mid), traj, dd, vv, dtype)[0] < f:
                 lo = mid
             else:
                 hi = mid
