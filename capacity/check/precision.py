@@ -45,7 +45,7 @@ def _t14(dev, seed, rows):
 
 def _t15(dev, seed, rows):
     """T15: the additive state rounded after every write, before the stall (u^2 n = 1/32, 1/128)."""
-    for rounding, sr, n, d, B in (("step", False, 2048, 64, 32), ("step+stochastic", True, 512, 64, 32)):
+    for rounding, sr, n, d, B in (("step", False, 2048, 32, 128), ("step+stochastic", True, 512, 32, 128)):
         m, se = mean_se(_deviation("linear", "bfloat16", rounding, n, d, d, B, seed, dev))
         want = theory.step_rounding_error(n, d, d, "bfloat16", stochastic=sr)
         rows.append(
@@ -54,17 +54,17 @@ def _t15(dev, seed, rows):
 
 
 def _t16(dev, seed, rows):
-    """T16: where the deviation reaches 1/64 of the crosstalk (bfloat16, round-to-nearest, u^2 n about 0.17)."""
-    d, B, r = 64, 16, 1 / 64
+    """T16: where the deviation reaches 1/128 of the crosstalk (bfloat16, round-to-nearest, u^2 n about 0.1)."""
+    d, B, r = 32, 256, 1 / 128
     n = int(round(float(theory.rounding_crossover(d, d, "bfloat16", stochastic=False, ratio=r))))
     m, se = mean_se(_deviation("linear", "bfloat16", "step", n, d, d, B, seed, dev) * d / (n - 1) / r)
-    what = f"linear d = dv = {d}, bfloat16 step: deviation / (crosstalk / 64) at n* = {n} (3 s.e.)"
+    what = f"linear d = dv = {d}, bfloat16 step: deviation / (crosstalk / 128) at n* = {n} (3 s.e.)"
     rows.append(eq("T16", what, m, 1.0, 3 * se))
 
 
 def _t17(dev, seed, rows):
-    """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/4 (bfloat16), 32 writes measured."""
-    n, d, B, extra = 16384, 32, 32, 32
+    """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/16 (bfloat16), 32 writes measured."""
+    n, d, B, extra = 4096, 32, 64, 32
     K, V = _pairs(n + extra, d, d, B, seed, dev)
     mem = precision.stored(variants.get("linear"), "bfloat16", "step")
     st = mem.write(mem.init_state(B, d, d, device=dev), K[:, :n], V[:, :n])

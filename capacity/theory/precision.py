@@ -141,7 +141,7 @@ def _increment_table(d: int, dv: int, stochastic: bool):
     spacings rho: (log rho, error variance of rounding z to the grid rho Z, P(z < rho/2), E[z rho round(z/rho)],
     E z^2). z is represented by 4096 equally likely quantile cells, each taken uniform between its ends, so that
     the variance is exact for any rho (its periodic integrand integrated in closed form over each cell)."""
-    from scipy.special import betaincinv
+    from scipy.special import betainc, betaincinv
 
     N = 512
     u = (np.arange(N) + 0.5) / N
@@ -161,8 +161,12 @@ def _increment_table(d: int, dv: int, stochastic: bool):
     narrow = (b - a) < 1e-9
     mean_psi = np.where(narrow, (_psi_integral(a + 1e-9, stochastic) - _psi_integral(a, stochastic)) / 1e-9, mean_psi)
     var = (rho[:, None] ** 2 * mean_psi).mean(1)
-    # P(z < rho/2): the part of each cell below rho/2; E[z R(z)] = E z^2 + rho^2 E[y (round(y) - y)], y = z/rho
-    lost = np.clip((0.5 - a) / width, 0.0, 1.0).mean(1)
+    # P(z < rho/2) = E_y P(|x| < rho / (2 |y|)), |x|^2 ~ Beta(1/2, (d - 1)/2): exact in x, 1024 quantiles of y
+    # (the product's density diverges at 0, where quantile cells of z would miss mass);
+    # E[z R(z)] = E z^2 + rho^2 E[t (round(t) - t)], t = z / rho
+    yq = np.sqrt(betaincinv(0.5, (dv - 1) / 2.0, (np.arange(1024) + 0.5) / 1024)) if dv > 1 else np.ones(1)
+    reach = np.minimum((rho[:, None] / (2.0 * yq[None, :])) ** 2, 1.0)  # [R, Y]
+    lost = betainc(0.5, (d - 1) / 2.0, reach).mean(1) if d > 1 else (yq[None, :] < rho[:, None] / 2).mean(1)
     if stochastic:
         kept = np.full(len(rho), float(z2c.mean()))  # unbiased: E[z R(z)] = E z^2
     else:
