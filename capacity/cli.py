@@ -20,7 +20,7 @@ from capacity import __version__
 from capacity.errors import CapacityError, UserCodeError
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
-SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, kind, values, key_stats, decode, repeats, vocab, overwrite, distractors, age_bins, haystack, depth, needles, candidates, top_k"  # Study.settable()
+SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, repeats, vocab, overwrite, distractors, age_bins, haystack, depth, needles, candidates, top_k, queries"  # Study.settable()
 
 
 class _Parser(argparse.ArgumentParser):

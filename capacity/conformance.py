@@ -13,8 +13,10 @@ nearest 16 and measured at the declared d nearest 64.
 The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason):
 
 - protocol: ``name`` and callable ``init_state``, ``write``, ``read``, ``state_numel``;
-- shape and dtype: reads are float32 ``[B, m, dv]``; a tensor state is float32 ``[B, ...]``
-  with ``state_numel(d, dv)`` numbers per batch item (or ``numel(state)`` for a growing memory);
+- shape and dtype: reads are float32 ``[B, m, dv]``; the state's tensors (found through dataclasses, tuples,
+  lists and dicts) are floating point ``[B, ...]`` in any precision (float32, bfloat16, float16, float8: a state
+  stored in low precision is accepted) and hold ``state_numel(d, dv)`` numbers per batch item (or
+  ``numel(state)`` for a growing memory); the detail reports their dtypes and bytes;
 - input dtypes: bfloat16 and float16 keys, values and queries are accepted and read as float32,
   close to the float32 read of the same (rounded) numbers;
 - determinism: two runs on the same inputs give identical reads;
@@ -37,7 +39,6 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import numbers
@@ -137,18 +138,10 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _state_tensors(state) -> list[torch.Tensor]:
-    """The tensors a state is made of: itself, or the tensor fields of a dataclass, tuple, list or dict."""
-    if isinstance(state, torch.Tensor):
-        return [state]
-    if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        members = [getattr(state, f.name) for f in dataclasses.fields(state)]
-    elif isinstance(state, (tuple, list)):
-        members = list(state)
-    elif isinstance(state, dict):
-        members = list(state.values())
-    else:
-        members = []
-    return [m for m in members if isinstance(m, torch.Tensor)]
+    """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested."""
+    from capacity.precision import state_tensors
+
+    return state_tensors(state)
 
 
 def _declared(variant, flag: str):
@@ -201,22 +194,24 @@ def _shape_dtype(v, x: _Inputs) -> Result:
             PASS,
             f"reads float32 [B, m, dv]; the state ({type(state).__name__}) holds no tensors to size",
         )
-    bad = [t for t in tensors if t.dtype != torch.float32 or t.ndim == 0 or t.shape[0] != x.B]
+    bad = [t for t in tensors if not t.is_floating_point() or t.ndim == 0 or t.shape[0] != x.B]
     if bad:
         return Result(
             "shape and dtype",
             FAIL,
-            f"the state holds a {bad[0].dtype} tensor {list(bad[0].shape)}; state tensors must be float32 with batch {x.B} first",
+            f"the state holds a {bad[0].dtype} tensor {list(bad[0].shape)}; state tensors must be floating point (float32, bfloat16, float16, float8) with batch {x.B} first",
         )
     held = sum(t[0].numel() for t in tensors)
     if held != expect:
         return Result(
             "shape and dtype", FAIL, f"the state holds {held} numbers per batch item but {source} says {expect}"
         )
+    kinds = sorted({str(t.dtype).replace("torch.", "") for t in tensors})
+    nbytes = sum(t[0].numel() * t.element_size() for t in tensors)
     return Result(
         "shape and dtype",
         PASS,
-        f"reads float32 [B, m, dv]; state {type(state).__name__} holds {source} = {held} float32 per item",
+        f"reads float32 [B, m, dv]; state {type(state).__name__} holds {source} = {held} numbers ({', '.join(kinds)}; {nbytes} bytes) per item",
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _validate
+from capacity import _random, _validate
 from capacity import variants as _variants
 from capacity.decode import _ks, argmax_correct, topk_correct
 from capacity.errors import CapacityError
@@ -184,6 +185,8 @@ class Curves:
     ``checkpoints``, ``feature_dim``: as in the Dataset;
     ``per_age``: name -> float64 ``[C, B, A]``, means over the pairs of each age bin (NaN where a bin is empty), and
     ``age_edges`` the A + 1 bin edges, or both empty (no ``age_bins``).
+    ``se``: with ``queries``, name -> float64 ``[C, B]``, the standard error of each mean over its sampled queries
+    (0 where every stored pair was read), else empty.
     """
 
     checkpoints: list[int]
@@ -194,6 +197,7 @@ class Curves:
     per_age: dict[str, np.ndarray] = field(default_factory=dict)
     age_edges: list[int] = field(default_factory=list)
     top_k: tuple = ()
+    se: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def measure(
@@ -206,6 +210,8 @@ def measure(
     decode: bool = True,
     age_bins=None,
     top_k=None,
+    queries: int | None = None,
+    query_seed: int = 0,
 ) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
@@ -223,6 +229,15 @@ def measure(
     _validate.flag("decode", decode)
     _validate.flag("per_query", per_query)
     ks = () if top_k is None else tuple(_ks(top_k))
+    if queries is not None:
+        queries = _validate.positive_int("queries", queries)
+        if per_query:
+            raise CapacityError("per_query=True reads every stored pair; it does not combine with queries=")
+        if ks or age_bins is not None:
+            raise CapacityError(
+                "queries= reads a sample of the stored pairs; it does not combine with top_k= or age_bins="
+            )
+    query_seed = _random.check_seed("query_seed", query_seed)
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -235,11 +250,13 @@ def measure(
     vname = getattr(variant, "name", type(variant).__name__)
     names = [m for m in METRICS if decode or m != "recall"]
     # reads and per-query metrics at the last checkpoint: about ten [B, n, dv] float32 tensors at once
-    _validate.check_alloc("probe: reads and metrics", (B, n, dv), torch.float32, device, copies=10.0)
+    _validate.check_alloc("probe: reads and metrics", (B, min(n, queries or n), dv), torch.float32, device, copies=10.0)
     if per_query:
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
-        return _measure(guard(variant), keys, values, cps, vname, names, per_query, decode, edges, ks)
+        return _measure(
+            guard(variant), keys, values, cps, vname, names, per_query, decode, edges, ks, queries, query_seed
+        )
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
             raise _validate.alloc_error("probe", (B, n, dv), torch.float32, device, exc) from None
@@ -259,7 +276,47 @@ def _by_age(x: torch.Tensor, edges: list[int]) -> torch.Tensor:
     return torch.where(counts > 0, sums / counts.clamp_min(1), torch.full_like(sums, float("nan")))
 
 
-def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=None, ks=()) -> Curves:
+def _sample(c: int, m: int, seed: int, device) -> torch.Tensor:
+    """m of the stored pairs 0 .. c-1, uniformly without replacement, sorted: the same for (seed, c) on any batch."""
+    g = _random.generator(seed, f"probe/queries/{c}")
+    return torch.randperm(c, generator=g)[:m].sort().values.to(device)
+
+
+def _argmax_sampled(r: torch.Tensor, v: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """1.0 where read j (of stored pair idx[j]) scores highest with its own value among all c stored values.
+
+    Shapes: r ``[B, m, dv]``, v ``[B, c, dv]``, idx ``[m]``; returns float32 ``[B, m]``. Scores in float32 blocks,
+    with every read whose best other score lies within twice the float32 error bound of its own
+    (2 dv 2^-24 |r| |v|max) decided again in float64: the answer is exact, as ``capacity.decode.argmax_correct``'s.
+    """
+    B, m, dv = r.shape
+    c = v.shape[1]
+    out = torch.zeros(B, m, device=r.device)
+    vmax = v.norm(dim=-1).amax(-1)  # [B]
+    block = max(1, (1 << 22) // c)
+    for b in range(B):
+        own = (r[b].double() * v[b, idx].double()).sum(-1)  # [m]
+        tol = 2.0 * dv * 2.0**-24 * r[b].norm(dim=-1).double() * float(vmax[b]) + 1e-30
+        for s0 in range(0, m, block):
+            sl = slice(s0, s0 + block)
+            sc = r[b, sl] @ v[b].T  # [blk, c] float32
+            rows = torch.arange(sc.shape[0], device=r.device)
+            sc[rows, idx[sl]] = -math.inf
+            best = sc.amax(-1).double()
+            right = best < own[sl] - tol[sl]
+            unsure = ~right & (best <= own[sl] + tol[sl])
+            res = right.float()
+            if bool(unsure.any()):
+                q = unsure.nonzero().flatten()
+                s64 = r[b, sl][q].double() @ v[b].double().T  # [u, c]
+                res[q] = (s64.argmax(-1) == idx[sl][q]).float()
+            out[b, sl] = res
+    return out
+
+
+def _measure(
+    variant, keys, values, cps, vname, names, per_query, decode, edges=None, ks=(), queries=None, query_seed=0
+) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``).
 
     The state takes whole blocks of ``BLOCK`` tokens; a checkpoint inside a block writes the rest of its pairs
@@ -281,6 +338,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
             for m in names
         }
     ages: dict[str, list[torch.Tensor]] = {m: [] for m in names if m != "recall_at"} if edges is not None else {}
+    errs: dict[str, list[torch.Tensor]] = {m: [] for m in names} if queries is not None else {}
     written = 0  # pairs in `state`: a multiple of BLOCK
     for ci, c in enumerate(cps):
         while written + BLOCK <= c:
@@ -289,20 +347,30 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
         at = state if written == c else variant.write(_copy(state, vname), keys[:, written:c], values[:, written:c])
         if measures_size:
             sizes.append(int(variant.numel(at)))
-        r = variant.read(at, keys[:, :c])
-        if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, c, dv):
+        idx = _sample(c, queries, query_seed, device) if queries is not None and queries < c else None
+        m_c = c if idx is None else idx.numel()
+        r = variant.read(at, keys[:, :c] if idx is None else keys[:, idx])
+        if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, m_c, dv):
             got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
             raise CapacityError(
-                f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, c, dv)}"
+                f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, m_c, dv)}"
             )
         # the decode's score block bounds it to ~16M floats (one batch item at a time); from c alone, never from B
-        per = _query_metrics(r.float(), values[:, :c].float(), max(1, (1 << 24) // c), decode, ks)
+        if idx is None:
+            per = _query_metrics(r.float(), values[:, :c].float(), max(1, (1 << 24) // c), decode, ks)
+        else:
+            per = _query_metrics(r.float(), values[:, idx].float(), max(1, (1 << 24) // c), False)
+            if decode:
+                per["recall"] = _argmax_sampled(r.float(), values[:, :c].float(), idx)
         for m, x in per.items():
             rows[m].append(x.mean(1))  # [B] ([B, K] for recall_at)
             if per_query:
                 full[m][ci, :, :c] = x
             if m in ages:
                 ages[m].append(_by_age(x, edges))  # [B, A]
+            if queries is not None:  # s.e. of a mean of m_c of c draws without replacement (0 when all are read)
+                fpc = (c - m_c) / (c - 1) if c > 1 else 0.0
+                errs[m].append(x.double().std(-1, correction=1).nan_to_num(0.0) * math.sqrt(fpc / m_c))
     feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
     return Curves(
         checkpoints=cps,
@@ -315,6 +383,7 @@ def _measure(variant, keys, values, cps, vname, names, per_query, decode, edges=
         per_age={m: torch.stack(xs).cpu().numpy() for m, xs in ages.items()},  # [C, B, A] each
         age_edges=list(edges) if edges is not None else [],
         top_k=ks,
+        se={m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in errs.items()},
     )
 
 
@@ -354,6 +423,8 @@ def recall(
     decode: bool = True,
     age_bins=None,
     top_k=None,
+    queries: int | None = None,
+    query_seed: int = 0,
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
@@ -382,6 +453,12 @@ def recall(
     stored; the last written pair has age 0), named like the metric with ``_age`` (``PER_AGE``: ``mse_age``,
     ``recall_age``, ...) over (n, batch, age), NaN where a bin holds no pair yet; the coordinate ``age`` is each
     bin's first age, ``age_end`` its end (exclusive), and ``pairs_age`` over (n, age) counts its pairs.
+    ``queries=m`` reads, at each checkpoint n_c > m, a fixed seeded sample of m of the n_c stored pairs
+    (uniform without replacement, from ``query_seed``; the same for every batch item) instead of all of them, and
+    decodes each against all n_c stored values: every metric is then an unbiased estimate of the full mean, and the
+    Dataset holds its standard error as ``<metric>_se`` (the sample's standard deviation / sqrt(m), times the
+    finite-population factor sqrt((n_c - m)/(n_c - 1)); 0 at checkpoints with n_c <= m, which read every pair).
+    It makes long sequences affordable: the reads cost m d dv and the decode m n_c dv per checkpoint.
     """
     if isinstance(variant, (str, dict)):
         variant = _variants.resolve(variant)
@@ -394,6 +471,8 @@ def recall(
         decode=decode,
         age_bins=age_bins,
         top_k=top_k,
+        queries=queries,
+        query_seed=query_seed,
     )
     B, n, d = keys.shape
     dv = values.shape[2]
@@ -410,6 +489,7 @@ def recall(
         "checkpoints": cv.checkpoints,
         "decode": decode,
         **({"top_k": list(cv.top_k)} if cv.top_k else {}),
+        **({"queries": queries, "query_seed": query_seed} if queries is not None else {}),
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
@@ -457,6 +537,17 @@ def recall(
             ("n", "age"),
             np.asarray(counts, dtype=np.int64),
             {"long_name": "pairs per age bin", "units": "pairs", "description": "stored pairs in each age bin"},
+        )
+    for m, x in cv.se.items():
+        ln, u, desc = METRICS[m]
+        data[f"{m}_se"] = (
+            ("n", "batch"),
+            x,
+            {
+                "long_name": f"standard error of the {ln}",
+                "units": u,
+                "description": f"standard error of {m} from its sample of queries (queries={queries}); 0 where every stored pair was read",
+            },
         )
     if cv.sizes:
         data["state_numel"] = (

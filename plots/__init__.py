@@ -15,7 +15,9 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 - ``needle_figure``, ``needle_depth``: needle recall against haystack length, and by depth and length
   (``capacity.needle``);
 - ``closed_form``: measured against predicted reads (T2/T3/T4); its data from
-  ``closed_form.measure(keys, values)``.
+  ``closed_form.measure(keys, values)``;
+- ``precision_curves``: error and recall against n per state dtype and rounding, with T14-T19;
+- ``heads_capacity``: capacity against the number of heads at a fixed d and a fixed state size, with T20.
 
 >>> from capacity import plots
 >>> sorted(plots.FIGURES)[:3]
@@ -30,8 +32,10 @@ from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.forgetting import forgetting
 from capacity.plots.frontier import frontier
+from capacity.plots.heads import heads_capacity
 from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
+from capacity.plots.precision import precision_curves
 from capacity.plots.render import FIGURES, available, choose, figures, render, render_path
 from capacity.plots.variants import variant_curves
 
@@ -48,6 +52,8 @@ __all__ = [
     "variant_curves",
     "feature_maps",
     "frontier",
+    "precision_curves",
+    "heads_capacity",
     "bill",
     "closed_form",
     "measure_closed_form",

@@ -1,12 +1,12 @@
-"""The recall-memory frontier: capacity against the numbers a memory keeps, every memory on one pair of axes.
+"""The recall-memory frontier: capacity against the bytes a memory keeps, every memory on one pair of axes.
 
 For each memory (variant, with its feature map) and key dimension d, the capacity at each criterion (mean error
-<= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with min-max bars) against the size of
-the state it reads, per value dimension: D for a linear read of a D x dv state (D the feature dimension: d, or a
-feature map's), and for softmax's cache at its capacity n* (d + dv) / dv. T8 bounds every linear read: no D x dv
-state keeps mean error <= eps past n* = D / (1 - eps), the frontier; the least-squares memory (lsq) reaches it.
-Softmax keeps every pair (T13): n = N / (d + dv) for N numbers. (lsq also keeps a d x d matrix for its update,
-which this axis does not count; the note says so.)
+<= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with min-max bars) against the bytes
+of everything its state holds (``capacity.precision.state_bytes``: every state tensor, lsq's d x d matrix included,
+at the Dataset's ``state_dtype``, float32 when it has none), per sequence and head; for softmax's cache, at its
+capacity n*: n* (d + dv) numbers. T8 bounds every linear read: no D x dv state keeps mean error <= eps past
+n* = D / (1 - eps), which in bytes b = s D dv (s bytes a number) is the line n* = b / (s dv (1 - eps)), one per
+value dimension dv. Softmax keeps every pair (T13): n = b / (s (d + dv)).
 
 A third panel puts trained results beside the training-free ceiling, in bytes: Based's Fig. 2 (arXiv 2402.18668),
 MQAR accuracy of trained Based, Mamba, attention and sliding-window attention models against their recurrent state
@@ -21,7 +21,7 @@ import pandas as pd
 from capacity.plots import _data, names, published, theme
 from capacity.plots.capacity_vs_d import EPS, TAU
 
-from capacity import metrics, theory, variants
+from capacity import metrics, precision, theory, variants
 from capacity.errors import CapacityError
 
 __all__ = ["frontier"]
@@ -35,16 +35,17 @@ def _built(label: str):
         return None
 
 
-def _rows(v, d: int, dv: int):
-    """(state rows D = numbers read per value dimension, grows) of the built variant ``v``: D for a fixed D x dv state;
-    for a cache that grows, (d + dv) / dv per pair kept; None when unknown."""
+def _bytes(v, d: int, dv: int, dtype: str):
+    """(bytes kept by the built variant ``v`` at key and value dimensions d, dv, grows): for a fixed state, every
+    state tensor at ``dtype``; for a cache that grows, the bytes per pair kept (d + dv numbers); None when unknown."""
     if v is None:
         return None, False
-    if getattr(v, "linear_read", False) is True:
-        return float(v.feature_dim(d) if callable(getattr(v, "feature_dim", None)) else d), False
     if callable(getattr(v, "numel", None)):
-        return (d + dv) / dv, True
-    return None, False
+        return (d + dv) * precision.itemsize(dtype), True
+    try:
+        return float(precision.state_bytes(v, d, dv, dtype)), False
+    except (CapacityError, TypeError, ValueError):
+        return None, False
 
 
 def frontier(ds, *, eps: float = EPS, tau: float = TAU):
@@ -55,6 +56,10 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
             "the frontier figure draws one key family; select one first, e.g. ds.sel(key_family='gaussian')"
         )
     sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
+    dtype = (
+        str(sub["state_dtype"].values) if "state_dtype" in sub.coords and sub["state_dtype"].ndim == 0 else "float32"
+    )
+    size = precision.itemsize(dtype)
     var_labels = [str(v) for v in sub["variant"].values]
     colors = theme.palette(var_labels)
     criteria = [
@@ -64,7 +69,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
     skipped = []
     with theme.style():
         built = {v: _built(v) for v in var_labels}  # each memory resolved once
-        growing = [v for v in var_labels if _rows(built[v], 16, 16)[1]]
+        growing = [v for v in var_labels if _bytes(built[v], 16, 16, dtype)[1]]
         fig, axes = theme.figure(1, 3, height=theme.PANEL_H + 1.6)
         axes[0, 1].sharex(axes[0, 0])
         for c, (metric, thr, crit) in enumerate(criteria):
@@ -74,56 +79,59 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
             for v in var_labels:
                 for d in [int(x) for x in sub["d"].values]:
                     dv = _data.dv_of(sub, d)
-                    size, grows = _rows(built[v], d, dv)
-                    if size is None:
+                    kept, grows = _bytes(built[v], d, dv, dtype)
+                    if kept is None:
                         if v not in skipped:
                             skipped.append(v)
                         continue
                     for seed_cap in np.atleast_1d(cap.sel(variant=v, d=d).values):
                         if np.isfinite(seed_cap):
                             rows.append(
-                                {"variant": v, "numbers": size * (seed_cap if grows else 1.0), "capacity": seed_cap}
+                                {"variant": v, "bytes": kept * (seed_cap if grows else 1.0), "capacity": seed_cap}
                             )
             df = pd.DataFrame(rows)
             if len(df):
                 theme.curves(
                     ax,
                     df,
-                    x="numbers",
+                    x="bytes",
                     y="capacity",
                     hue="variant",
                     name=names.variant_name,
                     err_style="bars",
                     colors=colors,
                 )
-            lo = min([float(df["numbers"].min())] if len(df) else []) if len(df) else float(min(sub["d"].values))
-            hi = max(float(df["numbers"].max()) if len(df) else 0.0, 16.0 * float(max(sub["d"].values)))
+            d_all = [int(x) for x in sub["d"].values]
+            lo = float(df["bytes"].min()) if len(df) else float(size * min(d_all) ** 2)
+            hi = max(float(df["bytes"].max()) if len(df) else 0.0, 4.0 * size * max(d_all) ** 2)
             x = np.geomspace(lo, hi, 48)
             if metric == "mse":
-                theme.theory_line(
-                    ax,
-                    x,
-                    theory.rank_bound_capacity(thr, x),
-                    theorem="T8",
-                    label="T8 frontier of linear reads: n* = D / (1 − ε)",
-                    color="0.15",
-                )
+                dvs = sorted({_data.dv_of(sub, d) for d in d_all})
+                for i, dv in enumerate(dvs):  # T8 in bytes, one line per value dimension
+                    theme.theory_line(
+                        ax,
+                        x,
+                        theory.rank_bound_capacity(thr, x / (size * dv)),
+                        theorem=f"T8:dv={dv}",
+                        label=f"T8 frontier of linear reads: n* = bytes / ({size} dv (1 − ε)), dv = {dv}",
+                        color=str(0.15 + 0.2 * i),
+                    )
             if growing:
                 dv0 = _data.dv_of(sub, int(sub["d"].values[0]))
                 d0 = int(sub["d"].values[0])
                 theme.theory_line(
                     ax,
                     x,
-                    x * dv0 / (d0 + dv0),
+                    x / (size * (d0 + dv0)),
                     theorem="T13:cache",
-                    label="softmax keeps every pair: n = N / (d + dv) (T13)",
+                    label=f"softmax keeps every pair: n = bytes / ({size} (d + dv)) (T13)",
                     color=colors[growing[0]],
                     ls=":",
                 )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
             ax.set_title(crit)
-            ax.set_xlabel("state rows D = numbers kept / dv")
+            ax.set_xlabel(f"state bytes ({dtype})")
         axes[0, 0].set_ylabel(names.AXIS["capacity"])
         axes[0, 1].set_ylabel("")
         _trained_panel(axes[0, 2])
@@ -131,7 +139,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
         nseeds = sub.sizes.get("seed", 1)
         text = (
             theme.SEEDS_NOTE
-            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: a fixed D x dv state's D (the feature dimension); softmax's cache at its capacity, n* (d + dv) / dv (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured). lsq also keeps a d x d matrix for its update, not counted here."
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: the bytes of every tensor the state holds ({dtype}, {size} bytes a number; lsq's d x d matrix included); softmax's cache at its capacity, n* (d + dv) numbers (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured)."
         )
         text += (
             " Right: trained models' MQAR accuracy as read from Based's Fig. 2 (Arora et al., arXiv 2402.18668;"

@@ -18,9 +18,11 @@ from capacity.plots.error_vs_load import error_vs_load
 from capacity.plots.feature_maps import feature_maps
 from capacity.plots.forgetting import forgetting
 from capacity.plots.frontier import frontier
+from capacity.plots.heads import heads_capacity
 from capacity.plots.mqar import mqar_figure
 from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
+from capacity.plots.precision import precision_curves
 from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
@@ -53,13 +55,16 @@ FIGURES: dict[str, Callable] = {
     "forgetting": forgetting,
     "needle": needle_figure,
     "needle-depth": needle_depth,
+    "precision": precision_curves,
+    "heads": heads_capacity,
 }
 
 
 def choose(ds: xr.Dataset) -> list[str]:
     """The figures that fit what ``ds`` holds (its variables and dimensions), whatever its study is called.
 
-    bill for state sizes and decode times; closed-form for per-query reads; feature-maps for a feature axis;
+    bill for state sizes and decode times; closed-form for per-query reads; precision for several state dtypes over
+    n; heads for several head counts over load; feature-maps for a feature axis;
     orthogonality for key statistics; the variants overlay for several memories on one key family (else the
     error-vs-load panels, key families as colours); capacity against d for several d; needle for a needle study;
     forgetting for per-age variables (alone when the curve axis has one point).
@@ -70,6 +75,10 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["closed-form"]
     if _has(ds, "accuracy") and "overwrite" in ds.dims:
         return ["mqar"]
+    if _has(ds, "mse") and _several(ds, "state_dtype") and "n" in ds.dims:
+        return ["precision"]
+    if _has(ds, "mse") and _several(ds, "heads") and "load" in ds.dims and "value_heads" not in ds.dims:
+        return ["heads"]
     if _has(ds, "recall") and "haystack" in ds.dims:
         return ["needle", "needle-depth"]
     ages = ["forgetting"] if _has(ds, "signal_age", "mse_age") and "variant" in ds.dims else []

@@ -554,10 +554,14 @@ def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     assert "frontier" in plots.choose(res.dataset)
     fig = frontier(res.dataset)
     left = fig.axes[0]
-    x, y = xy(theory_lines(left)["T8"])
-    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x), **EXACT)
+    for dv in (8, 16):  # T8 in bytes, one line per value dimension: n* = bytes / (4 dv (1 - eps))
+        x, y = xy(theory_lines(left)[f"T8:dv={dv}"])
+        np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x / (4 * dv)), **EXACT)
     x, y = xy(measured_line(left, "lsq"))
-    np.testing.assert_allclose(x, [8, 16])  # D = d rows read
-    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x), rtol=0.05)  # on the frontier
-    _, lin = xy(measured_line(left, "linear"))
+    d = np.array([8, 16])
+    np.testing.assert_allclose(x, 4 * (d * d + d * d))  # every state tensor in bytes: lsq's d x d matrix too
+    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, d), rtol=0.05)  # T8 for its d x dv read
+    xl, lin = xy(measured_line(left, "linear"))
+    np.testing.assert_allclose(xl, 4 * d * d)  # a d x dv float32 state
     assert (lin < 0.7 * y).all()  # the additive memory sits well below it
+    assert left.get_xlabel() == "state bytes (float32)"

@@ -127,6 +127,8 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         "frontier",
         "forgetting",
         "needle",
+        "precision",
+        "heads",
     }
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()

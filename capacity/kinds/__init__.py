@@ -17,6 +17,7 @@ import torch
 import xarray as xr
 
 from capacity import _validate, labels, plugins, variants
+from capacity import heads as heads_mod
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
 from capacity.kinds import bill, mqar, needle, recall
@@ -43,7 +44,9 @@ class Probe:
     pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the grid's largest n);
     ``haystack`` (an axis: random, repeat, text), ``depth`` (an axis of needle depths in [0, 1]), ``needles`` and
     ``candidates`` (an axis of how many values an answer is decoded among): the needle task (``capacity.needle``);
-    ``top_k``: also ``recall_at`` over a dimension ``k`` (recall: listwise recall from the same exact decode, T30).
+    ``top_k``: also ``recall_at`` over a dimension ``k`` (recall: listwise recall from the same exact decode, T30);
+    ``queries``: read a fixed seeded sample of this many stored pairs at each n (0: all; ``capacity.probe.recall``'s
+    ``queries``), with standard errors as ``<metric>_se``.
     """
 
     kind: str = "recall"
@@ -60,6 +63,7 @@ class Probe:
     needles: int = 1
     candidates: tuple = (1024.0,)
     top_k: tuple = ()
+    queries: int = 0
 
     def __post_init__(self):
         from capacity import values
@@ -79,6 +83,7 @@ class Probe:
         put("repeats", _validate.positive_int("repeats", self.repeats))
         put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
         put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
+        put("queries", _validate.positive_int("queries", self.queries, minimum=0))
         ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else self.overwrite
         ows = (ows,) if isinstance(ows, (int, float)) else tuple(ows)
         scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
@@ -148,6 +153,9 @@ def check(study) -> None:
                 )
     for d in g.d:
         for dv in g.dv or (d,):
+            for h in g.heads:
+                for hv in g.value_heads or (h,):
+                    heads_mod.check_layout(d, dv, h, hv)
             if study.probe.values == "orthonormal" and max(g.ns(d)) > dv:
                 raise CapacityError(
                     f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
@@ -160,6 +168,11 @@ def rules(study) -> None:
     belongs to other kinds alone (their ``FIELDS``)."""
     kind = KINDS[study.probe.kind]
     getattr(kind, "grid_rules", lambda s: None)(study)
+    g = study.grid
+    if study.probe.kind != "recall" and (
+        g.state_dtype != ("float32",) or g.rounding != ("step",) or g.heads != (1,) or g.value_heads
+    ):
+        raise CapacityError("state_dtype, rounding, heads and value_heads apply to recall studies only (kind=recall)")
     owner = {f: name for name, k in KINDS.items() for f in getattr(k, "FIELDS", ())}
     wrong = [f for f in study.probe.changed() if owner.get(f, study.probe.kind) != study.probe.kind]
     if wrong:

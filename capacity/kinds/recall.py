@@ -11,8 +11,9 @@ import numpy as np
 import torch
 import xarray as xr
 
+from capacity import heads, precision, probe, theory, values
 from capacity import keys as keys_mod
-from capacity import probe, theory, values
+from capacity.errors import CapacityError
 
 __all__ = [
     "coords",
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 PER_POINT = True
-FIELDS = ("key_stats", "age_bins", "top_k")  # probe fields of this kind alone
+FIELDS = ("key_stats", "age_bins", "top_k", "queries")  # probe fields of this kind alone
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _ATTRS = ("long_name", "units", "description")
 _STATS = {
@@ -52,6 +53,15 @@ _THEORY = {  # name: (function of n and d, units)
 }
 
 
+def grid_rules(study) -> None:
+    """``queries`` reads a sample: it does not combine with what describes or bins every stored pair."""
+    p = study.probe
+    if p.queries and (p.key_stats or p.age_bins or p.top_k):
+        raise CapacityError(
+            "queries reads a sample of the stored pairs; it does not combine with key_stats, age_bins or top_k"
+        )
+
+
 def coords(study) -> dict:
     """A cell's dimensions besides n."""
     return {"seed": list(study.grid.seed)}
@@ -69,15 +79,34 @@ def extra_coords(study) -> dict:
     return {**out, "k": list(study.probe.top_k)} if study.probe.top_k else out
 
 
+_LAYOUT = {
+    "state_dtype": "dtype the state is stored in (capacity.precision; float32: as computed)",
+    "rounding": "when the stored state is rounded: step, final or chunk=C (+stochastic)",
+    "heads": "key heads H, each of d/H dimensions normalised on its own (capacity.heads)",
+    "value_heads": "value heads HV, each of dv/HV dimensions",
+}
+
+
 def coord_vars(study) -> dict:
-    """Coordinates the assembled Dataset adds on the extra dimensions: each age bin's end, with ``age_bins``."""
-    if not study.probe.age_bins:
-        return {}
-    edges = age_edges(study)
-    return {
-        "age": ("age", edges[:-1], {"long_name": "pair age", "units": "writes"}),
-        "age_end": ("age", edges[1:], {"long_name": "end of the age bin", "units": "writes"}),
-    }
+    """Coordinates the assembled Dataset adds: how the state is stored and laid out (a dimension where the grid
+    lists several values, else a scalar), and with ``age_bins`` each age bin's end."""
+    g, out = study.grid, {}
+    for axis, desc in _LAYOUT.items():
+        values = getattr(g, axis)
+        if axis == "value_heads" and not values:  # as many as key heads
+            axis_of, values, desc = ("heads",), g.heads, desc + " (= heads)"
+        else:
+            axis_of = (axis,)
+        out[axis] = (
+            (axis_of, list(values), {"description": desc})
+            if len(values) > 1
+            else ((), values[0], {"description": desc})
+        )
+    if study.probe.age_bins:
+        edges = age_edges(study)
+        out["age"] = ("age", edges[:-1], {"long_name": "pair age", "units": "writes"})
+        out["age_end"] = ("age", edges[1:], {"long_name": "end of the age bin", "units": "writes"})
+    return out
 
 
 def variables(study) -> dict[str, dict]:
@@ -88,6 +117,14 @@ def variables(study) -> dict[str, dict]:
         names.update(_STATS)
     if study.probe.top_k:
         names["recall_at"] = probe.RECALL_AT
+    if study.probe.queries:  # standard errors of the sampled means
+        for m, (ln, u, _) in metrics.items():
+            q = study.probe.queries
+            names[f"{m}_se"] = (
+                f"standard error of the {ln}",
+                u,
+                f"standard error of {m} over its sample of {q} queries (0 where every pair was read)",
+            )
     out = {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
     if study.probe.age_bins:
         for m, (ln, units, desc) in metrics.items():
@@ -119,6 +156,9 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     for every n), and the probe writes in fixed blocks (``probe.BLOCK``).
     """
     fam, dtype = keys_mod.family(cell.keys.name), TORCH_DTYPES[cell.dtype]
+    # the state as stored (float32: the memory itself), then the head layout (one head: the memory itself)
+    memory = precision.stored(memory, cell.state_dtype, cell.rounding, seed=list(seeds))
+    memory = heads.split(memory, cell.heads, cell.value_heads)
     draw = dict(batch=len(seeds), seed=seeds, device=device)
     width = cell.dv if study.probe.values == "orthonormal" else max(ns)
     V = values.make(study.probe.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
@@ -136,9 +176,11 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
             decode=study.probe.decode,
             age_bins=edges,
             top_k=study.probe.top_k or None,
+            queries=study.probe.queries or None,
         )
         for i, n in enumerate(cv.checkpoints):
             rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
+            rows[n].update({f"{m}_se": x[i] for m, x in cv.se.items()})
             for m, x in cv.per_age.items():
                 rows[n][probe.PER_AGE[m]] = x[i]  # [S, A]
             if edges is not None:

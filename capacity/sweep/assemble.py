@@ -66,11 +66,13 @@ def _cell(study: Study, cell, label: str) -> dict:
     if g.feature:
         out["feature"] = cell.feature.label
     out["d"] = cell.d
-    if len(g.dtype) > 1:
-        out["dtype"] = cell.dtype
-    if len(g.dv) > 1:
-        out["dv"] = cell.dv
+    for axis in _LAST:
+        if len(getattr(g, axis)) > 1:
+            out[axis] = getattr(cell, axis)
     return out
+
+
+_LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # cell axes after the seed
 
 
 def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
@@ -88,8 +90,9 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
             feature_dim[(cell.feature.label, cell.d)] = int(cell_attrs["feature_dim"])
     order = {"variant": [plan.labels[v] for v in g.variant], "key_family": [k.label for k in g.keys]}
     order.update(feature=[f.label for f in g.feature], d=list(g.d), dtype=list(g.dtype), dv=list(g.dv))
+    order.update({axis: list(getattr(g, axis)) for axis in ("state_dtype", "rounding", "heads", "value_heads")})
     order[curve] = list(g.curve_values)
-    dims = [k for k in ("variant", "key_family", "feature", "d", "dtype", "dv") if k in rows[0].coords]
+    dims = [k for k in ("variant", "key_family", "feature", "d", *_LAST) if k in rows[0].coords]
     dims.insert(dims.index("d") + 1, curve)
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
@@ -98,7 +101,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     if study.probe.kind == "bill":  # one seed: a scalar coordinate
         out = out.isel(seed=0, drop=True)
     out = out.transpose(
-        *[k for k in dims if k not in ("dtype", "dv")], *extra, ..., *[k for k in ("dtype", "dv") if k in dims]
+        *[k for k in dims if k not in _LAST], *extra, ..., *[k for k in _LAST if k in dims]
     )  # ...: a variable's own dimension (recall_at's k) after the seed
     for name, meta in kind.variables(study).items():
         out[name].attrs = meta
@@ -132,7 +135,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
         dv = xr.DataArray(np.asarray(g.dv), dims="dv") if len(g.dv) > 1 else xr.DataArray(g.dv[0])
         out.coords["dv"] = dv.assign_attrs(_COORD_ATTRS["dv"])
     if len(g.dtype) == 1:
-        out.coords["dtype"] = ((), g.dtype[0], {"description": "dtype of keys and values (the state is float32)"})
+        out.coords["dtype"] = ((), g.dtype[0], {"description": "dtype of keys and values"})
     if study.probe.kind == "bill":
         out.coords.update({"key_family": ((), g.keys[0].label), "seed": ((), g.seed[0])})
     if g.feature:

@@ -25,9 +25,10 @@ from capacity.errors import CapacityError
 from capacity.kinds import Probe, rules
 from capacity.labels import Spec
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "axis_values", "n_of", "digest", "DTYPES", "CELL_AXES"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "axis_values", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
+STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.precision.DTYPES
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -60,6 +61,12 @@ def _number(name: str, v, whole: bool):
     return float(x)
 
 
+def _rounding(v) -> str:
+    from capacity.precision import Rounding
+
+    return Rounding.parse(str(v)).label
+
+
 # every grid axis: how its values are read, and its role. A point is one value of every axis; a cell is one value
 # of every "cell" axis (one write pass measures a cell's loads or pair counts for all its seeds at once).
 _AXES = {
@@ -75,17 +82,25 @@ _AXES = {
     "seed": (lambda v: _random.check_seed("seed", labels.scalar(v) if isinstance(v, str) else v), "seed"),
     "dtype": (lambda v: _validate.choice("dtype", str(v), DTYPES), "cell"),
     "dv": (lambda v: _number("dv", v, True), "cell"),
+    "state_dtype": (lambda v: _validate.choice("state_dtype", str(v), STATE_DTYPES), "cell"),
+    "rounding": (lambda v: _rounding(v), "cell"),
+    "heads": (lambda v: _number("heads", v, True), "cell"),
+    "value_heads": (lambda v: _number("value_heads", v, True), "cell"),
 }
 CELL_AXES = tuple(name for name, (_, role) in _AXES.items() if role == "cell")
 
 
 @dataclass(frozen=True)
 class Grid:
-    """The grid axes; every point is one (variant, keys, feature, d, load or n, seed, dtype, dv).
+    """The grid axes; every point is one (variant, keys, feature, d, load or n, seed, dtype, dv, state_dtype,
+    rounding, heads, value_heads).
 
     ``variant``, ``keys`` (key families) and ``feature`` (feature maps handed to the variant; empty: no axis) are
     labels such as ``delta(beta=0.5)``; ``load`` (n/d) or ``n`` (pair counts), exactly one; ``seed``: the batch of
-    one probe; ``dtype``: of keys and values (the state is float32); ``dv`` (empty: dv = d).
+    one probe; ``dtype``: of keys and values; ``dv`` (empty: dv = d); ``state_dtype`` and ``rounding``: how the
+    state is stored (``capacity.precision``: float32 | bfloat16 | float16 | float8_e4m3fn | float8_e5m2, and
+    step | final | chunk=C, optionally +stochastic); ``heads`` and ``value_heads`` (empty: as many as heads): the
+    head layout (``capacity.heads``).
     """
 
     variant: tuple = ("linear",)
@@ -97,6 +112,10 @@ class Grid:
     seed: tuple = (0,)
     dtype: tuple = ("float32",)
     dv: tuple = ()
+    state_dtype: tuple = ("float32",)
+    rounding: tuple = ("step",)
+    heads: tuple = (1,)
+    value_heads: tuple = ()
 
     def __post_init__(self):
         for name, (read, _) in _AXES.items():
@@ -105,7 +124,7 @@ class Grid:
             dup = sorted({str(x) for x in seen if seen.count(x) > 1})
             if dup:
                 raise CapacityError(f"{name} lists {', '.join(dup)} more than once; each grid value must be distinct")
-            if not items and name in ("variant", "keys", "d", "seed", "dtype"):
+            if not items and name in ("variant", "keys", "d", "seed", "dtype", "state_dtype", "rounding", "heads"):
                 raise CapacityError(f"grid axis {name} must list at least one value")
             object.__setattr__(self, name, items)
         if bool(self.load) == bool(self.n):
@@ -125,8 +144,13 @@ class Grid:
         return [n_of(x, d) for x in self.load] if self.load else list(self.n)
 
     def values(self, axis: str) -> tuple:
-        """The values of a cell axis (``dv`` empty means dv = d: ``(None,)``; no feature axis: ``(None,)``)."""
+        """The values of a cell axis (``dv`` empty means dv = d and ``value_heads`` empty as many as ``heads``:
+        ``(None,)``; no feature axis: ``(None,)``)."""
         return getattr(self, axis) or (None,)
+
+    def layouts(self) -> list[tuple[int, int]]:
+        """(heads, value_heads) pairs of the grid (value_heads empty: each heads with as many value heads)."""
+        return [(h, hv) for h in self.heads for hv in (self.value_heads or (h,))]
 
     def to_json(self) -> dict:
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}

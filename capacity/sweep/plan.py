@@ -50,7 +50,8 @@ def cells(study: Study) -> list[Cell]:
     out = [()]
     for axis in CELL_AXES:
         out = [(*c, (axis, v)) for c in out for v in study.grid.values(axis)]
-    return [Cell(tuple((a, v or dict(c)["d"]) if a == "dv" else (a, v) for a, v in c)) for c in out]
+    same = {"dv": "d", "value_heads": "heads"}  # an empty axis: as many as its partner
+    return [Cell(tuple((a, v or dict(c)[same[a]]) if a in same else (a, v) for a, v in c)) for c in out]
 
 
 @dataclass

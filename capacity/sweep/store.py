@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from capacity._files import atomic_write, clean_stale
-from capacity.sweep.config import digest
+from capacity.sweep.config import Spec, digest
 
 __all__ = ["reuse_key", "Store", "SCHEMA"]
 
@@ -28,8 +28,8 @@ SCHEMA = 2  # the layout of a cell file; a new layout is never mixed with files 
 def reuse_key(plan, cell) -> str:
     """The name of ``cell``'s file in the store: a hash of everything that computes its points' numbers.
 
-    Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, key family and
-    feature map with their parameters); the memory's full state (``provenance.describe``: every attribute, not
+    Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, state dtype and rounding, head layout,
+    key family and feature map with their parameters); the memory's full state (``provenance.describe``: every attribute, not
     only ``params``), its behavioural fingerprint (``provenance.behaviour``: the bits of a tiny fixed probe), the
     user's code it runs (``provenance.user_code``: the modules of its class, feature map, factory or import path
     and every module of the user's they import) and the files its parameters name; the key family's fingerprint,
@@ -44,13 +44,7 @@ def reuse_key(plan, cell) -> str:
     return digest(
         {
             "probe": study.probe.to_json(),
-            "cell": {
-                "keys": label(cell.keys),
-                "feature": label(cell.feature),
-                "d": cell.d,
-                "dv": cell.dv,
-                "dtype": cell.dtype,
-            },
+            "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.values if a != "variant"},
             "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"], **memory.code},
             "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},
             "seeds": None if plan.per_seed(cell) else list(study.grid.seed),

@@ -52,6 +52,19 @@ from capacity.theory.features import (
     sphere_moment,
 )
 from capacity.theory.forgetting import forgetting_error, forgetting_horizon, forgetting_signal, mamba2_step_moments
+from capacity.theory.heads import heads_capacity, heads_effective_d, heads_random_keys_error, heads_state_numel
+from capacity.theory.precision import (
+    decay_rounding_floor,
+    delta_rounding_floor,
+    final_rounding_error,
+    retained_fraction,
+    rounding_crossover,
+    rounding_variance,
+    stall_fraction,
+    stall_onset,
+    step_rounding_error,
+    unit_roundoff,
+)
 from capacity.theory.softmax import exp_kernel_error, softmax_error, softmax_weight
 
 __all__ = [
@@ -95,4 +108,18 @@ __all__ = [
     "recall_at",
     "recall_at_refined",
     "recall_at_capacity_refined",
+    "unit_roundoff",
+    "rounding_variance",
+    "final_rounding_error",
+    "step_rounding_error",
+    "rounding_crossover",
+    "stall_fraction",
+    "retained_fraction",
+    "stall_onset",
+    "decay_rounding_floor",
+    "delta_rounding_floor",
+    "heads_random_keys_error",
+    "heads_capacity",
+    "heads_state_numel",
+    "heads_effective_d",
 ]

@@ -1,0 +1,435 @@
+"""State precision: any memory with its state stored in bfloat16, float16 or float8 (docs/precision.md, T14-T19).
+
+``stored(memory, state_dtype, rounding)`` returns a memory whose state is rounded to ``state_dtype`` as a deployed
+model stores it; every floating tensor of the state is rounded (a tensor, the tensor fields of a dataclass such as
+``TokenState`` or lsq's ``LsqState``, tuples, lists, dicts), so it works for every built-in and for user memories.
+
+- ``rounding="step"``: the tokens are written one at a time and the state rounded after every write (decode with a
+  low-precision state cache);
+- ``"chunk=C"``: float32 within chunks of C tokens (counted from the first token), rounded when a chunk is stored
+  (what chunked kernels do between chunks; a read inside a chunk sees the stored state plus the chunk's float32
+  writes, as a chunked kernel's intra-chunk outputs do). On a CPU, ``chunk=64`` stands in for the fused chunk
+  kernels of flash-linear-attention;
+- ``"final"``: float32 writes, the state rounded once before each read (a float32 prefill stored for decoding).
+
+Append ``+stochastic`` (``"step+stochastic"``) for stochastic rounding: x goes to one of its two neighbours in the
+format with the probabilities that make the result unbiased, from seeded streams (``seed``: one seed for the batch,
+or one per batch item, or one per equal group of consecutive items, as the sweep passes its seeds; a stream per
+item and block of tokens, so an item's draws depend neither on the rest of its batch nor on how the writes are
+chunked). The default is
+round-to-nearest-even (the cast ``x.to(dtype)``). Values beyond the format's largest finite number saturate to it
+(float8_e4m3fn has no infinity; the others would overflow to inf): ``saturated(state)`` is not tracked, the docs
+give each format's range. Reads use the stored state. The stored numbers are kept in float32 tensors (the memory's
+own code runs unchanged); ``state_bytes`` counts them at the state dtype.
+
+``state_dtype="float32"`` returns the memory itself: results are bit-identical to an unwrapped memory's.
+
+>>> import torch
+>>> from capacity import precision, variants, keys, values, probe
+>>> mem = precision.stored(variants.get("linear"), "bfloat16", "step")
+>>> K = keys.make("gaussian", n=64, d=16, batch=2, seed=0); V = values.make("gaussian", 64, 16, batch=2, seed=0)
+>>> ds = probe.recall(mem, K, V, checkpoints=[64])
+>>> S = mem.write(mem.init_state(2, 16, 16), K, V)
+>>> bool((S.inner.to(torch.bfloat16).float() == S.inner).all())      # every entry is a bfloat16 number
+True
+>>> mem.state_bytes(16, 16), variants.get("linear").state_numel(16, 16) * 4
+(512, 1024)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from capacity import _random, _validate
+from capacity.errors import CapacityError
+
+__all__ = [
+    "DTYPES",
+    "TORCH_DTYPES",
+    "Rounding",
+    "stored",
+    "Stored",
+    "StoredState",
+    "round_",
+    "state_bytes",
+    "state_tensors",
+    "itemsize",
+]
+
+TORCH_DTYPES = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+}
+DTYPES = tuple(TORCH_DTYPES)
+_BLOCK = 64  # tokens per seeded stream of stochastic-rounding draws
+
+
+def _dtype(state_dtype) -> str:
+    name = str(state_dtype).replace("torch.", "")
+    if name not in TORCH_DTYPES:
+        raise CapacityError(f"state_dtype must be one of {', '.join(DTYPES)}, got {state_dtype!r}")
+    return name
+
+
+def itemsize(state_dtype) -> int:
+    """Bytes per number of ``state_dtype`` (4, 2, 2, 1, 1)."""
+    return torch.empty(0, dtype=TORCH_DTYPES[_dtype(state_dtype)]).element_size()
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """When the state is rounded: ``kind`` step | chunk | final, ``chunk`` C (chunk only), ``stochastic``."""
+
+    kind: str = "step"
+    chunk: int | None = None
+    stochastic: bool = False
+
+    @classmethod
+    def parse(cls, spec) -> Rounding:
+        """From ``"step"``, ``"final"``, ``"chunk=C"``, each optionally with ``+stochastic``, or a Rounding."""
+        if isinstance(spec, Rounding):
+            return spec
+        allowed = "step, final or chunk=C (C a whole number >= 1), optionally followed by +stochastic"
+        if not isinstance(spec, str):
+            raise CapacityError(f"rounding must be {allowed}; got {spec!r}")
+        base, plus, mode = spec.strip().partition("+")
+        if plus and mode.strip() != "stochastic":
+            raise CapacityError(f"rounding must be {allowed}; got {spec!r}")
+        base = base.strip()
+        if base in ("step", "final"):
+            return cls(base, None, bool(plus))
+        name, eq, size = base.partition("=")
+        if name.strip() == "chunk" and eq:
+            try:
+                c = int(size.strip())
+            except ValueError:
+                raise CapacityError(f"rounding must be {allowed}; got {spec!r}") from None
+            if c < 1:
+                raise CapacityError(f"rounding must be {allowed}; got {spec!r}")
+            return cls("chunk", c, bool(plus))
+        raise CapacityError(f"rounding must be {allowed}; got {spec!r}")
+
+    @property
+    def label(self) -> str:
+        base = f"chunk={self.chunk}" if self.kind == "chunk" else self.kind
+        return base + ("+stochastic" if self.stochastic else "")
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def state_tensors(state) -> list[torch.Tensor]:
+    """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order)."""
+    if isinstance(state, torch.Tensor):
+        return [state]
+    if isinstance(state, StoredState):
+        return state_tensors(state.inner)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return [t for f in dataclasses.fields(state) for t in state_tensors(getattr(state, f.name))]
+    if isinstance(state, (tuple, list)):
+        return [t for m in state for t in state_tensors(m)]
+    if isinstance(state, dict):
+        return [t for m in state.values() for t in state_tensors(m)]
+    return []
+
+
+class _Rounder:
+    """Rounds float32 tensors in place to one format: round-to-nearest-even through a reusable buffer, or
+    stochastically from per-item seeded streams (``draws(item, token)``)."""
+
+    def __init__(self, dtype: str, stochastic: bool, seed):
+        self.dtype, self.stochastic, self.seed = TORCH_DTYPES[dtype], stochastic, _seeds(seed)
+        info = torch.finfo(self.dtype)
+        self.max = float(info.max)
+        self.p = 1 - int(round(math.log2(float(info.eps))))  # significand bits with the implicit one
+        self.emin = int(round(math.log2(float(info.smallest_normal))))
+        self._buffers: dict = {}
+        self._powers: dict = {}
+        self._streams: dict = {}  # (tensor index, item) -> (block, draws [_BLOCK, numel])
+
+    def nearest(self, t: torch.Tensor) -> None:
+        key = (tuple(t.shape), t.device)
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = torch.empty(t.shape, dtype=self.dtype, device=t.device)
+        t.clamp_(-self.max, self.max)  # saturate (NaN stays NaN)
+        buf.copy_(t)
+        t.copy_(buf)
+
+    def _stream(self, which: int, item: int, batch: int, block: int) -> torch.Generator:
+        seeds = self.seed
+        if len(seeds) == 1:
+            return _random.generator(seeds[0], f"precision/stochastic/{which}/{item}/{block}")
+        if batch % len(seeds):
+            raise CapacityError(f"{len(seeds)} stochastic-rounding seeds do not divide the batch of {batch} items")
+        per = batch // len(seeds)
+        return _random.generator(seeds[item // per], f"precision/stochastic/{which}/{item % per}/{block}")
+
+    def _uniform(self, which: int, item: int, token: int, shape, device, batch: int = 1) -> torch.Tensor:
+        """U[0, 1) draws for token ``token`` of batch item ``item`` (tensor ``which`` of the state): one seeded
+        stream per (item, block of 64 tokens), drawn a block at a time, so that a token's draws depend on neither
+        the batch nor how the writes are chunked."""
+        block, pos = divmod(token, _BLOCK)
+        numel = math.prod(shape)
+        st = self._streams.get((which, item))
+        if st is None or st[0] != block or st[1].shape[1] != numel:
+            g = self._stream(which, item, batch, block)
+            st = (block, torch.rand(_BLOCK, numel, generator=g).to(device))
+            self._streams[(which, item)] = st
+        return st[1][pos].view(shape)
+
+    def stochastic_(self, t: torch.Tensor, which: int, token: int) -> None:
+        """Round ``t`` [B, ...] in place to one of its two neighbours, up with probability (x - lo) / q."""
+        x = t.clamp(-self.max, self.max)
+        # floor(log2 |x|) from the float32 exponent bits (zero and float32 subnormals land below emin)
+        e = ((x.view(torch.int32) >> 23) & 255) - 127
+        table = self._powers.get(x.device)
+        if table is None:  # 2^j for j = -149 .. 127, exact in float32
+            table = self._powers[x.device] = torch.tensor([2.0**j for j in range(-149, 128)], device=x.device)
+        q = table[(torch.clamp(e, min=self.emin) - self.p + 1 + 149).long()]  # the ulp of x in the format
+        lo = torch.floor(x / q) * q
+        B = t.shape[0]
+        r = torch.stack([self._uniform(which, b, token, t.shape[1:], t.device, B) for b in range(B)])
+        out = torch.where(r < (x - lo) / q, lo + q, lo)
+        t.copy_(out.clamp_(-self.max, self.max))
+
+    def round_(self, state, token: int) -> None:
+        for which, t in enumerate(state_tensors(state)):
+            if not t.is_floating_point():
+                continue
+            if self.stochastic:
+                if t.ndim == 0:
+                    raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")
+                self.stochastic_(t, which, token)
+            else:
+                self.nearest(t)
+
+
+def _seeds(seed) -> tuple[int, ...]:
+    if isinstance(seed, (list, tuple)):
+        if not seed:
+            raise CapacityError("precision: seed must be a whole number or a non-empty list of them")
+        return tuple(_random.check_seed("precision: seed", s) for s in seed)
+    return (_random.check_seed("precision: seed", seed),)
+
+
+def round_(state, state_dtype, *, stochastic: bool = False, seed=0, token: int = 0):
+    """Round every floating tensor of ``state`` to ``state_dtype`` in place (kept as float32 numbers); returns it.
+
+    Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item.
+    """
+    _Rounder(_dtype(state_dtype), bool(stochastic), seed).round_(state, token)
+    return state
+
+
+@dataclass
+class StoredState:
+    """A ``Stored`` memory's state: the memory's own state ``inner`` (rounded as stored) and the tokens written."""
+
+    inner: object
+    tokens: int
+
+
+def _fast_mode(memory) -> str | None:
+    """The recurrence a built-in memory applies token by token in ``_fast_step`` (None: write through it)."""
+    from capacity.variants.recurrent import Recurrent
+
+    if type(memory).__module__.split(".")[:2] != ["capacity", "variants"] or not isinstance(memory, Recurrent):
+        return None
+    if memory.feature is not None or memory.normalize_read or memory.drawn:
+        return None
+    if memory.mode not in ("linear", "decay", "delta", "gated_delta"):
+        return None
+    return memory.mode
+
+
+class Stored:
+    """``memory`` with its state stored in ``state_dtype``, rounded as ``rounding`` says (see the module)."""
+
+    def __init__(self, memory, state_dtype: str, rounding="step", *, seed=0):
+        from capacity import variants
+
+        if not variants.is_variant(memory):
+            raise CapacityError(f"stored() takes a variant object (see capacity.variants.resolve), got {memory!r}")
+        self.memory = memory
+        self.state_dtype = _dtype(state_dtype)
+        self.rounding = Rounding.parse(rounding)
+        self.seed = _seeds(seed)
+        self.name = getattr(memory, "name", type(memory).__name__)
+        self._fast = _fast_mode(memory)
+        for flag in ("linear_read", "display", "dims"):
+            if hasattr(memory, flag):
+                setattr(self, flag, getattr(memory, flag))
+        if callable(getattr(memory, "feature_dim", None)):
+            self.feature_dim = memory.feature_dim
+        if callable(getattr(memory, "numel", None)):
+            self.numel = lambda state: memory.numel(state.inner if isinstance(state, StoredState) else state)
+
+    additive = False  # rounding breaks T2's exact identity
+    delta_rule = False  # and T12's exact read-back
+
+    @property
+    def params(self) -> dict:
+        return {
+            **(getattr(self.memory, "params", None) or {}),
+            "state_dtype": self.state_dtype,
+            "rounding": self.rounding.label,
+        }
+
+    def __repr__(self) -> str:
+        return f"precision.stored({self.memory!r}, {self.state_dtype!r}, {self.rounding.label!r})"
+
+    def state_numel(self, d: int, dv: int, *args, **kwargs) -> int:
+        return self.memory.state_numel(d, dv, *args, **kwargs)
+
+    def state_bytes(self, d: int, dv: int, dtype=None, **kwargs) -> int:
+        """Bytes the stored state keeps per batch item: its numbers at ``dtype`` (default: the state dtype)."""
+        return state_bytes(self.memory, d, dv, self.state_dtype if dtype is None else dtype, **kwargs)
+
+    def _rounder(self, state: StoredState) -> _Rounder:
+        r = getattr(state, "_rounder", None)
+        if r is None:
+            r = _Rounder(self.state_dtype, self.rounding.stochastic, self.seed)
+            object.__setattr__(state, "_rounder", r)
+        return r
+
+    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> StoredState:
+        st = StoredState(self.memory.init_state(batch, d, dv, device=device), 0)
+        if self.rounding.kind != "final":
+            self._rounder(st).round_(st.inner, 0)
+        return st
+
+    def _check(self, state) -> StoredState:
+        if not isinstance(state, StoredState):
+            raise CapacityError(
+                f"{self.name} ({self.state_dtype} state): the state must be the StoredState from init_state(), got {type(state).__name__}"
+            )
+        return state
+
+    def write(self, state, k: torch.Tensor, v: torch.Tensor) -> StoredState:
+        """Write the tokens in order, rounding the state as ``rounding`` says. k ``[B, t, d]``, v ``[B, t, dv]``."""
+        st = self._check(state)
+        _validate.tensor("k", k, ndim=3, finite=False)
+        _validate.tensor("v", v, ndim=3, finite=False)
+        T, kind = k.shape[1], self.rounding.kind
+        if T == 0:
+            return st
+        rounder = self._rounder(st)
+        if kind == "final":
+            st.inner = self.memory.write(st.inner, k, v)
+        elif kind == "step":
+            if self._fast is not None and isinstance(st.inner, torch.Tensor):
+                self._fast_step(st, k, v, rounder)
+            else:
+                for t in range(T):
+                    st.inner = self.memory.write(st.inner, k[:, t : t + 1], v[:, t : t + 1])
+                    rounder.round_(st.inner, st.tokens + t)
+        else:  # chunks of C tokens counted from the first token; stored (rounded) at each chunk's end
+            C, t = self.rounding.chunk, 0
+            while t < T:
+                pos = st.tokens + t
+                take = min(T - t, C - pos % C)
+                st.inner = self.memory.write(st.inner, k[:, t : t + take], v[:, t : t + take])
+                if (pos + take) % C == 0:
+                    rounder.round_(st.inner, (pos + take) // C - 1)
+                t += take
+        st.tokens += T
+        return st
+
+    def _fast_step(self, st: StoredState, k, v, rounder: _Rounder) -> None:
+        """Token-by-token writes of the built-in linear, decay, delta and gated_delta memories, in place.
+
+        The additive and decaying writes are those of the memory's own kernels bit for bit (an outer product is one
+        product per entry); the delta rule's k S is summed in another order than their matmul (a last-bit
+        difference before rounding), and every batch item is computed by itself.
+        """
+        mem, S = self.memory, st.inner
+        if k.shape[0] != S.shape[0] or k.shape[2] != S.shape[1] or v.shape[2] != S.shape[2] or k.shape[1] != v.shape[1]:
+            raise CapacityError(
+                f"{self.name}: shapes do not match: state [B, d, dv] = {list(S.shape)}, k [B, t, d] = {list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
+            )
+        _validate.same_device(state=S, k=k, v=v)
+        kf = k.float()
+        if mem.normalize:
+            kf = kf / kf.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        vf = v.float()
+        col = kf.unsqueeze(-1)  # [B, T, d, 1]: k_t^T
+        row_v = vf.unsqueeze(-2)  # [B, T, 1, dv]
+        a = mem._params["alpha"].value if "alpha" in mem._params else 1.0
+        b = mem._params["beta"].value if "beta" in mem._params else 1.0
+        mode, stochastic = self._fast, rounder.stochastic
+        for t in range(k.shape[1]):  # one token at a time, in place
+            if mode in ("decay", "gated_delta"):
+                S.mul_(a)
+            # an outer product k^T v is one product per entry: elementwise, the same bits as a matmul of depth 1
+            if mode in ("linear", "decay"):
+                S.add_(col[:, t] * row_v[:, t])
+            else:  # S + k^T (b (v - k S)); k S summed over d elementwise: each item alone, whatever the batch
+                w = b * (row_v[:, t] - (col[:, t] * S).sum(1, keepdim=True))
+                S.add_(col[:, t] * w)
+            if stochastic:
+                rounder.stochastic_(S, 0, st.tokens + t)
+            else:
+                rounder.nearest(S)
+
+    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+        """The memory's read of the stored state (for ``final``, of the float32 state rounded now)."""
+        st = self._check(state)
+        if self.rounding.kind != "final":
+            return self.memory.read(st.inner, q)
+        import copy
+
+        snapshot = copy.deepcopy(st.inner)
+        self._rounder(st).round_(snapshot, 0)
+        return self.memory.read(snapshot, q)
+
+
+def stored(memory, state_dtype="float32", rounding="step", *, seed=0):
+    """``memory`` with its state stored in ``state_dtype`` (see the module); ``memory`` itself for float32."""
+    if _dtype(state_dtype) == "float32":
+        Rounding.parse(rounding)  # checked all the same
+        return memory
+    return Stored(memory, state_dtype, rounding, seed=seed)
+
+
+def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = None) -> int:
+    """Bytes one batch item's state keeps at ``dtype``, every state tensor counted.
+
+    Uses the memory's own ``state_bytes(d, dv, dtype)`` where it declares one (a memory with a state in mixed
+    precision, or one that keeps what its tensors do not show); otherwise measures the tensors of
+    ``init_state(1, d, dv)`` (after ``n`` writes of random pairs for a memory that grows, ``numel``) and counts
+    their numbers at ``dtype``. A memory that grows needs ``n``.
+    """
+    from capacity import variants
+
+    d = _validate.positive_int("d", d)
+    dv = _validate.positive_int("dv", dv)
+    size = itemsize(dtype)
+    own = getattr(memory, "state_bytes", None)
+    if callable(own) and not isinstance(memory, Stored):
+        kwargs = {"n": n} if n is not None else {}
+        try:
+            got = own(d, dv, _dtype(dtype), **kwargs)
+        except TypeError:
+            got = own(d, dv, _dtype(dtype))
+        if isinstance(got, bool) or not isinstance(got, int) or got < 0:
+            raise CapacityError(f"{variants.label(memory)}: state_bytes returned {got!r}, expected a whole number >= 0")
+        return got
+    if isinstance(memory, Stored):
+        memory = memory.memory
+    grows = callable(getattr(memory, "numel", None))
+    if grows and n is None:
+        raise CapacityError(f"{getattr(memory, 'name', memory)!r} keeps every pair: state_bytes needs n")
+    state = memory.init_state(1, d, dv, device="cpu")
+    if grows and n:
+        g = _random.generator(0, "precision/state_bytes")
+        state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
+        return int(memory.numel(state)) * size
+    return sum(t[0].numel() for t in state_tensors(state) if t.is_floating_point()) * size

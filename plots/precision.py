@@ -1,0 +1,202 @@
+"""Error and argmax recall against n for each state dtype and rounding, with the rounding closed forms (T14-T19).
+
+One row per memory (variant), two columns: mean error and argmax recall against n (mean over seeds, min-max band),
+colour by ``state_dtype`` (float32 in black), dashes by ``rounding``. In the error column each dtype's prediction
+is drawn as a thin line of its colour: the float32 curve plus the predicted deviation of a read (``step`` rounding:
+T15, with T18 for decay and T19 for the delta rules; round-to-nearest, the study's default). Each dtype's measured
+departure from the float32 curve (the first n where its error differs by more than ``DEPART`` of the float32
+error) is a marker; the predicted departure (where the predicted deviation reaches that share) is a short tick of
+the same colour on the x axis, so the two can be read side by side.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from capacity.plots import _data, names, theme
+from matplotlib.ticker import FixedLocator, FuncFormatter
+
+from capacity import labels, theory
+from capacity.errors import CapacityError
+
+__all__ = ["precision_curves", "departures", "DEPART"]
+
+DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
+_MEMORIES = {"linear": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
+
+
+def _memory(variant: str):
+    """(memory kind of theory.step_rounding_error, alpha, beta) for a plain built-in, or None."""
+    try:
+        name, params = labels.parse(str(variant))
+    except CapacityError:
+        return None
+    if name not in _MEMORIES or "feature" in params or params.get("normalize", True) is not True:
+        return None
+    alpha = params.get("alpha", 1.0 if name in ("linear", "delta") else (0.95 if name == "gated_delta" else 0.95))
+    beta = params.get("beta", 1.0)
+    if isinstance(alpha, (list, tuple)) or isinstance(beta, (list, tuple)):
+        return None  # drawn per token: no closed form here
+    return name, float(alpha), float(beta)
+
+
+def _mean(da):
+    return da.mean("seed") if "seed" in da.dims else da
+
+
+def departures(ds, *, share: float = DEPART) -> dict:
+    """(variant, state_dtype, rounding) -> the first n where the mean error differs from the float32 mean error by
+    more than ``share`` of it (NaN if never on the grid), from a Dataset with ``state_dtype`` and ``rounding``."""
+    out = {}
+    sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
+    sub = sub.squeeze("d", drop=True) if "d" in sub.dims else sub
+    ref = _mean(sub["mse"].sel(state_dtype="float32"))
+    if "rounding" in ref.dims:
+        ref = ref.isel(rounding=0)
+    ns = np.asarray(sub["n"].values, dtype=float)
+    for v in _data.levels(sub, "variant"):
+        for dt in [str(x) for x in sub["state_dtype"].values if str(x) != "float32"]:
+            for r in _data.levels(sub, "rounding"):
+                cur = _mean(_data.sel(sub["mse"], variant=v, state_dtype=dt, rounding=r))
+                base = _data.sel(ref, variant=v)
+                rel = np.abs(np.asarray(cur.values, float) - np.asarray(base.values, float)) / np.abs(
+                    np.asarray(base.values, float)
+                )
+                hit = np.nonzero(rel > share)[0]
+                out[(v, dt, r)] = float(ns[hit[0]]) if hit.size else float("nan")
+    return out
+
+
+def predicted_departure(memory, d: int, dv: int, dtype: str, ns, float32_mse, *, share: float = DEPART) -> float:
+    """The n (interpolated in log n on the grid ``ns``) where the predicted step-rounding deviation reaches ``share``
+    of the float32 error; NaN if not on the grid."""
+    name, alpha, beta = memory
+    dev = theory.step_rounding_error(np.asarray(ns, float), d, dv, dtype, memory=name, alpha=alpha, beta=beta)
+    ratio = np.asarray(dev, float) / (share * np.asarray(float32_mse, float))
+    hit = np.nonzero(ratio >= 1.0)[0]
+    if not hit.size:
+        return float("nan")
+    i = hit[0]
+    if i == 0:
+        return float(ns[0])
+    x0, x1, y0, y1 = np.log(ns[i - 1]), np.log(ns[i]), np.log(ratio[i - 1]), np.log(ratio[i])
+    return float(np.exp(x0 - y0 * (x1 - x0) / (y1 - y0))) if y1 != y0 else float(ns[i])
+
+
+def precision_curves(ds):
+    """The precision figure: error and recall against n per state dtype and rounding, with T14-T19 and departures."""
+    _data.require(
+        ds,
+        "precision",
+        variables=("mse",),
+        coords=("n", "dv"),
+        dims=("variant", "n", "state_dtype"),
+        allowed=("variant", "key_family", "d", "n", "seed", "state_dtype", "rounding"),
+    )
+    if ds.sizes.get("key_family", 1) != 1 or ds.sizes.get("d", 1) != 1:
+        raise CapacityError("the precision figure draws one key family and one d; select them first, e.g. ds.sel(d=32)")
+    if "float32" not in [str(x) for x in ds["state_dtype"].values]:
+        raise CapacityError("the precision figure compares each state dtype with float32: the Dataset needs float32")
+    sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
+    d = int(np.ravel(sub["d"].values)[0])
+    dv = _data.dv_of(sub, d)
+    sub = sub.squeeze("d", drop=True) if "d" in sub.dims else sub
+    variants = _data.levels(sub, "variant")
+    dtypes = [str(x) for x in sub["state_dtype"].values]
+    roundings = [str(x) for x in _data.levels(sub, "rounding")] if "rounding" in sub.dims else [None]
+    metrics = [m for m in ("mse", "recall") if m in sub.data_vars]
+    shades = {"float32": (0.1, 0.1, 0.1)}
+    shades.update(theme.palette([t for t in dtypes if t != "float32"]))
+    ns = np.asarray(sub["n"].values, dtype=float)
+    seen = departures(sub)
+    with theme.style():
+        fig, axes = theme.figure(len(variants), len(metrics), sharex=True)
+        for r, v in enumerate(variants):
+            mem = _memory(v)
+            base = _mean(_data.sel(sub["mse"], variant=v, state_dtype="float32"))
+            if "rounding" in base.dims:
+                base = base.isel(rounding=0)
+            for c, metric in enumerate(metrics):
+                ax = axes[r, c]
+                da = _data.sel(sub[metric], variant=v)
+                if "rounding" not in da.dims:
+                    da = da.expand_dims(rounding=["step"])
+                df = _data.tidy(da, metric)
+                df = df[(df["state_dtype"] != "float32") | (df["rounding"] == df["rounding"].iloc[0])]
+                df.loc[df["state_dtype"] == "float32", "rounding"] = "float32"
+                rank = {"float32": 0, **{rd: i + 1 for i, rd in enumerate(roundings)}}  # legend order: as listed
+                df["rounding"] = [f"{rank.get(x, 9)}:{x}" for x in df["rounding"]]
+                theme.curves(
+                    ax,
+                    df,
+                    x="n",
+                    y=metric,
+                    hue="state_dtype",
+                    name=str,
+                    style="rounding" if len(roundings) > 1 else None,
+                    style_name=lambda s: (
+                        "float32 (not rounded)" if s.endswith(":float32") else f"rounding {s.split(':', 1)[1]}"
+                    ),
+                    colors=shades,
+                )
+                for dt in dtypes:
+                    if dt == "float32":
+                        continue
+                    for rd in roundings:
+                        n_out = seen.get((v, dt, rd), float("nan"))
+                        if np.isfinite(n_out):
+                            y = float(
+                                _mean(_data.sel(sub[metric], variant=v, state_dtype=dt, rounding=rd)).sel(n=n_out)
+                            )
+                            (mk,) = ax.plot([n_out], [y], marker="X", ms=7, color=shades[dt], ls="none", zorder=4)
+                            mk.set_gid(f"departure:{dt}|{rd}")
+                    if mem is not None:
+                        pred = predicted_departure(mem, d, dv, dt, ns, base.values)
+                        if np.isfinite(pred):
+                            tick = ax.axvline(pred, ymin=0, ymax=0.06, color=shades[dt], lw=2.2, zorder=4)
+                            tick.set_gid(f"predicted:{dt}")
+                if metric == "mse" and mem is not None:
+                    for dt in dtypes:
+                        if dt == "float32":
+                            continue
+                        name, alpha, beta = mem
+                        dev = theory.step_rounding_error(ns, d, dv, dt, memory=name, alpha=alpha, beta=beta)
+                        theme.theory_line(
+                            ax,
+                            ns,
+                            np.asarray(base.values, float) + np.asarray(dev, float),
+                            theorem=f"T15:{dt}",
+                            label=f"float32 error + predicted step deviation, {dt} (T15, T18, T19)",
+                            color=shades[dt],
+                            ls=(0, (1, 1)),
+                            lw=0.9,
+                        )
+                ax.set_xscale("log", base=2)
+                ax.xaxis.set_major_locator(FixedLocator(ns[:: max(1, len(ns) // 7)]))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"$2^{{{int(round(np.log2(x)))}}}$"))
+                if metric == "mse":
+                    vals = np.asarray(da.values, float)
+                    vals = vals[np.isfinite(vals) & (vals > 0)]
+                    if vals.size and vals.max() / vals.min() > 20:  # several decades: log; else linear
+                        ax.set_yscale("log")
+                ax.set_title(names.variant_name(v) + f", d = {d}")
+        theme.label_outer(axes, xlabel=names.AXIS["n"], ylabel="")
+        for c, metric in enumerate(metrics):
+            axes[0, c].set_ylabel(names.AXIS[metric])
+            for r in range(1, len(variants)):
+                axes[r, c].set_ylabel(names.AXIS[metric])
+        theme.legend(fig, axes, title="state dtype / rounding / theory")
+        nseeds = sub.sizes.get("seed", 1)
+        sampled = (
+            " Reads at each n: a fixed sample of stored pairs (queries), decoded against all n."
+            if any(str(x).endswith("_se") for x in ds.data_vars)
+            else ""
+        )
+        theme.note(
+            fig,
+            theme.SEEDS_NOTE
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). X: where a dtype's error first differs from float32's by"
+            f" more than {DEPART:.0%}; ticks on the n axis: where the predicted step-rounding deviation (round-to-"
+            f"nearest) reaches {DEPART:.0%} of the float32 error. The prediction holds before the stall of round-to-"
+            "nearest (u² n ≲ 1; T17)." + sampled,
+        )
+    return theme.finish(fig, "precision")
