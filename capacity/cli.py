@@ -98,12 +98,11 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from capacity import plugins, sweep
-    from capacity.sweep.config import axis_values
+    from capacity import labels, plugins, sweep
 
     plugins.import_modules(args.imports)
     # the lists are read as --set reads them (one parser), and checked by the grid as --set's are
-    kwargs = {k: axis_values(k, getattr(args, k)) for k in ("d", "load", "keys") if getattr(args, k) is not None}
+    kwargs = {k: tuple(labels.split(getattr(args, k))) for k in ("d", "load", "keys") if getattr(args, k) is not None}
     result = sweep.compare(args.variants, seeds=args.seeds, name=args.name, **kwargs, **_run_options(args))
     print(result.path)
     _render(result, args)

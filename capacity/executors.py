@@ -277,6 +277,17 @@ def _connect(Client, scheduler: str, timeout: float):
 _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 
 
+def main_only(objects, executor: str) -> bool:
+    """Whether any of ``objects`` is defined in ``__main__`` (so the run stays in this process); refused in one line
+    for an executor of worker processes, which cannot import it."""
+    local = next((o for o in objects if type(o).__module__ == "__main__"), None)
+    if local is not None and executor in ("processes", "dask"):
+        raise CapacityError(
+            f"variant {type(local).__name__!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
+        )
+    return local is not None
+
+
 def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds=None, local_only=False) -> str:
     """The executor ``auto`` stands for (see the module's docstring); ``local_only``: the study holds objects that
     worker processes cannot import (defined in ``__main__``), so it runs in this process."""

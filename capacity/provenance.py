@@ -422,6 +422,25 @@ def _numel(memory, d, dv):
         return None
 
 
+def spec_files(*specs) -> dict:
+    """Files named in the parameters of label ``specs`` (``capacity.labels.Spec``: a text, a weights folder), by their
+    bytes (``files``); None entries are skipped."""
+    named = [v for s in specs if s is not None for v in s.kwargs.values() if isinstance(v, str) and os.path.exists(v)]
+    return files(named)
+
+
+def family(spec, d: int) -> dict:
+    """What decides a key family's draws at ``d`` (``spec``: its label): its behaviour (``family_behaviour``; learned
+    keys are package code, their optimisation too costly to fingerprint), the user's code that draws them and the
+    files its parameters name."""
+    from capacity import keys
+
+    fam = keys.family(spec.name)
+    found = {"bits": "learned: package code"} if spec.name == "learned" else family_behaviour(spec.name, spec.kwargs, d)
+    own = [fam.draw] if fam.draw.__module__ != keys.__name__ else []
+    return {**found, "code": user_code(own), "files": spec_files(spec)}
+
+
 def family_behaviour(name: str, params: dict, d: int) -> dict:
     """The bits of 6 keys of the key family ``name`` at ``d`` (seed 0), and whether the first 4 of them are the
     draw of 4 keys (``prefix_stable``: then one draw of n_max keys serves every n, whatever n_max is)."""

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import torch
 import xarray as xr
 
-from capacity import _validate, labels, plugins, variants
+from capacity import _validate, labels, plugins, probe, variants
 from capacity import heads as heads_mod
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
 from capacity.kinds import bill, mqar, needle, recall
 
-__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check", "rules"]
+__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check", "check_memory", "rules"]
 
 KINDS = {"recall": recall, "bill": bill, "mqar": mqar, "needle": needle}
 DESCRIPTIONS = {
@@ -161,6 +161,34 @@ def check(study) -> None:
                     f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
                 )
     getattr(KINDS[study.probe.kind], "check", lambda s: None)(study)
+
+
+def check_memory(plan, passes, parallel: int = 1) -> None:
+    """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory
+    (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run)."""
+    if not passes:
+        return
+    study, kind = plan.study, KINDS[plan.study.probe.kind]
+    peak = lambda p: probe.peak_bytes(
+        plan.memory(p.cell).obj,
+        len(p.seeds),
+        kind.writes(study, list(p.ns)),
+        p.cell.d,
+        p.cell.dv,
+        study.probe.key_stats,
+    )
+    need, worst = max((peak(p), i) for i, p in enumerate(passes))
+    worst, need, have = passes[worst], need * parallel, _validate.available_bytes(plan.device)
+    if have is not None and need > 0.9 * have:
+        gib = lambda b: f"{b / 2**30:.1f} GiB"
+        at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
+        n, T = max(worst.ns), kind.writes(study, list(worst.ns))
+        tokens = f", {T} tokens written" if T != n else ""
+        fewer = " (or fewer distractors)" if study.probe.kind == "mqar" and study.probe.distractors else ""
+        raise CapacityError(
+            f"the largest pass ({plan.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {n}{tokens}) "
+            f"needs about {gib(need)}{at_once} but {plan.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"
+        )
 
 
 def rules(study) -> None:

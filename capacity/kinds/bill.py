@@ -22,6 +22,12 @@ from capacity.variants._guard import guard
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]
 
 PER_POINT = False  # timings: a cell is measured and reused whole
+KEY_AXIS = False  # one key family: a scalar coordinate (scalar_coords)
+
+
+def scalar_coords(study) -> dict:
+    """The assembled Dataset's scalar coordinates: the study's one key family and one seed."""
+    return {"key_family": study.grid.keys[0].label, "seed": study.grid.seed[0]}
 
 
 def grid_rules(study) -> None:

@@ -28,6 +28,7 @@ __all__ = [
 
 PER_POINT = False  # capacity.needle measures every n and depth of a pass together: a cell is measured whole
 FIELDS = ("haystack", "depth", "needles", "candidates")  # probe fields of this kind alone
+KEY_AXIS = False  # haystacks, not key families
 
 
 def grid_rules(study) -> None:

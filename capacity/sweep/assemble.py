@@ -14,6 +14,10 @@ from capacity.sweep.config import Study, n_of
 
 __all__ = ["assemble", "cell_dataset", "dims", "split"]
 
+_FLAGS = {
+    "additive": "the write is S += k^T v and the read q S: T5, T7 and T10 apply",
+    "linear_read": "the read is linear in a fixed-size state: the rank bound T8 applies",
+}
 _COORD_ATTRS = {
     "d": {"long_name": "key dimension", "units": "dimensions"},
     "load": {"long_name": "load n/d", "units": "1"},
@@ -61,7 +65,7 @@ def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
 def _cell(study: Study, cell, label: str) -> dict:
     """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
     g, out = study.grid, {"variant": label}
-    if study.probe.kind not in ("bill", "needle"):  # bill: one key family, a scalar coordinate; needle: haystacks
+    if getattr(KINDS[study.probe.kind], "KEY_AXIS", True):  # bill: one key family, a scalar; needle: haystacks
         out["key_family"] = cell.keys.label
     if g.feature:
         out["feature"] = cell.feature.label
@@ -96,10 +100,11 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     dims.insert(dims.index("d") + 1, curve)
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
-    extra = [k for k in kind.coords(study) if not (study.probe.kind == "bill" and k == "seed")]
-    extra += list(getattr(kind, "extra_coords", lambda s: {})(study))
-    if study.probe.kind == "bill":  # one seed: a scalar coordinate
-        out = out.isel(seed=0, drop=True)
+    scalars = getattr(kind, "scalar_coords", lambda s: {})(study)  # e.g. bill's one key family and seed
+    extra = [k for k in kind.coords(study) if k not in scalars] + list(
+        getattr(kind, "extra_coords", lambda s: {})(study)
+    )
+    out = out.isel(seed=0, drop=True) if "seed" in scalars else out
     out = out.transpose(
         *[k for k in dims if k not in _LAST], *extra, ..., *[k for k in _LAST if k in dims]
     )  # ...: a variable's own dimension (recall_at's k) after the seed
@@ -109,10 +114,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions
     built = [plan.object(v) for v in g.variant]
-    for flag, desc in (
-        ("additive", "the write is S += k^T v and the read q S: T5, T7 and T10 apply"),
-        ("linear_read", "the read is linear in a fixed-size state: the rank bound T8 applies"),
-    ):
+    for flag, desc in _FLAGS.items():
         out.coords[flag] = (
             "variant",
             np.array([getattr(b, flag, False) is True for b in built]),
@@ -136,8 +138,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
         out.coords["dv"] = dv.assign_attrs(_COORD_ATTRS["dv"])
     if len(g.dtype) == 1:
         out.coords["dtype"] = ((), g.dtype[0], {"description": "dtype of keys and values"})
-    if study.probe.kind == "bill":
-        out.coords.update({"key_family": ((), g.keys[0].label), "seed": ((), g.seed[0])})
+    out.coords.update({k: ((), v) for k, v in scalars.items()})
     if g.feature:
         fd = [[feature_dim.get((f.label, dd), -1) for dd in g.d] for f in g.feature]
         desc = "dimension of phi(k) as the variant reports it (-1: not reported)"

@@ -25,7 +25,7 @@ from capacity.errors import CapacityError
 from capacity.kinds import Probe, rules
 from capacity.labels import Spec
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "axis_values", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
+__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.precision.DTYPES
@@ -148,10 +148,6 @@ class Grid:
         ``(None,)``; no feature axis: ``(None,)``)."""
         return getattr(self, axis) or (None,)
 
-    def layouts(self) -> list[tuple[int, int]]:
-        """(heads, value_heads) pairs of the grid (value_heads empty: each heads with as many value heads)."""
-        return [(h, hv) for h in self.heads for hv in (self.value_heads or (h,))]
-
     def to_json(self) -> dict:
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
 
@@ -212,7 +208,7 @@ class Study:
         """A copy with assignments applied: ``key=value`` strings (a list of them, or one), or a dict ``{key: value}``.
 
         In a string, grid axes take comma-separated lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``)
-        and probe fields one value (``values=orthonormal``), read by ``axis_values`` as the command line's ``--set``.
+        and probe fields one value (``values=orthonormal``), read as the command line's ``--set`` (``labels.split``; the grid then reads each value).
         In a dict, a string value reads the same way; other values are taken as they are (a list for a grid axis, or
         one value), e.g. ``{"d": 16}``, ``{"d": [16, 32]}``, ``{"variant": "delta(beta=0.5)"}``. Setting ``n`` clears
         ``load`` and the other way round.
@@ -234,15 +230,13 @@ class Study:
         for item in assignments or ():
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
                 key, value = item
-            elif isinstance(item, str):
-                key, eq, value = (s.strip() for s in item.partition("="))
+            else:
+                key, eq, value = (s.strip() for s in item.partition("=")) if isinstance(item, str) else ("", "", "")
                 if not eq:
                     raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
-            else:
-                raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
             _known("--set", [key], self.settable())
             if isinstance(value, str):
-                value = axis_values(key, value) if key in grid else labels.scalar(value)
+                value = tuple(labels.split(value)) if key in grid else labels.scalar(value)
             if key in grid:
                 grid[key] = value
                 if key in ("load", "n"):
@@ -254,13 +248,3 @@ class Study:
     def config_hash(self) -> str:
         """A hash of the configuration (recorded in result files; reuse is decided per cell, ``store.reuse_key``)."""
         return digest(self.to_json())
-
-
-def axis_values(key: str, text: str) -> tuple:
-    """A grid axis's values from command-line text, comma-separated (``--set d=16,32``, ``compare --d 16,32``); the
-    grid reads each (``Grid``: ``d=16.5`` and ``d=abc`` are refused there).
-
-    >>> axis_values("load", "1/8,1,16"), axis_values("variant", "linear,delta(beta=0.5)")
-    (('1/8', '1', '16'), ('linear', 'delta(beta=0.5)'))
-    """
-    return tuple(labels.split(text))

@@ -12,13 +12,12 @@ seeds (or the pair counts) and the cell is measured whole.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
 
-from capacity import _validate, probe, provenance
 from capacity import keys as keys_mod
+from capacity import provenance
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
 from capacity.kinds import KINDS
@@ -103,17 +102,7 @@ class Plan:
         for c in self.cells:
             if (c.variant, c.feature) not in self._memories:
                 self._memories[c.variant, c.feature] = self._resolve(c.variant, c.feature)
-        self.families = {}
-        for c in self.cells:
-            if (c.keys, c.d) not in self.families:
-                fam = keys_mod.family(c.keys.name)
-                found = (
-                    {"bits": "learned: package code"}
-                    if c.keys.name == "learned"
-                    else provenance.family_behaviour(c.keys.name, c.keys.kwargs, c.d)
-                )
-                own = [fam.draw] if fam.draw.__module__ != keys_mod.__name__ else []
-                self.families[c.keys, c.d] = {**found, "code": provenance.user_code(own), "files": _files(c.keys)}
+        self.families = {kd: provenance.family(*kd) for kd in dict.fromkeys((c.keys, c.d) for c in self.cells)}
         objects = [m.obj for m in self._memories.values()] + [
             f.draw for f in map(keys_mod.family, {c.keys.name for c in self.cells})
         ]
@@ -133,7 +122,7 @@ class Plan:
             objects.append(variants_mod._factory(variant.name))  # registered by a plug-in
         paths = [variant.name.partition(":")[0]] if variant.obj is None and ":" in variant.name else []
         behaviour = provenance.behaviour(obj, self.device)  # first: what it imports lazily is then loaded
-        code = {"user": provenance.user_code(objects, paths), "files": _files(variant, feature)}
+        code = {"user": provenance.user_code(objects, paths), "files": provenance.spec_files(variant, feature)}
         return Memory(obj, self.labels[variant], provenance.describe(obj), behaviour, code)
 
     def memory(self, cell: Cell) -> Memory:
@@ -187,37 +176,6 @@ class Plan:
         return (
             0.0 if fam.cost is None else sum(fam.cost(len(p.seeds), n, p.cell.d, **p.cell.keys.kwargs) for n in draws)
         )
-
-    def check_memory(self, passes: list[Pass], parallel: int = 1) -> None:
-        """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory."""
-        if not passes:
-            return
-        need, worst = max((self._peak(p), i) for i, p in enumerate(passes))
-        worst, need, have = passes[worst], need * parallel, _validate.available_bytes(self.device)
-        if have is not None and need > 0.9 * have:
-            gib = lambda b: f"{b / 2**30:.1f} GiB"
-            at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
-            n, T = max(worst.ns), self.kind.writes(self.study, list(worst.ns))
-            tokens = f", {T} tokens written" if T != n else ""
-            fewer = (
-                " (or fewer distractors)" if self.study.probe.kind == "mqar" and self.study.probe.distractors else ""
-            )
-            raise CapacityError(
-                f"the largest pass ({self.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {n}{tokens}) "
-                f"needs about {gib(need)}{at_once} but {self.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"
-            )
-
-    def _peak(self, p: Pass) -> int:
-        n = self.kind.writes(self.study, list(p.ns))
-        return probe.peak_bytes(
-            self.memory(p.cell).obj, len(p.seeds), n, p.cell.d, p.cell.dv, self.study.probe.key_stats
-        )
-
-
-def _files(*specs) -> dict:
-    """Files named in the parameters of ``specs`` (a text, a weights folder), by their bytes."""
-    named = [v for s in specs if s is not None for v in s.kwargs.values() if isinstance(v, str) and os.path.exists(v)]
-    return provenance.files(named)
 
 
 def _label(spec: Spec) -> str:

@@ -19,7 +19,7 @@ from capacity import variants as variants_mod
 from capacity._progress import Progress
 from capacity._progress import log as _log
 from capacity.errors import CapacityError
-from capacity.kinds import KINDS, check, measure
+from capacity.kinds import KINDS, check, check_memory, measure
 from capacity.sweep.assemble import assemble, cell_dataset, dims, split
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
@@ -77,13 +77,7 @@ def run(
     imports = list(imports or ())
     plugins.import_modules(imports)
     check(study)
-    local = next(
-        (v.label for v in study.grid.variant if v.obj is not None and type(v.obj).__module__ == "__main__"), None
-    )
-    if local and executor in ("processes", "dask"):
-        raise CapacityError(
-            f"variant {local!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
-        )
+    local = executors.main_only([v.obj for v in study.grid.variant if v.obj is not None], executor)
     path = _files.writable_folder(Path(out), "output folder") / f"{study.name}.nc"
     _files.clean_stale(path.parent)  # the temporary files of a result write that was killed
     if path.is_dir():
@@ -110,7 +104,7 @@ def run(
             executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors._cores())
-        plan.check_memory(todo, parallel=min(parallel, max(1, len(todo))))
+        check_memory(plan, todo, parallel=min(parallel, max(1, len(todo))))
         if progress and work + drawing > executors.LONG:  # after every check: only work that will run is announced
             executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))))
         if executor != "serial":  # largest first: better balance across workers
