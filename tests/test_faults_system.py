@@ -270,7 +270,8 @@ def test_with_overrides_takes_one_assignment_or_a_dict():
 
 
 def test_plot_of_a_results_file_whose_numbers_are_text_is_one_line(tmp_path, capsys):
-    assert _main(capsys, *SMALL, "--out", tmp_path / "o", "--quiet")[0] == 0
+    code, _, err = _main(capsys, *SMALL, "--out", tmp_path / "o", "--quiet")
+    assert code == 0, err
     with xr.open_dataset(tmp_path / "o" / "compare.nc", engine="h5netcdf") as f:
         ds = f.load()
     ds["mse"] = ds["mse"].astype(str)
