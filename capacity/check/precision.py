@@ -34,7 +34,7 @@ def _deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
 
 def _t14(dev, seed, rows):
     """T14: one rounding of the finished additive state."""
-    n, d, B = 1024, 32, 128
+    n, d, B = 1024, 32, 1024
     for rounding, sr in (("final", False), ("final+stochastic", True)):
         m, se = mean_se(_deviation("linear", "bfloat16", rounding, n, d, d, B, seed, dev))
         want = theory.final_rounding_error(n, d, d, "bfloat16", stochastic=sr)
@@ -135,7 +135,7 @@ def _t18(dev, seed, rows):
 
 def _t19(dev, seed, rows):
     """T19: the delta rule's error feedback bounds its step-rounding deviation."""
-    d, B, n = 32, 64, 512
+    d, B, n = 32, 256, 512
     m, se = mean_se(_deviation("delta(beta=1.0)", "bfloat16", "step", n, d, d, B, seed, dev))
     want = theory.delta_rounding_floor(d, d, "bfloat16", beta=1.0)
     rows.append(
