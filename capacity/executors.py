@@ -186,14 +186,14 @@ def _dask(fn, tasks, workers, scheduler):
             silence_logs=logging.CRITICAL,  # a task's error comes back as its result: no worker log dumps
             local_directory=scratch,
         )
-        client = Client(cluster)
+        client = Client(cluster, set_as_default=False)  # never the scheduler of xarray or of the caller's dask code
         client.register_plugin(_watchdog(os.getpid()), name="capacity-watchdog")  # the cluster dies with this process
         threads = max(1, _cores() // workers)
     futures = {}
     try:
         for key, task in tasks:
             futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
-        for fut in as_completed(list(futures)):
+        for fut in as_completed(list(futures), loop=client.loop):
             try:
                 result = fut.result()
             except CancelledError:  # the scheduler went away (the client cancels what it waited for)
@@ -235,7 +235,7 @@ def _connect(Client, scheduler: str, timeout: float):
 
     def attempt():
         try:
-            client = Client(scheduler, timeout=timeout)
+            client = Client(scheduler, timeout=timeout, set_as_default=False)
         except BaseException as exc:  # reported by the caller
             box["error"] = exc
             return

@@ -26,7 +26,15 @@ __all__ = [
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 MAX_PANELS = 6  # panels along one side of a figure; more values on that axis are thinned (docs/plots.md)
-LABEL_AXES = ("variant", "key_family", "feature", "dtype", "state_dtype", "rounding", "haystack")  # coordinates that hold labels; every other one holds numbers
+LABEL_AXES = (
+    "variant",
+    "key_family",
+    "feature",
+    "dtype",
+    "state_dtype",
+    "rounding",
+    "haystack",
+)  # coordinates that hold labels; every other one holds numbers
 
 
 def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:

@@ -195,6 +195,9 @@ def test_a_scheduler_that_never_answers_is_one_line_within_the_timeout(tmp_path,
         out, err = capsys.readouterr()
         _one_line(box["code"], err, address, "did not answer within 2 s" if not http else "Dask scheduler")
         assert took < 30, took
+        from distributed.client import _get_global_client
+
+        assert _get_global_client() is None  # no half-made client is left as the scheduler of later dask work
     finally:
         server.close()
 
