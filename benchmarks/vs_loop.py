@@ -132,7 +132,7 @@ res = sweep.run(study, out=sys.argv[1], device="cpu", progress=False)
 t.append(time.perf_counter())
 from capacity import plots
 t.append(time.perf_counter())
-plots.render(res.dataset, sys.argv[1] + "/figures")
+plots.render(res.dataset, out=sys.argv[1] + "/figures")
 t.append(time.perf_counter())
 print(" ".join(f"{b - a:.3f}" for a, b in zip(t, t[1:])))
 """
