@@ -32,39 +32,26 @@ def _deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
     return ((got.double() - ref.double()) ** 2).sum(-1).mean(-1)  # [B]
 
 
+def _additive_deviation(theorem, function, cases, dev, seed, rows):
+    """Rows holding the additive state's measured deviation (``_deviation``) to ``theory.<function>`` for each
+    ``(rounding, stochastic, n, d, B)`` of ``cases``."""
+    for rounding, sr, n, d, B in cases:
+        m, se = mean_se(_deviation("linear", "bfloat16", rounding, n, d, d, B, seed, dev))
+        want = getattr(theory, function)(n, d, d, "bfloat16", stochastic=sr)
+        what = f"linear d = dv = {d}, n = {n}, bfloat16 {rounding}: deviation (3 s.e.)"
+        rows.append(eq(theorem, what, m, want, 3 * se, function=function))
+
+
 def _t14(dev, seed, rows):
     """T14: one rounding of the finished additive state."""
-    n, d, B = 1024, 32, 1024
-    for rounding, sr in (("final", False), ("final+stochastic", True)):
-        m, se = mean_se(_deviation("linear", "bfloat16", rounding, n, d, d, B, seed, dev))
-        want = theory.final_rounding_error(n, d, d, "bfloat16", stochastic=sr)
-        rows.append(
-            eq(
-                "T14",
-                f"linear d = dv = {d}, n = {n}, bfloat16 {rounding}: deviation (3 s.e.)",
-                m,
-                want,
-                3 * se,
-                function="final_rounding_error",
-            )
-        )
+    cases = (("final", False, 1024, 32, 1024), ("final+stochastic", True, 1024, 32, 1024))
+    _additive_deviation("T14", "final_rounding_error", cases, dev, seed, rows)
 
 
 def _t15(dev, seed, rows):
     """T15: the additive state rounded after every write, before the stall (u^2 n = 1/32, 1/128)."""
-    for rounding, sr, n, d, B in (("step", False, 2048, 32, 128), ("step+stochastic", True, 512, 32, 128)):
-        m, se = mean_se(_deviation("linear", "bfloat16", rounding, n, d, d, B, seed, dev))
-        want = theory.step_rounding_error(n, d, d, "bfloat16", stochastic=sr)
-        rows.append(
-            eq(
-                "T15",
-                f"linear d = dv = {d}, n = {n}, bfloat16 {rounding}: deviation (3 s.e.)",
-                m,
-                want,
-                3 * se,
-                function="step_rounding_error",
-            )
-        )
+    cases = (("step", False, 2048, 32, 128), ("step+stochastic", True, 512, 32, 128))
+    _additive_deviation("T15", "step_rounding_error", cases, dev, seed, rows)
 
 
 def _t16(dev, seed, rows):

@@ -36,16 +36,17 @@ def dims(study: Study) -> dict[str, tuple]:
 
 def split(ds: xr.Dataset, shape: dict) -> dict:
     """A pass's Dataset over (n, ...) as points ``{(seed, n): {variable: array over its dims but n and seed}}``
-    (``shape``: ``dims(study)``)."""
-    out = {}
-    for s in ds.seed.values.tolist():
-        for n in ds.n.values.tolist():
-            point = {}
-            for v in ds.data_vars:
-                x = ds[v].sel(n=n, **({"seed": s} if "seed" in ds[v].dims else {}))
-                point[v] = x.transpose(*[d for d in shape[v] if d != "seed"]).values
-            out[int(s), int(n)] = point
-    return out
+    (``shape``: ``dims(study)``), by numpy indexing (xarray's ``sel`` per point took 40% of the main job)."""
+    arrays = {}  # variable -> (array over (n, [seed], its own dims), whether it has a seed axis)
+    for v in ds.data_vars:
+        seeded = "seed" in ds[v].dims
+        order = ["n", *(["seed"] if seeded else []), *[d for d in shape[v] if d != "seed"]]
+        arrays[v] = (ds[v].transpose(*order).values, seeded)
+    return {
+        (int(s), int(n)): {v: x[j, i, ...] if seeded else x[j, ...] for v, (x, seeded) in arrays.items()}
+        for i, s in enumerate(ds.seed.values.tolist())
+        for j, n in enumerate(ds.n.values.tolist())
+    }
 
 
 def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:

@@ -90,11 +90,8 @@ class Store:
         if data.get("checksum") != _checksum(body):
             return {}, {}, "its numbers do not match their checksum"
         if sorted(body["variables"]) != sorted(variables):
-            return (
-                {},
-                {},
-                f"it holds {', '.join(sorted(body['variables'])) or 'no variables'} instead of {', '.join(sorted(variables))}",
-            )
+            held = ", ".join(sorted(body["variables"])) or "no variables"
+            return {}, {}, f"it holds {held} instead of {', '.join(sorted(variables))}"
         if body["coords"] != {k: list(v) for k, v in coords.items()}:
             return {}, {}, "its coordinates differ from the study's"
         try:
