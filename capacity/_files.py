@@ -56,17 +56,24 @@ def lock(folder: Path, waiting=lambda: None):
         yield
 
 
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, flush it to disk, rename it to ``path``."""
+def atomic_write(path: Path, write, *, durable: bool = True) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, flush it to disk, rename it to ``path``.
+
+    ``durable=False`` skips the two fsyncs (the file's and the folder's): the file is still whole or absent after
+    a kill, only a crash of the machine itself can lose or tear it, for files that are checked when read.
+    """
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}@{_HOST}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        if durable:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+    if not durable:
+        return
     try:  # make the rename itself durable
         fd = os.open(path.parent, os.O_RDONLY)
         try:

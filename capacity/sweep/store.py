@@ -120,7 +120,8 @@ class Store:
             },
         }
         text = json.dumps({**body, "checksum": _checksum(body)})
-        atomic_write(self.path(key), lambda tmp: tmp.write_text(text))
+        # not fsynced: a file a machine crash tears fails its checksum and is measured again (``load``)
+        atomic_write(self.path(key), lambda tmp: tmp.write_text(text), durable=False)
 
     def record(self, study: str, keys: list[str]) -> None:
         """Write the manifest: the cells the study's latest run used (``capacity store`` keeps them); a run that used
