@@ -72,11 +72,12 @@ class Pass:
     cell: Cell
     seeds: tuple
     ns: tuple
+    queries: int = 0  # reads per pair count (0: every stored pair; the recall kind's ``queries``)
 
     def cost(self) -> float:
-        """Multiply-adds of the writes and the argmax scores (to schedule the largest first)."""
-        n = max(self.ns)
-        return len(self.seeds) * (n * self.cell.d * self.cell.dv + sum(c * c for c in set(self.ns)) * self.cell.dv)
+        """Multiply-adds of the writes and the argmax scores (to schedule the largest first, and to estimate)."""
+        scores = sum(min(c, self.queries or c) * c for c in set(self.ns))  # each read against the c stored values
+        return len(self.seeds) * (max(self.ns) * self.cell.d * self.cell.dv + scores * self.cell.dv)
 
 
 class Plan:
@@ -166,7 +167,7 @@ class Plan:
                     [(n,) for n in ns] if self.kind.PER_POINT and not keys_mod.family(c.keys.name).iid_rows else [ns]
                 )
                 seeds = tuple(s for s in self.study.grid.seed if s in seeds)
-                out += [Pass(c, seeds, part) for part in split]
+                out += [Pass(c, seeds, part, self.study.probe.queries) for part in split]
         return out
 
     def draw_seconds(self, p: Pass) -> float:
