@@ -377,6 +377,9 @@ def test_an_interrupt_at_start_up_is_one_line(tmp_path, delay):
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(
+            signal.SIGINT, signal.SIG_DFL
+        ),  # as a terminal delivers it, even if inherited ignored
     )
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
