@@ -82,6 +82,24 @@ RECALL_AT = (
 PER_QUERY = {m: f"{m}_q" for m in METRICS}
 # with age_bins, each metric's mean over the stored pairs of each age bin is <metric>_age over (n, batch, age)
 PER_AGE = {m: f"{m}_age" for m in METRICS}
+PAIRS_AGE = (
+    "pairs per age bin",
+    "pairs",
+    "stored pairs in each age bin [age, age_end) at n (age = writes since stored)",
+)
+
+
+def age_meta(metric: str) -> tuple[str, str, str]:
+    """(long name, units, description) of ``PER_AGE[metric]``, the metric's mean over each age bin's pairs."""
+    ln, units, desc = METRICS[metric]
+    return f"{ln} by age", units, desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin")
+
+
+def se_meta(metric: str, queries: int) -> tuple[str, str, str]:
+    """(long name, units, description) of ``<metric>_se``, the standard error of a mean over ``queries`` samples."""
+    ln, units, _ = METRICS[metric]
+    desc = f"standard error of {metric} from its sample of {queries} queries; 0 where every stored pair was read"
+    return f"standard error of the {ln}", units, desc
 
 
 def age_edges(n: int) -> list[int]:
@@ -517,38 +535,17 @@ def recall(
                 ),
             },
         )
+    as_attrs = lambda meta: dict(zip(("long_name", "units", "description"), meta))
     for m, x in cv.per_age.items():
-        ln, u, desc = METRICS[m]
-        data[PER_AGE[m]] = (
-            ("n", "batch", "age"),
-            x,
-            {
-                "long_name": f"{ln} by age",
-                "units": u,
-                "description": desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin"),
-            },
-        )
+        data[PER_AGE[m]] = (("n", "batch", "age"), x, as_attrs(age_meta(m)))
     if cv.age_edges:
         e = np.asarray(cv.age_edges)
         age = np.arange(n)
         # ages 0 .. c - 1 at checkpoint c, bins half-open [e_j, e_j+1)
         counts = [((age[:c, None] >= e[None, :-1]) & (age[:c, None] < e[None, 1:])).sum(0) for c in cv.checkpoints]
-        data["pairs_age"] = (
-            ("n", "age"),
-            np.asarray(counts, dtype=np.int64),
-            {"long_name": "pairs per age bin", "units": "pairs", "description": "stored pairs in each age bin"},
-        )
+        data["pairs_age"] = (("n", "age"), np.asarray(counts, dtype=np.int64), as_attrs(PAIRS_AGE))
     for m, x in cv.se.items():
-        ln, u, desc = METRICS[m]
-        data[f"{m}_se"] = (
-            ("n", "batch"),
-            x,
-            {
-                "long_name": f"standard error of the {ln}",
-                "units": u,
-                "description": f"standard error of {m} from its sample of queries (queries={queries}); 0 where every stored pair was read",
-            },
-        )
+        data[f"{m}_se"] = (("n", "batch"), x, as_attrs(se_meta(m, queries)))
     if cv.sizes:
         data["state_numel"] = (
             ("n",),

@@ -43,7 +43,6 @@ _STATS = {
     "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
     "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
 }
-_PAIRS_AGE = "stored pairs in each age bin [age, age_end) at n (age = writes since the pair was stored)"
 _THEORY = {  # name: (function of n and d, units)
     "frame_bound": (theory.frame_bound, "value units^2"),
     "welch_bound": (theory.welch_bound, "1"),
@@ -118,20 +117,11 @@ def variables(study) -> dict[str, dict]:
     if study.probe.top_k:
         names["recall_at"] = probe.RECALL_AT
     if study.probe.queries:  # standard errors of the sampled means
-        for m, (ln, u, _) in metrics.items():
-            q = study.probe.queries
-            names[f"{m}_se"] = (
-                f"standard error of the {ln}",
-                u,
-                f"standard error of {m} over its sample of {q} queries (0 where every pair was read)",
-            )
-    out = {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+        names.update({f"{m}_se": probe.se_meta(m, study.probe.queries) for m in metrics})
     if study.probe.age_bins:
-        for m, (ln, units, desc) in metrics.items():
-            desc = desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin")
-            out[probe.PER_AGE[m]] = {"long_name": f"{ln} by age", "units": units, "description": desc}
-        out["pairs_age"] = {"long_name": "pairs per age bin", "units": "pairs", "description": _PAIRS_AGE}
-    return out
+        names.update({probe.PER_AGE[m]: probe.age_meta(m) for m in metrics})
+        names["pairs_age"] = probe.PAIRS_AGE
+    return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
 
 
 def var_dims(study) -> dict[str, tuple]:
