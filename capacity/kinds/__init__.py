@@ -192,15 +192,16 @@ def check_memory(plan, passes, parallel: int = 1) -> None:
 
 
 def rules(study) -> None:
-    """What a study of its kind must be: the kind's own grid rules (its ``grid_rules``), and no probe field set that
-    belongs to other kinds alone (their ``FIELDS``)."""
+    """What a study of its kind must be: the kind's own grid rules (its ``grid_rules``), and no grid axis or probe
+    field set away from its default that belongs to other kinds alone (their ``GRID_AXES`` and ``FIELDS``)."""
     kind = KINDS[study.probe.kind]
     getattr(kind, "grid_rules", lambda s: None)(study)
-    g = study.grid
-    if study.probe.kind != "recall" and (
-        g.state_dtype != ("float32",) or g.rounding != ("step",) or g.heads != (1,) or g.value_heads
-    ):
-        raise CapacityError("state_dtype, rounding, heads and value_heads apply to recall studies only (kind=recall)")
+    defaults = {f.name: f.default for f in dataclasses.fields(study.grid)}
+    for name, k in KINDS.items():  # grid axes of one kind alone (its GRID_AXES), left at their defaults by the others
+        axes = getattr(k, "GRID_AXES", ())
+        if name != study.probe.kind and any(getattr(study.grid, a) != defaults[a] for a in axes):
+            listed = f"{', '.join(axes[:-1])} and {axes[-1]}" if len(axes) > 1 else axes[0]
+            raise CapacityError(f"{listed} apply to {name} studies only (kind={name})")
     owner = {f: name for name, k in KINDS.items() for f in getattr(k, "FIELDS", ())}
     wrong = [f for f in study.probe.changed() if owner.get(f, study.probe.kind) != study.probe.kind]
     if wrong:
