@@ -4,7 +4,8 @@ or a dead worker; 130 for an interrupt (Ctrl-C), 143 for SIGTERM and 141 (128 + 
 the closed pipe reports) when the reader of the output goes away (``capacity list | head -1``), without a message.
 Nothing finished is lost. ``--traceback`` (or ``CAPACITY_TRACEBACK=1``) prints the full traceback before the line.
 
-The package loads only what a command uses (``capacity --help`` imports neither torch nor the plotting libraries),
+The package loads only what a command uses (``capacity --help`` and ``capacity list`` import neither torch nor the
+plotting libraries; the list of built-ins is ``capacity/data/catalog.json``, see ``capacity.catalog``),
 and everything is imported inside ``main``'s error handling, so even an interrupt during start-up ends in one line.
 """
 
@@ -110,18 +111,10 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_list(args) -> int:
-    from capacity import features, keys, studies, values, variants
+    from capacity import catalog  # the built-ins from a data file (no torch import), plug-ins from their registries
 
-    sections = {
-        "studies": studies.available,
-        "variants": variants.available,
-        "features": features.available,
-        "keys": keys.available,
-        "values": values.available,
-    }
-    chosen = sections if args.what == "all" else {args.what: sections[args.what]}
-    for title, entries in chosen.items():
-        entries = entries()
+    for title in catalog.SECTIONS if args.what == "all" else [args.what]:
+        entries = catalog.available(title)
         print(f"{title}:")
         width = max(len(k) for k in entries)
         for name, desc in entries.items():

@@ -1,0 +1,73 @@
+"""What ``capacity list`` prints, without importing torch: the built-ins' names and descriptions, kept in a data file.
+
+The registries (``studies.available``, ``variants.available``, ``features.available``, ``keys.available``,
+``values.available``) import torch, xarray and every study, about 3 s; the list of what ships with the package
+does not change between runs, so ``capacity/data/catalog.json`` holds it, written by ``python -m capacity.catalog``
+from the registries themselves (``build``), and tests/test_catalog.py fails when the file and the registries
+disagree. Plug-ins are not in the file: a section whose entry point group holds a name that the catalog lacks
+(another installed package's plug-in) is read from its registry, the slow way, so it shows exactly what the
+registry says.
+
+>>> list(available("values"))
+['gaussian', 'orthonormal']
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from capacity import plugins
+from capacity.errors import CapacityError
+
+__all__ = ["SECTIONS", "available", "build", "PATH"]
+
+PATH = Path(__file__).parent / "data" / "catalog.json"
+SECTIONS = ("studies", "variants", "features", "keys", "values")
+_GROUPS = {s: f"capacity.{s}" for s in SECTIONS if s != "values"}  # the entry point group of each plug-in section
+
+
+def _registry(section: str) -> dict[str, str]:
+    """The registry's own answer (imports torch and the section's modules)."""
+    import importlib
+
+    return importlib.import_module(f"capacity.{section}").available()
+
+
+def build() -> dict[str, dict[str, str]]:
+    """section -> {name: description} from the registries: the built-ins and the package's own entry points only."""
+    own = {s: {ep.name for ep in _own_entry_points(g)} for s, g in _GROUPS.items()}  # e.g. the key family "learned"
+    out = {}
+    for section in SECTIONS:
+        foreign = set(plugins.entry_points(_GROUPS[section])) - own[section] if section in _GROUPS else set()
+        out[section] = {name: desc for name, desc in _registry(section).items() if name not in foreign}
+    return out
+
+
+def _own_entry_points(group: str):
+    from importlib import metadata
+
+    return [ep for ep in metadata.entry_points(group=group) if ep.dist is not None and ep.dist.name == "capacity"]
+
+
+def available(section: str) -> dict[str, str]:
+    """name -> one-line description of ``section`` (one of SECTIONS), as its registry's ``available()`` gives it."""
+    if section not in SECTIONS:
+        raise CapacityError(f"section must be one of {', '.join(SECTIONS)}, got {section!r}")
+    try:
+        known = json.loads(PATH.read_text(encoding="utf-8"))[section]
+    except (OSError, ValueError, KeyError):  # no catalog (a partial install): the registry itself
+        return _registry(section)
+    if section in _GROUPS and set(plugins.entry_points(_GROUPS[section])) - set(known):
+        return _registry(section)  # a plug-in of another package: only its registry can describe it
+    return known
+
+
+def main() -> None:
+    """Write ``capacity/data/catalog.json`` from the registries."""
+    PATH.write_text(json.dumps(build(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(PATH)
+
+
+if __name__ == "__main__":
+    main()
