@@ -5,6 +5,7 @@ deterministically, and the `capacity plot` command's errors."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -565,3 +566,26 @@ def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     np.testing.assert_allclose(xl, 4 * d * d)  # a d x dv float32 state
     assert (lin < 0.7 * y).all()  # the additive memory sits well below it
     assert left.get_xlabel() == "state bytes (float32)"
+
+
+def test_several_figures_are_written_by_one_child_each_with_the_same_bytes(cvd, tmp_path, monkeypatch):
+    """save_all: a child process per figure (up to the cores), the bytes of a save in this process."""
+    import os
+    import sys
+
+    mod = sys.modules["capacity.plots.render"]
+    real = mod.save
+
+    def noting_the_process(fig, out, stem):
+        (Path(out).parent / f"pid-{os.getpid()}-{stem}").write_text("")
+        return real(fig, out, stem)
+
+    monkeypatch.setattr(mod, "save", noting_the_process)
+    built = plots.figures(cvd)
+    paths = mod.save_all(built, tmp_path / "par")
+    pids = {p.name.split("-")[1] for p in tmp_path.glob("pid-*")}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert len(built) == 2 and len(pids) == (2 if cores >= 2 else 1)
+    assert (str(os.getpid()) in pids) == (cores < 2)
+    for p in paths:
+        assert p.read_bytes() == real(dict(built)[p.stem], tmp_path / "one", p.stem)[p.suffix == ".pdf"].read_bytes()
