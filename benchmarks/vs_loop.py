@@ -1,22 +1,29 @@
-"""The main job against the per-point torch loop a user would write, side by side, as whole processes.
+"""The main job against the loops a researcher would write instead, side by side, as whole processes.
 
     .venv/bin/python benchmarks/vs_loop.py                 # the default study, best of 3 (several minutes)
     .venv/bin/python benchmarks/vs_loop.py --quick         # a small grid, one repeat (under a minute)
     .venv/bin/python benchmarks/vs_loop.py --set d=16,32,64,128,256,512 --set seed=0,1,2,3,4,5,6,7
+    .venv/bin/python benchmarks/vs_loop.py --json results/vs_loop-default.json   # also every figure, for time_parts.py
 
 Commands, alternated in every repeat (fresh output folder each time), best wall time of ``--repeats``:
 (a) ``capacity run capacity-vs-d --out TMP`` with the default executor and with ``--executor serial``,
-(b) ``benchmarks/loop_baseline.py`` on the same grid (``--set`` is applied to the study and the grid
-handed to the loop), with torch's default thread count and with one thread. Also printed: the probe's counted flops (writes, reads and the argmax decode's
-scores) over each command's wall time, next to torch.matmul's float32 GFLOP/s measured here on 1
-thread and on torch's default thread count.
+(b) ``benchmarks/checkpointed_loop.py`` on the same grid (``--set`` is applied to the study and the grid handed to
+the loop): seeds batched, each state written once, read at every checkpoint, the baseline of the ratios; with
+torch's default thread count and with one thread,
+(c) ``benchmarks/loop_baseline.py``, the per-point loop (a state rebuilt for every n), as a second line.
+The checkpointed loop's numbers are held against the main job's (largest relative difference, recall mismatches).
+Also printed: the work alone (the sweep in-process against the loop's own timer), the main job cut into its parts,
+and the probe's counted flops (writes, reads and the argmax decode's scores) over the work's wall time, next to
+torch.matmul's float32 GFLOP/s measured here on 1 thread and on torch's default thread count.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -95,9 +102,13 @@ def matmul_gflops(threads: int, n: int = 1024, reps: int = 5) -> float:
     return 2 * n**3 / best / 1e9
 
 
+LOOP = "checkpointed torch loop (checkpointed_loop.py)"
+
+
 def commands(sets: list[str], study, out: str, before: str | None = None) -> dict[str, tuple[list[str], dict]]:
     """name -> (command, environment overrides)."""
     loop = [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study)
+    checkpointed = [sys.executable, str(ROOT / "benchmarks" / "checkpointed_loop.py")] + loop_args(study)
     run = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--device", "cpu"]
     for s in sets:
         run += ["--set", s]
@@ -107,16 +118,45 @@ def commands(sets: list[str], study, out: str, before: str | None = None) -> dic
     }
     if before:  # the same command from an earlier version installed into the folder ``before``
         out[f"capacity run, before ({Path(before).name})"] = (run, {"PYTHONPATH": before})
+    out[LOOP] = (checkpointed, {})
+    out["checkpointed torch loop, 1 torch thread"] = (checkpointed + ["--threads", "1"], {})
     out["per-point torch loop (loop_baseline.py)"] = (loop, {})
-    out["per-point torch loop, 1 torch thread"] = (loop + ["--threads", "1"], {})
     return out
 
 
-def timed(cmd: list[str], env: dict) -> float:
+def timed(cmd: list[str], env: dict) -> tuple[float, str]:
+    """(wall seconds, stdout) of one command."""
     t = time.perf_counter()
     cwd = tempfile.gettempdir() if env.get("PYTHONPATH") else ROOT  # not the source tree: it would shadow the install
-    subprocess.run(cmd, check=True, capture_output=True, cwd=cwd, env={**os.environ, **env})
-    return time.perf_counter() - t
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=cwd, env={**os.environ, **env})
+    return time.perf_counter() - t, done.stdout
+
+
+def loop_work(stdout: str) -> float:
+    """The loop's own timer (its work, without start-up): "N points in X s"."""
+    return float(re.search(r"points in ([0-9.]+) s", stdout).group(1))
+
+
+def agreement(study, loop_json: str, results: str) -> tuple[float, int, int]:
+    """(largest relative difference of the five error metrics, recall values that differ, points compared) between
+    the checkpointed loop's numbers and the main job's results file; relative to max(|value|, 1e-4)."""
+    import numpy as np
+    import xarray as xr
+
+    ds = xr.open_dataset(results).load()
+    worst, recall_off, count = 0.0, 0, 0
+    for row in json.load(open(loop_json)):
+        variant, family, d, n = row["point"]
+        for load in ds["load"].values:
+            if max(1, round(float(load) * d)) != n:
+                continue
+            at = dict(variant=variant, key_family=family, d=d, load=load)
+            count += len(row["recall"])
+            recall_off += int((ds["recall"].sel(at).values != np.array(row["recall"])).sum())
+            for m in ("mse", "rel_error", "cosine", "signal", "leak"):
+                ours, theirs = ds[m].sel(at).values, np.array(row[m])
+                worst = max(worst, float(np.max(np.abs(ours - theirs) / np.maximum(np.abs(ours), 1e-4))))
+    return worst, recall_off, count
 
 
 _PARTS = """
@@ -127,6 +167,19 @@ t.append(time.perf_counter())
 from capacity import studies, sweep
 import xarray
 t.append(time.perf_counter())
+runner = sys.modules["capacity.sweep.runner"]
+inner = {"measure": 0.0, "assemble": 0.0, "write": 0.0}
+def timing(name, fn):
+    def wrapped(*a, **k):
+        s = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            inner[name] += time.perf_counter() - s
+    return wrapped
+runner._measure = timing("measure", runner._measure)
+runner.assemble = timing("assemble", runner.assemble)
+runner._files.atomic_netcdf = timing("write", runner._files.atomic_netcdf)
 study = studies.get("capacity-vs-d").with_overrides(sys.argv[2:])
 res = sweep.run(study, out=sys.argv[1], device="cpu", progress=False)
 t.append(time.perf_counter())
@@ -134,14 +187,27 @@ from capacity import plots
 t.append(time.perf_counter())
 plots.render(res.dataset, out=sys.argv[1] + "/figures")
 t.append(time.perf_counter())
-print(" ".join(f"{b - a:.3f}" for a, b in zip(t, t[1:])))
+run = t[3] - t[2]
+split = [t[1] - t[0], t[2] - t[1], run - sum(inner.values()), inner["measure"], inner["assemble"], inner["write"]]
+print(" ".join(f"{x:.3f}" for x in split + [t[4] - t[3], t[5] - t[4]]))
 """
+
+PART_NAMES = [
+    "interpreter start and exit",
+    "import torch",
+    "import capacity, xarray",
+    "plan, stored points, checks",
+    "measuring (default executor)",
+    "assembling the Dataset",
+    "writing the results file",
+    "import the plotting stack",
+    "figures drawn and written",
+]
 
 
 def parts(sets: list[str], repeats: int) -> dict[str, float]:
     """The main job's wall time cut into its parts (best of ``repeats`` fresh processes, each part's own best)."""
-    names = ["interpreter start", "import torch", "import capacity, xarray", "sweep.run (default executor)"]
-    names += ["import the plotting stack", "figures drawn and written"]
+    names = PART_NAMES
     best = [math.inf] * len(names)
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
@@ -151,7 +217,7 @@ def parts(sets: list[str], repeats: int) -> dict[str, float]:
             )
             total = time.perf_counter() - t
         split = [float(x) for x in done.stdout.split()]
-        for i, x in enumerate([total - sum(split), *split]):  # start-up: what the timestamps inside do not cover
+        for i, x in enumerate([total - sum(split), *split]):  # start and exit: what the timestamps inside do not cover
             best[i] = min(best[i], x)
     return dict(zip(names, best))
 
@@ -185,6 +251,7 @@ def main(argv=None) -> None:
         metavar="DIR",
         help="also time an earlier version installed in DIR (pip install --no-deps --target DIR <checkout>)",
     )
+    p.add_argument("--json", default=None, metavar="FILE", help="also write every measurement to FILE (time_parts.py)")
     a = p.parse_args(argv)
     sets = (QUICK if a.quick else []) + a.set
     repeats = a.repeats or (1 if a.quick else 3)
@@ -199,15 +266,27 @@ def main(argv=None) -> None:
         f"machine: {os.cpu_count()} cores, torch {torch.__version__}, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     times: dict[str, list[float]] = {}
+    work_runs: list[float] = []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             for i, name in enumerate(commands(sets, study, tmp, a.before)):
                 cmd, env = commands(sets, study, str(Path(tmp) / f"out{i}"), a.before)[name]  # a fresh output folder
-                times.setdefault(name, []).append(timed(cmd, env))
+                wall, stdout = timed(cmd, env)
+                times.setdefault(name, []).append(wall)
+                if name == LOOP:
+                    work_runs.append(loop_work(stdout))
+    with tempfile.TemporaryDirectory() as tmp:  # the loop's numbers against the main job's (not timed)
+        cmd, env = commands(sets, study, str(Path(tmp) / "run"), None)["capacity run --executor serial"]
+        timed(cmd, env)
+        loop_cmd, _ = commands(sets, study, tmp, None)[LOOP]
+        timed(loop_cmd + ["--out", str(Path(tmp) / "loop.json")], {})
+        worst, recall_off, compared = agreement(
+            study, str(Path(tmp) / "loop.json"), str(Path(tmp) / "run" / f"{study.name}.nc")
+        )
     flops = probe_flops(study)
-    loop_best = min(times["per-point torch loop (loop_baseline.py)"])
+    loop_best = min(times[LOOP])
     print()
-    print("| command | best wall | all runs | loop / command | probe GFLOP/s |")
+    print("| command | best wall | all runs | checkpointed loop / command | probe GFLOP/s |")
     print("|---|---|---|---|---|")
     for name, ts in times.items():
         best = min(ts)
@@ -215,24 +294,50 @@ def main(argv=None) -> None:
         print(f"| {name} | {best:.1f} s | {', '.join(f'{t:.1f}' for t in ts)} | {loop_best / best:.2f}x | {rate} |")
     one, many = matmul_gflops(1), matmul_gflops(torch.get_num_threads())
     work = sweep_work(study)
+    threads = torch.get_num_threads()
     print(
-        f"| sweep work alone: sweep.run in-process, serial, {torch.get_num_threads()} threads (no start-up, no figures) | {work:.1f} s | | | {flops / work / 1e9:.3g} |"
+        f"| sweep work alone: sweep.run in-process, serial, {threads} threads (no start-up, no figures) | {work:.1f} s | | {min(work_runs) / work:.2f}x (against the loop's work) | {flops / work / 1e9:.3g} |"
+    )
+    print(
+        f"| checkpointed loop's work alone (its own timer) | {min(work_runs):.1f} s | {', '.join(f'{t:.1f}' for t in work_runs)} | | |"
+    )
+    print()
+    print(
+        f"the checkpointed loop against the main job: {compared} points; largest relative difference of mse, rel_error, "
+        f"cosine, signal, leak {worst:.1e} (relative to max(|value|, 1e-4)); recall values that differ: {recall_off}"
     )
     print()
     print("The main job cut into parts (best of the repeats for each part, separate processes):")
     print()
     print("| part | best |")
     print("|---|---|")
-    for name, x in parts(sets, repeats).items():
+    cut = parts(sets, repeats)
+    for name, x in cut.items():
         print(f"| {name} | {x:.2f} s |")
     print()
     print(
         f"probe work counted: {flops / 1e9:.3g} GFLOP (writes, reads, argmax scores; {probe_flops(study, False) / 1e9:.3g} without the scores); "
-        f"GFLOP/s above = counted flops / whole-process wall (start-up, figures included)"
+        f"GFLOP/s above = counted flops / wall time (whole process for commands)"
     )
-    print(
-        f"torch.matmul float32 1024^3: {one:.1f} GFLOP/s on 1 thread, {many:.1f} GFLOP/s on {torch.get_num_threads()} threads"
-    )
+    print(f"torch.matmul float32 1024^3: {one:.1f} GFLOP/s on 1 thread, {many:.1f} GFLOP/s on {threads} threads")
+    if a.json:
+        record = {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": f"{os.cpu_count()} cores, torch {torch.__version__}",
+            "load_average_end": os.getloadavg(),
+            "sets": sets,
+            "points": points,
+            "commands": times,
+            "loop_work": work_runs,
+            "sweep_work": work,
+            "parts": cut,
+            "flops": flops,
+            "matmul_gflops": {"1": one, str(threads): many},
+            "agreement": {"max_rel": worst, "recall_differ": recall_off, "points": compared},
+        }
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {a.json}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""benchmarks/loop_baseline.py computes the probe's numbers; benchmarks/vs_loop.py hands it the study's grid and counts flops."""
+"""benchmarks/loop_baseline.py and checkpointed_loop.py compute the probe's numbers; benchmarks/vs_loop.py hands them
+the study's grid, holds the checkpointed loop against the main job and counts flops."""
 
 import importlib.util
 import json
@@ -20,7 +21,7 @@ def _load(name):
     return mod
 
 
-loop_baseline, vs_loop = _load("loop_baseline"), _load("vs_loop")
+loop_baseline, checkpointed, vs_loop = _load("loop_baseline"), _load("checkpointed_loop"), _load("vs_loop")
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,29 @@ def test_the_loop_computes_the_probes_numbers(tiny, tmp_path, delta):
         assert set(row) == {"mse", "rel_error", "cosine", "signal", "leak", "recall"}
         for m, want in row.items():
             assert abs(float(got[m]) - want) <= 1e-5 * max(1.0, abs(want)), (variant, family, load, seed, m)
+
+
+def test_the_checkpointed_loop_computes_the_probes_numbers(tiny, tmp_path):
+    study, ds = tiny
+    out = tmp_path / "c.json"
+    checkpointed.main(vs_loop.loop_args(study) + ["--out", str(out)])
+    rows = json.loads(out.read_text())
+    assert len(rows) == 2 * 2 * 1 * 2  # variant, family, d, n; the seeds are the lists
+    for row in rows:
+        variant, family, d, n = row.pop("point")
+        got = ds.sel(variant=variant, key_family=family, d=d, load=n / d)
+        assert set(row) == {"mse", "rel_error", "cosine", "signal", "leak", "recall"}
+        for m, want in row.items():
+            assert got[m].values.tolist() == pytest.approx(want, rel=1e-5, abs=1e-6), (variant, family, n, m)
+    ds.to_netcdf(tmp_path / "r.nc")
+    worst, recall_off, count = vs_loop.agreement(study, str(out), str(tmp_path / "r.nc"))
+    assert worst < 1e-5 and recall_off == 0 and count == 2 * 2 * 2 * 2
+    rows = json.loads(out.read_text())  # a 1% error in one number, one recall flipped: both seen
+    rows[0]["mse"][0] *= 1.01
+    rows[0]["recall"][1] = 1 - rows[0]["recall"][1]
+    out.write_text(json.dumps(rows))
+    worst, recall_off, _ = vs_loop.agreement(study, str(out), str(tmp_path / "r.nc"))
+    assert worst > 5e-3 and recall_off == 1
 
 
 def test_probe_flops_counts_writes_reads_and_scores():
