@@ -160,7 +160,7 @@ def agreement(study, loop_json: str, results: str) -> tuple[float, int, int]:
 
 
 _PARTS = """
-import sys, time
+import os, sys, time
 t = [time.perf_counter()]
 import torch
 t.append(time.perf_counter())
@@ -177,7 +177,18 @@ def timing(name, fn):
         finally:
             inner[name] += time.perf_counter() - s
     return wrapped
-runner._measure = timing("measure", runner._measure)
+busy = []
+def cores_busy(fn):  # CPU seconds of this process and its joined workers over the wall seconds of the call
+    def wrapped(*a, **k):
+        c0, w0 = os.times(), time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            c1 = os.times()
+            cpu = sum(getattr(c1, f) - getattr(c0, f) for f in ("user", "system", "children_user", "children_system"))
+            busy.append(cpu / (time.perf_counter() - w0))
+    return wrapped
+runner._measure = cores_busy(timing("measure", runner._measure))
 runner.assemble = timing("assemble", runner.assemble)
 runner._files.atomic_netcdf = timing("write", runner._files.atomic_netcdf)
 study = studies.get("capacity-vs-d").with_overrides(sys.argv[2:])
@@ -189,8 +200,7 @@ plots.render(res.dataset, out=sys.argv[1] + "/figures")
 t.append(time.perf_counter())
 run = t[3] - t[2]
 split = [t[1] - t[0], t[2] - t[1], run - sum(inner.values()), inner["measure"], inner["assemble"], inner["write"]]
-print(" ".join(f"{x:.3f}" for x in split + [t[4] - t[3], t[5] - t[4]]), flush=True)
-import os
+print(" ".join(f"{x:.3f}" for x in split + [t[4] - t[3], t[5] - t[4]]), f"{sum(busy):.3f}", flush=True)
 os._exit(0)  # as the command line leaves (capacity.cli.entry): without the interpreter's teardown
 """
 
@@ -207,10 +217,11 @@ PART_NAMES = [
 ]
 
 
-def parts(sets: list[str], repeats: int) -> dict[str, float]:
-    """The main job's wall time cut into its parts (best of ``repeats`` fresh processes, each part's own best)."""
+def parts(sets: list[str], repeats: int) -> tuple[dict[str, float], list[float]]:
+    """The main job's wall time cut into its parts (best of ``repeats`` fresh processes, each part's own best), and
+    in each process the cores kept busy while measuring (CPU seconds of the process and its workers / wall)."""
     names = PART_NAMES
-    best = [math.inf] * len(names)
+    best, busy = [math.inf] * len(names), []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
@@ -218,10 +229,11 @@ def parts(sets: list[str], repeats: int) -> dict[str, float]:
                 [sys.executable, "-c", _PARTS, tmp, *sets], check=True, capture_output=True, text=True, cwd=tmp
             )
             total = time.perf_counter() - t
-        split = [float(x) for x in done.stdout.split()]
+        *split, cores = [float(x) for x in done.stdout.split()]
+        busy.append(cores)
         for i, x in enumerate([total - sum(split), *split]):  # start-up: what the timestamps inside do not cover
             best[i] = min(best[i], x)
-    return dict(zip(names, best))
+    return dict(zip(names, best)), busy
 
 
 def sweep_work(study) -> float:
@@ -313,9 +325,13 @@ def main(argv=None) -> None:
     print()
     print("| part | best |")
     print("|---|---|")
-    cut = parts(sets, repeats)
+    cut, busy = parts(sets, repeats)
     for name, x in cut.items():
         print(f"| {name} | {x:.2f} s |")
+    print()
+    print(
+        f"cores busy while measuring (CPU seconds / wall, {os.cpu_count()} cores): {', '.join(f'{b:.2f}' for b in busy)}"
+    )
     print()
     print(
         f"probe work counted: {flops / 1e9:.3g} GFLOP (writes, reads, argmax scores; {probe_flops(study, False) / 1e9:.3g} without the scores); "
@@ -333,6 +349,7 @@ def main(argv=None) -> None:
             "loop_work": work_runs,
             "sweep_work": work,
             "parts": cut,
+            "cores_busy_measuring": busy,
             "flops": flops,
             "matmul_gflops": {"1": one, str(threads): many},
             "agreement": {"max_rel": worst, "recall_differ": recall_off, "points": compared},
