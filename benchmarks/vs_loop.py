@@ -105,7 +105,9 @@ def matmul_gflops(threads: int, n: int = 1024, reps: int = 5) -> float:
 LOOP = "checkpointed torch loop (checkpointed_loop.py)"
 
 
-def commands(sets: list[str], study, out: str, before: str | None = None) -> dict[str, tuple[list[str], dict]]:
+def commands(
+    sets: list[str], study, out: str, before: str | None = None, per_point: bool = True
+) -> dict[str, tuple[list[str], dict]]:
     """name -> (command, environment overrides)."""
     loop = [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study)
     checkpointed = [sys.executable, str(ROOT / "benchmarks" / "checkpointed_loop.py")] + loop_args(study)
@@ -120,7 +122,8 @@ def commands(sets: list[str], study, out: str, before: str | None = None) -> dic
         out[f"capacity run, before ({Path(before).name})"] = (run, {"PYTHONPATH": before})
     out[LOOP] = (checkpointed, {})
     out["checkpointed torch loop, 1 torch thread"] = (checkpointed + ["--threads", "1"], {})
-    out["per-point torch loop (loop_baseline.py)"] = (loop, {})
+    if per_point:
+        out["per-point torch loop (loop_baseline.py)"] = (loop, {})
     return out
 
 
@@ -265,6 +268,7 @@ def main(argv=None) -> None:
         metavar="DIR",
         help="also time an earlier version installed in DIR (pip install --no-deps --target DIR <checkout>)",
     )
+    p.add_argument("--no-per-point", dest="per_point", action="store_false", help="leave out the per-point loop")
     p.add_argument("--json", default=None, metavar="FILE", help="also write every measurement to FILE (time_parts.py)")
     a = p.parse_args(argv)
     sets = (QUICK if a.quick else []) + a.set
@@ -283,8 +287,10 @@ def main(argv=None) -> None:
     work_runs: list[float] = []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
-            for i, name in enumerate(commands(sets, study, tmp, a.before)):
-                cmd, env = commands(sets, study, str(Path(tmp) / f"out{i}"), a.before)[name]  # a fresh output folder
+            for i, name in enumerate(commands(sets, study, tmp, a.before, a.per_point)):
+                cmd, env = commands(sets, study, str(Path(tmp) / f"out{i}"), a.before, a.per_point)[
+                    name
+                ]  # fresh folder
                 wall, stdout = timed(cmd, env)
                 times.setdefault(name, []).append(wall)
                 if name == LOOP:
