@@ -33,7 +33,9 @@ declare -A FILES TESTS
 FILES[theory]='"capacity/theory/*"'
 TESTS[theory]="tests/test_theory.py tests/test_theory_delta.py tests/test_theory_exact.py $CHECK"
 FILES[decode]='"capacity/decode.py"'
-TESTS[decode]="tests/test_decode.py"
+# test_topk.py without its closed-form tests: they do not call decode, except the 10 s statistical one (via the probe)
+TESTS[decode]="tests/test_decode.py tests/test_topk.py::test_topk_against_a_float64_ranking tests/test_topk.py::test_ties_follow_the_argmax_rule"
+TESTS[decode]+=" tests/test_topk.py::test_the_probe_keeps_its_numbers_and_adds_recall_at tests/test_topk.py::test_the_sweep_adds_recall_at_over_k"
 FILES[probe]='"capacity/probe.py"'
 TESTS[probe]="tests/test_probe.py tests/test_decode.py::test_probe_recall_is_the_exact_decode_of_its_reads $CHECK"
 FILES[metrics]='"capacity/metrics.py"'

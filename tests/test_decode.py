@@ -7,7 +7,7 @@ import torch
 
 from capacity import CapacityError, keys, probe, values, variants
 from capacity._random import generator
-from capacity.decode import argmax_correct, score_error_bound, screen_precision
+from capacity.decode import argmax_correct, score_error_bound, screen_precision, topk_correct
 
 PRECISIONS = ("bfloat16", "float32")
 
@@ -320,3 +320,103 @@ def test_cuda_screens_match_the_exact_decode(precision):
     ):
         got = argmax_correct(r.cuda(), v.cuda(), precision=precision).cpu()
         assert torch.equal(got, exact(r, v))
+
+
+def test_products_below_float32s_normal_range_are_decided_exactly():
+    """Products below 2^-126 round on float32's subnormal grid (step q = 2^-149), far coarser than any relative bound:
+    read 0's float32 scores are (2q, q) against exact (1.2q, 1.4q), read 1 is the same read; dv 2^-120 per read sends
+    both to the float64 stage."""
+    q = 2.0**-149
+    r = torch.full((1, 2, 2), 2.0**-75)
+    v = torch.tensor([[[0.6 * 2.0**-74, 0.6 * 2.0**-74], [1.4 * 2.0**-74, 0.0]]])
+    s32 = r @ v.transpose(1, 2)
+    assert ((r * v).sum(-1) / q).tolist() == [[2.0, 1.0]] and (s32[0, 0] / q).tolist() == [2.0, 1.0]
+    assert torch.allclose((r.double() @ v.double().transpose(1, 2))[0, 0] / q, torch.tensor([1.2, 1.4]).double())
+    want = exact(r, v)
+    assert want.tolist() == [[0.0, 1.0]] and plain32(r, v).tolist() == [[1.0, 0.0]]  # float32 rounding flips both
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    assert topk_correct(r, v, [1, 2]).tolist() == [[[0.0, 1.0], [1.0, 1.0]]]
+
+
+def test_a_large_bound_scale_keeps_the_decode_exact():
+    """bound_scale = 1000: the allowance for the bfloat16 output's rounding, 1000 x 2^-8 of a score, is capped at 1/2
+    (beyond 1 the interval around a score would turn over). Small integers are exact in bfloat16, so the input
+    rounding terms of the bound are 0 and the output allowance decides."""
+    g = generator(17, "int-large-scale")
+    v = torch.randint(-3, 4, (2, 80, 6), generator=g).float()
+    r = 2 * v + torch.randint(-3, 4, (2, 80, 6), generator=g).float()
+    assert float((r @ v.transpose(1, 2)).abs().max()) <= 256  # every score is exact in bfloat16 too
+    want = exact(r, v)
+    assert 0.2 < float(want.mean()) < 0.8
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision, bound_scale=1000.0), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_exact_ties_reach_the_tie_rule_with_no_rounding_allowance(precision):
+    """Small integers score exactly in every precision, so even bound_scale = 0 decides them exactly: an exact tie
+    is neither surely right nor surely wrong, and the float64 stage gives it to the first index."""
+    g = generator(18, "int-ties-no-bound")
+    v = torch.eye(8)[torch.randint(8, (2, 60), generator=g)]  # [2, 60, 8] unit values e_k: many duplicates
+    v = v * (2 * torch.randint(2, (2, 60, 1), generator=g) - 1).float()  # and -e_k
+    r = v.clone()  # own score 1; 1 with every duplicate, else 0 or -1: right exactly at a value's first copy
+    want = exact(r, v)
+    s = r @ v.transpose(1, 2)
+    own = torch.diagonal(s, dim1=1, dim2=2).clone()
+    s[:, torch.arange(60), torch.arange(60)] = -math.inf
+    tied = own == s.amax(-1)  # the own score ties with the best other one
+    assert int((tied & (want == 1)).sum()) > 5 and int((tied & (want == 0)).sum()) > 5  # ties won and lost
+    assert torch.equal(argmax_correct(r, v, precision=precision, bound_scale=0.0), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_the_float64_stage_in_chunks_of_one_read(precision, monkeypatch):
+    """_FALLBACK_ROWS = c: the undecided reads go to the later stages one at a time, and every one is decoded."""
+    from capacity import decode
+
+    r, v = near_ties(2, 50, 16, [1e-4, -1e-4, 1e-9, -1e-9], seed=19)  # undecided by bfloat16; half of them by float32
+    want = exact(r, v)
+    monkeypatch.setattr(decode, "_FALLBACK_ROWS", 50)
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    ranks = torch.tensor([1, 2, 50])
+    assert torch.equal(topk_correct(r, v, ranks.tolist()), (_rank(r, v)[..., None] < ranks).float())
+
+
+def _rank(r, v):
+    """Own-value rank in float64: larger scores, and equal ones at a smaller index, come first."""
+    s = r.float().double() @ v.float().double().transpose(1, 2)  # [B, c, c]
+    own = torch.diagonal(s, dim1=1, dim2=2)[..., None]
+    earlier = torch.arange(s.shape[-1])[None, :] < torch.arange(s.shape[-1])[:, None]  # l < i
+    return ((s > own) | ((s == own) & earlier)).sum(-1)
+
+
+def test_the_screen_matmul_switches_off_reduced_precision_sums_on_cuda(monkeypatch):
+    """On CUDA the screen's product runs with bfloat16 split-K reductions in reduced precision off, and the user's
+    setting comes back afterwards (a CUDA-typed input and torch's flag namespace stand in for the GPU)."""
+    from types import SimpleNamespace
+
+    from capacity import decode
+
+    flags = SimpleNamespace(allow_bf16_reduced_precision_reduction=True)
+    monkeypatch.setattr(torch.backends.cuda, "matmul", flags)
+    seen = []
+
+    class CudaTyped:
+        device = torch.device("cuda")  # a device object: no GPU needed
+
+        def __init__(self, x):
+            self.x = x
+
+        def __matmul__(self, b):
+            seen.append(flags.allow_bf16_reduced_precision_reduction)
+            return self.x @ b
+
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    for before in (True, False):
+        flags.allow_bf16_reduced_precision_reduction = before
+        assert torch.equal(decode._screen_matmul(CudaTyped(a), b), a @ b)
+        assert seen.pop() is False and flags.allow_bf16_reduced_precision_reduction is before
+    flags.allow_bf16_reduced_precision_reduction = True
+    assert torch.equal(decode._screen_matmul(a, b), a @ b)  # on the CPU: a plain product, the flag untouched
+    assert flags.allow_bf16_reduced_precision_reduction is True
