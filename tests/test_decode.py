@@ -420,3 +420,46 @@ def test_the_screen_matmul_switches_off_reduced_precision_sums_on_cuda(monkeypat
     flags.allow_bf16_reduced_precision_reduction = True
     assert torch.equal(decode._screen_matmul(a, b), a @ b)  # on the CPU: a plain product, the flag untouched
     assert flags.allow_bf16_reduced_precision_reduction is True
+
+
+def test_topk_bad_arguments_name_what_is_allowed():
+    r = torch.zeros(1, 4, 3)
+    with pytest.raises(
+        CapacityError, match=r"^r \[B, c, dv\] = \[1, 4, 3\] and v \[B, c, dv\] = \[1, 5, 3\] must have"
+    ):
+        topk_correct(r, torch.zeros(1, 5, 3), 1)
+    with pytest.raises(CapacityError, match=r"^r must have 3 dimensions, got shape \(4, 3\)$"):
+        topk_correct(r[0], r, 1)
+    with pytest.raises(CapacityError, match=r"^v must have 3 dimensions, got shape \(4, 3\)$"):
+        topk_correct(r, r[0], 1)
+    with pytest.raises(CapacityError, match="^block must be a whole number >= 1"):
+        topk_correct(r, r, 1, block=0)
+
+
+def test_topk_decodes_non_finite_reads_and_values():
+    """A NaN read or an infinite value is decoded, not rejected: its rank counts the values l whose score compares
+    larger (or equal at l < i) under IEEE rules, as the float64 brute force does."""
+    g = generator(20, "topk-nan")
+    r, v = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 4, generator=g)
+    r[0, 2] = float("nan")
+    v[1, 5] = float("inf")
+    ranks = torch.tensor([1, 2, 6])
+    assert torch.equal(topk_correct(r, v, ranks.tolist()), (_rank(r, v)[..., None] < ranks).float())
+
+
+def test_topk_near_ties_below_float32_resolution_with_equal_norms():
+    """Values of one norm (sign flips of one vector), reads between two of them with margins of 1e-9: float32 rounding
+    decides the plain ranking, the own score's allowance is what separates the bound from zero (every read has the
+    largest value norm), and the answer is the float64 ranking."""
+    g = generator(21, "topk-equal-norms")
+    w = torch.randn(32, generator=g)
+    v = w * (2 * torch.randint(2, (2, 60, 32), generator=g) - 1).float()  # [2, 60, 32], all norms exactly equal
+    j = (torch.arange(60) + 1) % 60
+    delta = torch.tensor([1e-9, -1e-9])[torch.randint(2, (2, 60), generator=g)]
+    r = (v + v[:, j]) / 2 + delta[..., None] * (v - v[:, j])
+    assert torch.unique(v.norm(dim=-1)).numel() == 1
+    ranks = torch.tensor([1, 2, 3])
+    want = (_rank(r, v)[..., None] < ranks).float()
+    assert 0.2 < float(want[..., 0].mean()) < 0.8
+    assert int((plain32(r, v) != want[..., 0]).sum()) > 10  # the float32 argmax gets many of them wrong
+    assert torch.equal(topk_correct(r, v, ranks.tolist()), want)
