@@ -7,6 +7,7 @@
 #   scripts/mutation.sh theory decode         # some of them
 #   CHILDREN=1 WORK=/tmp/mut scripts/mutation.sh theory
 #   MUTANTS="$(cat survivors)" scripts/mutation.sh theory   # test only these mutants (names as mutmut prints them)
+#   TEST_TIMEOUT=60 scripts/mutation.sh decode   # per-test limit (default 600 s, as pyproject.toml)
 #
 # Each target runs in its own scratch copy of the tracked tree ($WORK/<target>, default under $TMPDIR), whose
 # pyproject.toml gets that target's [tool.mutmut] section (mutmut reads its configuration from the working
@@ -25,6 +26,7 @@ MUTMUT=${MUTMUT:-$ROOT/.venv/bin/mutmut}
 PY=${PY:-$ROOT/.venv/bin/python}
 WORK=${WORK:-${TMPDIR:-/tmp}/capacity-mutation}
 CHILDREN=${CHILDREN:-2}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}  # seconds per test (pytest-timeout): a mutant that loops for hours fails there, as killed
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # forked children must not inherit a thread pool
 [ $# -gt 0 ] || set -- theory decode probe metrics check
 
@@ -72,7 +74,7 @@ PY
 source_paths = ["capacity/"]
 only_mutate = [${FILES[$target]}]
 also_copy = ["scripts/", "docs/", "README.md"]
-pytest_add_cli_args = ["-p", "no:cacheprovider"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "--timeout", "$TEST_TIMEOUT"]
 pytest_add_cli_args_test_selection = [${tests%, }]
 timeout_multiplier = 20.0
 timeout_constant = 60.0
