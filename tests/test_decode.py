@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from capacity import CapacityError, keys, probe, values, variants
 from capacity._random import generator
@@ -463,3 +464,56 @@ def test_topk_near_ties_below_float32_resolution_with_equal_norms():
     assert 0.2 < float(want[..., 0].mean()) < 0.8
     assert int((plain32(r, v) != want[..., 0]).sum()) > 10  # the float32 argmax gets many of them wrong
     assert torch.equal(topk_correct(r, v, ranks.tolist()), want)
+
+
+class _Products(TorchFunctionMode):
+    """Counts the rows of every matrix product by dtype: a [B, m, dv] @ [B, dv, c] product scores B m reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows = {}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.__matmul__, torch.matmul, torch.Tensor.matmul):
+            name = str(args[0].dtype).removeprefix("torch.")
+            self.rows[name] = self.rows.get(name, 0) + args[0].shape[:-1].numel()
+        return func(*args, **(kwargs or {}))
+
+
+def _rows(fn, *args, **kwargs):
+    with _Products() as products:
+        fn(*args, **kwargs)
+    return products.rows
+
+
+def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(monkeypatch):
+    """The cost the module docstring states: the screen scores every read once (2 c^2 dv flops per batch item, in
+    the screening dtype); after a bfloat16 screen a minority of reads is scored again in float32, and only reads
+    whose margin float32 cannot resolve are scored in float64 (none of these random reads; about the half of the
+    near ties whose margin is 1e-9)."""
+    from capacity import decode
+
+    g = generator(22, "stages")
+    B, c, dv = 4, 300, 64
+    v = torch.randn(B, c, dv, generator=g)
+    r = v + (c / dv) ** 0.5 * torch.randn(B, c, dv, generator=g)  # margins spread over the scores' scale
+    bf = _rows(argmax_correct, r, v, precision="bfloat16")
+    assert bf.keys() == {"bfloat16", "float32"} and bf["bfloat16"] == B * c and bf["float32"] <= B * c // 4
+    assert _rows(argmax_correct, r, v, precision="float32") == {"float32": B * c}
+    assert _rows(topk_correct, r, v, [1, 5]) == {"float32": B * c}
+    monkeypatch.setattr(decode, "_cpu_has_bf16", lambda: True)  # "auto" on such a CPU: float32 below dv = 128
+    assert _rows(argmax_correct, r, v) == {"float32": B * c}
+    assert _rows(argmax_correct, r[..., :32], v[..., :32]) == {"float32": B * c}
+
+    r, v = near_ties(2, 100, 32, [1e-4, -1e-4, 1e-9, -1e-9], seed=23)  # 1e-4: bfloat16 cannot, float32 can
+    s = r.double() @ v.double().transpose(1, 2)
+    gap = (s - torch.diagonal(s, dim1=1, dim2=2)[..., None]).abs()
+    gap[:, torch.arange(100), torch.arange(100)] = math.inf
+    fine = int((gap.amin(-1) < 1e-5).sum())  # reads with a near tie within 100x of float32 resolution
+    assert 60 < fine < 140
+    bf = _rows(argmax_correct, r, v, precision="bfloat16")
+    assert bf["bfloat16"] == 200 and bf["float32"] <= 200 and 0 < bf["float64"] <= fine
+    f32 = _rows(argmax_correct, r, v, precision="float32")
+    assert f32["float32"] == 200 and 0 < f32["float64"] <= fine and f32.keys() == {"float32", "float64"}
+    tk = _rows(topk_correct, r, v, [1, 5])
+    assert tk["float32"] == 200 and 0 < tk["float64"] <= fine and tk.keys() == {"float32", "float64"}
