@@ -471,19 +471,26 @@ class _Products(TorchFunctionMode):
 
     def __init__(self):
         super().__init__()
-        self.rows = {}
+        self.calls = []  # (dtype, rows) per product
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in (torch.Tensor.__matmul__, torch.matmul, torch.Tensor.matmul):
-            name = str(args[0].dtype).removeprefix("torch.")
-            self.rows[name] = self.rows.get(name, 0) + args[0].shape[:-1].numel()
+            self.calls.append((str(args[0].dtype).removeprefix("torch."), args[0].shape[:-1].numel()))
         return func(*args, **(kwargs or {}))
 
 
-def _rows(fn, *args, **kwargs):
+def _calls(fn, *args, **kwargs):
     with _Products() as products:
         fn(*args, **kwargs)
-    return products.rows
+    return products.calls
+
+
+def _rows(fn, *args, **kwargs):
+    """Rows scored per dtype."""
+    rows = {}
+    for dtype, n in _calls(fn, *args, **kwargs):
+        rows[dtype] = rows.get(dtype, 0) + n
+    return rows
 
 
 def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(monkeypatch):
@@ -517,3 +524,30 @@ def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(mon
     assert f32["float32"] == 200 and 0 < f32["float64"] <= fine and f32.keys() == {"float32", "float64"}
     tk = _rows(topk_correct, r, v, [1, 5])
     assert tk["float32"] == 200 and 0 < tk["float64"] <= fine and tk.keys() == {"float32", "float64"}
+
+
+def test_the_default_block_holds_about_2_to_the_24_scores():
+    """The screen's score block holds B x block x c <= 2^24 numbers: 4200 reads of 4200 values go in blocks of
+    2^24 // 4200 = 3994 reads and the remaining 206; 4 x 300 reads in one product."""
+    g = generator(24, "block")
+    v = torch.randn(1, 4200, 4, generator=g)
+    screens = [
+        n for dtype, n in _calls(argmax_correct, v + torch.randn(1, 4200, 4, generator=g), v, precision="float32")
+    ]
+    assert screens[:2] == [3994, 206] and all(n < 206 for n in screens[2:])  # then the float64 stage, if any
+    v = torch.randn(4, 300, 8, generator=g)
+    assert _calls(argmax_correct, v, v, precision="float32") == [("float32", 1200)]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_clear_margins_among_negative_scores_are_decided_by_the_screens(precision):
+    """Every score negative and margins of 1e-2 (the allowance is about 1e-4): the rounding allowance of a negative
+    best other score keeps it an upper bound without widening it, and no read reaches float64."""
+    c = 64
+    g = generator(25, "negative-margins")
+    delta = torch.tensor([1e-2, -1e-2, 3e-2, -3e-2])[torch.randint(4, (3, c), generator=g)]  # [B, c]
+    v = torch.eye(c).expand(3, c, c).contiguous()  # value l is e_l: read i's score with value l is r_i[l]
+    r = -torch.ones(3, c, c) + torch.diag_embed(delta)  # own score -1 + delta, every other -1
+    assert torch.equal(argmax_correct(r, v, precision=precision), (delta > 0).float())
+    rows = _rows(argmax_correct, r, v, precision=precision)
+    assert rows[precision] == 3 * c and "float64" not in rows
