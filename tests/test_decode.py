@@ -551,3 +551,35 @@ def test_clear_margins_among_negative_scores_are_decided_by_the_screens(precisio
     assert torch.equal(argmax_correct(r, v, precision=precision), (delta > 0).float())
     rows = _rows(argmax_correct, r, v, precision=precision)
     assert rows[precision] == 3 * c and "float64" not in rows
+
+
+def test_the_screen_decides_exactly_the_reads_outside_twice_the_derived_bound():
+    """Margins placed at 0.5, 0.75, 1.25 and 2 times the float32 screen's allowance e_i = 2 (bound_i + own_i), with
+    bound_i the derived bound (_bound: score_error_bound's formula) and own_i = gamma_dv ||r_i|| ||v_i|| (the own
+    score's rounding, norms enlarged as in the bound): the reads within e_i, and only they, are scored again in
+    float64, by argmax_correct and by topk_correct at k = 1."""
+    g = generator(26, "allowance")
+    B, c, dv = 2, 40, 32
+    v = torch.randn(B, c, dv, generator=g)
+    v = 3 * v / v.norm(dim=-1, keepdim=True)  # norm 3: the own allowance is not the bound's by accident of scale
+    vj = v[:, (torch.arange(c) + 1) % c]  # each read's rival
+    t = torch.tensor([0.5, -0.5, 0.75, -0.75, 1.25, -1.25, 2.0, -2.0]).repeat(B, c // 8)  # [B, c] margin / e_i
+
+    def allowance(r):
+        u = 2.0**-23
+        grow = 1 + 2 * (dv + 2) * u / (1 - (dv + 2) * u)
+        own = dv * u / (1 - dv * u) * grow**2 * r.norm(dim=-1).double() * v.norm(dim=-1).double() + dv * 2.0**-120
+        return 2 * (_bound(r, v, "float32") + own)  # [B, c]
+
+    mid = (v + vj) / 2
+    delta = t * allowance(mid) / (v - vj).double().norm(dim=-1) ** 2  # margin r_i . (v_i - v_j) = delta |v_i - v_j|^2
+    r = (mid + delta[..., None].float() * (v - vj)).float()
+    s = (r @ v.transpose(1, 2)).double()  # the float32 scores the screen sees
+    own = (r * v).sum(-1).double()
+    s[:, torch.arange(c), torch.arange(c)] = -math.inf
+    ratio = (own - s.amax(-1)) / allowance(r)  # [B, c]
+    assert float((ratio - t).abs().max()) < 0.05  # the margins sit where they were placed (up to float32 rounding)
+    within = int((ratio.abs() <= 1).sum())
+    assert within == B * c // 2
+    assert _rows(argmax_correct, r, v, precision="float32") == {"float32": B * c, "float64": within}
+    assert _rows(topk_correct, r, v, [1]) == {"float32": B * c, "float64": within}
