@@ -165,6 +165,30 @@ def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: fl
     return right, ~(right | wrong)
 
 
+def _inputs(r: torch.Tensor, v: torch.Tensor, block: int | None):
+    """The decodes' checked inputs: (block, r32, v32, own, own_err).
+
+    r32, v32: float32 ``[B, c, dv]``; own: the own scores r_i . v_i as float32 sums, widened to float64 ``[B, c]``;
+    own_err: their rounding bound, |own - r_i . v_i| <= gamma_dv ||r_i|| ||v_i|| (norms enlarged by their own
+    rounding), plus dv 2^-120 for products flushed to zero ``[B, c]``; block: reads scored at a time.
+    """
+    _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads end in the float64 stage; no device sync here
+    _validate.tensor("v", v, ndim=3, finite=False)
+    if r.shape != v.shape:
+        raise CapacityError(
+            f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape"
+        )
+    if r.device != v.device:
+        raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
+    B, c, dv = r.shape
+    block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
+    r32, v32 = r.float(), v.float()  # [B, c, dv]
+    own = (r32 * v32).sum(-1).double()  # [B, c]
+    own_err = _gamma_k(dv, _U_SUM) * (1 + 2 * _gamma_k(dv + 2, _U_SUM)) ** 2
+    own_err = own_err * r32.norm(dim=-1).double() * v32.norm(dim=-1).double() + dv * _TINY  # [B, c]
+    return block, r32, v32, own, own_err
+
+
 def argmax_correct(
     r: torch.Tensor, v: torch.Tensor, *, block: int | None = None, precision: str = "auto", bound_scale: float = 2.0
 ) -> torch.Tensor:
@@ -182,23 +206,11 @@ def argmax_correct(
     Reads a bfloat16 screen cannot decide are screened again in float32 (tight bound), and the
     few left after that are scored in float64.
     """
-    _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads end in the float64 argmax; no device sync here
-    _validate.tensor("v", v, ndim=3, finite=False)
-    if r.shape != v.shape:
-        raise CapacityError(
-            f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape"
-        )
-    if r.device != v.device:
-        raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
+    # own scores summed on their own, and their rounding bound (added to every bound below)
+    block, r32, v32, own, own_err = _inputs(r, v, block)
     B, c, dv = r.shape
-    block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
     prec = screen_precision(r.device, precision, dv)
     scale = _validate.in_range("bound_scale", bound_scale, 0.0, math.inf, high_open=True)
-    r32, v32 = r.float(), v.float()  # [B, c, dv]
-    # own scores, float32 sums widened: |own - r_i . v_i| <= gamma_dv ||r_i|| ||v_i||, added to every bound below
-    own = (r32 * v32).sum(-1).double()  # [B, c]
-    own_err = _gamma_k(dv, _U_SUM) * (1 + 2 * _gamma_k(dv + 2, _U_SUM)) ** 2
-    own_err = own_err * r32.norm(dim=-1).double() * v32.norm(dim=-1).double() + dv * _TINY  # [B, c]
     idx = torch.arange(c, device=r.device)
     correct = torch.zeros(B, c, dtype=torch.bool, device=r.device)
     unsure = torch.zeros(B, c, dtype=torch.bool, device=r.device)
@@ -254,20 +266,8 @@ def topk_correct(r: torch.Tensor, v: torch.Tensor, k, *, block: int | None = Non
     some k is scored again in float64.
     """
     ks = _ks(k)
-    _validate.tensor("r", r, ndim=3, finite=False)
-    _validate.tensor("v", v, ndim=3, finite=False)
-    if r.shape != v.shape:
-        raise CapacityError(
-            f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape"
-        )
-    if r.device != v.device:
-        raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
-    B, c, dv = r.shape
-    block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
-    r32, v32 = r.float(), v.float()
-    own = (r32 * v32).sum(-1).double()  # [B, c]
-    own_err = _gamma_k(dv, _U_SUM) * (1 + 2 * _gamma_k(dv + 2, _U_SUM)) ** 2
-    own_err = own_err * r32.norm(dim=-1).double() * v32.norm(dim=-1).double() + dv * _TINY
+    block, r32, v32, own, own_err = _inputs(r, v, block)
+    B, c = r.shape[:2]
     e = 2.0 * (score_error_bound(r32, v32, "float32") + own_err)  # [B, c]
     kt = torch.tensor(ks, device=r.device)  # [K]
     idx = torch.arange(c, device=r.device)

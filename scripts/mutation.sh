@@ -7,6 +7,7 @@
 #   scripts/mutation.sh theory decode         # some of them
 #   CHILDREN=1 WORK=/tmp/mut scripts/mutation.sh theory
 #   MUTANTS="$(cat survivors)" scripts/mutation.sh theory   # test only these mutants (names as mutmut prints them)
+#   TEST_TIMEOUT=60 scripts/mutation.sh decode   # per-test limit (default 600 s, as pyproject.toml)
 #
 # Each target runs in its own scratch copy of the tracked tree ($WORK/<target>, default under $TMPDIR), whose
 # pyproject.toml gets that target's [tool.mutmut] section (mutmut reads its configuration from the working
@@ -25,6 +26,7 @@ MUTMUT=${MUTMUT:-$ROOT/.venv/bin/mutmut}
 PY=${PY:-$ROOT/.venv/bin/python}
 WORK=${WORK:-${TMPDIR:-/tmp}/capacity-mutation}
 CHILDREN=${CHILDREN:-2}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}  # seconds per test (pytest-timeout): a mutant that loops for hours fails there, as killed
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # forked children must not inherit a thread pool
 [ $# -gt 0 ] || set -- theory decode probe metrics check
 
@@ -33,7 +35,9 @@ declare -A FILES TESTS
 FILES[theory]='"capacity/theory/*"'
 TESTS[theory]="tests/test_theory.py tests/test_theory_delta.py tests/test_theory_exact.py $CHECK"
 FILES[decode]='"capacity/decode.py"'
-TESTS[decode]="tests/test_decode.py"
+# test_topk.py without its closed-form tests: they do not call decode, except the 10 s statistical one (via the probe)
+TESTS[decode]="tests/test_decode.py tests/test_topk.py::test_topk_against_a_float64_ranking tests/test_topk.py::test_ties_follow_the_argmax_rule"
+TESTS[decode]+=" tests/test_topk.py::test_the_probe_keeps_its_numbers_and_adds_recall_at tests/test_topk.py::test_the_sweep_adds_recall_at_over_k"
 FILES[probe]='"capacity/probe.py"'
 TESTS[probe]="tests/test_probe.py tests/test_decode.py::test_probe_recall_is_the_exact_decode_of_its_reads $CHECK"
 FILES[metrics]='"capacity/metrics.py"'
@@ -70,7 +74,7 @@ PY
 source_paths = ["capacity/"]
 only_mutate = [${FILES[$target]}]
 also_copy = ["scripts/", "docs/", "README.md"]
-pytest_add_cli_args = ["-p", "no:cacheprovider"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "--timeout", "$TEST_TIMEOUT"]
 pytest_add_cli_args_test_selection = [${tests%, }]
 timeout_multiplier = 20.0
 timeout_constant = 60.0

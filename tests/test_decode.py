@@ -4,10 +4,11 @@ import math
 
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from capacity import CapacityError, keys, probe, values, variants
 from capacity._random import generator
-from capacity.decode import argmax_correct, score_error_bound, screen_precision
+from capacity.decode import argmax_correct, score_error_bound, screen_precision, topk_correct
 
 PRECISIONS = ("bfloat16", "float32")
 
@@ -320,3 +321,265 @@ def test_cuda_screens_match_the_exact_decode(precision):
     ):
         got = argmax_correct(r.cuda(), v.cuda(), precision=precision).cpu()
         assert torch.equal(got, exact(r, v))
+
+
+def test_products_below_float32s_normal_range_are_decided_exactly():
+    """Products below 2^-126 round on float32's subnormal grid (step q = 2^-149), far coarser than any relative bound:
+    read 0's float32 scores are (2q, q) against exact (1.2q, 1.4q), read 1 is the same read; dv 2^-120 per read sends
+    both to the float64 stage."""
+    q = 2.0**-149
+    r = torch.full((1, 2, 2), 2.0**-75)
+    v = torch.tensor([[[0.6 * 2.0**-74, 0.6 * 2.0**-74], [1.4 * 2.0**-74, 0.0]]])
+    s32 = r @ v.transpose(1, 2)
+    assert ((r * v).sum(-1) / q).tolist() == [[2.0, 1.0]] and (s32[0, 0] / q).tolist() == [2.0, 1.0]
+    assert torch.allclose((r.double() @ v.double().transpose(1, 2))[0, 0] / q, torch.tensor([1.2, 1.4]).double())
+    want = exact(r, v)
+    assert want.tolist() == [[0.0, 1.0]] and plain32(r, v).tolist() == [[1.0, 0.0]]  # float32 rounding flips both
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    assert topk_correct(r, v, [1, 2]).tolist() == [[[0.0, 1.0], [1.0, 1.0]]]
+
+
+def test_a_large_bound_scale_keeps_the_decode_exact():
+    """bound_scale = 1000: the allowance for the bfloat16 output's rounding, 1000 x 2^-8 of a score, is capped at 1/2
+    (beyond 1 the interval around a score would turn over). Small integers are exact in bfloat16, so the input
+    rounding terms of the bound are 0 and the output allowance decides."""
+    g = generator(17, "int-large-scale")
+    v = torch.randint(-3, 4, (2, 80, 6), generator=g).float()
+    r = 2 * v + torch.randint(-3, 4, (2, 80, 6), generator=g).float()
+    assert float((r @ v.transpose(1, 2)).abs().max()) <= 256  # every score is exact in bfloat16 too
+    want = exact(r, v)
+    assert 0.2 < float(want.mean()) < 0.8
+    for precision in PRECISIONS:
+        assert torch.equal(argmax_correct(r, v, precision=precision, bound_scale=1000.0), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_exact_ties_reach_the_tie_rule_with_no_rounding_allowance(precision):
+    """Small integers score exactly in every precision, so even bound_scale = 0 decides them exactly: an exact tie
+    is neither surely right nor surely wrong, and the float64 stage gives it to the first index."""
+    g = generator(18, "int-ties-no-bound")
+    v = torch.eye(8)[torch.randint(8, (2, 60), generator=g)]  # [2, 60, 8] unit values e_k: many duplicates
+    v = v * (2 * torch.randint(2, (2, 60, 1), generator=g) - 1).float()  # and -e_k
+    r = v.clone()  # own score 1; 1 with every duplicate, else 0 or -1: right exactly at a value's first copy
+    want = exact(r, v)
+    s = r @ v.transpose(1, 2)
+    own = torch.diagonal(s, dim1=1, dim2=2).clone()
+    s[:, torch.arange(60), torch.arange(60)] = -math.inf
+    tied = own == s.amax(-1)  # the own score ties with the best other one
+    assert int((tied & (want == 1)).sum()) > 5 and int((tied & (want == 0)).sum()) > 5  # ties won and lost
+    assert torch.equal(argmax_correct(r, v, precision=precision, bound_scale=0.0), want)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_the_float64_stage_in_chunks_of_one_read(precision, monkeypatch):
+    """_FALLBACK_ROWS = c: the undecided reads go to the later stages one at a time, and every one is decoded."""
+    from capacity import decode
+
+    r, v = near_ties(2, 50, 16, [1e-4, -1e-4, 1e-9, -1e-9], seed=19)  # undecided by bfloat16; half of them by float32
+    want = exact(r, v)
+    monkeypatch.setattr(decode, "_FALLBACK_ROWS", 50)
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    ranks = torch.tensor([1, 2, 50])
+    assert torch.equal(topk_correct(r, v, ranks.tolist()), (_rank(r, v)[..., None] < ranks).float())
+
+
+def _rank(r, v):
+    """Own-value rank in float64: larger scores, and equal ones at a smaller index, come first."""
+    s = r.float().double() @ v.float().double().transpose(1, 2)  # [B, c, c]
+    own = torch.diagonal(s, dim1=1, dim2=2)[..., None]
+    earlier = torch.arange(s.shape[-1])[None, :] < torch.arange(s.shape[-1])[:, None]  # l < i
+    return ((s > own) | ((s == own) & earlier)).sum(-1)
+
+
+def test_the_screen_matmul_switches_off_reduced_precision_sums_on_cuda(monkeypatch):
+    """On CUDA the screen's product runs with bfloat16 split-K reductions in reduced precision off, and the user's
+    setting comes back afterwards (a CUDA-typed input and torch's flag namespace stand in for the GPU)."""
+    from types import SimpleNamespace
+
+    from capacity import decode
+
+    flags = SimpleNamespace(allow_bf16_reduced_precision_reduction=True)
+    monkeypatch.setattr(torch.backends.cuda, "matmul", flags)
+    seen = []
+
+    class CudaTyped:
+        device = torch.device("cuda")  # a device object: no GPU needed
+
+        def __init__(self, x):
+            self.x = x
+
+        def __matmul__(self, b):
+            seen.append(flags.allow_bf16_reduced_precision_reduction)
+            return self.x @ b
+
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    for before in (True, False):
+        flags.allow_bf16_reduced_precision_reduction = before
+        assert torch.equal(decode._screen_matmul(CudaTyped(a), b), a @ b)
+        assert seen.pop() is False and flags.allow_bf16_reduced_precision_reduction is before
+    flags.allow_bf16_reduced_precision_reduction = True
+    assert torch.equal(decode._screen_matmul(a, b), a @ b)  # on the CPU: a plain product, the flag untouched
+    assert flags.allow_bf16_reduced_precision_reduction is True
+
+
+def test_topk_bad_arguments_name_what_is_allowed():
+    r = torch.zeros(1, 4, 3)
+    with pytest.raises(
+        CapacityError, match=r"^r \[B, c, dv\] = \[1, 4, 3\] and v \[B, c, dv\] = \[1, 5, 3\] must have"
+    ):
+        topk_correct(r, torch.zeros(1, 5, 3), 1)
+    with pytest.raises(CapacityError, match=r"^r must have 3 dimensions, got shape \(4, 3\)$"):
+        topk_correct(r[0], r, 1)
+    with pytest.raises(CapacityError, match=r"^v must have 3 dimensions, got shape \(4, 3\)$"):
+        topk_correct(r, r[0], 1)
+    with pytest.raises(CapacityError, match="^block must be a whole number >= 1"):
+        topk_correct(r, r, 1, block=0)
+
+
+def test_topk_decodes_non_finite_reads_and_values():
+    """A NaN read or an infinite value is decoded, not rejected: its rank counts the values l whose score compares
+    larger (or equal at l < i) under IEEE rules, as the float64 brute force does."""
+    g = generator(20, "topk-nan")
+    r, v = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 4, generator=g)
+    r[0, 2] = float("nan")
+    v[1, 5] = float("inf")
+    ranks = torch.tensor([1, 2, 6])
+    assert torch.equal(topk_correct(r, v, ranks.tolist()), (_rank(r, v)[..., None] < ranks).float())
+
+
+def test_topk_near_ties_below_float32_resolution_with_equal_norms():
+    """Values of one norm (sign flips of one vector), reads between two of them with margins of 1e-9: float32 rounding
+    decides the plain ranking, the own score's allowance is what separates the bound from zero (every read has the
+    largest value norm), and the answer is the float64 ranking."""
+    g = generator(21, "topk-equal-norms")
+    w = torch.randn(32, generator=g)
+    v = w * (2 * torch.randint(2, (2, 60, 32), generator=g) - 1).float()  # [2, 60, 32], all norms exactly equal
+    j = (torch.arange(60) + 1) % 60
+    delta = torch.tensor([1e-9, -1e-9])[torch.randint(2, (2, 60), generator=g)]
+    r = (v + v[:, j]) / 2 + delta[..., None] * (v - v[:, j])
+    assert torch.unique(v.norm(dim=-1)).numel() == 1
+    ranks = torch.tensor([1, 2, 3])
+    want = (_rank(r, v)[..., None] < ranks).float()
+    assert 0.2 < float(want[..., 0].mean()) < 0.8
+    assert int((plain32(r, v) != want[..., 0]).sum()) > 10  # the float32 argmax gets many of them wrong
+    assert torch.equal(topk_correct(r, v, ranks.tolist()), want)
+
+
+class _Products(TorchFunctionMode):
+    """Counts the rows of every matrix product by dtype: a [B, m, dv] @ [B, dv, c] product scores B m reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []  # (dtype, rows) per product
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.__matmul__, torch.matmul, torch.Tensor.matmul):
+            self.calls.append((str(args[0].dtype).removeprefix("torch."), args[0].shape[:-1].numel()))
+        return func(*args, **(kwargs or {}))
+
+
+def _calls(fn, *args, **kwargs):
+    with _Products() as products:
+        fn(*args, **kwargs)
+    return products.calls
+
+
+def _rows(fn, *args, **kwargs):
+    """Rows scored per dtype."""
+    rows = {}
+    for dtype, n in _calls(fn, *args, **kwargs):
+        rows[dtype] = rows.get(dtype, 0) + n
+    return rows
+
+
+def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(monkeypatch):
+    """The cost the module docstring states: the screen scores every read once (2 c^2 dv flops per batch item, in
+    the screening dtype); after a bfloat16 screen a minority of reads is scored again in float32, and only reads
+    whose margin float32 cannot resolve are scored in float64 (none of these random reads; about the half of the
+    near ties whose margin is 1e-9)."""
+    from capacity import decode
+
+    g = generator(22, "stages")
+    B, c, dv = 4, 300, 64
+    v = torch.randn(B, c, dv, generator=g)
+    r = v + (c / dv) ** 0.5 * torch.randn(B, c, dv, generator=g)  # margins spread over the scores' scale
+    bf = _rows(argmax_correct, r, v, precision="bfloat16")
+    assert bf.keys() == {"bfloat16", "float32"} and bf["bfloat16"] == B * c and bf["float32"] <= B * c // 4
+    assert _rows(argmax_correct, r, v, precision="float32") == {"float32": B * c}
+    assert _rows(topk_correct, r, v, [1, 5]) == {"float32": B * c}
+    monkeypatch.setattr(decode, "_cpu_has_bf16", lambda: True)  # "auto" on such a CPU: float32 below dv = 128
+    assert _rows(argmax_correct, r, v) == {"float32": B * c}
+    assert _rows(argmax_correct, r[..., :32], v[..., :32]) == {"float32": B * c}
+
+    r, v = near_ties(2, 100, 32, [1e-4, -1e-4, 1e-9, -1e-9], seed=23)  # 1e-4: bfloat16 cannot, float32 can
+    s = r.double() @ v.double().transpose(1, 2)
+    gap = (s - torch.diagonal(s, dim1=1, dim2=2)[..., None]).abs()
+    gap[:, torch.arange(100), torch.arange(100)] = math.inf
+    fine = int((gap.amin(-1) < 1e-5).sum())  # reads with a near tie within 100x of float32 resolution
+    assert 60 < fine < 140
+    bf = _rows(argmax_correct, r, v, precision="bfloat16")
+    assert bf["bfloat16"] == 200 and bf["float32"] <= 200 and 0 < bf["float64"] <= fine
+    f32 = _rows(argmax_correct, r, v, precision="float32")
+    assert f32["float32"] == 200 and 0 < f32["float64"] <= fine and f32.keys() == {"float32", "float64"}
+    tk = _rows(topk_correct, r, v, [1, 5])
+    assert tk["float32"] == 200 and 0 < tk["float64"] <= fine and tk.keys() == {"float32", "float64"}
+
+
+def test_the_default_block_holds_about_2_to_the_24_scores():
+    """The screen's score block holds B x block x c <= 2^24 numbers: 4200 reads of 4200 values go in blocks of
+    2^24 // 4200 = 3994 reads and the remaining 206; 4 x 300 reads in one product."""
+    g = generator(24, "block")
+    v = torch.randn(1, 4200, 4, generator=g)
+    screens = [
+        n for dtype, n in _calls(argmax_correct, v + torch.randn(1, 4200, 4, generator=g), v, precision="float32")
+    ]
+    assert screens[:2] == [3994, 206] and all(n < 206 for n in screens[2:])  # then the float64 stage, if any
+    v = torch.randn(4, 300, 8, generator=g)
+    assert _calls(argmax_correct, v, v, precision="float32") == [("float32", 1200)]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_clear_margins_among_negative_scores_are_decided_by_the_screens(precision):
+    """Every score negative and margins of 1e-2 (the allowance is about 1e-4): the rounding allowance of a negative
+    best other score keeps it an upper bound without widening it, and no read reaches float64."""
+    c = 64
+    g = generator(25, "negative-margins")
+    delta = torch.tensor([1e-2, -1e-2, 3e-2, -3e-2])[torch.randint(4, (3, c), generator=g)]  # [B, c]
+    v = torch.eye(c).expand(3, c, c).contiguous()  # value l is e_l: read i's score with value l is r_i[l]
+    r = -torch.ones(3, c, c) + torch.diag_embed(delta)  # own score -1 + delta, every other -1
+    assert torch.equal(argmax_correct(r, v, precision=precision), (delta > 0).float())
+    rows = _rows(argmax_correct, r, v, precision=precision)
+    assert rows[precision] == 3 * c and "float64" not in rows
+
+
+def test_the_screen_decides_exactly_the_reads_outside_twice_the_derived_bound():
+    """Margins placed at 0.5, 0.75, 1.25 and 2 times the float32 screen's allowance e_i = 2 (bound_i + own_i), with
+    bound_i the derived bound (_bound: score_error_bound's formula) and own_i = gamma_dv ||r_i|| ||v_i|| (the own
+    score's rounding, norms enlarged as in the bound): the reads within e_i, and only they, are scored again in
+    float64, by argmax_correct and by topk_correct at k = 1."""
+    g = generator(26, "allowance")
+    B, c, dv = 2, 40, 32
+    v = torch.randn(B, c, dv, generator=g)
+    v = 3 * v / v.norm(dim=-1, keepdim=True)  # norm 3: the own allowance is not the bound's by accident of scale
+    vj = v[:, (torch.arange(c) + 1) % c]  # each read's rival
+    t = torch.tensor([0.5, -0.5, 0.75, -0.75, 1.25, -1.25, 2.0, -2.0]).repeat(B, c // 8)  # [B, c] margin / e_i
+
+    def allowance(r):
+        u = 2.0**-23
+        grow = 1 + 2 * (dv + 2) * u / (1 - (dv + 2) * u)
+        own = dv * u / (1 - dv * u) * grow**2 * r.norm(dim=-1).double() * v.norm(dim=-1).double() + dv * 2.0**-120
+        return 2 * (_bound(r, v, "float32") + own)  # [B, c]
+
+    mid = (v + vj) / 2
+    delta = t * allowance(mid) / (v - vj).double().norm(dim=-1) ** 2  # margin r_i . (v_i - v_j) = delta |v_i - v_j|^2
+    r = (mid + delta[..., None].float() * (v - vj)).float()
+    s = (r @ v.transpose(1, 2)).double()  # the float32 scores the screen sees
+    own = (r * v).sum(-1).double()
+    s[:, torch.arange(c), torch.arange(c)] = -math.inf
+    ratio = (own - s.amax(-1)) / allowance(r)  # [B, c]
+    assert float((ratio - t).abs().max()) < 0.05  # the margins sit where they were placed (up to float32 rounding)
+    within = int((ratio.abs() <= 1).sum())
+    assert within == B * c // 2
+    assert _rows(argmax_correct, r, v, precision="float32") == {"float32": B * c, "float64": within}
+    assert _rows(topk_correct, r, v, [1]) == {"float32": B * c, "float64": within}
