@@ -59,8 +59,9 @@ def run(variants, families, ds, loads, seeds):
     return out
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser(description: str) -> argparse.ArgumentParser:
+    """The grid's arguments, shared with loop_baseline.py."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--variants", nargs="+", default=["linear", "delta"], choices=["linear", "delta"])
     p.add_argument("--keys", nargs="+", default=["gaussian", "orthogonal"])
     p.add_argument("--d", nargs="+", type=int, default=[16, 32, 64, 128, 256])
@@ -68,15 +69,25 @@ def main(argv=None):
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3])
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     p.add_argument("--out", default=None, help="write the metrics to this JSON file")
-    a = p.parse_args(argv)
+    return p
+
+
+def timed_run(a, run_grid) -> None:
+    """Run ``run_grid()`` on ``a.threads``, print "N points in X s" (vs_loop.py reads it), write ``a.out``."""
     if a.threads:
         torch.set_num_threads(a.threads)
     t = time.perf_counter()
-    res = run(a.variants, a.keys, a.d, a.loads, a.seeds)
-    print(f"{len(res) * len(a.seeds)} points in {time.perf_counter() - t:.2f} s")
+    res = run_grid()
+    points = sum(len(m["mse"]) if isinstance(m["mse"], list) else 1 for m in res.values())
+    print(f"{points} points in {time.perf_counter() - t:.2f} s")
     if a.out:
         with open(a.out, "w") as f:
             json.dump([{"point": list(k), **m} for k, m in res.items()], f)
+
+
+def main(argv=None):
+    a = parser(__doc__.splitlines()[0]).parse_args(argv)
+    timed_run(a, lambda: run(a.variants, a.keys, a.d, a.loads, a.seeds))
 
 
 if __name__ == "__main__":

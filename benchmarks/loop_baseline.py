@@ -13,14 +13,16 @@ can be held against the sweep's; n = max(1, round(load d)) as in the study.
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import torch
 
 from capacity import kernels, keys, values
+
+sys.path.insert(0, str(Path(__file__).parent))  # the shared command line of the two loops
+from checkpointed_loop import parser, timed_run
 
 
 def point(variant: str, family: str, d: int, n: int, seed: int, delta: str = "loop") -> dict[str, float]:
@@ -64,33 +66,15 @@ def run(variants, families, ds, loads, seeds, delta: str = "loop") -> dict[tuple
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variants", nargs="+", default=["linear", "delta"], choices=["linear", "delta"])
-    p.add_argument("--keys", nargs="+", default=["gaussian", "orthogonal"])
-    p.add_argument("--d", nargs="+", type=int, default=[16, 32, 64, 128, 256])
-    p.add_argument(
-        "--loads",
-        nargs="+",
-        default=["1/8", "3/16", "1/4", "3/8", "1/2", "3/4", "1", "3/2", "2", "3", "4", "6", "8", "12", "16"],
-    )
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3])
+    p = parser(__doc__.splitlines()[0])
     p.add_argument(
         "--delta",
         default="loop",
         choices=["loop", "kernels"],
         help="delta rule as a token loop or capacity.kernels.update",
     )
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    p.add_argument("--out", default=None, help="write the metrics to this JSON file")
     a = p.parse_args(argv)
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    t = time.perf_counter()
-    res = run(a.variants, a.keys, a.d, a.loads, a.seeds, a.delta)
-    print(f"{len(res)} points in {time.perf_counter() - t:.2f} s")
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump([{"point": list(k), **m} for k, m in res.items()], f)
+    timed_run(a, lambda: run(a.variants, a.keys, a.d, a.loads, a.seeds, a.delta))
 
 
 if __name__ == "__main__":
