@@ -1,0 +1,47 @@
+"""Private pieces of capacity.theory's later modules against independent computations.
+
+``precision._increment_table`` averages the rounding error over quantile cells of an increment's distribution
+through antiderivatives of periodic functions (``_psi_integral``, ``_cross_integral``); they are checked here
+against adaptive quadrature of the functions they integrate, across many periods and inside one.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from capacity.theory import precision
+
+PSI = {
+    False: lambda y: (y - np.round(y)) ** 2,  # round-to-nearest: the squared distance to the nearest grid point
+    True: lambda y: (y - np.floor(y)) * (1.0 - (y - np.floor(y))),  # stochastic rounding: f (1 - f)
+}
+CROSS = lambda y: y * (np.round(y) - y)  # t (round(t) - t): the rounding error times the increment, per unit
+
+
+def _quad(f, a, b):
+    """int_a^b f, split at every half-integer (f has kinks or jumps there)."""
+    cuts = [a, *np.arange(math.floor(a) + 0.5, b, 0.5).tolist(), b]
+    cuts = sorted(c for c in set(cuts) if a <= c <= b)
+    return sum(integrate.quad(f, lo, hi, epsabs=1e-13, epsrel=1e-12)[0] for lo, hi in zip(cuts, cuts[1:]))
+
+
+# cells within one period, across a period's ends, and over several periods, on both sides of 0
+CELLS = [(0.1, 0.4), (0.3, 0.8), (-0.7, -0.2), (0.45, 1.55), (-2.25, 3.6), (7.1, 7.9), (-5.5, -1.25)]
+
+
+@pytest.mark.parametrize("stochastic", [False, True])
+def test_psi_integral_is_an_antiderivative_of_the_rounding_variance(stochastic):
+    F = lambda y: precision._psi_integral(np.asarray(y, dtype=np.float64), stochastic)
+    for a, b in CELLS:
+        assert F(b) - F(a) == pytest.approx(_quad(PSI[stochastic], a, b), abs=1e-12), (a, b)
+
+
+def test_cross_integral_is_an_antiderivative_of_cross():
+    F = lambda y: precision._cross_integral(np.asarray(y, dtype=np.float64))
+    for a, b in CELLS:
+        assert F(b) - F(a) == pytest.approx(_quad(CROSS, a, b), abs=1e-12), (a, b)
+    # _cross (the narrow cells' value) is the derivative of _cross_integral, away from the jumps at half-integers
+    y, h = np.array([-2.3, -0.1, 0.2, 0.7, 1.45, 3.9]), 1e-6
+    assert precision._cross(y) == pytest.approx((F(y + h) - F(y - h)) / (2 * h), abs=1e-8)
