@@ -140,6 +140,24 @@ REASONS = [
         r"unsure = torch\.zeros\(B, c, (dtype=None, )?device",
         "equivalent: a float mask of zeros and ones selects the same reads",
     ),
+    (
+        r"x__half_normal_moments.*arange\(kmax \+ 1, (dtype=None)?\)",
+        "equivalent: k holds 0, 1, 2 as integers or floats alike, and k / 2.0 and (x + 1.0) / 2.0 are floats either way",
+    ),
+    (
+        r"x__half_normal_moments.*arange\(kmax \+ 2,",
+        "equivalent: one moment more, which no DPFP product indexes (a coordinate enters with one sign at most twice)",
+    ),
+    (
+        r"x__half_normal_moments.*2\.0 \*\* \(k (\* 2\.0|/ 3\.0) - 1\.0\)",
+        "equivalent: a factor c^k on the k-th moment multiplies every term of the DPFP crosstalk and of its"
+        " normalisation (both of degree 8 in the entries r) by c^8, so their ratio is unchanged",
+    ),
+    (
+        r"x__psi_integral.*t = y (- 0\.5|\+ 1\.5)",
+        "equivalent: t moves by a whole period, which adds the same constant (1/12) to the antiderivative at every y;"
+        " the increment table uses differences of it only",
+    ),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Input checks of capacity.theory's later modules (T14-T30): each bad input gets its whole message, and each
-edge of an allowed range is accepted with the value its closed form gives there.
+"""Input checks of capacity.theory (T11, T14-T30): each bad input gets its whole message, and each edge of an
+allowed range is accepted with the value its closed form gives there.
 
 The messages are pinned whole (``^...$``) so that a check that tests the wrong bound, names the wrong argument
 or loses its message fails here; the accepted edges are compared with values worked out by hand or with scipy.
@@ -34,6 +34,15 @@ _STALE = r"age must hold whole numbers >= 0 \(writes since the pair was stored\)
 _DTYPES = "known: float32, bfloat16, float16, float8_e4m3fn, float8_e5m2"
 
 BAD = {
+    # T11: the decaying memory's reads name the matrix that is not one
+    "decay K a string": (
+        lambda: theory.decay_readout("K", np.ones((3, 2)), 0.5),
+        r"K must be a number or an array of numbers, got 'K'",
+    ),
+    "decay V a string": (
+        lambda: theory.decay_readout(np.ones((3, 2)), "V", 0.5),
+        r"V must be a number or an array of numbers, got 'V'",
+    ),
     # T25-T28: feature maps
     "sphere p < 0": (lambda: theory.sphere_moment(4, -1), r"p must be a whole number >= 0, got -1"),
     "sphere d < 1": (lambda: theory.sphere_moment(0, 2), r"d must be >= 1 \(finite\), got 0"),
@@ -251,6 +260,8 @@ def test_heads_accept_layouts_where_one_count_divides_the_other():
     assert theory.heads_state_numel(16, 8, 2, 4) == 16 * 8 / 2
     assert theory.heads_capacity(0.0, 16, 2) == 1.0
     assert theory.heads_effective_d(16, 4) == 4.0  # value_heads defaults to heads
+    assert theory.heads_effective_d(16, 2, 4) == theory.heads_effective_d(16, 4, 2) == 8.0  # d / min(H, HV)
+    assert theory.heads_capacity(0.5, 16, 4, 2) == theory.heads_capacity(0.5, 16, 2, 4) == 1 + 0.5 * 16 / 2
 
 
 def test_precision_accepts_the_edges_of_its_ranges():
