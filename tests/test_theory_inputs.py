@@ -293,3 +293,22 @@ def test_recall_at_accepts_d_and_dv_2():
     assert 0 < theory.recall_at_refined(3, 2, 2, 1) < 1
     assert theory.recall_at_refined(3, 2, 2, 1) == pytest.approx(theory.argmax_recall_refined(3, 2, 2), abs=1e-12)
     assert theory.recall_at_refined(np.array([2]), 2, 2, 2).tolist() == [1.0]  # n <= k: the own value is in the top k
+
+
+def test_feature_crosstalk_passes_each_map_and_its_parameters_on():
+    d = 16
+    # taylor2: kappa(s) = 1 + s + s^2/2, kappa(1) = 5/2, E kappa(s)^2 = 1 + 2 E s^2 + E s^4 / 4 (odd moments vanish)
+    taylor = (1 + 2 / d + 3 / (4 * d * (d + 2))) / 2.5**2
+    assert theory.feature_crosstalk("taylor2", d) == pytest.approx(taylor, rel=1e-12)
+    assert theory.feature_crosstalk("identity", d) == pytest.approx(1 / d, rel=1e-12)
+    for name, params, direct in (
+        ("relu", {}, lambda: theory.relu_feature_error(2, d)),
+        ("elu1", {}, lambda: theory.elu1_feature_error(2, d)),
+        ("dpfp", {"nu": 3}, lambda: theory.dpfp_error(2, d, 3)),
+        ("performer", {"m": 4}, lambda: theory.performer_error(2, d, 4)),
+    ):
+        want = direct()
+        assert theory.feature_crosstalk(name, d, **params) == want
+        assert theory.feature_crosstalk(features.get(name, **params), d) == want  # a FeatureMap object
+        assert theory.feature_map_error(name, 5, d, **params) == pytest.approx(4 * want, rel=1e-12)
+    assert theory.dpfp_error(2, d, 3) != theory.dpfp_error(2, d, 1)  # the parameter matters
