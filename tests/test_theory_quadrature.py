@@ -2,7 +2,8 @@
 
 ``precision._increment_table`` averages the rounding error over quantile cells of an increment's distribution
 through antiderivatives of periodic functions (``_psi_integral``, ``_cross_integral``); they are checked here
-against adaptive quadrature of the functions they integrate, across many periods and inside one.
+against adaptive quadrature of the functions they integrate, across many periods and inside one. T14's single
+rounding is checked for every memory against the state's second moment summed by hand.
 """
 
 import math
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+from capacity import theory
 from capacity.theory import precision
 
 PSI = {
@@ -45,3 +47,22 @@ def test_cross_integral_is_an_antiderivative_of_cross():
     # _cross (the narrow cells' value) is the derivative of _cross_integral, away from the jumps at half-integers
     y, h = np.array([-2.3, -0.1, 0.2, 0.7, 1.45, 3.9]), 1e-6
     assert precision._cross(y) == pytest.approx((F(y + h) - F(y - h)) / (2 * h), abs=1e-8)
+
+
+@pytest.mark.parametrize("stochastic", [False, True])
+def test_final_rounding_error_is_one_rounding_of_the_state_each_memory_reaches(stochastic):
+    """T14 for every memory: dv rounding_variance(sigma), sigma^2 = E ||S_n||_F^2 / (d dv), with the state's second
+    moment summed by hand: sum_t c^(n - t) w, c the memory's contraction, w the write's energy (beta^2 for the
+    delta rules, 1 otherwise)."""
+    n, d, dv, a, b = 50, 8, 4, 0.9, 0.7
+    cases = {
+        "linear": (1.0, 1.0, {}),
+        "decay": (a * a, 1.0, {"alpha": a}),
+        "delta": (1.0 - (2 * b - b * b) / d, b * b, {"beta": b}),
+        "gated_delta": (a * a * (1.0 - (2 * b - b * b) / d), b * b, {"alpha": a, "beta": b}),
+    }
+    for memory, (c, w, params) in cases.items():
+        m = sum(c ** (n - t) * w for t in range(1, n + 1))
+        want = dv * theory.rounding_variance(math.sqrt(m / (d * dv)), "bfloat16", stochastic=stochastic)
+        got = theory.final_rounding_error(n, d, dv, "bfloat16", memory=memory, stochastic=stochastic, **params)
+        assert got == pytest.approx(want, rel=1e-12), memory
