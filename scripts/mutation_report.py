@@ -30,6 +30,11 @@ def _cwd(path):
 # says why no test can tell the mutant apart (an equivalent mutant) or what a test would need (a GPU, two devices).
 REASONS = [
     (
+        r"x_(decay|delta)_rounding_floor.*n = np\.ceil\(4[01]\.0 / \(1\.0 - (a \* a|c)\)\) [+-] [12]\b",
+        "equivalent: the floor is the step-rounding error at an n with c^n <= e^-40; one step or 2.5% more or fewer"
+        " moves it by a relative e^-39 (tests/test_theory_quadrature.py holds it to the limit to 1e-9)",
+    ),
+    (
         r"x_decay_readout.*torch\.arange\(n - 1, -1, -1, dtype=K\.dtype, (device=None)?\)",
         "needs a CUDA device: on the CPU, the default device of torch.arange is K's device",
     ),

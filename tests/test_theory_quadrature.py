@@ -66,3 +66,20 @@ def test_final_rounding_error_is_one_rounding_of_the_state_each_memory_reaches(s
         want = dv * theory.rounding_variance(math.sqrt(m / (d * dv)), "bfloat16", stochastic=stochastic)
         got = theory.final_rounding_error(n, d, dv, "bfloat16", memory=memory, stochastic=stochastic, **params)
         assert got == pytest.approx(want, rel=1e-12), memory
+
+
+@pytest.mark.parametrize("stochastic", [True, False])
+def test_the_rounding_floors_are_the_limits_of_the_step_rounding_error(stochastic):
+    """T18, T19: each floor is step_rounding_error at an n where the contraction c^n has died out, with the floor's
+    own defaults (beta = 1, alpha = 1 for the delta rule) and its rounding mode passed on."""
+    d, dv, a, n = 8, 4, 0.8, 400  # 0.64^400 and (7/8)^400 are below 1e-23
+
+    def step(memory, **params):
+        return theory.step_rounding_error(n, d, dv, "bfloat16", memory=memory, stochastic=stochastic, **params)
+
+    assert theory.decay_rounding_floor(d, dv, "bfloat16", a, stochastic=stochastic) == pytest.approx(
+        step("decay", alpha=a), rel=1e-9
+    )
+    assert theory.delta_rounding_floor(d, dv, "bfloat16", stochastic=stochastic) == pytest.approx(
+        step("delta", beta=1.0), rel=1e-9
+    )
