@@ -30,6 +30,16 @@ def _cwd(path):
 # says why no test can tell the mutant apart (an equivalent mutant) or what a test would need (a GPU, two devices).
 REASONS = [
     (
+        r"x_final_rounding_error.*memory: str = \"linear\", (alpha=2\.0, beta=1\.0|alpha=1\.0, beta=2\.0)",
+        "equivalent: the defaults of alpha and beta are read only by the decaying and delta memories, whose callers"
+        " pass them; the default memory (linear) ignores both",
+    ),
+    (
+        r"x_delta_rounding_floor.*mem = \"delta\" if (\(float\(alpha\) == 1\.0\) and False|float\(alpha\) == 2\.0) else",
+        "equivalent: the gated delta rule at alpha = 1 is the delta rule (both take alpha = 1 in every function of the"
+        " model), so choosing it always gives the same floor",
+    ),
+    (
         r"x_(decay|delta)_rounding_floor.*n = np\.ceil\(4[01]\.0 / \(1\.0 - (a \* a|c)\)\) [+-] [12]\b",
         "equivalent: the floor is the step-rounding error at an n with c^n <= e^-40; one step or 2.5% more or fewer"
         " moves it by a relative e^-39 (tests/test_theory_quadrature.py holds it to the limit to 1e-9)",

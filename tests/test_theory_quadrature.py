@@ -83,3 +83,13 @@ def test_the_rounding_floors_are_the_limits_of_the_step_rounding_error(stochasti
     assert theory.delta_rounding_floor(d, dv, "bfloat16", stochastic=stochastic) == pytest.approx(
         step("delta", beta=1.0), rel=1e-9
     )
+    # the gated delta rule (alpha < 1) and a beta other than the default reach the recursion
+    assert theory.delta_rounding_floor(d, dv, "bfloat16", beta=0.7, alpha=0.9, stochastic=stochastic) == pytest.approx(
+        step("gated_delta", alpha=0.9, beta=0.7), rel=1e-9
+    )
+    # rounding_variance broadcasts: each sigma of an array gets its own value
+    sigmas = [0.01, 0.7, 30.0]
+    each = [theory.rounding_variance(x, "bfloat16", stochastic=stochastic) for x in sigmas]
+    assert theory.rounding_variance(sigmas, "bfloat16", stochastic=stochastic).tolist() == pytest.approx(
+        each, rel=1e-12
+    )
