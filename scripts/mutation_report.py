@@ -30,6 +30,11 @@ def _cwd(path):
 # says why no test can tell the mutant apart (an equivalent mutant) or what a test would need (a GPU, two devices).
 REASONS = [
     (
+        r"x_rounding_crossover",
+        "a test to add: rounding_crossover over an array of (d, dv), with its defaults, and a crossing in the first"
+        " grid points (its tests call it for one d = dv, stochastic and round-to-nearest)",
+    ),
+    (
         r"x_final_rounding_error.*memory: str = \"linear\", (alpha=2\.0, beta=1\.0|alpha=1\.0, beta=2\.0)",
         "equivalent: the defaults of alpha and beta are read only by the decaying and delta memories, whose callers"
         " pass them; the default memory (linear) ignores both",
@@ -54,7 +59,7 @@ REASONS = [
     ),
     (
         r"x_feature_crosstalk.*polynomial_kernel_error\(2, d, \[0\.0, 2\.0\]\)",
-        "equivalent: normalised features of the kernel 2 s are those of s (the scale of kappa cancels)",
+        "equivalent: normalised features of twice the identity kernel are those of the kernel (its scale cancels)",
     ),
     (
         r"x__screen_matmul|device=None|device=r\.device|torch\.arange\(q\.numel\(\), \)|torch\.arange\(c, \)|dtype=torch\.bool, \)",
@@ -184,6 +189,11 @@ REASONS = [
         r"x__psi_integral.*t = y (- 0\.5|\+ 1\.5)",
         "equivalent: t moves by a whole period, which adds the same constant (1/12) to the antiderivative at every y;"
         " the increment table uses differences of it only",
+    ),
+    (
+        r"x_(decay|delta)_rounding_floor|x_rounding_variance.*sum\(None\)",
+        "a test to add, added after the 2026-12-02 run: tests/test_theory_quadrature.py's floor test fails on it"
+        " (checked by hand for the dropped stochastic= and the alpha != 1 choice); counted as survived until a rerun",
     ),
 ]
 
