@@ -41,6 +41,38 @@ REASONS = [
         " tensors before this check)",
     ),
     (
+        r"x_rounding_crossover",
+        "a test to add: rounding_crossover over an array of (d, dv), with its defaults, and a crossing in the first"
+        " grid points (its tests call it for one d = dv, stochastic and round-to-nearest)",
+    ),
+    (
+        r"x_final_rounding_error.*memory: str = \"linear\", (alpha=2\.0, beta=1\.0|alpha=1\.0, beta=2\.0)",
+        "equivalent: the defaults of alpha and beta are read only by the decaying and delta memories, whose callers"
+        " pass them; the default memory (linear) ignores both",
+    ),
+    (
+        r"x_delta_rounding_floor.*mem = \"delta\" if (\(float\(alpha\) == 1\.0\) and False|float\(alpha\) == 2\.0) else",
+        "equivalent: the gated delta rule at alpha = 1 is the delta rule (both take alpha = 1 in every function of the"
+        " model), so choosing it always gives the same floor",
+    ),
+    (
+        r"x_(decay|delta)_rounding_floor.*n = np\.ceil\(4[01]\.0 / \(1\.0 - (a \* a|c)\)\) [+-] [12]\b",
+        "equivalent: the floor is the step-rounding error at an n with c^n <= e^-40; one step or 2.5% more or fewer"
+        " moves it by a relative e^-39 (tests/test_theory_quadrature.py holds it to the limit to 1e-9)",
+    ),
+    (
+        r"x_decay_readout.*torch\.arange\(n - 1, -1, -1, dtype=K\.dtype, (device=None)?\)",
+        "needs a CUDA device: on the CPU, the default device of torch.arange is K's device",
+    ),
+    (
+        r"x_decay_readout.*np\.arange\(n - 1, -1, -1, (dtype=None)?\)",
+        "equivalent: g is a Python float, so g ** k is float64 for integer exponents k as well",
+    ),
+    (
+        r"x_feature_crosstalk.*polynomial_kernel_error\(2, d, \[0\.0, 2\.0\]\)",
+        "equivalent: normalised features of twice the identity kernel are those of the kernel (its scale cancels)",
+    ),
+    (
         r"x_welch_bound.*errstate",
         "equivalent: after the input check nothing in the bound can divide by zero or go negative",
     ),
@@ -143,6 +175,29 @@ REASONS = [
         r"_correct__mutmut_\d+: \+ *unsure = torch\.zeros\(B, c, (dtype=None, )?device=r\.device\)",
         "equivalent: a float mask of 0 and 1 takes the same assignments, any() and nonzero() as the bool one",
     ),
+    (
+        r"x__half_normal_moments.*arange\(kmax \+ 1, (dtype=None)?\)",
+        "equivalent: k holds 0, 1, 2 as integers or floats alike, and k / 2.0 and (x + 1.0) / 2.0 are floats either way",
+    ),
+    (
+        r"x__half_normal_moments.*arange\(kmax \+ 2,",
+        "equivalent: one moment more, which no DPFP product indexes (a coordinate enters with one sign at most twice)",
+    ),
+    (
+        r"x__half_normal_moments.*2\.0 \*\* \(k (\* 2\.0|/ 3\.0) - 1\.0\)",
+        "equivalent: a factor c^k on the k-th moment multiplies every term of the DPFP crosstalk and of its"
+        " normalisation (both of degree 8 in the entries r) by c^8, so their ratio is unchanged",
+    ),
+    (
+        r"x__psi_integral.*t = y (- 0\.5|\+ 1\.5)",
+        "equivalent: t moves by a whole period, which adds the same constant (1/12) to the antiderivative at every y;"
+        " the increment table uses differences of it only",
+    ),
+    (
+        r"x_(decay|delta)_rounding_floor|x_rounding_variance.*sum\(None\)",
+        "a test to add, added after the 2026-12-02 run: tests/test_theory_quadrature.py's floor test fails on it"
+        " (checked by hand for the dropped stochastic= and the alpha != 1 choice); counted as survived until a rerun",
+    ),
 ]
 
 
@@ -198,22 +253,23 @@ def main(argv: list[str]) -> int:
     per_file: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for status, path, _ in merged.values():
         per_file[path][status] += 1
-    print("| file | mutants | killed | survived | other | killed % |")
-    print("|---|---|---|---|---|---|")
+    # a run stopped before its end leaves mutants "not checked": the score is of the mutants tested
+    print("| file | mutants | tested | killed | survived | other | killed % of tested |")
+    print("|---|---|---|---|---|---|---|")
     total = defaultdict(int)
-    for path in sorted(per_file):
-        c = per_file[path]
-        n, k = sum(c.values()), c["killed"]
-        other = n - k - c["survived"]
-        for s, v in c.items():
-            total[s] += v
-        print(f"| {path} | {n} | {k} | {c['survived']} | {other} | {100 * k / n:.1f} |")
-    n, k = sum(total.values()), total["killed"]
-    print(f"| all | {n} | {k} | {total['survived']} | {n - k - total['survived']} | {100 * k / n:.1f} |")
+    for path in sorted(per_file) + [None]:
+        c = total if path is None else per_file[path]
+        n, k, s = sum(c.values()), c["killed"], c["survived"]
+        t = n - c["not checked"]
+        if path is not None:
+            for status, v in c.items():
+                total[status] += v
+        score = f"{100 * k / t:.1f}" if t else "-"
+        print(f"| {path or 'all'} | {n} | {t} | {k} | {s} | {t - k - s} | {score} |")
     print()
     for key in sorted(merged):
         status, path, diff = merged[key]
-        if status != "killed":
+        if status not in ("killed", "not checked"):
             lines = [x for x in diff.splitlines() if x[:1] in "+-" and not x.startswith(("+++", "---"))]
             print(f"- `{key}` ({status}): " + " / ".join(f"`{x.strip()}`" for x in lines) + f" -- {reason(key, diff)}")
     return 0

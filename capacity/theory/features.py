@@ -180,11 +180,9 @@ def elu1_feature_error(n, d):
 
 
 def _half_normal_moments(kmax: int) -> np.ndarray:
-    """E[max(g, 0)^k] for k = 0..kmax, g ~ N(0, 1)."""
+    """E[g^k; g > 0] for k = 0..kmax, g ~ N(0, 1): E[max(g, 0)^k] for k >= 1 (P(g > 0) = 1/2 at k = 0)."""
     k = np.arange(kmax + 1, dtype=np.float64)
-    out = 2.0 ** (k / 2.0 - 1.0) * np.exp([math.lgamma((x + 1.0) / 2.0) for x in k]) / math.sqrt(math.pi)
-    out[0] = 1.0
-    return out
+    return 2.0 ** (k / 2.0 - 1.0) * np.exp([math.lgamma((x + 1.0) / 2.0) for x in k]) / math.sqrt(math.pi)
 
 
 @functools.lru_cache(maxsize=64)
@@ -193,14 +191,15 @@ def _dpfp_moments(d: int, nu: int) -> tuple[float, float]:
 
     r = [relu(g), relu(-g)] (2d entries; entry a is coordinate a mod d with sign + for a < d, - after),
     phi_(j,a) = r_a r_(a-j mod 2d). A product of r entries has expectation prod over coordinates of
-    E[relu(g)^k] (k entries of one sign) or 0 when a coordinate enters with both signs.
+    E[relu(g)^k] (k entries of one sign) or 0 when a coordinate enters with both signs. A coordinate enters with one
+    sign at most twice (r_a and r_(a-j) share a coordinate only for j = d, with opposite signs), so k <= 2.
     """
     D = 2 * d * nu
     a = np.tile(np.arange(2 * d), nu)  # feature f = (j, a), j-major as in capacity.features
     b = (a - np.repeat(np.arange(1, nu + 1), 2 * d)) % (2 * d)
     coord = lambda idx: idx % d
     sign = lambda idx: np.where(idx < d, 1, -1)
-    h = _half_normal_moments(4)
+    h = _half_normal_moments(2)
 
     def moment(idxs):  # idxs: list of index arrays (broadcast), the r entries multiplied
         cs = [coord(i) for i in idxs]

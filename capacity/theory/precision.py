@@ -125,14 +125,15 @@ def _moment(memory, s, d, alpha, beta):
 
 
 def _psi_integral(y, stochastic: bool):
-    """Antiderivative of the rounding error's normalised variance: psi(y) = (y - round(y))^2 (round-to-nearest) or
-    f (1 - f), f = y - floor(y) (stochastic rounding), both periodic with period 1."""
+    """Antiderivative (up to a constant: the table uses differences only) of the rounding error's normalised
+    variance: psi(y) = (y - round(y))^2 (round-to-nearest) or f (1 - f), f = y - floor(y) (stochastic rounding), both
+    periodic with period 1."""
     if stochastic:
         f = y - np.floor(y)
         return np.floor(y) / 6.0 + f * f / 2.0 - f**3 / 3.0
     t = y + 0.5
     f = t - np.floor(t) - 0.5  # in [-1/2, 1/2)
-    return np.floor(t) / 12.0 + f**3 / 3.0 + 1.0 / 24.0
+    return np.floor(t) / 12.0 + f**3 / 3.0
 
 
 @functools.lru_cache(maxsize=64)
@@ -180,10 +181,10 @@ def _cross(y):
 
 
 def _cross_integral(y):
-    """Antiderivative of y (round(y) - y): with k = round(y), t = y - k, it is -k/12 - k (t^2 - 1/4)/2 - (t^3 + 1/8)/3."""
+    """Antiderivative of y (round(y) - y): with k = round(y), t = y - k, it is -k/12 - k (t^2 - 1/4)/2 - t^3/3."""
     k = np.floor(y + 0.5)
     t = y - k
-    return -k / 12.0 - k * (t * t - 0.25) / 2.0 - (t**3 + 0.125) / 3.0
+    return -k / 12.0 - k * (t * t - 0.25) / 2.0 - t**3 / 3.0
 
 
 def _interp(log_rho, table, rho):
