@@ -48,7 +48,9 @@ def draw(records: list[dict], out: Path) -> None:
             [1, 0], [f"capacity run\n(best whole {main:.1f} s)", f"checkpointed loop\n(best whole {whole:.1f} s)"]
         )
         grid = ", ".join(rec["sets"]) or "the default grid (d 16..256, 4 seeds)"
-        ax.set_title(f"{rec['points']} points: {grid}; {rec['date']}, {rec['machine']}", fontsize=9, loc="left")
+        load = rec.get("load_average_end", [float("nan")])[0]
+        title = f"{rec['points']} points: {grid}; {rec['date']}, {rec['machine']}, load average {load:.1f} at the end"
+        ax.set_title(title, fontsize=9, loc="left")
         ax.set_xlabel("wall time (s)")
         ax.grid(axis="x", alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
