@@ -14,6 +14,7 @@ registry says.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -50,17 +51,23 @@ def _own_entry_points(group: str):
     return [ep for ep in metadata.entry_points(group=group) if ep.dist is not None and ep.dist.name == "capacity"]
 
 
+@functools.cache
+def _read(path: Path) -> dict:
+    """The catalog file, read once per process (``capacity list`` asks for five sections)."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def available(section: str) -> dict[str, str]:
     """name -> one-line description of ``section`` (one of SECTIONS), as its registry's ``available()`` gives it."""
     if section not in SECTIONS:
         raise CapacityError(f"section must be one of {', '.join(SECTIONS)}, got {section!r}")
     try:
-        known = json.loads(PATH.read_text(encoding="utf-8"))[section]
+        known = _read(PATH)[section]
     except (OSError, ValueError, KeyError):  # no catalog (a partial install): the registry itself
         return _registry(section)
     if section in _GROUPS and set(plugins.entry_points(_GROUPS[section])) - set(known):
         return _registry(section)  # a plug-in of another package: only its registry can describe it
-    return known
+    return dict(known)  # a copy: the cached file stays as read
 
 
 def main() -> None:

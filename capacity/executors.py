@@ -35,7 +35,7 @@ from concurrent.futures import CancelledError
 from capacity import _validate
 from capacity.errors import CapacityError, one_line
 
-__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "WorkerLost", "LONG"]
+__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG"]
 
 EXECUTORS = {
     "auto": "dask with --scheduler; else processes on a CPU with more than one core when the work is worth a pool's start-up, serial otherwise",
@@ -77,7 +77,8 @@ def announce(name: str, work: float, drawing: float, parallel: int) -> None:
     )
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the platform has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -111,8 +112,8 @@ def _processes(fn, tasks, workers, scheduler):
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    workers = min(workers or _cores(), max(1, len(tasks)))
-    threads = max(1, _cores() // workers)
+    workers = min(workers or cores(), max(1, len(tasks)))
+    threads = max(1, cores() // workers)
     spawn = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_die_with_parent)
     clean = False
@@ -175,7 +176,7 @@ def _dask(fn, tasks, workers, scheduler):
     else:
         import dask
 
-        workers = workers or _cores()
+        workers = workers or cores()
         scratch = tempfile.mkdtemp(prefix="capacity-dask-")  # the cluster's scratch space, removed below
         config = dask.config.set({"temporary-directory": scratch})  # where nannies and workers make theirs
         cluster = LocalCluster(
@@ -188,7 +189,7 @@ def _dask(fn, tasks, workers, scheduler):
         )
         client = Client(cluster, set_as_default=False)  # never the scheduler of xarray or of the caller's dask code
         client.register_plugin(_watchdog(os.getpid()), name="capacity-watchdog")  # the cluster dies with this process
-        threads = max(1, _cores() // workers)
+        threads = max(1, cores() // workers)
     futures = {}
     try:
         for key, task in tasks:
@@ -297,9 +298,7 @@ def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds
     if scheduler:
         return "dask"
     small = work_seconds is not None and work_seconds < 2 * POOL_SECONDS
-    return (
-        "serial" if local_only or not device.startswith("cpu") or _cores() < 2 or groups < 2 or small else "processes"
-    )
+    return "serial" if local_only or not device.startswith("cpu") or cores() < 2 or groups < 2 or small else "processes"
 
 
 def execute(name: str, fn, tasks: list, *, workers: int | None = None, scheduler: str | None = None):

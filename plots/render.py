@@ -9,7 +9,6 @@ parallel, one child process each (``save_all``).
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -31,6 +30,7 @@ from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import save
 from capacity.plots.variants import variant_curves
 
+from capacity import executors
 from capacity.errors import CapacityError
 
 __all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available"]
@@ -150,7 +150,7 @@ def save_all(built: list, out) -> list[Path]:
     and cores (and ``fork``, which hands the built figures to the child without pickling them), each is written by
     its own child process, at most one per core. An error in one is raised here, as in this process.
     """
-    jobs = min(len(built), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    jobs = min(len(built), executors.cores())
     if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return [path for stem, fig in built for path in save(fig, out, stem)]
     _BUILT[:] = built

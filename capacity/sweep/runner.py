@@ -103,7 +103,7 @@ def run(
         executor = executors.resolve(
             executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
-        parallel = 1 if executor == "serial" else (workers or executors._cores())
+        parallel = 1 if executor == "serial" else (workers or executors.cores())
         check_memory(plan, todo, parallel=min(parallel, max(1, len(todo))))
         if progress and work + drawing > executors.LONG:  # after every check: only work that will run is announced
             executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))))
