@@ -12,18 +12,22 @@ Read i is correct when its own score r_i . v_i is the largest of r_i . v_l over 
 values l, ties going to the first index (as ``torch.argmax``): a tie with an earlier value
 counts as wrong, a tie with a later one as right.
 
-The scores cost 2 c^2 dv flops. They are first computed in a cheap precision (bfloat16 where
+The scores cost up to 2 c^2 dv flops. They are first computed in a cheap precision (bfloat16 where
 the hardware multiplies it natively and dv is large enough: CUDA, or a CPU with AVX-512 BF16 or
-AMX; else float32),
-and each read's margin (own score minus its best other score) is compared with a rigorous
-bound on the rounding error of its scores (``score_error_bound``, used with a factor 2 of
-margin). A read whose margin clears the bound is decided; the others are screened again in
-float32 (a bound of about dv 2^-23 ||r_i|| max_l ||v_l||), and the few left after that are
-scored in float64. The answer is therefore the decode in exact arithmetic (up to float64
+AMX; else float32), and each read's margin (own score minus its best other score) is compared
+with a rigorous bound on the rounding error of its scores (``score_error_bound``, used with a
+factor 2 of margin). A read whose margin clears the bound is decided; the others are screened
+again in float32 (a bound of about dv 2^-23 ||r_i|| max_l ||v_l||), and the few left after that
+are scored in float64. The answer is therefore the decode in exact arithmetic (up to float64
 rounding, dv 2^-53 relative), whatever precision screened it. It equals the plain float32
 decode ``(r @ v^T).argmax(-1) == arange(c)`` except where that one's answer is decided by
 float32 rounding (a margin within about dv 2^-24 ||r_i|| ||v_l||, or an exact tie that the
 float32 matmul's blocking splits).
+
+The screen scores the values in up to 8 parts of at least 512 values. A read that a value scored
+so far surely beats (that value's score, less the bound, above the own score) is wrong whatever
+the later values score, and is scored no further: reads past capacity, most of them wrong, cost
+a fraction of the c^2 scores, and a read that is right is scored against every value.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = ["argmax_correct", "topk_correct", "score_error_bound", "screen_precis
 _PRECISIONS = ("auto", "bfloat16", "float32")
 _CPU_BF16_MIN_DV = 128  # measured: see screen_precision
 _FALLBACK_ROWS = 1 << 22  # float64 scores per fallback chunk (rows x c)
+_WIDTH, _MAX_PARTS = 512, 8  # the screen scores the values in at most 8 parts of at least 512
 
 
 @functools.lru_cache(maxsize=1)
@@ -151,10 +156,12 @@ def _screen_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: float):
-    """(sure right, unsure) from the best other screened score ``other``, own scores and error bounds (same shape).
+    """(sure right, sure wrong) from the best other screened score ``other``, own scores and error bounds (same shape).
 
     The screened scores were rounded to a format of unit roundoff ``u_out`` after the sum (0: not
     rounded): rounding is monotone, so the unrounded best other lies in [lo(other), hi(other)].
+    A read that is neither is undecided. Sure wrong holds for the best other of any subset of the
+    other values too (the best of all of them is at least as large): the screen stops there.
     """
     other = other.double()
     pos = other >= 0
@@ -162,7 +169,7 @@ def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: fl
     lo = torch.where(pos, other / (1 + u_out), other / (1 - u_out))
     right = own > hi + e  # every exact other score is below the exact own score
     wrong = (lo - e > own) & torch.isfinite(other)  # the best other's exact score beats the own one
-    return right, ~(right | wrong)
+    return right, wrong
 
 
 def _inputs(r: torch.Tensor, v: torch.Tensor, block: int | None):
@@ -196,15 +203,17 @@ def argmax_correct(
 
     ``r``: reads ``[B, c, dv]``; ``v``: the stored values ``[B, c, dv]`` (row i is read i's own
     value); any floating dtype, scored from their float32 values. ``block``: reads scored at a
-    time (the score block holds B x block x c numbers; default about 16M numbers).
+    time (a score block holds at most block x c numbers; default about 16M numbers / B).
     ``precision``: ``"auto"`` (see ``screen_precision``), ``"bfloat16"`` or ``"float32"``: the
     precision of the first screen; the result does not depend on it. ``bound_scale``: the
     screens use ``bound_scale`` times the derived rounding-error bounds (``score_error_bound``
     and the output's unit roundoff); the default 2 leaves a factor 2 of margin. Below 1 the
     answer may be wrong (only tests should do that).
 
-    Reads a bfloat16 screen cannot decide are screened again in float32 (tight bound), and the
-    few left after that are scored in float64.
+    The screen scores one batch item at a time, the values in parts (see the module docstring: a
+    read surely beaten by a value of an early part is not scored against the later ones). Reads a
+    bfloat16 screen cannot decide are screened again in float32 (tight bound), and the few left
+    after that are scored in float64.
     """
     # own scores summed on their own, and their rounding bound (added to every bound below)
     block, r32, v32, own, own_err = _inputs(r, v, block)
@@ -218,14 +227,32 @@ def argmax_correct(
     e = scale * (score_error_bound(r32, v32, prec) + own_err)  # [B, c]
     u_out = min(0.5, scale * _U_BF16) if prec == "bfloat16" else 0.0
     sdt = torch.bfloat16 if prec == "bfloat16" else torch.float32
-    rs, vt = r32.to(sdt), v32.to(sdt).transpose(1, 2)  # [B, c, dv], [B, dv, c]
-    for start in range(0, c, block):
-        stop = min(c, start + block)
-        s = _screen_matmul(rs[:, start:stop], vt)  # [B, blk, c]
-        s[:, idx[: stop - start], idx[start:stop]] = -math.inf  # leave out the own score (summed on its own)
-        right, uns = _classify(s.amax(-1), own[:, start:stop], e[:, start:stop], u_out)
-        correct[:, start:stop] = right
-        unsure[:, start:stop] = uns
+    rs, vs = r32.to(sdt), v32.to(sdt)  # [B, c, dv] each
+    width = max(_WIDTH, -(-c // _MAX_PARTS))  # values scored at a time, while reads keep being decided
+    for b in range(B):
+        for start in range(0, c, block):
+            stop = min(c, start + block)
+            alive = idx[start:stop]  # reads of this block not yet decided
+            best = torch.full((stop - start,), -math.inf, device=r.device)  # best other screened score so far
+            for j0 in range(0, c, width):
+                j1 = min(c, j0 + width)
+                whole = alive.numel() == stop - start  # no read decided yet: the own scores lie on a diagonal
+                s = _screen_matmul(rs[b, start:stop] if whole else rs[b, alive], vs[b, j0:j1].T)  # [m, w]
+                if whole:
+                    s.diagonal(start - j0).fill_(-math.inf)  # leave out the own score (summed on its own)
+                else:
+                    mine = ((alive >= j0) & (alive < j1)).nonzero().flatten()
+                    s[mine, alive[mine] - j0] = -math.inf
+                best = torch.maximum(best, s.amax(-1).float())
+                if j1 < c:  # reads another value surely beats are wrong: the later values cannot change that
+                    _, wrong = _classify(best, own[b, alive], e[b, alive], u_out)
+                    if bool(wrong.any()):
+                        alive, best = alive[~wrong], best[~wrong]
+                        if alive.numel() == 0:
+                            break
+            right, wrong = _classify(best, own[b, alive], e[b, alive], u_out)
+            correct[b, alive] = right
+            unsure[b, alive] = ~(right | wrong)
     if not bool(unsure.any()):
         return correct.float()
     # stage 2 (after a bfloat16 screen): the undecided reads in float32; stage 3: what is left, in float64
@@ -238,9 +265,9 @@ def argmax_correct(
             if e32 is not None:
                 s = r32[b, q] @ v32[b].T  # [m, c]
                 s[torch.arange(q.numel(), device=r.device), q] = -math.inf
-                right, uns = _classify(s.amax(-1), own[b, q], e32[b, q], 0.0)
+                right, wrong = _classify(s.amax(-1), own[b, q], e32[b, q], 0.0)
                 correct[b, q] = right
-                q = q[uns]
+                q = q[~(right | wrong)]
                 if q.numel() == 0:
                     continue
             s64 = r32[b, q].double() @ v32[b].double().T  # [m, c]; products exact, sums to dv 2^-53

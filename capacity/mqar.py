@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import xarray as xr
-from scipy import integrate, special
 
 from capacity import _random, _validate, labels
 from capacity import keys as key_families
@@ -519,6 +518,8 @@ def predicted_accuracy(n, d, dv, vocab):
 
     Equals ``argmax_recall(n, d, dv)`` at vocab = n; conservative like it (measured accuracy runs above).
     """
+    from scipy import integrate, special  # here, not at import: the start-up needs no scipy
+
     n, d, dv, vocab = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(n, d, dv, vocab))
     for name, a in (("n", n), ("d", d), ("dv", dv), ("vocab", vocab)):
         if not np.all(np.isfinite(a)) or np.any(a < 1):

@@ -2,15 +2,17 @@
 
 Figures are chosen from what the Dataset holds (``choose``), so a user's own study renders too. Every figure is
 built (and every missing input reported) before any file is written. Files are named ``<study>_<figure>.png`` and
-``.pdf`` (``study`` from ``ds.attrs``); the same Dataset gives the same bytes. Several figures are written in
-parallel, one child process each (``save_all``).
+``.pdf`` (``study`` from ``ds.attrs``); the same Dataset gives the same bytes. Several figures are built and
+encoded in parallel, one child process each (``save_all``).
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import xarray as xr
@@ -27,7 +29,7 @@ from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.precision import precision_curves
 from capacity.plots.pretrained_keys import pretrained_keys
-from capacity.plots.save import save
+from capacity.plots.save import check_folder, encode, save, write
 from capacity.plots.variants import variant_curves
 
 from capacity import executors
@@ -112,8 +114,9 @@ def available() -> dict[str, str]:
     return {name: (FIGURES[name].__doc__ or "").strip().splitlines()[0] for name in sorted(FIGURES)}
 
 
-def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
-    """The figures that fit ``ds``, built but not saved: ``[(file stem, Figure), ...]``, stems ``<study>_<figure>``."""
+def builders(ds: xr.Dataset) -> list[tuple[str, Callable]]:
+    """The figures that fit ``ds``, not yet built: ``[(file stem, build), ...]`` with ``build()`` -> Figure, stems
+    ``<study>_<figure>``. The Dataset's own faults (no variables, text, no figure that fits) are raised here."""
     if not isinstance(ds, xr.Dataset):
         raise CapacityError(f"plots need an xarray.Dataset, got {type(ds).__name__}")
     if len(ds.data_vars) == 0:
@@ -127,39 +130,50 @@ def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
             f"no figure fits this Dataset: it needs mse over d and load, the bill's state_numel and decode_seconds, or per-query reads (it has {', '.join(map(str, ds.data_vars))})"
         )
     study = str(ds.attrs.get("study") or "results")
-    return [(f"{study}_{name}", FIGURES[name](ds)) for name in names]
+    return [(f"{study}_{name}", functools.partial(FIGURES[name], ds)) for name in names]
+
+
+def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
+    """The figures that fit ``ds``, built but not saved: ``[(file stem, Figure), ...]``, stems ``<study>_<figure>``."""
+    return [(stem, build()) for stem, build in builders(ds)]
 
 
 def render(ds: xr.Dataset, *, out) -> list[Path]:
     """Write the default figures of ``ds``'s study into the folder ``out``; returns the paths (PNG, PDF per figure)."""
-    return save_all(figures(ds), out)
+    return save_all(builders(ds), out)
 
 
-_BUILT: list = []  # the figures a forked saver writes (inherited by fork: nothing is pickled but an index)
+_JOBS: list = []  # the (stem, build) a forked child runs (inherited by fork: nothing is pickled but an index)
 
 
-def _save_one(i: int, out) -> list[Path]:
-    stem, fig = _BUILT[i]
-    return save(fig, out, stem)
+def _encode_one(i: int) -> dict[str, bytes]:
+    stem, build = _JOBS[i]
+    return encode(build())
 
 
-def save_all(built: list, out) -> list[Path]:
-    """``save`` every ``(stem, Figure)`` of ``built`` into ``out``; returns the paths in order.
+def save_all(jobs: list, out) -> list[Path]:
+    """Build every figure of ``jobs`` (``[(stem, build), ...]``), then write each into ``out``; returns the paths.
 
-    Laying out and writing a figure is most of its cost, and one figure does not need another: with several figures
-    and cores (and ``fork``, which hands the built figures to the child without pickling them), each is written by
-    its own child process, at most one per core. An error in one is raised here, as in this process.
+    No file is written unless every figure was built. Building, laying out and encoding a figure is nearly all of
+    its cost, and one figure does not need another: with several figures and cores (and ``fork``, which hands the
+    Dataset to the child without pickling it), each is built and encoded by a child process, at most one per core,
+    and this process writes the bytes once all of them are back. An error in one is raised here, as in this process.
     """
-    jobs = min(len(built), executors.cores())
-    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    check_folder(out)
+    n = min(len(jobs), executors.cores())
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        built = [(stem, build()) for stem, build in jobs]
         return [path for stem, fig in built for path in save(fig, out, stem)]
-    _BUILT[:] = built
+    _JOBS[:] = jobs
     try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            done = [pool.submit(_save_one, i, out) for i in range(len(built))]
-            return [path for future in done for path in future.result()]
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+            done = [pool.submit(_encode_one, i) for i in range(len(jobs))]
+            encoded = [future.result() for future in done]
+    except BrokenProcessPool:
+        raise CapacityError("a process drawing the figures died (out of memory?); no figure was written") from None
     finally:
-        _BUILT.clear()
+        _JOBS.clear()
+    return [path for (stem, _), data in zip(jobs, encoded) for path in write(data, out, stem)]
 
 
 def _open(path: Path) -> xr.Dataset:
@@ -186,10 +200,22 @@ def render_path(results, out=None) -> list[Path]:
         out_dir = Path(out) if out is not None else results.parent / "figures"
     else:
         raise CapacityError(f"{results}: no such results file or directory")
-    built = []
-    for f in files:  # build every figure (and report any missing input) before writing anything
+    jobs = []
+    for f in files:  # every file's faults reported before anything is built or written
         try:
-            built += figures(_open(f))
+            jobs += [(stem, _named(f, build)) for stem, build in builders(_open(f))]
         except CapacityError as exc:
             raise CapacityError(f"{f}: {exc}") from None
-    return save_all(built, out_dir)
+    return save_all(jobs, out_dir)
+
+
+def _named(path: Path, build: Callable) -> Callable:
+    """``build``, its CapacityError prefixed with the results file it draws."""
+
+    def named():
+        try:
+            return build()
+        except CapacityError as exc:
+            raise CapacityError(f"{path}: {exc}") from None
+
+    return named

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from capacity.plots import theme
 
-from capacity._files import atomic_write, clean_stale
+from capacity._files import clean_stale, write_bytes
 from capacity.errors import CapacityError
 
-__all__ = ["save", "FORMATS"]
+__all__ = ["save", "encode", "write", "check_folder", "FORMATS"]
 
 FORMATS = ("png", "pdf")
 # no software version, no creation time: the bytes depend on the figure alone
@@ -25,24 +26,46 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
     Each file is written under a temporary name and renamed into place, so an interrupted run leaves the old file or
     the new one, never a partial one (and the next save into the folder removes a killed write's temporary file). A folder that cannot be written is a one-line CapacityError.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise CapacityError(f"the figures folder {out} is a file, not a folder")
-    paths = []
+    check_folder(out)
+    return write(encode(fig, dpi=dpi), out, stem)
+
+
+def encode(fig, *, dpi: int = 110) -> dict[str, bytes]:
+    """The figure's files as bytes, ``{format: bytes}`` for each of ``FORMATS``: laid out once, under the theme."""
     engine = fig.get_layout_engine()
+    try:
+        with theme.style():
+            _lay_out(fig, engine, dpi)
+            out = {}
+            for fmt in FORMATS:
+                buf = io.BytesIO()
+                fig.savefig(buf, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
+                out[fmt] = buf.getvalue()
+            return out
+    finally:
+        fig.set_layout_engine(engine)
+
+
+def check_folder(out) -> None:
+    """A one-line CapacityError if the figures folder ``out`` is a file."""
+    if Path(out).exists() and not Path(out).is_dir():
+        raise CapacityError(f"the figures folder {out} is a file, not a folder")
+
+
+def write(encoded: dict[str, bytes], out, stem: str) -> list[Path]:
+    """Write ``encode``'s bytes as ``<out>/<stem>.<format>``, each atomically (see ``save``); returns the paths."""
+    out = Path(out)
+    check_folder(out)
+    paths = []
     try:
         out.mkdir(parents=True, exist_ok=True)
         clean_stale(out)  # the temporary files of a figure write that was killed
-        with theme.style():
-            _lay_out(fig, engine, dpi)
-            for fmt in FORMATS:
-                path = out / f"{stem}.{fmt}"
-                atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=dpi, metadata=_METADATA[fmt]))
-                paths.append(path)
+        for fmt in FORMATS:
+            path = out / f"{stem}.{fmt}"
+            write_bytes(path, encoded[fmt])
+            paths.append(path)
     except OSError as exc:
         raise CapacityError(f"cannot write figures to {out}: {exc.strerror or exc}") from None
-    finally:
-        fig.set_layout_engine(engine)
     return paths
 
 

@@ -467,15 +467,17 @@ def test_topk_near_ties_below_float32_resolution_with_equal_norms():
 
 
 class _Products(TorchFunctionMode):
-    """Counts the rows of every matrix product by dtype: a [B, m, dv] @ [B, dv, c] product scores B m reads."""
+    """Records every matrix product by dtype: a [B, m, dv] @ [B, dv, w] product scores B m reads against w values."""
 
     def __init__(self):
         super().__init__()
-        self.calls = []  # (dtype, rows) per product
+        self.calls = []  # (dtype, reads, values) per product
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if func in (torch.Tensor.__matmul__, torch.matmul, torch.Tensor.matmul):
-            self.calls.append((str(args[0].dtype).removeprefix("torch."), args[0].shape[:-1].numel()))
+            self.calls.append(
+                (str(args[0].dtype).removeprefix("torch."), args[0].shape[:-1].numel(), args[1].shape[-1])
+            )
         return func(*args, **(kwargs or {}))
 
 
@@ -486,11 +488,19 @@ def _calls(fn, *args, **kwargs):
 
 
 def _rows(fn, *args, **kwargs):
-    """Rows scored per dtype."""
+    """Reads scored per dtype (a read scored against the values in parts counts once per part)."""
     rows = {}
-    for dtype, n in _calls(fn, *args, **kwargs):
+    for dtype, n, _ in _calls(fn, *args, **kwargs):
         rows[dtype] = rows.get(dtype, 0) + n
     return rows
+
+
+def _scores(fn, *args, **kwargs):
+    """Scores (read, value products) computed per dtype."""
+    out = {}
+    for dtype, n, w in _calls(fn, *args, **kwargs):
+        out[dtype] = out.get(dtype, 0) + n * w
+    return out
 
 
 def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(monkeypatch):
@@ -527,16 +537,41 @@ def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(mon
 
 
 def test_the_default_block_holds_about_2_to_the_24_scores():
-    """The screen's score block holds B x block x c <= 2^24 numbers: 4200 reads of 4200 values go in blocks of
-    2^24 // 4200 = 3994 reads and the remaining 206; 4 x 300 reads in one product."""
+    """The screen takes B x block <= 2^24 / c reads at a time: 4200 reads of 4200 values go in blocks of
+    2^24 // 4200 = 3994 reads and the remaining 206, each first against the first part of 525 values (4200 / 8);
+    4 x 300 reads: one product of 300 reads and all 300 values per batch item."""
     g = generator(24, "block")
     v = torch.randn(1, 4200, 4, generator=g)
-    screens = [
-        n for dtype, n in _calls(argmax_correct, v + torch.randn(1, 4200, 4, generator=g), v, precision="float32")
-    ]
-    assert screens[:2] == [3994, 206] and all(n < 206 for n in screens[2:])  # then the float64 stage, if any
+    calls = _calls(argmax_correct, v + torch.randn(1, 4200, 4, generator=g), v, precision="float32")
+    firsts = [n for _, n, w in calls if w == 525]
+    assert firsts[0] == 3994 and 206 in firsts and all(n * w <= 3994 * 525 for _, n, w in calls)
+    assert sum(n * w for dtype, n, w in calls if dtype == "float32") <= 4200 * 4200
     v = torch.randn(4, 300, 8, generator=g)
-    assert _calls(argmax_correct, v, v, precision="float32") == [("float32", 1200)]
+    assert _calls(argmax_correct, v, v, precision="float32") == [("float32", 300, 300)] * 4
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_a_read_surely_beaten_early_is_scored_no_further(precision):
+    """c = 2048 values in 4 parts of 512. Reads 0-599 sit near their own value (right); reads 600-1199 near a value
+    of the first part (wrong, settled by the first part); reads 1200-2047 lean to their own value but a value of the
+    last part beats them (0.7 v_i + 0.8 v_j: their own score, about 0.7, leads the others, below 0.35, through three
+    parts and loses to v_j's 0.8 in the last). The answer is the float64 brute force, and the screen computes exactly
+    512 x (2048 + 3 x (2048 - 600)) scores: the reads beaten in the first part are not scored again, all the others
+    (the late-beaten ones too) against every value."""
+    g = generator(27, "early-exit")
+    c, dv = 2048, 256
+    v = torch.randn(1, c, dv, generator=g)
+    v = v / v.norm(dim=-1, keepdim=True)
+    i = torch.arange(c)
+    j = torch.where(i < 1200, (i * 7) % 512, 1536 + (i * 5) % 512)  # the rival: in the first or the last part
+    j = torch.where(j == i, 1536 + (j + 1) % 512, j)
+    r = v + 0.05 * torch.randn(1, c, dv, generator=g) / dv**0.5  # reads 0-599: their own value
+    r[0, 600:1200] = v[0, j[600:1200]] + 0.05 * torch.randn(600, dv, generator=g) / dv**0.5
+    r[0, 1200:] = 0.7 * v[0, 1200:] + 0.8 * v[0, j[1200:]]
+    want = (_rank(r, v) == 0).float()
+    assert torch.equal(want[0, :600], torch.ones(600)) and float(want[0, 600:].sum()) == 0
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    assert _scores(argmax_correct, r, v, precision=precision)[precision] == 512 * (c + 3 * (c - 600))
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

@@ -5,7 +5,6 @@ deterministically, and the `capacity plot` command's errors."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -568,24 +567,33 @@ def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     assert left.get_xlabel() == "state bytes (float32)"
 
 
-def test_several_figures_are_written_by_one_child_each_with_the_same_bytes(cvd, tmp_path, monkeypatch):
-    """save_all: a child process per figure (up to the cores), the bytes of a save in this process."""
+def test_several_figures_are_built_by_one_child_each_with_the_same_bytes(cvd, tmp_path, monkeypatch):
+    """save_all: each figure built and encoded by a child process (up to the cores), the bytes of a save in this
+    process; nothing is written when one figure cannot be built."""
     import os
     import sys
 
     mod = sys.modules["capacity.plots.render"]
-    real = mod.save
+    real = mod.encode
 
-    def noting_the_process(fig, out, stem):
-        (Path(out).parent / f"pid-{os.getpid()}-{stem}").write_text("")
-        return real(fig, out, stem)
+    def noting_the_process(fig):
+        (tmp_path / f"pid-{os.getpid()}-{len(list(tmp_path.glob('pid-*')))}").write_text("")
+        return real(fig)
 
-    monkeypatch.setattr(mod, "save", noting_the_process)
-    built = plots.figures(cvd)
-    paths = mod.save_all(built, tmp_path / "par")
+    monkeypatch.setattr(mod, "encode", noting_the_process)
+    jobs = mod.builders(cvd)
+    paths = mod.save_all(jobs, tmp_path / "par")
     pids = {p.name.split("-")[1] for p in tmp_path.glob("pid-*")}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert len(built) == 2 and len(pids) == (2 if cores >= 2 else 1)
+    assert len(jobs) == 2 and len(paths) == 4 and len(pids) == (2 if cores >= 2 else 1)
     assert (str(os.getpid()) in pids) == (cores < 2)
     for p in paths:
-        assert p.read_bytes() == real(dict(built)[p.stem], tmp_path / "one", p.stem)[p.suffix == ".pdf"].read_bytes()
+        fig = dict(jobs)[p.stem]()
+        assert p.read_bytes() == save(fig, tmp_path / "one", p.stem)[p.suffix == ".pdf"].read_bytes()
+
+    def broken():
+        raise CapacityError("no mse to draw")
+
+    with pytest.raises(CapacityError, match="^no mse to draw$"):
+        mod.save_all([jobs[0], ("x_broken", broken)], tmp_path / "none")
+    assert not (tmp_path / "none").exists() or not list((tmp_path / "none").iterdir())
