@@ -188,7 +188,8 @@ def part_throughput(study, threads: int) -> list[str]:
         t = time.perf_counter()
         results = {}
         for p in todo:
-            results[p] = measure({"study": st, "pass": p, "memory": plan.memory(p.cell).obj, "device": "cpu"})
+            task = {"study": st, "device": "cpu", "passes": [("p", p, plan.memory(p.cell).obj, None)]}
+            results[p] = measure(task)[0][1]
         sweep_s = time.perf_counter() - t
         rows.append(
             f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"

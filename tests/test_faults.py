@@ -239,23 +239,21 @@ def test_plot_onto_a_file_and_figures_written_whole(reference, tmp_path, monkeyp
     afile = tmp_path / "afile"
     afile.write_text("x")
     _one_line(_cli("plot", str(path), "--out", str(afile)), 2, "is a file")
-    from matplotlib.figure import Figure
-
     from capacity import plots
 
-    real = Figure.savefig
+    real = Path.write_bytes
 
-    def dies_half_way(self, fname, *a, **k):
-        Path(fname).write_bytes(b"%PDF-partial")
+    def dies_half_way(self, data):  # the disk fills up while a figure's file is written
+        real(self, bytes(data)[:100])
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Figure, "savefig", dies_half_way)
+    monkeypatch.setattr(Path, "write_bytes", dies_half_way)
     with pytest.raises(CapacityError, match="No space left"):
         plots.render(ref, out=tmp_path / "figs")
+    monkeypatch.setattr(Path, "write_bytes", real)
     assert not any(
         p.suffix in (".png", ".pdf") for p in (tmp_path / "figs").iterdir()
     )  # no partial file under a final name
-    monkeypatch.setattr(Figure, "savefig", real)
 
 
 def test_an_output_folder_that_fails_mid_run_keeps_what_was_saved(reference, tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from capacity import _validate, labels, plugins, probe, variants
 from capacity import heads as heads_mod
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
-from capacity.kinds import bill, mqar, needle, recall
+from capacity.kinds import _shared, bill, mqar, needle, recall
 
 __all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check", "check_memory", "rules"]
 
@@ -118,22 +118,28 @@ class Probe:
 _LISTS = ("overwrite", "haystack", "depth", "candidates", "top_k")
 
 
-def measure(task: dict) -> xr.Dataset:
-    """Run one pass. ``task``: {"study", "pass", "memory": the object, "device": str, "imports": [module, ...],
-    "threads": int | None}.
+def measure(task: dict) -> list[tuple[str, xr.Dataset]]:
+    """Run the passes of one task: ``[(key, Dataset), ...]`` in their order. ``task``: {"study", "device": str,
+    "imports": [module, ...], "passes": [(key, pass, memory object, threads), ...]}.
 
     ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
-    threads for this pass only (None: leave the setting alone).
+    threads for that pass only (None: leave the setting alone). The passes share their draws (``_shared``): the
+    sweep gives one task the passes that differ only in their memory.
     """
     plugins.import_modules(task.get("imports"))  # a module that fails is one line, here and in every worker
-    study, p, threads, before = task["study"], task["pass"], task.get("threads"), torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        kind = KINDS[study.probe.kind]
-        return kind.measure(study, p.cell, task["memory"], list(p.seeds), list(p.ns), torch.device(task["device"]))
-    finally:
-        torch.set_num_threads(before)
+    study, before, out = task["study"], torch.get_num_threads(), []
+    kind = KINDS[study.probe.kind]
+    with _shared.shared():
+        for key, p, memory, threads in task["passes"]:
+            if threads:
+                torch.set_num_threads(threads)
+            try:
+                out.append(
+                    (key, kind.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(task["device"])))
+                )
+            finally:
+                torch.set_num_threads(before)
+    return out
 
 
 def check(study) -> None:

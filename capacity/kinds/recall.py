@@ -14,6 +14,7 @@ import xarray as xr
 from capacity import heads, precision, probe, theory, values
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
+from capacity.kinds._shared import drawn
 
 __all__ = [
     "coords",
@@ -152,8 +153,8 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     memory = heads.split(memory, cell.heads, cell.value_heads)
     draw = dict(batch=len(seeds), seed=seeds, device=device)
     width = cell.dv if study.probe.values == "orthonormal" else max(ns)
-    V = values.make(study.probe.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
-    make_keys = lambda n: keys_mod.make(cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)  # [S, n, d]
+    V = drawn(values.make, study.probe.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
+    make_keys = lambda n: drawn(keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)
     passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
     edges = age_edges(study) if study.probe.age_bins else None
     rows, attrs = {}, {}

@@ -150,13 +150,16 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
     one, shape, measured = executor == "serial" and plan.device.type == "cpu", dims(study), 0
     task = {"study": study, "device": str(plan.device), "imports": imports}
     by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
-    tasks = [
-        (k, {**task, "pass": p, "memory": plan.memory(p.cell).obj, "threads": 1 if one and p.cost() < SMALL else None})
-        for k, p in by_key.items()
-    ]
+    bundles: dict[tuple, list] = {}  # the passes that differ only in their memory draw the same: one task
+    for k, p in by_key.items():
+        same = tuple((a, v) for a, v in p.cell.values if a not in ("variant", "feature"))
+        bundles.setdefault((same, p.seeds, p.ns, p.queries), []).append(
+            (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
+        )
+    tasks = [(ps[0][0], {**task, "passes": ps}) for ps in bundles.values()]
     stream = executors.execute(executor, measure, tasks, workers=workers, scheduler=scheduler)
     try:
-        for k, ds in stream:
+        for k, ds in ((k, ds) for _, done in stream for k, ds in done):
             p = by_key[k]
             points, attrs = stored[p.cell]
             points.update(split(ds, shape))

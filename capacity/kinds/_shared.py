@@ -1,0 +1,61 @@
+"""Draws shared by the passes of one task: the memories of a cell draw the same keys and values.
+
+The sweep runs the passes that differ only in their memory (variant, feature map) as one task
+(``capacity.kinds.measure``); inside ``shared()`` a draw made with the same arguments is made once and every
+pass gets its own copy (a memory that writes into its keys in place changes no other pass's numbers). Outside
+``shared()`` every call draws. A draw's numbers depend on its arguments alone, so sharing changes no number. The
+draws kept take at most ``BUDGET`` bytes (beyond it a draw is made each time, as outside ``shared()``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import torch
+
+__all__ = ["shared", "drawn"]
+
+BUDGET = 1 << 28  # bytes of draws kept inside one shared() block
+_MEMO: dict | None = None  # arguments -> tensor, inside shared()
+
+
+@contextlib.contextmanager
+def shared():
+    """Share the draws made with ``drawn`` inside the block; they are dropped at its end."""
+    global _MEMO
+    old, _MEMO = _MEMO, {}
+    try:
+        yield
+    finally:
+        _MEMO = old
+
+
+class _Unshared(Exception):
+    """An argument that is not a plain value (a generator, say: its next draw differs): draw without sharing."""
+
+
+def _frozen(x):
+    if isinstance(x, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_frozen(v) for v in x)
+    if isinstance(x, (str, numbers.Number, type(None), torch.device, torch.dtype)):
+        return x
+    raise _Unshared
+
+
+def drawn(make, *args, **kwargs) -> torch.Tensor:
+    """``make(*args, **kwargs)`` (a tensor), made once per set of arguments inside ``shared()``; a copy each call."""
+    try:
+        key = (make.__module__, make.__qualname__, _frozen(args), _frozen(kwargs))
+    except _Unshared:
+        key = None
+    if _MEMO is None or key is None:
+        return make(*args, **kwargs)
+    if key in _MEMO:
+        return _MEMO[key].clone()
+    x = make(*args, **kwargs)
+    if sum(t.nbytes for t in _MEMO.values()) + x.nbytes <= BUDGET:
+        _MEMO[key] = x.clone()
+    return x
