@@ -30,7 +30,8 @@ def _cwd(path):
 # says why no test can tell the mutant apart (an equivalent mutant) or what a test would need (a GPU, two devices).
 REASONS = [
     (
-        r"x_(argmax|topk)_correct__mutmut_\d+: \+[^|]*(device=None\)|arange\(c, \)|numel\(\), \)|tensor\(ks, \)|dtype=torch\.bool, \))",
+        r"x_(argmax|topk)_correct__mutmut_\d+: \+[^|]*(device=None\)|arange\(c, \)|numel\(\), \)|tensor\(ks, \)|dtype=torch\.bool, \)"
+        r"|full\(\(stop - start,\), -math\.inf, \))",
         "needs a CUDA device: made without r's device, the tensor is still on r's device on the CPU (the same program);"
         " on CUDA it would be made on the CPU, which only tests/test_decode.py::test_cuda_screens_match_the_exact_decode"
         " (skipped without a GPU) can see",
@@ -146,6 +147,20 @@ REASONS = [
         " roundoff); only a read whose float32 margin lies in that sliver of its allowance would change stage, and"
         " no test read does (tests/test_decode.py::test_the_screen_decides_exactly_the_reads_outside_twice_the_"
         "derived_bound places margins at 0.75 and 1.25 times it)",
+    ),
+    (
+        r"x_argmax_correct__mutmut_\d+: \+ *(whole = (None|alive\.numel\(\) == stop \+ start)|"
+        r"s = _screen_matmul\(rs\[b, start:stop\] if \(whole\) and False)",
+        "equivalent: `whole` only picks the cheaper of two spellings of the same scores (the block's rows as a slice"
+        " with the own scores on a diagonal, or the same rows gathered by index with the own scores left out one by"
+        " one); a mutant that takes the general spelling where the slice would do, or gathers the rows of a whole"
+        " block, gives the same numbers in the same order",
+    ),
+    (
+        r"x_argmax_correct__mutmut_\d+: \+ *if j1 <= c:",
+        "equivalent: after the last part the reads surely beaten are set aside once more before the final"
+        " classification, which would find them wrong too (neither right nor undecided): the same answer and the"
+        " same scores computed",
     ),
     (
         r"x__classify__mutmut_\d+: \+ *pos = other > 0",

@@ -571,7 +571,57 @@ def test_a_read_surely_beaten_early_is_scored_no_further(precision):
     want = (_rank(r, v) == 0).float()
     assert torch.equal(want[0, :600], torch.ones(600)) and float(want[0, 600:].sum()) == 0
     assert torch.equal(argmax_correct(r, v, precision=precision), want)
-    assert _scores(argmax_correct, r, v, precision=precision)[precision] == 512 * (c + 3 * (c - 600))
+    # every margin is clear: nothing reaches a later stage (an own score left in a part's scores would send its read)
+    assert _scores(argmax_correct, r, v, precision=precision) == {precision: 512 * (c + 3 * (c - 600))}
+
+
+def _led_then_beaten(c, dv, late, seed):
+    """Reads [1, c, dv] against unit values: read i sits on value j(i) of the first part (beaten there), except the
+    reads in ``late``, which lean to their own value (0.7 v_i) and lose to one of the last part (0.8 v_j)."""
+    g = generator(seed, "led-then-beaten")
+    v = torch.randn(1, c, dv, generator=g)
+    v = v / v.norm(dim=-1, keepdim=True)
+    i = torch.arange(c)
+    j = torch.where(i % 512 == (i * 7) % 512, (i * 7 + 1) % 512, (i * 7) % 512)  # a rival in the first part
+    r = v[:, j] + 0.05 * torch.randn(1, c, dv, generator=g) / dv**0.5
+    for k in late:
+        r[0, k] = 0.7 * v[0, k] + 0.8 * v[0, c - 1 - k % 7]
+    return r, v
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_the_last_read_left_is_scored_to_the_end(precision):
+    """c = 1024 in 2 parts: every read but read 0 is beaten by a value of the first part; read 0 leads the first part
+    and loses in the second. It is scored against both parts (512 x (1024 + 1) scores) and is wrong."""
+    r, v = _led_then_beaten(1024, 256, [0], seed=28)
+    want = (_rank(r, v) == 0).float()
+    assert float(want.sum()) == 0
+    assert torch.equal(argmax_correct(r, v, precision=precision), want)
+    assert _scores(argmax_correct, r, v, precision=precision) == {precision: 512 * (1024 + 1)}
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_reads_all_beaten_in_the_first_part_cost_one_part(precision):
+    """Every read of c = 1024 beaten in the first part of 512 values: the answer (all wrong) after 512 x 1024 scores;
+    with 2 batch items, for each."""
+    r, v = _led_then_beaten(1024, 64, [], seed=29)
+    r, v = torch.cat([r, r.flip(-1)]), torch.cat([v, v.flip(-1)])  # [2, 1024, 64]
+    assert torch.equal(argmax_correct(r, v, precision=precision), torch.zeros(2, 1024))
+    assert _scores(argmax_correct, r, v, precision=precision) == {precision: 2 * 512 * 1024}
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_reads_right_in_every_part_are_decided_by_the_screen(precision):
+    """c = 1024 reads near their own values, in two blocks of 512 reads (block=512) and two parts of 512 values: the
+    own score is left out of each part where it lies (the diagonals of the four score blocks), so every read is
+    decided by the screen, right, with c^2 scores and no later stage."""
+    g = generator(30, "right-everywhere")
+    v = torch.randn(1, 1024, 64, generator=g)
+    v = v / v.norm(dim=-1, keepdim=True)
+    r = v + 0.05 * torch.randn(1, 1024, 64, generator=g) / 8
+    for block in (None, 512, 300):
+        assert torch.equal(argmax_correct(r, v, precision=precision, block=block), torch.ones(1, 1024))
+        assert _scores(argmax_correct, r, v, precision=precision, block=block) == {precision: 1024 * 1024}
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
