@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from capacity import theory
+from capacity.theory import precision
 
 F8 = "float8_e4m3fn"
 
@@ -124,6 +125,10 @@ def test_t16_crossover_is_the_first_crossing_interpolated_in_log_log():
     # at or below the ratio of the second write: the crossing is n = 2
     assert theory.rounding_crossover(1, 1, "bfloat16", stochastic=False, ratio=r2, n_max=n_max) == 2.0
     assert theory.rounding_crossover(1, 1, "bfloat16", stochastic=False, ratio=0.5 * r2, n_max=n_max) == 2.0
+    # stochastic rounding, d = dv = 4: the ratio dips after the second write; met exactly there, the crossing is n = 2
+    r2, r3, r4 = _ratio([2.0, 3.0, 4.0], 4, 4, "float8_e5m2", True, n_max)
+    assert r3 < r2 < r4
+    assert theory.rounding_crossover(4, 4, "float8_e5m2", ratio=r2, n_max=n_max) == 2.0
 
 
 def test_t16_crossover_over_an_array_of_dimensions():
@@ -182,3 +187,16 @@ def test_t15_delta_rule_with_a_small_beta_against_a_float8_simulation():
     m, se = float(dev.mean()), float(dev.std() / math.sqrt(B))
     want = theory.step_rounding_error(n, d, d, F8, memory="delta", beta=b)
     assert abs(m - want) <= 3 * se + 0.05 * want and 3 * se < 0.03 * want, (m, want, se)
+
+
+@pytest.mark.parametrize("stochastic", [False, True])
+def test_a_step_whose_increments_span_many_ulps_has_the_uniform_error(stochastic):
+    """One step's rounding variance (precision._step_stats) when every increment spans >= 1e4 ulps: the error is
+    uniform on an ulp, E q^2/12 (E q^2/6 stochastic), which is T14's rounding_variance of the stored entries. The
+    increments' scale is swept so that the ulp of the entries' main binade (|S| in [1, 2), q = 2^-23 in float32) falls
+    on the first cells of the increment table (1e-4 of the increments' rms, 1/4 for d = dv = 4) and past them."""
+    sigma, first = 1.4, 2.0**-23 / (1e-4 / 4)
+    scales = np.concatenate([first / np.geomspace(1.0, 1.0155, 6), first * np.array([1.01, 1 / 1.03, 1 / 1.5])])
+    var, _ = precision._step_stats(np.full(len(scales), sigma), scales, 4, 4, "float32", stochastic)
+    want = theory.rounding_variance(sigma, "float32", stochastic=stochastic)
+    assert var.tolist() == pytest.approx([want] * len(scales), rel=1e-3)
