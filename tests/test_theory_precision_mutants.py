@@ -155,7 +155,7 @@ def test_step_rounding_error_over_arrays_of_dimensions():
         each = [
             theory.step_rounding_error(nn, dd, vv, F8, **opts) for nn, dd, vv in zip(n, *np.broadcast_arrays(d, dv))
         ]
-        assert got.tolist() == pytest.approx(each, rel=1e-12)
+        assert got.tolist() == pytest.approx(each, rel=1e-12, abs=0.0)
         # the second entry's dimension matters: a call that drops it or takes the first entry's would show
         assert abs(each[1] / theory.step_rounding_error(n[1], 4, 4, F8, **opts) - 1) > 0.01
 
@@ -199,4 +199,4 @@ def test_a_step_whose_increments_span_many_ulps_has_the_uniform_error(stochastic
     scales = np.concatenate([first / np.geomspace(1.0, 1.0155, 6), first * np.array([1.01, 1 / 1.03, 1 / 1.5])])
     var, _ = precision._step_stats(np.full(len(scales), sigma), scales, 4, 4, "float32", stochastic)
     want = theory.rounding_variance(sigma, "float32", stochastic=stochastic)
-    assert var.tolist() == pytest.approx([want] * len(scales), rel=1e-3)
+    assert var.tolist() == pytest.approx([want] * len(scales), rel=1e-3, abs=0.0)
