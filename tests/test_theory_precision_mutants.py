@@ -258,3 +258,15 @@ def test_one_write_rounded_at_every_step_is_one_rounding():
         step = theory.step_rounding_error(1, 4, 4, "bfloat16", stochastic=stochastic)
         once = theory.final_rounding_error(1, 4, 4, "bfloat16", stochastic=stochastic)
         assert step == pytest.approx(once, rel=1e-2, abs=0.0)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_t14_one_rounding_of_tiny_numbers(dtype):
+    """T14 for sigma = 1e-15 (2^-50), still normal in bfloat16 and float32 (down to 1.2e-38): the ulps are those of
+    binades 50 below 1, counted from 40 below the smallest sigma. Against the cast of 200,000 Gaussian numbers."""
+    sigma = 1e-15
+    x = torch.randn(200_000, generator=torch.Generator().manual_seed(4), dtype=torch.float64) * sigma
+    e = (x.to(getattr(torch, dtype)).double() - x) ** 2
+    m, se = float(e.mean()), float(e.std() / math.sqrt(e.numel()))
+    want = theory.rounding_variance(sigma, dtype)
+    assert abs(m - want) <= 4 * se and 4 * se < 0.03 * want, (m, want, se)
