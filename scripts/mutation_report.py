@@ -140,6 +140,21 @@ REASONS = [
         " 2.2e-7 relative at most (measured, n = 100 ... 1e5; the tests of the trajectory allow 1e-6 up to 512 writes)",
     ),
     (
+        r"x__binades__mutmut_\d+: \+ *sigma = np\.asarray\(sigma, (dtype=None)?\)",
+        "equivalent: every caller passes float64 already (rounding_variance its checked numbers, _step_stats square"
+        " roots of float64 spreads, _stall_at np.atleast_1d of a float)",
+    ),
+    (
+        r"x__binades__mutmut_\d+: \+ *lo = max\(emin, int\(math\.floor\(math\.log2\(max\(float\(sigma\.min\(\)\), 1e-300\)\)\)\) - 41\)",
+        "equivalent to 1.5e-12: one more binade at the bottom splits the first bin, which holds |x| < 2^-39 sigma (a"
+        " mass below 1.5e-12, with ulps 2^-40 of the main binade's), so every result moves by less than that mass",
+    ),
+    (
+        r"x__binades__mutmut_\d+: \+ *hi = max\(lo \+ 2, ",
+        "equivalent: it adds a second binade only where sigma < 2^(lo - 6), and the mass it would hold, |x| >="
+        " 2^(lo + 1) > 128 sigma, is 0 in double precision (erf(90) = 1)",
+    ),
+    (
         r"x__step_stats__mutmut_\d+: \+ *small = rho <= np\.exp\(log_rho\[0\]\)",
         "equivalent but for a tie: it differs only where an ulp over the increment scale equals the table's first"
         " spacing exactly, and there by 1.6e-4 of that binade's variance (the table's first cell holds the uniform"
