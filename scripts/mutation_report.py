@@ -155,6 +155,34 @@ REASONS = [
         " 2^(lo + 1) > 128 sigma, is 0 in double precision (erf(90) = 1)",
     ),
     (
+        r"x__binades__mutmut_\d+: \+ *(hi = max\(lo \+ 1, int\(math\.ceil\(math\.log2\(max\(float\(sigma\.max\(\)\), "
+        r"(1\.0\)\)\)\) \+ 8|1e-300\)\)\)\) \+ 9)\)|P\[\.\.\., -1\] -= 1\.0 - cdf\[\.\.\., -1\])",
+        "equivalent: the binades it adds at the top, or the mass above the top edge it subtracts instead of adding,"
+        " lie 256 sigma or more above the largest sigma, where the Gaussian's mass is 0 in double precision"
+        " (1 - erf(181) = 0)",
+    ),
+    (
+        r"x__binades__mutmut_\d+: \+ *(edges = 2\.0 \*\* np\.arange\(lo \+ 1, hi \+ 1, (dtype=None)?\)"
+        r"|q = 2\.0 \*\* \(np\.arange\(lo, hi, dtype=None\))",
+        "equivalent: the exponents are whole numbers, and 2.0 ** (an integer array) is the same float64 array",
+    ),
+    (
+        r"x__binades__mutmut_\d+: \+ *P = np\.diff\(np\.concatenate\(\[np\.zeros_like\(cdf\[\.\.\., :1\]\), cdf, "
+        r"np\.ones_like\(cdf\[\.\.\., :1\]\)\], axis=[-+]1\), (axis=[-+]1)?\)",
+        "equivalent: cdf is [S, E] (every caller passes a 1-d sigma), so axis 1 is axis -1, np.diff's default",
+    ),
+    (
+        r"x__check_memory__mutmut_\d+: \+ *b = float\(beta\) if (\(memory in \(\"delta\", \"gated_delta\"\)\) or True else 0\.0"
+        r"|memory in \(\"delta\", \"gated_delta\"\) else 1\.0)"
+        r"|x__contraction__mutmut_\d+: \+[^|]*if \(memory in \(\"delta\", \"gated_delta\"\)\) or True else a \* a",
+        "equivalent: beta is read only by the delta rules (their contraction, write energy and increment scale), and"
+        " with b = 0 for the other memories the delta rules' contraction a^2 (1 - (2b - b^2)/d) is their a^2",
+    ),
+    (
+        r"x__moment__mutmut_\d+: \+ *s = np\.asarray\(s, (dtype=None)?\)",
+        "equivalent: every caller passes float64 already (the trajectory's grid, or n checked by _counts)",
+    ),
+    (
         r"x__step_stats__mutmut_\d+: \+ *small = rho <= np\.exp\(log_rho\[0\]\)",
         "equivalent but for a tie: it differs only where an ulp over the increment scale equals the table's first"
         " spacing exactly, and there by 1.6e-4 of that binade's variance (the table's first cell holds the uniform"

@@ -289,3 +289,12 @@ def test_one_step_of_round_to_nearest_is_its_model_drawn_by_monte_carlo():
     se = (delta * e).std() / math.sqrt(N)
     assert float(var[0]) == pytest.approx(float((e**2).mean()), rel=0.01)
     assert abs(float(cov[0]) - (delta * e).mean()) <= 4 * se and 4 * se < 0.3 * abs(float(cov[0]))
+
+
+@pytest.mark.parametrize("name", ["step_rounding_error", "final_rounding_error"])
+def test_alpha_is_read_only_by_the_decaying_memories(name):
+    """The linear memory and the delta rule do not decay: an alpha passed with them changes nothing."""
+    f = getattr(theory, name)
+    assert f(50, 4, 4, F8, alpha=0.5) == f(50, 4, 4, F8)
+    assert f(50, 4, 4, F8, memory="delta", alpha=0.5, beta=0.7) == f(50, 4, 4, F8, memory="delta", beta=0.7)
+    assert f(50, 4, 4, F8, memory="decay", alpha=0.5) != pytest.approx(f(50, 4, 4, F8), rel=0.01)
