@@ -163,7 +163,7 @@ REASONS = [
     ),
     (
         r"x__binades__mutmut_\d+: \+ *(edges = 2\.0 \*\* np\.arange\(lo \+ 1, hi \+ 1, (dtype=None)?\)"
-        r"|q = 2\.0 \*\* \(np\.arange\(lo, hi, dtype=None\))",
+        r"|q = 2\.0 \*\* \(np\.arange\(lo, hi, (dtype=None)?\))",
         "equivalent: the exponents are whole numbers, and 2.0 ** (an integer array) is the same float64 array",
     ),
     (
