@@ -298,3 +298,10 @@ def test_alpha_is_read_only_by_the_decaying_memories(name):
     assert f(50, 4, 4, F8, alpha=0.5) == f(50, 4, 4, F8)
     assert f(50, 4, 4, F8, memory="delta", alpha=0.5, beta=0.7) == f(50, 4, 4, F8, memory="delta", beta=0.7)
     assert f(50, 4, 4, F8, memory="decay", alpha=0.5) != pytest.approx(f(50, 4, 4, F8), rel=0.01)
+
+
+def test_torch_dtypes_name_their_formats():
+    """A torch dtype names the same format as its name: u = 2^-p, p the significand bits with the implicit one."""
+    for dtype, p in ((torch.float32, 24), (torch.bfloat16, 8), (torch.float16, 11), (torch.float8_e4m3fn, 4)):
+        assert theory.unit_roundoff(dtype) == theory.unit_roundoff(str(dtype).removeprefix("torch.")) == 2.0**-p
+    assert theory.unit_roundoff(torch.float8_e5m2) == 2.0**-3
