@@ -75,7 +75,7 @@ def _binades(sigma: np.ndarray, dtype):
     p, emin, _ = _format(dtype)
     sigma = np.asarray(sigma, dtype=np.float64)
     lo = max(emin, int(math.floor(math.log2(max(float(sigma.min()), 1e-300)))) - 40)
-    hi = int(math.ceil(math.log2(max(float(sigma.max()), 1e-300)))) + 8
+    hi = max(lo + 1, int(math.ceil(math.log2(max(float(sigma.max()), 1e-300)))) + 8)  # one binade at least
     edges = 2.0 ** np.arange(lo + 1, hi + 1, dtype=np.float64)  # upper edges of the binades lo .. hi - 1
     cdf = erf(edges / (np.sqrt(2.0) * sigma[..., None]))  # P(|x| < edge)
     P = np.diff(np.concatenate([np.zeros_like(cdf[..., :1]), cdf, np.ones_like(cdf[..., :1])], axis=-1), axis=-1)
