@@ -1,11 +1,13 @@
 """Scores and surviving mutants of scripts/mutation.sh runs, as Markdown.
 
     .venv/bin/python scripts/mutation_report.py DIR [DIR ...]
+    .venv/bin/python scripts/mutation_report.py 'OLD_RUN!x__binades__' NEW_RUN   # OLD_RUN's _binades left out
 
 Each DIR is a target's run directory ($WORK/<target>). Several directories of the same target (a full run, then
 runs of its survivors with more tests: ``MUTANTS=... scripts/mutation.sh``) are merged: a mutant counts as killed
-if any run killed it, and as tested if any run tested it. Prints the score per file and, for every mutant not
-killed, its status and diff.
+if any run killed it, and as tested if any run tested it. ``DIR!REGEX`` takes from DIR only the mutants whose names
+do not match REGEX: for a function changed after that run (its mutants' numbers then name other mutations), whose
+mutants a later run tested. Prints the score per file and, for every mutant not killed, its status and diff.
 """
 
 from __future__ import annotations
@@ -415,8 +417,17 @@ def merge(runs: list[dict]) -> dict[str, tuple[str, str, str]]:
     return merged
 
 
+def _load(arg: str) -> dict[str, tuple[str, str, str]]:
+    """A run directory's mutants, those matching the regular expression after a "!" left out."""
+    import re
+
+    directory, _, skip = arg.partition("!")
+    run = load(directory)
+    return {k: v for k, v in run.items() if not (skip and re.search(skip, k))}
+
+
 def main(argv: list[str]) -> int:
-    merged = merge([load(d) for d in argv])
+    merged = merge([_load(d) for d in argv])
     per_file: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for status, path, _ in merged.values():
         per_file[path][status] += 1
