@@ -35,6 +35,21 @@ def test_recall_at_with_fewer_competitors_than_k_and_with_one():
     assert theory.recall_at(n, d, dv, k) == pytest.approx(integrate.quad(f, -np.inf, np.inf)[0], abs=1e-9)
 
 
+def test_argmax_recall_against_scipy_quad():
+    """T10's integral E_z[Phi((1 + s_c z)/s_w)^(n - 1)] by scipy's adaptive quad over the whole line."""
+    for n, d, dv in ((200, 32, 32), (1000, 32, 64), (20, 8, 8)):
+        s_c, s_w = math.sqrt((n - 1) / (d * dv)), math.sqrt(1 / dv + 1 / d + (n - 2) / (d * dv))
+        f = lambda z, s_c=s_c, s_w=s_w, n=n: (
+            math.exp(-0.5 * z * z + (n - 1) * special.log_ndtr((1 + s_c * z) / s_w)) / math.sqrt(2 * math.pi)
+        )
+        want = integrate.quad(f, -np.inf, np.inf, epsabs=0, epsrel=1e-12, limit=200)[0]
+        assert theory.argmax_recall(n, d, dv) == pytest.approx(want, abs=1e-9), (n, d, dv)
+    # n = 2: one wrong score, Phi(1 / sqrt(s_c^2 + s_w^2)); n = 1: nothing to confuse
+    d, dv = 8, 12
+    assert theory.argmax_recall(2.0, d, dv) == pytest.approx(special.ndtr((1 / (d * dv) + 1 / dv + 1 / d) ** -0.5))
+    assert theory.argmax_recall(np.array([1.0, 2.0]), d, dv)[0] == 1.0
+
+
 def test_refined_recall_at_just_above_k():
     # n - 1 < k wrong values (real n): the own value is always in the top k
     assert theory.recall_at_refined(2.5, 4, 4, 2) == 1.0
