@@ -265,6 +265,21 @@ REASONS = [
         " log_l >= log(2^-53) is finite, so they are exact zeros",
     ),
     (
+        r"x__within__mutmut_\d+: \+ *return np\.ones_like\(None\)",
+        "equivalent: a 0-d 1 instead of ones of p's shape; _refined_one's sums (p * wy).sum(-1) * wz then add the"
+        " same numbers in the same order",
+    ),
+    (
+        r"x__within__mutmut_\d+: \+ *return np\.exp\(\(n - 1\.0\) \* np\.log1p\(-np\.minimum\(p, (1\.0 \+|2\.0 -) 1e-16\)\)\)",
+        "equivalent within rounding: p (a sum of probabilities times weights summing to 1) never exceeds 1 (largest"
+        " 1.0 over d, dv = 2..32, n = 2.5..1e5); at p = 1 the read's term is (2^-53)^(n - 1) instead of 0",
+    ),
+    (
+        r"x__refined_one__mutmut_\d+: \+ *if n < k:",
+        "equivalent: at n = k, _within returns ones (n - 1 < k) and the quadrature weights sum to 1, so the general"
+        " path gives 1.0 too (exactly, dv = 2..64)",
+    ),
+    (
         r"x__weight_one__mutmut_\d+: \+ *log_l = np\.log1p\(-np\.minimum\(one_minus_l, 1\.0 \+ 1e-(16|300)\)\)",
         "equivalent within rounding: 1 + 1e-16 rounds to 1.0, so where E e^(-tX) underflows (t > 36) log_l is"
         " -inf instead of log(2^-53); the weight's integrand e^(-t) L^(n - 1) (n > 1 there) loses less than"
