@@ -36,8 +36,8 @@ FILES[theory]='"capacity/theory/*"'
 TESTS[theory]="tests/test_theory.py tests/test_theory_delta.py tests/test_theory_exact.py tests/test_theory_features.py \
   tests/test_precision.py tests/test_forgetting.py tests/test_heads.py tests/test_topk.py \
   tests/test_theory_inputs.py tests/test_theory_quadrature.py \
-  tests/test_errors.py::test_bad_input_is_one_line_naming_the_argument $CHECK"
-TESTS[theory]+=" tests/test_theory_precision_mutants.py"
+  tests/test_errors.py::test_bad_input_is_one_line_naming_the_argument $CHECK \
+  tests/test_theory_precision_mutants.py tests/test_theory_mutants.py"
 # Left out of a target's run: tests that rerun check rows with their measurements (12-18 s each on the shared VM)
 # to see them fail under a 3% perturbation; $CHECK runs every row on cached measurements already, and a surviving
 # mutant would run all of these again.

@@ -367,6 +367,93 @@ REASONS = [
         "a test to add, added after the 2026-12-02 run: tests/test_theory_quadrature.py's floor test fails on it"
         " (checked by hand for the dropped stochastic= and the alpha != 1 choice); counted as survived until a rerun",
     ),
+    # argmax.py, softmax.py, forgetting.py, features.py, additive.py, bill.py, decay.py, delta.py, heads.py
+    # (survivors of the 2026-12-02 run; the others of these files are killed by tests/test_theory_mutants.py)
+    (
+        r"x_recall_at__mutmut_\d+: \+ *win = special\.ndtr\(\(1\.0 - sigma_c \* z\)",
+        "equivalent: z is symmetric about 0 (a standard normal weight over the symmetric range [-12, 12]), so"
+        " z -> -z gives the same integral",
+    ),
+    (
+        r"x_recall_at__mutmut_\d+: \+ *inside = np\.where\(n - 1\.0 < kk, 2\.0,",
+        "equivalent: where n - 1 < k the integrand becomes twice the normal density, whose integral 2 np.clip maps"
+        " to 1, the value it had",
+    ),
+    (
+        r"x_recall_at__mutmut_\d+: \+ *inside = .*np\.maximum\(n - kk, 1\.0\)",
+        "equivalent: n - k < 1 only where n - 1 < k, where np.where takes 1.0 and drops the betainc branch",
+    ),
+    (
+        r"x_recall_at__mutmut_\d+: \+ *value, _ = integrate\.quad_vec\(integrand, "
+        r"(-1[23]\.0, 1[23]\.0, epsabs=1e-10, (epsrel=1e-8)?\)|-12\.0, 12\.0, epsrel=1e-8\))",
+        "equivalent within the integrator's accuracy: the integrand is at most the normal density, below 1e-31 past"
+        " |z| = 12, and scipy's defaults (epsabs 1e-200, epsrel 1e-8) are as tight or tighter",
+    ),
+    (
+        r"x_recall_at_capacity_refined__mutmut_\d+: (\+ *start=None,|\+ *start=lambda a, b: argmax_capacity\(a, b, \),"
+        r"|\+ *\) \| - *xtol=1e-7,| \| - *start=lambda a, b: argmax_capacity\(a, b, tau\),)",
+        "equivalent within the solver's tolerance: the start of the bracket (and its step) and xtol change how the"
+        " same root is bracketed and where brentq stops, within xtol = 1e-7 in ln n (recall decreases in n;"
+        " _solve_capacity's default xtol, 1e-10, is tighter)",
+    ),
+    (
+        r"x_recall_at_capacity_refined__mutmut_\d+: \+ *lambda n, a, b: _refined_one\(n, a, b, kk\) if "
+        r"(\(n > kk\) or True|n >= kk|n > kk else 2\.0)",
+        "equivalent: _refined_one returns 1.0 itself for n <= k (the guard saves work only); with 2.0 there f stays"
+        " positive for n <= k and the root, above k + 1, is the same within brentq's xtol",
+    ),
+    (
+        r"x_elu1_feature_error__mutmut_\d+: \+.*_crosstalk_over_d\((None|\"XXelu1XX\"|\"ELU1\"), d\)",
+        "equivalent: _coordinatewise_crosstalk takes its ReLU branch for the name 'relu' and the elu + 1 branch for"
+        " any other name",
+    ),
+    (
+        r"x_polynomial_kernel_error__mutmut_\d+: \+ *second = np\.zeros_like\(None\)",
+        "equivalent: n and d are broadcast to one shape, so a 0-d zero start gives the same array (n's shape)",
+    ),
+    (
+        r"x_polynomial_kernel_error__mutmut_\d+: \+ *if (cp and cq or \(p \+ q\) % 2 == 0|cp or cq and \(p \+ q\) % 2"
+        r" == 0|cp and cq and \(p - q\) % 2 == 0):",
+        "equivalent: the terms the condition lets in have c_p c_q = 0 or an odd p + q, where sphere_moment is"
+        " exactly 0, so they add zeros; p - q has the parity of p + q",
+    ),
+    (
+        r"x__rule__mutmut_\d+: .*high_open=None\)|x_mamba2_step_moments__mutmut_\d+: .*low_open=None\)",
+        "equivalent: _scalar tests high_open and low_open for truth, and None is false like False",
+    ),
+    (
+        r"x_mamba2_step_moments__mutmut_\d+: \+ *vals, _ = integrate\.quad_vec\(moments, -1\.0, 1\.0, "
+        r"(epsrel=1e-11, limit=400\)|epsabs=1e-14, epsrel=1e-11, \)|epsabs=1e-14, epsrel=1e-11, limit=401\))",
+        "equivalent within 1e-15 relative: without epsabs scipy's default (1e-200) is tighter; 50 subintervals"
+        " (the default limit) or 401 are as many as these smooth integrands use (moments unchanged to 1e-15 at"
+        " d = 3..64, against scipy's quad)",
+    ),
+    (
+        r"x__error_one__mutmut_\d+: \+ *if (n < 1|n >= 2):",
+        "equivalent: at n = 1 (n = 2) the terms the branch adds carry the factor n - 1 (n - 2) = 0, and"
+        " log_l >= log(2^-53) is finite, so they are exact zeros",
+    ),
+    (
+        r"x__within__mutmut_\d+: \+ *return np\.ones_like\(None\)",
+        "equivalent: a 0-d 1 instead of ones of p's shape; _refined_one's sums (p * wy).sum(-1) * wz then add the"
+        " same numbers in the same order",
+    ),
+    (
+        r"x__within__mutmut_\d+: \+ *return np\.exp\(\(n - 1\.0\) \* np\.log1p\(-np\.minimum\(p, (1\.0 \+|2\.0 -) 1e-16\)\)\)",
+        "equivalent within rounding: p (a sum of probabilities times weights summing to 1) never exceeds 1 (largest"
+        " 1.0 over d, dv = 2..32, n = 2.5..1e5); at p = 1 the read's term is (2^-53)^(n - 1) instead of 0",
+    ),
+    (
+        r"x__refined_one__mutmut_\d+: \+ *if n < k:",
+        "equivalent: at n = k, _within returns ones (n - 1 < k) and the quadrature weights sum to 1, so the general"
+        " path gives 1.0 too (exactly, dv = 2..64)",
+    ),
+    (
+        r"x__weight_one__mutmut_\d+: \+ *log_l = np\.log1p\(-np\.minimum\(one_minus_l, 1\.0 \+ 1e-(16|300)\)\)",
+        "equivalent within rounding: 1 + 1e-16 rounds to 1.0, so where E e^(-tX) underflows (t > 36) log_l is"
+        " -inf instead of log(2^-53); the weight's integrand e^(-t) L^(n - 1) (n > 1 there) loses less than"
+        " e^-36 = 2e-16 in all",
+    ),
 ]
 
 

@@ -110,7 +110,7 @@ def _error_one(n, d, beta):
     if n <= 1:
         return 0.0
     t, wt, one_minus_l, B1, B2 = _laplace_parts(d, beta)
-    log_l = np.log1p(-np.minimum(one_minus_l, 1.0 - 1e-300))
+    log_l = np.log1p(-np.minimum(one_minus_l, 1.0 - 1e-16))
     core = 2.0 * (n - 1.0) * B2 * np.exp((n - 2.0) * log_l)
     if n > 2:
         core = core + (n - 1.0) * (n - 2.0) * B1 * B1 * np.exp((n - 3.0) * log_l)
@@ -121,7 +121,7 @@ def _weight_one(n, d, beta):
     if n <= 1:
         return 1.0
     t, wt, one_minus_l, B1, B2 = _laplace_parts(d, beta)
-    log_l = np.log1p(-np.minimum(one_minus_l, 1.0 - 1e-300))
+    log_l = np.log1p(-np.minimum(one_minus_l, 1.0 - 1e-16))
     return float((wt * np.exp(-t + (n - 1.0) * log_l)).sum())
 
 
