@@ -312,3 +312,11 @@ def test_feature_crosstalk_passes_each_map_and_its_parameters_on():
         assert theory.feature_crosstalk(features.get(name, **params), d) == want  # a FeatureMap object
         assert theory.feature_map_error(name, 5, d, **params) == pytest.approx(4 * want, rel=1e-12)
     assert theory.dpfp_error(2, d, 3) != theory.dpfp_error(2, d, 1)  # the parameter matters
+
+
+def test_a_meta_tensor_is_one_line_naming_the_argument():
+    """A meta tensor holds no numbers: the closed forms say so in the message of any other non-number."""
+    with pytest.raises(
+        CapacityError, match=r"^n must be a number or an array of numbers, got tensor\(\.\.\., device='meta'"
+    ):
+        theory.random_keys_error(torch.empty(3, device="meta"), 8)

@@ -26,15 +26,12 @@ def _counts(**named):
 
 def _numbers(name: str, x) -> np.ndarray:
     """``x`` (a number or an array of numbers) as a float64 array, or a CapacityError naming ``name``."""
-    if isinstance(x, (bool, str, bytes, np.bool_)) or (isinstance(x, torch.Tensor) and x.device.type == "meta"):
+    if isinstance(x, (bool, str, bytes, np.bool_)):
         raise CapacityError(f"{name} must be a number or an array of numbers, got {x!r}")
-    try:
-        a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
+    try:  # a meta tensor's .cpu() raises NotImplementedError, a RuntimeError
+        return np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
     except (TypeError, ValueError, RuntimeError):
         raise CapacityError(f"{name} must be a number or an array of numbers, got {x!r}") from None
-    if a.dtype == object:
-        raise CapacityError(f"{name} must be a number or an array of numbers, got {x!r}")
-    return a
 
 
 def _matrix(name: str, x, min_ndim: int = 2):
