@@ -49,7 +49,7 @@ def draw(records: list[dict], out: Path) -> None:
         )
         grid = ", ".join(rec["sets"]) or "the default grid (d 16..256, 4 seeds)"
         load = rec.get("load_average_end", [float("nan")])[0]
-        title = f"{rec['points']} points: {grid}; {rec['date']}, {rec['machine']}, load average {load:.1f} at the end"
+        title = f"{rec['points']} points: {grid}\n{rec['date']}, {rec['machine']}, load average {load:.1f} at the end"
         ax.set_title(title, fontsize=9, loc="left")
         ax.set_xlabel("wall time (s)")
         ax.grid(axis="x", alpha=0.3)
