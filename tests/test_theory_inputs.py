@@ -320,3 +320,10 @@ def test_a_meta_tensor_is_one_line_naming_the_argument():
         CapacityError, match=r"^n must be a number or an array of numbers, got tensor\(\.\.\., device='meta'"
     ):
         theory.random_keys_error(torch.empty(3, device="meta"), 8)
+
+
+def test_a_tensor_that_requires_grad_is_read_as_its_numbers():
+    """A count given as a tensor that tracks gradients (numpy cannot read it directly) gives the closed form of its
+    value, as a plain number does."""
+    n = torch.tensor([4.0, 9.0], requires_grad=True)
+    np.testing.assert_array_equal(theory.random_keys_error(n, 8), theory.random_keys_error(np.array([4.0, 9.0]), 8))
