@@ -103,12 +103,21 @@ def _die_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _serial(fn, tasks, workers, scheduler):
+def _meanwhile(work) -> None:
+    """``work()`` in this process while the workers measure; its failure is left to whoever needs its result."""
+    if work is not None:
+        try:
+            work()
+        except Exception:  # an import done early only to save time: the later real one reports it
+            pass
+
+
+def _serial(fn, tasks, workers, scheduler, meanwhile=None):
     for key, task in tasks:
         yield key, fn(task)
 
 
-def _processes(fn, tasks, workers, scheduler):
+def _processes(fn, tasks, workers, scheduler, meanwhile=None):
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -119,6 +128,7 @@ def _processes(fn, tasks, workers, scheduler):
     clean = False
     try:
         futures = {pool.submit(_threaded, fn, task, threads): key for key, task in tasks}
+        _meanwhile(meanwhile)
         for fut in as_completed(futures):
             try:
                 result = fut.result()
@@ -165,7 +175,7 @@ def _watchdog(pid: int):
     return Watchdog()
 
 
-def _dask(fn, tasks, workers, scheduler):
+def _dask(fn, tasks, workers, scheduler, meanwhile=None):
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -194,6 +204,7 @@ def _dask(fn, tasks, workers, scheduler):
     try:
         for key, task in tasks:
             futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
+        _meanwhile(meanwhile)
         for fut in as_completed(list(futures), loop=client.loop):
             try:
                 result = fut.result()
@@ -301,11 +312,16 @@ def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds
     return "serial" if local_only or not device.startswith("cpu") or cores() < 2 or groups < 2 or small else "processes"
 
 
-def execute(name: str, fn, tasks: list, *, workers: int | None = None, scheduler: str | None = None):
-    """Yield ``(key, fn(task))`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``)."""
+def execute(name: str, fn, tasks: list, *, workers: int | None = None, scheduler: str | None = None, meanwhile=None):
+    """Yield ``(key, fn(task))`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``).
+
+    ``meanwhile``: a function this process calls once, after handing out the tasks, while workers measure (the
+    processes and dask executors; serial has no idle time): work it would do later anyway (imports); an
+    exception in it is ignored.
+    """
     _validate.choice("executor", name, _RUN)
     if workers is not None:
         workers = _validate.positive_int("workers", workers)
     if scheduler and name != "dask":
         raise CapacityError(f"--scheduler applies to the dask executor only, not {name!r}")
-    return _RUN[name](fn, tasks, workers, scheduler)
+    return _RUN[name](fn, tasks, workers, scheduler, meanwhile)

@@ -43,10 +43,30 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
         assert again.measured == 0 and again.dataset.equals(ref.dataset)
 
 
-def test_local_processes_equal_serial(tmp_path, serial):
+def test_local_processes_equal_serial(tmp_path, serial, monkeypatch):
+    """... and while the workers measure, this process imports what the assembly needs (kinds.prepare), once."""
+    import sys
+
+    runner, calls = sys.modules["capacity.sweep.runner"], []
+    monkeypatch.setattr(runner, "prepare", lambda: calls.append("prepare"))
     study, ref = serial
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)
     assert res.measured == 48 and res.dataset.equals(ref.dataset)
+    assert calls == ["prepare"]
+
+
+def test_meanwhile_runs_once_here_after_the_tasks_are_handed_out_and_its_errors_are_ignored():
+    import os
+
+    seen = []
+
+    def meanwhile():
+        seen.append(os.getpid())
+        raise ImportError("no such module")  # ignored: the later real import reports it
+
+    out = dict(executors.execute("processes", abs, [("a", -1), ("b", 2)], workers=2, meanwhile=meanwhile))
+    assert out == {"a": 1, "b": 2} and seen == [os.getpid()]
+    assert dict(executors.execute("serial", abs, [("a", -1)], meanwhile=meanwhile)) == {"a": 1} and len(seen) == 1
 
 
 def test_executor_choices():

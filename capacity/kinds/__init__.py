@@ -22,7 +22,7 @@ from capacity import keys as keys_mod
 from capacity.errors import CapacityError
 from capacity.kinds import _shared, bill, mqar, needle, recall
 
-__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "check", "check_memory", "rules"]
+__all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "prepare", "check", "check_memory", "rules"]
 
 KINDS = {"recall": recall, "bill": bill, "mqar": mqar, "needle": needle}
 DESCRIPTIONS = {
@@ -140,6 +140,14 @@ def measure(task: dict) -> list[tuple[str, xr.Dataset]]:
             finally:
                 torch.set_num_threads(before)
     return out
+
+
+def prepare() -> None:
+    """Import what assembling a study needs later (scipy, for the closed forms): the sweep calls it while its
+    workers measure, so that the import is off the critical path."""
+    from capacity.theory import _common
+
+    _common._scipy()
 
 
 def check(study) -> None:

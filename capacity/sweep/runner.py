@@ -19,7 +19,7 @@ from capacity import variants as variants_mod
 from capacity._progress import Progress
 from capacity._progress import log as _log
 from capacity.errors import CapacityError
-from capacity.kinds import KINDS, check, check_memory, measure
+from capacity.kinds import KINDS, check, check_memory, measure, prepare
 from capacity.sweep.assemble import assemble, cell_dataset, dims, split
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
@@ -157,7 +157,7 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
             (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
         )
     tasks = [(ps[0][0], {**task, "passes": ps}) for ps in bundles.values()]
-    stream = executors.execute(executor, measure, tasks, workers=workers, scheduler=scheduler)
+    stream = executors.execute(executor, measure, tasks, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
         for k, ds in ((k, ds) for _, done in stream for k, ds in done):
             p = by_key[k]
