@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import torch
 
-from capacity import keys, values
+from capacity.inputs import keys, values
 
 LOADS = ["1/8", "3/16", "1/4", "3/8", "1/2", "3/4", "1", "3/2", "2", "3", "4", "6", "8", "12", "16"]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from capacity import learned, theory
+from capacity import theory
+from capacity.inputs import learned
 
 ROWS = [
     ("linear", {}, False),

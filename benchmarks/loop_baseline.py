@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from capacity import kernels, keys, values
+from capacity import kernels
+from capacity.inputs import keys, values
 
 sys.path.insert(0, str(Path(__file__).parent))  # the shared command line of the two loops
 from checkpointed_loop import parser, timed_run

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from capacity import kernels, keys, studies, sweep, values
-from capacity.kinds import measure
+from capacity import kernels, studies, sweep
+from capacity.inputs import keys, values
+from capacity.sweep.jobs import measure
 from capacity.sweep.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +97,7 @@ def baseline(study, write: str = "loop") -> tuple[float, dict]:
                 for n in g.ns(d):
                     for s in g.seed:
                         out[(v.label, k.label, d, n, s)] = baseline_point(
-                            v.name, k.name, d, n, s, d, write, study.probe.decode
+                            v.name, k.name, d, n, s, d, write, study.task.decode
                         )
     return time.perf_counter() - t0, out
 
@@ -111,7 +112,7 @@ def probe_flops(study) -> float:
         cps = sorted(set(p.ns))
         d, dv = p.cell.d, p.cell.dv
         total += (2 if p.cell.variant.name == "linear" else 4) * cps[-1] * d * dv
-        total += sum(2 * c * d * dv + (2 * c * c * dv if study.probe.decode else 0) for c in cps)
+        total += sum(2 * c * d * dv + (2 * c * c * dv if study.task.decode else 0) for c in cps)
     return total * len(study.grid.seed)
 
 

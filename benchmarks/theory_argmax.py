@@ -15,7 +15,9 @@ import argparse
 import json
 import time
 
-from capacity import keys, metrics, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import metrics, probe
 
 CONFIGS = [
     (16, 16, 8),

@@ -14,7 +14,9 @@ import argparse
 
 import numpy as np
 
-from capacity import keys, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 DS = (16, 32, 64, 128, 256)
 LOADS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)

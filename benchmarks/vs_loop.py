@@ -48,7 +48,7 @@ def loop_args(study) -> list[str]:
     for v in g.variant:
         if v.name not in ("linear", "delta") or dict(v.params).get("beta", 1.0) != 1.0:
             raise SystemExit(f"the loop baseline writes linear and delta (beta = 1) memories only, got {v.label}")
-    if study.probe.values != "gaussian" or not g.load or g.dv:
+    if study.task.values != "gaussian" or not g.load or g.dv:
         raise SystemExit("the loop baseline needs gaussian values, dv = d and a load axis")
     return (
         ["--variants"]

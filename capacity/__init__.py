@@ -29,34 +29,40 @@ if _util.find_spec("capacity.kernels") is None:
         "run `pip install -e .` in the repository root, or start Python from another folder"
     )
 
-# submodules load on first use, so that `capacity --help` or `capacity list` do not import torch and xarray
-_SUBMODULES = (
-    "keys",
-    "values",
-    "theory",
-    "variants",
-    "probe",
-    "metrics",
-    "features",
-    "learned",
-    "sweep",
-    "kernels",
-    "plots",
-    "studies",
-    "labels",
-    "plugins",
-    "conformance",
-    "mqar",
-)
+# The public names load on first use, so that `capacity --help` or `capacity list` do not import torch and xarray.
+# The package is laid out by layer (docs/architecture.md): base -> inputs -> variants (memories) -> tasks -> check,
+# sweep (the engine) -> cli, with theory beside base and kernels, plots and studies where the design puts them. The
+# names below are where a user finds each part; the layers are where it lives.
+_PUBLIC = {
+    "keys": "capacity.inputs.keys",
+    "values": "capacity.inputs.values",
+    "features": "capacity.inputs.features",
+    "learned": "capacity.inputs.learned",
+    "theory": "capacity.theory",
+    "variants": "capacity.variants",
+    "probe": "capacity.tasks.probe",
+    "metrics": "capacity.tasks.metrics",
+    "mqar": "capacity.tasks.mqar.probe",
+    "conformance": "capacity.check.conformance",
+    "sweep": "capacity.sweep",
+    "kernels": "capacity.kernels",
+    "plots": "capacity.plots",
+    "studies": "capacity.studies",
+    "labels": "capacity.base.labels",
+    "plugins": "capacity.base.plugins",
+}
+_LAYERS = ("base", "inputs", "tasks", "check", "errors", "cli")
 
 
 def __getattr__(name: str):
     if name in ("check_variant", "Report"):
-        return getattr(_importlib.import_module("capacity.conformance"), name)
-    if name in _SUBMODULES:
+        return getattr(_importlib.import_module("capacity.check.conformance"), name)
+    if name in _PUBLIC:
+        return _importlib.import_module(_PUBLIC[name])
+    if name in _LAYERS:
         return _importlib.import_module(f"capacity.{name}")
     raise AttributeError(f"module 'capacity' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_SUBMODULES))
+    return sorted(list(globals()) + list(_PUBLIC))

@@ -5,7 +5,7 @@ the closed pipe reports) when the reader of the output goes away (``capacity lis
 Nothing finished is lost. ``--traceback`` (or ``CAPACITY_TRACEBACK=1``) prints the full traceback before the line.
 
 The package loads only what a command uses (``capacity --help`` and ``capacity list`` import neither torch nor the
-plotting libraries; the list of built-ins is ``capacity/data/catalog.json``, see ``capacity.catalog``),
+plotting libraries; the list of built-ins is ``capacity/data/catalog.json``, see ``capacity.base.catalog``),
 and everything is imported inside ``main``'s error handling, so even an interrupt during start-up ends in one line.
 """
 
@@ -21,7 +21,7 @@ from capacity import __version__
 from capacity.errors import CapacityError, UserCodeError
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
-SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, repeats, vocab, overwrite, distractors, age_bins, haystack, depth, needles, candidates, top_k, queries"  # Study.settable()
+SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, age_bins, top_k, queries, repeats, vocab, overwrite, distractors, haystack, depth, needles, candidates"  # Study.settable_keys()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,7 +88,8 @@ def _run_options(args) -> dict:
 
 
 def _cmd_run(args) -> int:
-    from capacity import plugins, studies, sweep
+    from capacity import studies, sweep
+    from capacity.base import plugins
 
     plugins.import_modules(args.imports)
     study = studies.get(args.study).with_overrides(args.set)
@@ -99,7 +100,8 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from capacity import labels, plugins, sweep
+    from capacity import sweep
+    from capacity.base import labels, plugins
 
     plugins.import_modules(args.imports)
     # the lists are read as --set reads them (one parser), and checked by the grid as --set's are
@@ -111,7 +113,7 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_list(args) -> int:
-    from capacity import catalog  # the built-ins from a data file (no torch import), plug-ins from their registries
+    from capacity.base import catalog
 
     for title in catalog.SECTIONS if args.what == "all" else [args.what]:
         entries = catalog.available(title)

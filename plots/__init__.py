@@ -13,7 +13,7 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 - ``bill``: cache numbers and decode cost against n for softmax and linear (T13);
 - ``forgetting``: signal, error and recall against the age of a pair, with T21-T24 and the horizons;
 - ``needle_figure``, ``needle_depth``: needle recall against haystack length, and by depth and length
-  (``capacity.needle``);
+  (``capacity.tasks.needle.probe``);
 - ``closed_form``: measured against predicted reads (T2/T3/T4); its data from
   ``closed_form.measure(keys, values)``;
 - ``precision_curves``: error and recall against n per state dtype and rounding, with T14-T19;

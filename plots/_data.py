@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from capacity import labels, metrics, variants
+from capacity import variants
+from capacity.base import labels
 from capacity.errors import CapacityError
-from capacity.metrics import HIGHER_IS_BETTER
+from capacity.tasks import metrics
+from capacity.tasks.metrics import HIGHER_IS_BETTER
 
 __all__ = [
     "require",

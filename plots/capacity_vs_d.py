@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 from capacity.plots import _data, names, theme
 
-from capacity import metrics, theory
+from capacity import theory
+from capacity.tasks import metrics
 
 __all__ = ["capacity_vs_d", "EPS", "TAU"]
 

@@ -25,7 +25,8 @@ import torch
 import xarray as xr
 from capacity.plots import _data, names, theme
 
-from capacity import probe, theory, variants
+from capacity import theory, variants
+from capacity.tasks import probe
 
 __all__ = ["measure", "closed_form", "QUANTITIES"]
 

@@ -22,8 +22,9 @@ from capacity.plots import _data, names, theme
 from capacity.plots.capacity_vs_d import EPS
 from capacity.plots.error_vs_load import FLOOR, theory_curves
 
-from capacity import metrics, theory
+from capacity import theory
 from capacity.errors import CapacityError
+from capacity.tasks import metrics
 
 __all__ = ["feature_maps"]
 

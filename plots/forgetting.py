@@ -62,7 +62,7 @@ def _bins(ds) -> tuple[np.ndarray, np.ndarray]:
 
 
 def forgetting(ds, *, d=None, n=None):
-    """The forgetting figure of a result Dataset with age bins (``Probe(age_bins=True)`` or ``probe.recall(age_bins=True)``).
+    """The forgetting figure of a result Dataset with age bins (``Recall(age_bins=True)`` or ``probe.recall(age_bins=True)``).
 
     Needs ``signal_age`` and ``mse_age`` (``recall_age`` if decoded) over ``variant`` and ``age``; draws one key
     dimension ``d`` (default the first) at one pair count ``n`` (default the largest).

@@ -2,7 +2,7 @@
 
 For each memory (variant, with its feature map) and key dimension d, the capacity at each criterion (mean error
 <= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with min-max bars) against the bytes
-of everything its state holds (``capacity.precision.state_bytes``: every state tensor, lsq's d x d matrix included,
+of everything its state holds (``capacity.variants.precision.state_bytes``: every state tensor, lsq's d x d matrix included,
 at the Dataset's ``state_dtype``, float32 when it has none), per sequence and head; for softmax's cache, at its
 capacity n*: n* (d + dv) numbers. T8 bounds every linear read: no D x dv state keeps mean error <= eps past
 n* = D / (1 - eps), which in bytes b = s D dv (s bytes a number) is the line n* = b / (s dv (1 - eps)), one per
@@ -10,7 +10,7 @@ value dimension dv. Softmax keeps every pair (T13): n = b / (s (d + dv)).
 
 A third panel puts trained results beside the training-free ceiling, in bytes: Based's Fig. 2 (arXiv 2402.18668),
 MQAR accuracy of trained Based, Mamba, attention and sliding-window attention models against their recurrent state
-size (``capacity.published``, ``plots.published.trained_points``), and the additive memory's T10 accuracy on the
+size (``capacity.tasks.published``, ``plots.published.trained_points``), and the additive memory's T10 accuracy on the
 same test mix for one float32 d x d state (``plots.published.mqar_ceiling``).
 """
 
@@ -21,8 +21,10 @@ import pandas as pd
 from capacity.plots import _data, names, published, theme
 from capacity.plots.capacity_vs_d import EPS, TAU
 
-from capacity import metrics, precision, theory, variants
+from capacity import theory, variants
 from capacity.errors import CapacityError
+from capacity.tasks import metrics
+from capacity.variants import precision
 
 __all__ = ["frontier"]
 

@@ -16,8 +16,9 @@ import pandas as pd
 from capacity.plots import _data, names, theme
 from capacity.plots.capacity_vs_d import EPS, TAU
 
-from capacity import metrics, theory
+from capacity import theory
 from capacity.errors import CapacityError
+from capacity.tasks import metrics
 
 __all__ = ["heads_capacity"]
 
@@ -133,6 +134,6 @@ def heads_capacity(ds, *, eps: float = EPS, tau: float = TAU):
             fig,
             theme.SEEDS_NOTE
             + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). H heads of d/H key and value dimensions, each key slice"
-            " normalised on its own (capacity.heads); a fixed state of N numbers: the layouts with d dv / min(H, HV) = N.",
+            " normalised on its own (capacity.variants.heads); a fixed state of N numbers: the layouts with d dv / min(H, HV) = N.",
         )
     return theme.finish(fig, "heads")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from capacity.plots import _data, names, theme
 
-from capacity import _validate
-from capacity import mqar as mqar_task
+from capacity.base import _validate
 from capacity.errors import CapacityError
+from capacity.tasks.mqar import probe as mqar_task
 
 __all__ = ["mqar_figure"]
 

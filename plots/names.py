@@ -20,8 +20,10 @@ their symbols. Legends follow the registries' order.
 
 from __future__ import annotations
 
-from capacity import features, keys, labels, variants
+from capacity import variants
+from capacity.base import labels
 from capacity.errors import CapacityError
+from capacity.inputs import features, keys
 
 __all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "order", "AXIS"]
 

@@ -1,4 +1,4 @@
-"""Needle recall (``capacity.needle``) against haystack length and depth, one colour and marker per memory.
+"""Needle recall (``capacity.tasks.needle.probe``) against haystack length and depth, one colour and marker per memory.
 
 ``needle_figure``: one column per haystack, one row per number of values the answer is decoded among; recall against
 the tokens written L, averaged over the needle depths. Curves that coincide are drawn side by side (each memory

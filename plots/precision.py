@@ -15,7 +15,8 @@ import numpy as np
 from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from capacity import labels, theory
+from capacity import theory
+from capacity.base import labels
 from capacity.errors import CapacityError
 
 __all__ = ["precision_curves", "departures", "DEPART"]

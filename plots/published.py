@@ -1,4 +1,4 @@
-"""Trained results beside the training-free ceilings: layers that draw ``capacity.published`` tables on an axis.
+"""Trained results beside the training-free ceilings: layers that draw ``capacity.tasks.published`` tables on an axis.
 
 ``trained_points`` draws a table's points (one marker per architecture, open, grey-scale markers so that they read
 as published numbers next to the probe's coloured curves); ``mqar_ceiling`` draws the additive memory's predicted
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from capacity import mqar, published
+from capacity.tasks import published
+from capacity.tasks.mqar import probe as mqar
 
 __all__ = ["trained_points", "mqar_ceiling", "MARKERS"]
 

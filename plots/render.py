@@ -32,8 +32,8 @@ from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import check_folder, encode, save, write
 from capacity.plots.variants import variant_curves
 
-from capacity import executors
 from capacity.errors import CapacityError
+from capacity.sweep import executors
 
 __all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available"]
 

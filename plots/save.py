@@ -7,7 +7,7 @@ from pathlib import Path
 
 from capacity.plots import theme
 
-from capacity._files import clean_stale, write_bytes
+from capacity.base._files import clean_stale, write_bytes
 from capacity.errors import CapacityError
 
 __all__ = ["save", "encode", "write", "check_folder", "FORMATS"]

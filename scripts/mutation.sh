@@ -45,13 +45,13 @@ declare -A DESELECT
 DESELECT[theory]="tests/test_forgetting.py::test_forgetting_rows_hold_and_catch_a_3_percent_error
   tests/test_precision.py::test_a_closed_form_3_percent_off_fails_its_row
   tests/test_theory_delta.py::test_capacity_check_catches_a_wrong_delta_formula"
-FILES[decode]='"capacity/decode.py"'
+FILES[decode]='"capacity/tasks/decode.py"'
 # test_topk.py without its closed-form tests: they do not call decode, except the 10 s statistical one (via the probe)
 TESTS[decode]="tests/test_decode.py tests/test_topk.py::test_topk_against_a_float64_ranking tests/test_topk.py::test_ties_follow_the_argmax_rule"
 TESTS[decode]+=" tests/test_topk.py::test_the_probe_keeps_its_numbers_and_adds_recall_at tests/test_topk.py::test_the_sweep_adds_recall_at_over_k"
-FILES[probe]='"capacity/probe.py"'
+FILES[probe]='"capacity/tasks/probe.py"'
 TESTS[probe]="tests/test_probe.py tests/test_decode.py::test_probe_recall_is_the_exact_decode_of_its_reads $CHECK"
-FILES[metrics]='"capacity/metrics.py"'
+FILES[metrics]='"capacity/tasks/metrics.py"'
 TESTS[metrics]="tests/test_metrics.py $CHECK"
 FILES[check]='"capacity/check/*"'
 TESTS[check]="$CHECK"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from capacity import plugins
+from capacity.base import plugins
 from capacity.errors import CapacityError
 
 __all__ = ["available", "get"]

@@ -5,7 +5,8 @@ keeps d dv) and the measured time of one decode step (write one pair, read one q
 cache break-even is at n = d dv / (d + dv) (d/2 when dv = d), the attr ``break_even_n``.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Bill
 
 STUDY = Study(
     name="bill",
@@ -17,5 +18,5 @@ STUDY = Study(
         n=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
         seed=(0,),
     ),
-    probe=Probe(kind="bill", values="gaussian", repeats=20),
+    task=Bill(values="gaussian", repeats=20),
 )

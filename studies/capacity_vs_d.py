@@ -6,7 +6,8 @@ threshold (T7: n* = 1 + eps d for random keys; T5: d (1 + eps) for tight frames)
 recall threshold (T10) with ``capacity.metrics.capacity(ds, metric=..., threshold=...)``.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 LOADS = (1 / 8, 3 / 16, 1 / 4, 3 / 8, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12, 16)
 
@@ -20,5 +21,5 @@ STUDY = Study(
         load=LOADS,
         seed=(0, 1, 2, 3),
     ),
-    probe=Probe(values="gaussian"),
+    task=Recall(values="gaussian"),
 )

@@ -8,7 +8,8 @@ feature dimension: the onset of interference follows it and the features' orthog
 (positive maps interfere before n = d).
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="feature-maps",
@@ -21,5 +22,5 @@ STUDY = Study(
         load=(1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian"),
+    task=Recall(values="gaussian"),
 )

@@ -5,7 +5,8 @@ change the state's size), and softmax's growing cache, on the same gaussian keys
 the frontier of every linear read, n* = D / (1 - eps) for a D x dv state; the least-squares memory lies on it.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="frontier",
@@ -25,5 +26,5 @@ STUDY = Study(
         load=(1 / 8, 1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12, 16),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian"),
+    task=Recall(values="gaussian"),
 )

@@ -6,7 +6,8 @@ diagonal d^2 / H = 4096 (64 x 64 in one head, 4 heads of 32 x 32, 16 heads of 16
 state size. Grouped value heads: ``--set value_heads=...`` (docs/precision.md#heads).
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="heads",
@@ -19,5 +20,5 @@ STUDY = Study(
         seed=(0, 1),
         heads=(1, 4, 16),
     ),
-    probe=Probe(values="gaussian"),
+    task=Recall(values="gaussian"),
 )

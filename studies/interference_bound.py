@@ -6,7 +6,8 @@ n = d + 1, so they are left out), including learned keys, next to T5 (frame pote
 ``capacity.keys.describe`` at every point.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="interference-bound",
@@ -18,5 +19,5 @@ STUDY = Study(
         load=(1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian", key_stats=True),
+    task=Recall(values="gaussian", key_stats=True),
 )

@@ -4,7 +4,8 @@ How close gradient-descent keys get to the frame bound (T5, linear) and the rank
 delta), at d = 32 with gaussian unit values.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="learned-keys",
@@ -16,5 +17,5 @@ STUDY = Study(
         load=(1 / 2, 1, 3 / 2, 2, 3, 4, 8),
         seed=(0, 1),
     ),
-    probe=Probe(values="gaussian", key_stats=True),
+    task=Recall(values="gaussian", key_stats=True),
 )

@@ -6,7 +6,8 @@ the whole value vocabulary against its latest value. Additive memories recall th
 the delta rule corrects it; softmax averages the two.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Mqar
 
 STUDY = Study(
     name="mqar",
@@ -24,5 +25,5 @@ STUDY = Study(
         n=(16, 32, 64, 128, 256),
         seed=(0, 1, 2, 3),
     ),
-    probe=Probe(kind="mqar", vocab=1024, overwrite=(0.0, 0.25, 0.5)),
+    task=Mqar(vocab=1024, overwrite=(0.0, 0.25, 0.5)),
 )

@@ -5,7 +5,8 @@ d = 64 with the linear memory; the key statistics (coherence, effective rank, fr
 are stored beside the errors so error can be plotted against them.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="orthogonality",
@@ -18,5 +19,5 @@ STUDY = Study(
         load=(1 / 8, 1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 4, 8),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian", key_stats=True),
+    task=Recall(values="gaussian", key_stats=True),
 )

@@ -8,7 +8,8 @@ fixed sample of 512 stored pairs is read back and decoded against all n (``queri
 minutes on two CPU cores; ``--set n=...`` takes it further (docs/precision.md).
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="precision",
@@ -22,5 +23,5 @@ STUDY = Study(
         state_dtype=("float32", "bfloat16", "float16", "float8_e4m3fn"),
         rounding=("step", "chunk=64", "final"),
     ),
-    probe=Probe(values="gaussian", queries=512),
+    task=Recall(values="gaussian", queries=512),
 )

@@ -6,7 +6,8 @@ frames (T5, T8), with the key statistics stored beside the errors. Needs the ext
 (``pip install 'capacity[models]'``).
 """
 
-from capacity.sweep import Grid, Probe, Study
+from capacity.sweep import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="pretrained-keys",
@@ -18,5 +19,5 @@ STUDY = Study(
         load=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian", key_stats=True),
+    task=Recall(values="gaussian", key_stats=True),
 )

@@ -4,7 +4,8 @@ Additive, decaying (RetNet), gated (GLA), delta (DeltaNet), gated delta, Kimi de
 softmax attention (the exact-retrieval baseline) with gaussian keys at d = 32 and 64.
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="variants",
@@ -26,5 +27,5 @@ STUDY = Study(
         load=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian"),
+    task=Recall(values="gaussian"),
 )

@@ -4,7 +4,9 @@ import json
 import subprocess
 import sys
 
-from capacity import catalog, cli, features, keys, plugins, studies, values, variants
+from capacity import cli, studies, variants
+from capacity.base import catalog, plugins
+from capacity.inputs import features, keys, values
 
 REGISTRIES = {
     "studies": studies.available,
@@ -17,7 +19,7 @@ REGISTRIES = {
 
 def test_the_catalog_file_is_what_the_registries_say():
     written = json.loads(catalog.PATH.read_text(encoding="utf-8"))
-    assert written == catalog.build(), "capacity/data/catalog.json is stale: run python -m capacity.catalog"
+    assert written == catalog.build(), "capacity/data/catalog.json is stale: run python -m capacity.base.catalog"
     assert list(written) == list(catalog.SECTIONS)
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from capacity import CapacityError, theory, variants
-from capacity.conformance import check_variant
+from capacity.check.conformance import check_variant
 
 
 def _status(report, check):
@@ -234,7 +234,8 @@ def test_capacity_is_an_exact_measured_crossing_within_the_t8_bound(d, eps):
 
 
 def test_capacity_of_the_linear_memory_is_the_first_crossing_of_its_measured_curve():
-    from capacity import keys, probe, values
+    from capacity.inputs import keys, values
+    from capacity.tasks import probe
 
     report = check_variant("linear", d=16)
     K = keys.make("gaussian", 64, 16, batch=4, seed=0)

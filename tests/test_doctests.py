@@ -32,7 +32,7 @@ MODULES = _modules()
 def test_every_module_is_searched():
     assert {
         "capacity.sweep.runner",
-        "capacity.labels",
+        "capacity.base.labels",
         "capacity.kernels.chunked",
         "capacity.plots.render",
         "capacity.studies",

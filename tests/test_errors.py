@@ -6,18 +6,10 @@ import torch
 import xarray as xr
 from capacity.kernels._batched import matmul, solve_unit_lower
 
-from capacity import (
-    CapacityError,
-    _validate,
-    features,
-    kernels,
-    keys,
-    metrics,
-    probe,
-    theory,
-    values,
-    variants,
-)
+from capacity import CapacityError, kernels, theory, variants
+from capacity.base import _validate
+from capacity.inputs import features, keys, values
+from capacity.tasks import metrics, probe
 
 K = keys.make("gaussian", 8, 4, seed=0)  # [1, 8, 4]
 V = values.make("gaussian", 8, 4, seed=0)  # [1, 8, 4]

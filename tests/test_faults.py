@@ -17,9 +17,10 @@ import pytest
 import torch
 import xarray as xr
 
-from capacity import CapacityError, learned, studies, sweep
-from capacity import provenance as store_mod
-from capacity.kinds import check
+from capacity import CapacityError, studies, sweep
+from capacity.inputs import learned
+from capacity.sweep import provenance as store_mod
+from capacity.sweep.jobs import check
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store, _checksum
 
@@ -214,7 +215,7 @@ def test_bad_values_stop_before_any_work(tmp_path, sets, fragments):
 
 def test_a_study_name_cannot_escape_the_output_folder():
     with pytest.raises(CapacityError, match="study name"):
-        sweep.Study("../x", "", sweep.Grid(load=(1,)), sweep.Probe())
+        sweep.Study("../x", "", sweep.Grid(load=(1,)), sweep.Recall())
 
 
 # ---------------------------------------------------------------- paths

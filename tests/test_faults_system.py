@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import CapacityError, _files, _validate, features, learned, studies
+from capacity import CapacityError, studies
+from capacity.base import _files, _validate
 from capacity.cli import main
+from capacity.inputs import features, learned
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE (capacity.cli.PIPE_CLOSED)
 
@@ -122,7 +124,7 @@ def test_temporary_files_of_killed_writes_are_removed_by_the_next_run(tmp_path, 
     out, dead = tmp_path / "o", _dead_pid()
     (out / "figures").mkdir(parents=True)
     (out / ".sweep" / "compare").mkdir(parents=True)
-    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())  # as capacity._files names its temporary files
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())  # as capacity.base._files names its temporary files
     stale = [
         out / f".compare.nc.{dead}@{host}.0123abcd.tmp",  # the results file
         out / f".compare.nc.{dead}.89abcdef.tmp",  # the same, named by an earlier version (no host)
@@ -266,7 +268,7 @@ def test_with_overrides_takes_one_assignment_or_a_dict():
     assert base.with_overrides({"d": 16}).grid.d == (16,)
     assert base.with_overrides({"d": [16, 32], "load": "1/2,1"}).grid.load == (0.5, 1.0)
     assert [v.label for v in base.with_overrides({"variant": "delta(beta=0.5)"}).grid.variant] == ["delta(beta=0.5)"]
-    assert base.with_overrides({"values": "orthonormal", "decode": False}).probe.decode is False
+    assert base.with_overrides({"values": "orthonormal", "decode": False}).task.decode is False
     for bad, match in [({"nosuch": 1}, "unknown --set field"), ({"d": 16.5}, "got 16.5"), (16, "with_overrides takes")]:
         with pytest.raises(CapacityError, match=match):
             base.with_overrides(bad)
@@ -303,7 +305,7 @@ def test_distractors_beyond_memory_are_refused_up_front_in_one_line(tmp_path, ca
 
 
 def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
-    from capacity import executors
+    from capacity.sweep import executors
 
     assert learned.FAMILY.cost(1, 64, 64, steps=10**7) > 3600  # keys=learned(steps=10000000): hours
     events, real_announce, real_optimise = [], executors.announce, learned.optimise

@@ -15,7 +15,8 @@ import uuid
 
 import pytest
 
-from capacity import CapacityError, plugins
+from capacity import CapacityError
+from capacity.base import plugins
 from capacity.cli import main
 
 HINT = "run with --traceback for the full traceback"
@@ -182,8 +183,8 @@ def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(tmp_p
         tmp_path,
         monkeypatch,
         """
-        from capacity.features import FeatureMap
-        from capacity.keys import Family
+        from capacity.inputs.features import FeatureMap
+        from capacity.inputs.keys import Family
 
         def draw(batch, n, d, generator):
             raise ValueError("no keys today")

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, keys, probe, values, variants
-from capacity.conformance import check_variant
+from capacity import CapacityError, variants
+from capacity.check.conformance import check_variant
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 from capacity.variants import from_fla
 
 

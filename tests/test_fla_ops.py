@@ -10,8 +10,9 @@ import warnings
 import pytest
 import torch
 
-from capacity import CapacityError, keys, values, variants
-from capacity.conformance import check_variant
+from capacity import CapacityError, variants
+from capacity.check.conformance import check_variant
+from capacity.inputs import keys, values
 from capacity.variants import from_fla
 
 pytest.importorskip("fla")

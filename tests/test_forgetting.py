@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, check, keys, probe, theory, values, variants
+from capacity import CapacityError, check, theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 RULES = {
     "delta": {"beta": 0.5},

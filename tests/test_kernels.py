@@ -391,8 +391,10 @@ def test_gpu_auto_backend_runs_the_kernel(monkeypatch):
 )
 def test_probe_runs_through_the_triton_kernels(name, params):
     """The probe, with the variant's writes on the Triton path (interpreted on the CPU), equals the torch path."""
-    from capacity import keys as key_families
-    from capacity import probe, values, variants
+    from capacity import variants
+    from capacity.inputs import keys as key_families
+    from capacity.inputs import values
+    from capacity.tasks import probe
 
     K = key_families.make("gaussian", 24, 16, batch=2, seed=0)
     V = values.make("gaussian", 24, 12, batch=2, seed=1)

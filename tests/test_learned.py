@@ -3,7 +3,9 @@
 import pytest
 import torch
 
-from capacity import CapacityError, keys, learned, probe, theory, values, variants
+from capacity import CapacityError, theory, variants
+from capacity.inputs import keys, learned, values
+from capacity.tasks import probe
 
 
 def test_linear_reaches_the_frame_bound_and_with_gain_the_rank_bound():

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, keys, probe, theory, values, variants
-from capacity.conformance import check_variant
+from capacity import CapacityError, theory, variants
+from capacity.check.conformance import check_variant
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 from capacity.variants import _oracles
 from capacity.variants.delta_product import rotations
 from capacity.variants.longhorn import gate_and_key

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import CapacityError, keys, probe, theory, values, variants
-from capacity.metrics import capacity
+from capacity import CapacityError, theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
+from capacity.tasks.metrics import capacity
 
 
 def test_crossing_is_interpolated_in_log_n():

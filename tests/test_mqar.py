@@ -12,8 +12,9 @@ import pytest
 import torch
 from capacity.plots.mqar import mqar_figure
 
-from capacity import mqar, theory, variants
+from capacity import theory, variants
 from capacity.errors import CapacityError
+from capacity.tasks.mqar import probe as mqar
 
 
 def brute_force_linear(t: mqar.Task) -> dict[str, np.ndarray]:

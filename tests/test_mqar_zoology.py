@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from capacity import CapacityError, mqar, variants
+from capacity import CapacityError, variants
+from capacity.tasks.mqar import probe as mqar
 
 
 def restated(vocab, seq_len, pairs, power_a, count, seed, random_non_queries=True):

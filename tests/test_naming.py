@@ -9,21 +9,10 @@ import pytest
 import torch
 from capacity.kernels import reference
 
-from capacity import (
-    CapacityError,
-    cli,
-    features,
-    kernels,
-    keys,
-    labels,
-    plots,
-    probe,
-    studies,
-    sweep,
-    theory,
-    values,
-    variants,
-)
+from capacity import CapacityError, cli, kernels, plots, studies, sweep, theory, variants
+from capacity.base import labels
+from capacity.inputs import features, keys, values
+from capacity.tasks import probe
 
 render_mod = importlib.import_module("capacity.plots.render")  # the module (capacity.plots.render is the function)
 
@@ -123,7 +112,7 @@ def test_old_spellings_are_unknown_keywords_of_the_plain_functions():
 
 def test_a_drawn_gate_keeps_its_seeded_stream():
     """The scalar gate's seeded stream keeps its first name ("a"): the numbers of a seed never changed."""
-    from capacity import _random
+    from capacity.base import _random
 
     mem = variants.get("decay", alpha=("uniform", 0.5, 1.0), seed=7)
     drawn = mem._params["alpha"].values(2, 0, 10, 1, 7, "cpu")
@@ -187,10 +176,10 @@ PUBLIC = [
     "capacity.theory",
     "capacity.mqar",
     "capacity.learned",
-    "capacity.pretrained",
+    "capacity.inputs.pretrained",
     "capacity.conformance",
     "capacity.labels",
-    "capacity.decode",
+    "capacity.tasks.decode",
     "capacity.kernels",
     "capacity.studies",
     "capacity.plots",

@@ -1,4 +1,4 @@
-"""The needle probe (capacity.needle), the needle and age-binned sweeps, and their figures."""
+"""The needle probe (capacity.tasks.needle.probe), the needle and age-binned sweeps, and their figures."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, needle, plots, studies, sweep, theory, variants
-from capacity.sweep.config import Grid, Probe, Study
+from capacity import CapacityError, plots, studies, sweep, theory, variants
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Mqar, Needle, Recall
+from capacity.tasks.needle import probe as needle
 
 
 def test_recall_among_matches_drawn_candidates():
@@ -106,7 +108,7 @@ def test_several_needles_and_bad_input():
 
 def test_text_haystack_windows_and_held_out_needles(monkeypatch):
     """The text haystack's bookkeeping on a stand-in key table (the real model: the next test)."""
-    from capacity import pretrained
+    from capacity.inputs import pretrained
 
     T_all, g = 600, torch.Generator().manual_seed(0)
     table = torch.randn(T_all, 384, generator=g)
@@ -170,16 +172,16 @@ def test_needle_study_runs_resumes_and_draws(tmp_path):
     paths = plots.render(ds, out=tmp_path / "figures")
     assert {p.name for p in paths} >= {"needle_needle.png", "needle_needle-depth.png"}
     with pytest.raises(CapacityError, match="a needle study takes n"):
-        Study("x", "", Grid(variant=("linear",), d=(8,), load=(1,)), Probe(kind="needle"))
+        Study("x", "", Grid(variant=("linear",), d=(8,), load=(1,)), Needle())
     with pytest.raises(CapacityError, match="haystack"):
-        Probe(kind="needle", haystack=("essays",))
+        Needle(haystack=("essays",))
     with pytest.raises(CapacityError, match="haystack applies to needle studies only"):
-        Study("x", "", Grid(variant=("linear",), d=(8,), n=(4,)), Probe(haystack=("text",)))
+        Study("x", "", Grid(variant=("linear",), d=(8,), n=(4,)), Recall(haystack=("text",)))
 
 
 def test_age_bins_in_a_sweep_and_the_reuse_key(tmp_path):
     base = Study("ages", "", Grid(variant=("delta(beta=0.5)", "decay(alpha=0.9)"), d=(8, 16), load=(1, 4), seed=(0, 1)))
-    binned = Study(base.name, "", base.grid, Probe(age_bins=True))
+    binned = Study(base.name, "", base.grid, Recall(age_bins=True))
     assert binned.config_hash() != base.config_hash()
     ds = _run(binned, tmp_path).dataset
     plain = _run(base, tmp_path / "plain").dataset
@@ -187,7 +189,8 @@ def test_age_bins_in_a_sweep_and_the_reuse_key(tmp_path):
     assert ds.age.values.tolist() == [0, 1, 2, 4, 8, 16, 32] and ds.age_end.values[-1] == 64
     assert ds.signal_age.dims == ("variant", "key_family", "d", "load", "seed", "age")
     # the age bins average the per-query metrics that probe.recall reports
-    from capacity import keys, probe, values
+    from capacity.inputs import keys, values
+    from capacity.tasks import probe
 
     K = keys.make("gaussian", 64, 16, batch=2, seed=[0, 1])
     V = values.make("gaussian", 64, 16, batch=2, seed=[0, 1])
@@ -200,7 +203,7 @@ def test_age_bins_in_a_sweep_and_the_reuse_key(tmp_path):
     again = _run(binned, tmp_path)
     assert again.measured == 0
     with pytest.raises(CapacityError, match="age_bins applies to recall studies only"):
-        Study("x", "", Grid(variant=("linear",), d=(8,), n=(4,)), Probe(kind="mqar", age_bins=True))
+        Study("x", "", Grid(variant=("linear",), d=(8,), n=(4,)), Mqar(age_bins=True))
 
 
 def test_forgetting_figure_draws_theory_and_horizons(tmp_path):

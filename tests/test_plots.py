@@ -24,8 +24,10 @@ from capacity.plots import (
 from capacity.plots.orthogonality import error_from_coherence, error_from_effective_rank
 from capacity.plots.save import save
 
-from capacity import cli, keys, plots, probe, studies, sweep, theory, values, variants
+from capacity import cli, plots, studies, sweep, theory, variants
 from capacity.errors import CapacityError
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 EXACT = dict(rtol=1e-12, atol=0)
 UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parentheses

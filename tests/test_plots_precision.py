@@ -5,8 +5,9 @@ import pytest
 from capacity.plots.heads import heads_capacity
 from capacity.plots.precision import departures, precision_curves
 
-from capacity import CapacityError, metrics, plots, sweep, theory
-from capacity.sweep.config import Grid, Probe, Study
+from capacity import CapacityError, plots, sweep, theory
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall, metrics
 
 
 def _lines(ax, prefix):
@@ -26,7 +27,7 @@ def precision_ds(tmp_path_factory):
             state_dtype=("float32", "float8_e4m3fn"),
             rounding=("step", "final"),
         ),
-        Probe(values="gaussian", queries=128),
+        Recall(values="gaussian", queries=128),
     )
     return sweep.run(st, out=tmp_path_factory.mktemp("p"), device="cpu", progress=False).dataset
 
@@ -68,7 +69,7 @@ def test_heads_figure_puts_t20_through_the_layouts(tmp_path):
         "heads",
         "small",
         Grid(variant=("linear",), d=(16, 32), load=(1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2), seed=(0, 1), heads=(1, 4)),
-        Probe(values="gaussian"),
+        Recall(values="gaussian"),
     )
     ds = sweep.run(st, out=tmp_path, device="cpu", progress=False).dataset
     assert plots.choose(ds) == ["heads"]

@@ -19,8 +19,9 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from capacity import features, keys, variants
+from capacity import variants
 from capacity.errors import CapacityError
+from capacity.inputs import features, keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "plugin_pkg"))
 from usermem import GainMemory
@@ -105,7 +106,7 @@ def test_plugins_by_import_path_show_their_display_or_class_name(tmp_path, monke
         textwrap.dedent(
             """
             import dataclasses
-            from capacity import keys
+            from capacity.inputs import keys
 
             class Named:
                 display = "a named memory"

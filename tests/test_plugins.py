@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import CapacityError, labels, plugins, probe, sweep, variants
-from capacity.sweep import Grid, Probe, Study
+from capacity import CapacityError, sweep, variants
+from capacity.base import labels, plugins
+from capacity.sweep import Grid, Study
+from capacity.tasks import Recall, probe
 
 HERE = Path(__file__).resolve().parent
 PKG = HERE / "plugin_pkg"
@@ -78,10 +80,10 @@ def test_resolve_takes_names_objects_and_import_paths():
 def test_an_object_in_a_grid_measures_what_the_probe_measures(tmp_path):
     obj = usermem.GainMemory(0.5)
     study = Study(
-        "mine", "", Grid(variant=(obj, "linear"), keys=("gaussian",), d=(16,), load=(0.5, 2), seed=(0, 1)), Probe()
+        "mine", "", Grid(variant=(obj, "linear"), keys=("gaussian",), d=(16,), load=(0.5, 2), seed=(0, 1)), Recall()
     )
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)
-    from capacity import keys, values
+    from capacity.inputs import keys, values
 
     K = keys.make("gaussian", 32, 16, batch=2, seed=[0, 1])
     V = values.make("gaussian", 32, 16, batch=2, seed=[0, 1])
@@ -95,7 +97,7 @@ def test_an_object_in_a_grid_measures_what_the_probe_measures(tmp_path):
 
 def test_a_class_from_main_runs_serially_and_is_refused_by_workers(tmp_path):
     Local = type("Local", (usermem.GainMemory,), {"__module__": "__main__"})
-    study = Study("local", "", Grid(variant=(Local(1.0),), keys=("gaussian",), d=(8,), load=(1,), seed=(0,)), Probe())
+    study = Study("local", "", Grid(variant=(Local(1.0),), keys=("gaussian",), d=(8,), load=(1,), seed=(0,)), Recall())
     with pytest.raises(CapacityError, match="defined in __main__"):
         sweep.run(study, out=tmp_path, device="cpu", executor="processes", progress=False)
     assert sweep.run(study, out=tmp_path, device="cpu", progress=False).measured == 1  # auto: in this process
@@ -156,8 +158,8 @@ def test_entry_point_plugins_are_found_without_any_import(tmp_path):
         import sys
         sys.path.insert(0, {str(PKG)!r})
         from usermem import GainMemory
-        from capacity.sweep.config import Grid, Probe, Study
-        STUDY = Study("halfgain", "a plug-in study", Grid(variant=("halfgain", "linear"), keys=("gaussian",), d=(8,), load=(0.5, 1, 2), seed=(0,)), Probe())
+        from capacity.sweep.config import Grid, Study
+        STUDY = Study("halfgain", "a plug-in study", Grid(variant=("halfgain", "linear"), keys=("gaussian",), d=(8,), load=(0.5, 1, 2), seed=(0,)), Recall())
     """
         )
     )
@@ -242,7 +244,7 @@ def test_import_registers_a_plugin_in_every_worker(tmp_path):
 
 
 def test_feature_maps_from_an_import_path():
-    from capacity import features
+    from capacity.inputs import features
 
     fm = features.get("capacity.features:Dpfp", nu=2)
     assert fm.feature_dim(8) == 32

@@ -1,4 +1,4 @@
-"""Stored-state precision (capacity.precision) and its closed forms T14-T19, each against a simulation written here
+"""Stored-state precision (capacity.variants.precision) and its closed forms T14-T19, each against a simulation written here
 in plain torch (rounding after every write by a cast, or by an integer bit trick for stochastic rounding)."""
 
 import math
@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, check, keys, precision, probe, theory, values, variants
+from capacity import CapacityError, check, theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
+from capacity.variants import precision
 from capacity.variants.recurrent import TokenState
 from capacity.variants.softmax import Cache
 
@@ -49,7 +52,7 @@ def test_rounding_specs_parse_and_bad_ones_are_one_line_errors():
 
 
 def test_float32_and_one_head_leave_the_memory_itself():
-    from capacity import heads
+    from capacity.variants import heads
 
     mem = variants.get("delta")
     assert precision.stored(mem, "float32", "step") is mem

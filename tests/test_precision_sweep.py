@@ -4,21 +4,24 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, cli, heads, keys, precision, probe, studies, sweep, values, variants
-from capacity.sweep.config import Grid, Probe, Study
+from capacity import CapacityError, cli, studies, sweep, variants
+from capacity.inputs import keys, values
+from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
+from capacity.tasks import Recall, probe
+from capacity.variants import heads, precision
 
 
 def _study(**grid):
     base = dict(variant=("linear", "delta"), d=(16,), n=(8, 64), seed=(0, 1))
-    return Study("axes", "axes", Grid(**{**base, **grid}), Probe(values="gaussian"))
+    return Study("axes", "axes", Grid(**{**base, **grid}), Recall(values="gaussian"))
 
 
 def test_the_axes_are_set_keys_and_coordinates(tmp_path):
     st = _study().with_overrides(
         ["state_dtype=float32,bfloat16", "rounding=step,chunk=4+stochastic", "heads=1,2", "queries=16"]
     )
-    assert st.grid.rounding == ("step", "chunk=4+stochastic") and st.probe.queries == 16
+    assert st.grid.rounding == ("step", "chunk=4+stochastic") and st.task.queries == 16
     ds = sweep.run(st, out=tmp_path, device="cpu", progress=False).dataset
     assert {"state_dtype", "rounding", "heads"} <= set(ds.mse.dims) and "value_heads" not in ds.dims
     assert ds["value_heads"].dims == ("heads",) and "mse_se" in ds and "recall_se" in ds

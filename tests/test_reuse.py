@@ -20,8 +20,8 @@ import pytest
 import torch
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, provenance, studies, sweep, variants
-from capacity.sweep import Grid, Study
+from capacity import CapacityError, studies, sweep, variants
+from capacity.sweep import Grid, Study, provenance
 from capacity.sweep.plan import Plan
 
 SMALL = dict(keys=("gaussian",), d=(16,), load=(0.5, 2.0), seed=(0, 1))

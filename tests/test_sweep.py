@@ -12,12 +12,14 @@ import torch
 import xarray as xr
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, keys, probe, studies, sweep, theory, values, variants
-from capacity.kinds import check
-from capacity.metrics import capacity
-from capacity.sweep import Grid, Probe, Spec, Study
+from capacity import CapacityError, studies, sweep, theory, variants
+from capacity.inputs import keys, values
+from capacity.sweep import Grid, Spec, Study
+from capacity.sweep.jobs import check
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store
+from capacity.tasks import Bill, probe
+from capacity.tasks.metrics import capacity
 
 SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/2,1,3/2,2", "seed=0,1"]
 
@@ -44,10 +46,14 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
     ):
         Study.from_dict({**base, "grid": {**base["grid"], "dims": [1]}})
     with pytest.raises(
-        CapacityError, match=r"unknown probe field\(s\) metric; allowed: kind, values, key_stats, decode, repeats"
+        CapacityError, match=r"unknown recall field\(s\) metric; allowed: age_bins, decode, key_stats, queries, top_k"
     ):
-        Study.from_dict({**base, "probe": {"metric": "mse"}})
-    with pytest.raises(CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, repeats"):
+        Study.from_dict({**base, "task": {"kind": "recall", "metric": "mse"}})
+    with pytest.raises(CapacityError, match=r"^vocab applies to mqar studies only \(kind=mqar\)$"):
+        Study.from_dict({**base, "task": {"vocab": 8}})  # a field of another task names it
+    with pytest.raises(CapacityError, match=r"unknown task kind 'recal'; available: recall, bill, mqar, needle"):
+        Study.from_dict({**base, "task": {"kind": "recal"}})
+    with pytest.raises(CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, queries$"):
         studies.get("capacity-vs-d").with_overrides(["width=3"])
     assert Study.from_dict(base) == studies.get("capacity-vs-d")  # the dict form round-trips
 
@@ -192,7 +198,7 @@ def test_dataset_follows_the_schema(small):
     for attr in ("study", "description", "config", "config_hash", "versions", "device", "git_commit", "created"):
         assert isinstance(ds.attrs[attr], str) and ds.attrs[attr], attr
     config = json.loads(ds.attrs["config"])
-    assert Study.from_dict({k: config[k] for k in ("name", "description", "grid", "probe")}) == study
+    assert Study.from_dict({k: config[k] for k in ("name", "description", "grid", "task")}) == study
     assert config["run"]["executor"] == "serial" and ds.attrs["device"] == "cpu"
     assert ds.attrs["config_hash"] == study.config_hash()
     assert set(json.loads(ds.attrs["versions"])) >= {"capacity", "python", "torch", "triton", "numpy", "xarray"}
@@ -359,7 +365,7 @@ def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
         "bill-test",
         "bill of two memories",
         Grid(variant=("kv-cache", "linear"), keys=("gaussian",), d=(8, 16), n=(4, 64, 256), seed=(0,)),
-        Probe(kind="bill", repeats=3),
+        Bill(repeats=3),
     )
     ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     assert list(ds.state_numel.dims) == ["variant", "d", "n"]

@@ -105,4 +105,4 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path):
 def test_the_light_command_line_names_what_the_sweep_takes():
     """cli keeps the executor names and settable keys as text (no torch import for --help): they must not drift."""
     assert cli.EXECUTORS == tuple(sweep.EXECUTORS)
-    assert cli.SETTABLE.split(", ") == sweep.Study.settable()
+    assert cli.SETTABLE.split(", ") == sweep.Study.settable_keys()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, executors, studies, sweep
+from capacity import CapacityError, studies, sweep
+from capacity.sweep import executors
 
 SETS = [
     "variant=linear,delta",
@@ -44,7 +45,7 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
 
 
 def test_local_processes_equal_serial(tmp_path, serial, monkeypatch):
-    """... and while the workers measure, this process imports what the assembly needs (kinds.prepare), once."""
+    """... and while the workers measure, this process imports what the assembly needs (capacity.sweep.jobs.prepare), once."""
     import sys
 
     runner, calls = sys.modules["capacity.sweep.runner"], []

@@ -9,7 +9,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from capacity import CapacityError, keys, theory, values
+from capacity import CapacityError, theory
+from capacity.inputs import keys, values
 
 RNG = np.random.default_rng(12345)
 

@@ -12,7 +12,8 @@ import pytest
 import torch
 from scipy import integrate, special
 
-from capacity import CapacityError, features, theory
+from capacity import CapacityError, theory
+from capacity.inputs import features
 
 
 class _Plain(features.FeatureMap):

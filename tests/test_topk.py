@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, keys, probe, theory, values, variants
-from capacity.decode import argmax_correct, topk_correct
-from capacity.sweep.config import Grid, Probe, Study
+from capacity import CapacityError, theory, variants
+from capacity.inputs import keys, values
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall, probe
+from capacity.tasks.decode import argmax_correct, topk_correct
 
 
 def _rank(r, v):
@@ -63,15 +65,15 @@ def test_the_sweep_adds_recall_at_over_k(tmp_path):
     from capacity import sweep
 
     grid = Grid(variant=("linear",), d=(16,), load=(1, 4), seed=(0, 1))
-    base = Study("topk", "t", grid, Probe())
-    assert base.probe.top_k == ()  # opt-in: the default study measures no recall_at
+    base = Study("topk", "t", grid, Recall())
+    assert base.task.top_k == ()  # opt-in: the default study measures no recall_at
     study = base.with_overrides(["top_k=1,3"])
-    assert study.probe.top_k == (1, 3) and study.config_hash() != base.config_hash()
+    assert study.task.top_k == (1, 3) and study.config_hash() != base.config_hash()
     ds = sweep.run(study, out=tmp_path).dataset
     assert ds.recall_at.dims[-1] == "k" and ds.k.values.tolist() == [1, 3]
     np.testing.assert_array_equal(ds.recall_at.sel(k=1).values, ds.recall.values)
     with pytest.raises(CapacityError, match="top_k"):
-        Probe(top_k=(2, 2))
+        Recall(top_k=(2, 2))
 
 
 def test_k_equal_one_is_t10():

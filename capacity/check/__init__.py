@@ -21,7 +21,7 @@ a closed form patched re-evaluates only the expected values.
 
 from __future__ import annotations
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.check import additive, argmax, decay, delta, features, forgetting, precision, softmax
 from capacity.check._rows import _CACHE, Check
 from capacity.errors import CapacityError

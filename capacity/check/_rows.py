@@ -10,7 +10,8 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import metrics, variants
+from capacity import variants
+from capacity.tasks import metrics
 
 __all__ = ["Check", "eq", "ge", "inside", "mean_se", "measured", "capacity_se", "paley_etf", "Gain"]
 

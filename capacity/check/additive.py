@@ -6,8 +6,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _random, keys, metrics, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.base import _random
 from capacity.check._rows import Gain, eq, mean_se, measured, paley_etf
+from capacity.inputs import keys, values
+from capacity.tasks import metrics, probe
 
 
 def _t2(dev, seed, rows):

@@ -12,8 +12,11 @@ import math
 import numpy as np
 import torch
 
-from capacity import _random, decode, keys, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.base import _random
 from capacity.check._rows import capacity_se, eq, ge, mean_se, measured
+from capacity.inputs import keys, values
+from capacity.tasks import decode, probe
 
 TAU = 0.9
 D = DV = 64

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from capacity import keys, probe, theory, values, variants
+from capacity import theory, variants
 from capacity.check._rows import eq
+from capacity.inputs import keys, values
 from capacity.kernels import reference
+from capacity.tasks import probe
 
 
 def _t11(dev, seed, rows):

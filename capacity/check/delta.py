@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from capacity import keys, metrics, probe, theory, values, variants
+from capacity import theory, variants
 from capacity.check._rows import eq, inside, mean_se, measured
+from capacity.inputs import keys, values
 from capacity.kernels import reference
+from capacity.tasks import metrics, probe
 
 
 def _t12(dev, seed, rows):

@@ -15,8 +15,11 @@ import math
 import numpy as np
 import torch
 
-from capacity import _random, decode, keys, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.base import _random
 from capacity.check._rows import capacity_se, eq, ge, mean_se, measured
+from capacity.inputs import keys, values
+from capacity.tasks import decode, probe
 
 
 def _probe_mse(variant, n, d, batch, seed, dev, what="mse", vals="orthonormal"):

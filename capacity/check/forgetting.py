@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from capacity import keys, probe, theory, values, variants
+from capacity import theory, variants
 from capacity.check._rows import eq, mean_se, measured
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 # rule, variant label, theory parameters, d, n, batch, signal/error bins (first ages, ends), marker windows
 # (first ages, ends: one marker column per age; the energy is averaged over the window). mamba2's signal scatters

@@ -1,4 +1,4 @@
-"""Rows of T14-T20: low-precision states (``capacity.precision``) and head layouts (``capacity.heads``).
+"""Rows of T14-T20: low-precision states (``capacity.variants.precision``) and head layouts (``capacity.variants.heads``).
 
 Each row measures the package's wrappers on random unit keys and values and compares with the closed form of
 ``capacity.theory`` within 3 standard errors over the batch (each sized so that a 3% error in the formula fails).
@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import torch
 
-from capacity import heads, keys, precision, probe, theory, values, variants
+from capacity import theory, variants
 from capacity.check._rows import eq, mean_se
+from capacity.inputs import keys, values
+from capacity.tasks import probe
+from capacity.variants import heads, precision
 
 
 def _pairs(n, d, dv, B, seed, dev):

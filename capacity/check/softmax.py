@@ -12,8 +12,10 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from capacity import keys, probe, theory, values, variants
+from capacity import theory, variants
 from capacity.check._rows import eq, measured
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 
 def _t13(dev, seed, rows):

@@ -19,8 +19,9 @@ keys and values. Named studies are in ``capacity.studies``.
 6
 """
 
-from capacity.executors import EXECUTORS
-from capacity.sweep.config import Grid, Probe, Spec, Study
+from capacity.sweep.config import Grid, Spec, Study
+from capacity.sweep.executors import EXECUTORS
 from capacity.sweep.runner import RunResult, compare, run
+from capacity.tasks import Bill, Mqar, Needle, Recall
 
-__all__ = ["Grid", "Probe", "Spec", "Study", "run", "compare", "RunResult", "EXECUTORS"]
+__all__ = ["Grid", "Spec", "Study", "Recall", "Mqar", "Needle", "Bill", "run", "compare", "RunResult", "EXECUTORS"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from capacity.kinds import KINDS
 from capacity.sweep.config import Study, n_of
+from capacity.tasks import TASKS
 
-__all__ = ["assemble", "cell_dataset", "dims", "split"]
+__all__ = ["assemble", "cell_dataset", "split"]
 
 _FLAGS = {
     "additive": "the write is S += k^T v and the read q S: T5, T7 and T10 apply",
@@ -26,21 +26,13 @@ _COORD_ATTRS = {
 }
 
 
-def dims(study: Study) -> dict[str, tuple]:
-    """Each variable's dimensions besides n: the kind's ``coords`` (seed among them) unless its ``var_dims`` says
-    otherwise (a variable over an extra dimension, such as recall's ``age``, or without ``seed``)."""
-    kind = KINDS[study.probe.kind]
-    own = getattr(kind, "var_dims", lambda s: {})(study)
-    return {v: tuple(own.get(v, kind.coords(study))) for v in kind.variables(study)}
-
-
-def split(ds: xr.Dataset, shape: dict) -> dict:
+def split(ds: xr.Dataset, schema) -> dict:
     """A pass's Dataset over (n, ...) as points ``{(seed, n): {variable: array over its dims but n and seed}}``
-    (``shape``: ``dims(study)``), by numpy indexing (xarray's ``sel`` per point took 40% of the main job)."""
+    (``schema``: the task's ``Schema``), by numpy indexing (xarray's ``sel`` per point took 40% of the main job)."""
     arrays = {}  # variable -> (array over (n, [seed], its own dims), whether it has a seed axis)
     for v in ds.data_vars:
         seeded = "seed" in ds[v].dims
-        order = ["n", *(["seed"] if seeded else []), *[d for d in shape[v] if d != "seed"]]
+        order = ["n", *(["seed"] if seeded else []), *[d for d in schema.dims_of(v) if d != "seed"]]
         arrays[v] = (ds[v].transpose(*order).values, seeded)
     return {
         (int(s), int(n)): {v: x[j, i, ...] if seeded else x[j, ...] for v, (x, seeded) in arrays.items()}
@@ -51,10 +43,11 @@ def split(ds: xr.Dataset, shape: dict) -> dict:
 
 def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
     """A cell's Dataset over (curve, ...) from its points ``{(seed, n): {variable: array}}``."""
-    kind, curve, g = KINDS[study.probe.kind], study.grid.curve, study.grid
-    coords = {**kind.coords(study), **getattr(kind, "extra_coords", lambda s: {})(study)}
+    schema, curve, g = TASKS[study.task.kind].schema(study), study.grid.curve, study.grid
+    coords = {**schema.dims, **schema.extra}
     data = {}
-    for var, own in dims(study).items():
+    for var, v in schema.variables.items():
+        own = v.dims
         rows = []
         for n in cell.ns(study):
             per_seed = [points[s, n][var] for s in g.seed]
@@ -66,7 +59,7 @@ def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
 def _cell(study: Study, cell, label: str) -> dict:
     """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
     g, out = study.grid, {"variant": label}
-    if getattr(KINDS[study.probe.kind], "KEY_AXIS", True):  # bill: one key family, a scalar; needle: haystacks
+    if TASKS[study.task.kind].key_axis:  # bill: one key family, a scalar; needle: haystacks
         out["key_family"] = cell.keys.label
     if g.feature:
         out["feature"] = cell.feature.label
@@ -82,7 +75,8 @@ _LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # ce
 
 def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     """One Dataset over the study's grid from every ``(cell, Dataset, cell attrs)``, plus theory variables."""
-    g, kind, curve = study.grid, KINDS[study.probe.kind], study.grid.curve
+    g, task, curve = study.grid, TASKS[study.task.kind], study.grid.curve
+    schema = task.schema(study)
     rows, feature_dim = [], {}
     for cell, ds, cell_attrs in results:
         labels = _cell(study, cell, plan.labels[cell.variant])
@@ -101,17 +95,15 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     dims.insert(dims.index("d") + 1, curve)
     out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
     out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
-    scalars = getattr(kind, "scalar_coords", lambda s: {})(study)  # e.g. bill's one key family and seed
-    extra = [k for k in kind.coords(study) if k not in scalars] + list(
-        getattr(kind, "extra_coords", lambda s: {})(study)
-    )
+    scalars = schema.scalars  # e.g. bill's one key family and seed
+    extra = [k for k in schema.dims if k not in scalars] + list(schema.extra)
     out = out.isel(seed=0, drop=True) if "seed" in scalars else out
     out = out.transpose(
         *[k for k in dims if k not in _LAST], *extra, ..., *[k for k in _LAST if k in dims]
     )  # ...: a variable's own dimension (recall_at's k) after the seed
-    for name, meta in kind.variables(study).items():
-        out[name].attrs = meta
-    out = out.assign_coords(getattr(kind, "coord_vars", lambda s: {})(study))
+    for name, v in schema.variables.items():
+        out[name].attrs = v.attrs
+    out = out.assign_coords(schema.coords)
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions
     built = [plan.object(v) for v in g.variant]
@@ -151,7 +143,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
 
     # closed forms over (d, curve) [+ dv]
     n, d, dv = xr.broadcast(n, d, dv)
-    for name, (values, meta) in kind.theory_vars(study, n.values, d.values, dv.values).items():
+    for name, (values, meta) in task.theory(study, n.values, d.values, dv.values).items():
         out[name] = (n.dims, np.broadcast_to(values, n.shape).copy(), meta)
-    out.attrs = {**attrs, **(kind.attrs(study) if hasattr(kind, "attrs") else {})}
+    out.attrs = {**attrs, **task.attrs(study)}
     return out

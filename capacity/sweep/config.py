@@ -1,4 +1,4 @@
-"""A study: a grid of points (``Grid``) and how each is measured (``Probe``), checked when built.
+"""A study: a grid of points (``Grid``) and its task's settings (``Recall``, ``Mqar``, ...), checked when built.
 
 ``Study.from_dict`` and ``Study.with_overrides`` (the command line's ``--set``) refuse unknown fields in one line that
 lists the allowed ones.
@@ -20,15 +20,15 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from capacity import _random, _validate, labels, variants
+from capacity import variants
+from capacity.base import _random, _validate, labels
+from capacity.base.labels import Spec
 from capacity.errors import CapacityError
-from capacity.kinds import Probe, rules
-from capacity.labels import Spec
 
-__all__ = ["Spec", "Grid", "Probe", "Study", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
+__all__ = ["Spec", "Grid", "Study", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
-STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.precision.DTYPES
+STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.variants.precision.DTYPES
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -62,7 +62,7 @@ def _number(name: str, v, whole: bool):
 
 
 def _rounding(v) -> str:
-    from capacity.precision import Rounding
+    from capacity.variants.precision import Rounding
 
     return Rounding.parse(str(v)).label
 
@@ -98,9 +98,9 @@ class Grid:
     ``variant``, ``keys`` (key families) and ``feature`` (feature maps handed to the variant; empty: no axis) are
     labels such as ``delta(beta=0.5)``; ``load`` (n/d) or ``n`` (pair counts), exactly one; ``seed``: the batch of
     one probe; ``dtype``: of keys and values; ``dv`` (empty: dv = d); ``state_dtype`` and ``rounding``: how the
-    state is stored (``capacity.precision``: float32 | bfloat16 | float16 | float8_e4m3fn | float8_e5m2, and
+    state is stored (``capacity.variants.precision``: float32 | bfloat16 | float16 | float8_e4m3fn | float8_e5m2, and
     step | final | chunk=C, optionally +stochastic); ``heads`` and ``value_heads`` (empty: as many as heads): the
-    head layout (``capacity.heads``).
+    head layout (``capacity.variants.heads``).
     """
 
     variant: tuple = ("linear",)
@@ -162,63 +162,105 @@ def _known(what: str, given, allowed: list[str]) -> None:
         raise CapacityError(f"unknown {what} field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
 
 
+def _task_rules(study) -> None:
+    """What a study of its task must be: the task's own grid rules (``check_grid``), and no optional grid axis set
+    away from its default that belongs to other tasks alone (their ``grid_axes``)."""
+    from capacity.tasks import TASKS
+
+    task = TASKS[study.task.kind]
+    task.check_grid(study)
+    defaults = {f.name: f.default for f in dataclasses.fields(study.grid)}
+    for name, other in TASKS.items():
+        axes = other.grid_axes
+        if name != task.name and any(a not in task.grid_axes and getattr(study.grid, a) != defaults[a] for a in axes):
+            listed = f"{', '.join(axes[:-1])} and {axes[-1]}" if len(axes) > 1 else axes[0]
+            raise CapacityError(f"{listed} apply to {name} studies only (kind={name})")
+
+
+def _recall():
+    from capacity.tasks import Recall
+
+    return Recall()
+
+
 @dataclass(frozen=True)
 class Study:
-    """A named grid with probe settings."""
+    """A named grid with its task's settings (``task``: a ``capacity.tasks.Config`` such as ``Recall(...)``,
+    ``Mqar(...)``, ``Needle(...)`` or ``Bill(...)``)."""
 
     name: str
     description: str
     grid: Grid = field(default_factory=Grid)
-    probe: Probe = field(default_factory=Probe)
+    task: object = field(default_factory=_recall)
 
     def __post_init__(self):
+        from capacity.tasks import Config
+
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise CapacityError(
                 f"a study name is letters, digits, '.', '_' and '-' (it names files under the output folder), got {self.name!r}"
             )
-        if not isinstance(self.grid, Grid) or not isinstance(self.probe, Probe):
-            raise CapacityError("Study takes grid=Grid(...) and probe=Probe(...)")
-        rules(self)  # what a study of its kind must be (capacity.kinds.rules)
+        if not isinstance(self.grid, Grid) or not isinstance(self.task, Config) or self.task.kind is None:
+            raise CapacityError(
+                "Study takes grid=Grid(...) and task=Recall(...) (or Mqar, Needle, Bill: capacity.tasks)"
+            )
+        _task_rules(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Study:
-        """From ``{"name", "description", "grid": {...}, "probe": {...}}``; unknown fields are an error."""
+        """From ``{"name", "description", "grid": {...}, "task": {"kind": ..., ...}}``; unknown fields are an error."""
+        from capacity.tasks.protocol import config_class
+
         if not isinstance(data, dict):
             raise CapacityError(f"a study configuration is a dict, got {type(data).__name__}")
-        grid, probe = data.get("grid", {}), data.get("probe", {})
+        grid, task = data.get("grid", {}), dict(data.get("task", {}))
         _known("study", data, _fields(cls))
         _known("grid", grid, _fields(Grid))
-        _known("probe", probe, _fields(Probe))
-        return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), Probe(**probe))
+        config = config_class(str(task.pop("kind", "recall")))
+        return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), config(**task))
 
     def to_json(self) -> dict:
         return {
             "name": self.name,
             "description": self.description,
             "grid": self.grid.to_json(),
-            "probe": self.probe.to_json(),
+            "task": self.task.to_json(),
         }
 
+    def settable(self) -> list[str]:
+        """The keys ``with_overrides`` applies to this study: every grid field, ``kind`` and its task's fields."""
+        return _fields(Grid) + ["kind"] + self.task.settable()
+
     @staticmethod
-    def settable() -> list[str]:
-        """The keys ``with_overrides`` accepts: every grid field and every probe field."""
-        return _fields(Grid) + _fields(Probe)
+    def settable_keys() -> list[str]:
+        """Every key ``--set`` takes: the grid's fields, ``kind``, and every task's fields in ``TASKS`` order (a
+        field of another task than the study's is refused by its task's config, naming that task)."""
+        from capacity.tasks import TASKS
+
+        out = _fields(Grid) + ["kind"]
+        for task in TASKS.values():
+            out += [f for f in task.Config.settable() if f not in out]
+        return out
 
     def with_overrides(self, assignments) -> Study:
         """A copy with assignments applied: ``key=value`` strings (a list of them, or one), or a dict ``{key: value}``.
 
         In a string, grid axes take comma-separated lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``)
-        and probe fields one value (``values=orthonormal``), read as the command line's ``--set`` (``labels.split``; the grid then reads each value).
-        In a dict, a string value reads the same way; other values are taken as they are (a list for a grid axis, or
-        one value), e.g. ``{"d": 16}``, ``{"d": [16, 32]}``, ``{"variant": "delta(beta=0.5)"}``. Setting ``n`` clears
-        ``load`` and the other way round.
+        and task fields one value (``values=orthonormal``), read as the command line's ``--set`` (``labels.split``;
+        the grid then reads each value). In a dict, a string value reads the same way; other values are taken as they
+        are (a list for a grid axis, or one value), e.g. ``{"d": 16}``, ``{"d": [16, 32]}``,
+        ``{"variant": "delta(beta=0.5)"}``. Setting ``n`` clears ``load`` and the other way round; ``kind`` changes
+        the task (the fields it shares with the old one are kept).
 
         >>> s = Study("demo", "", Grid(load=(1,)))
         >>> s.with_overrides("d=16").grid.d, s.with_overrides({"d": [16, 32], "seed": 1}).grid.seed
         ((16,), (1,))
         """
+        from capacity.tasks.protocol import config_class
+
         grid = {f: getattr(self.grid, f) for f in _fields(Grid)}
-        probe = {f: getattr(self.probe, f) for f in _fields(Probe)}
+        task = {f: getattr(self.task, f) for f in self.task.settable()}
+        kind = self.task.kind
         if isinstance(assignments, str):
             assignments = [assignments]
         elif isinstance(assignments, dict):
@@ -227,6 +269,7 @@ class Study:
             raise CapacityError(
                 f"with_overrides takes 'key=value' strings (one, or a list of them) or a dict {{key: value}}, got {assignments!r}"
             )
+        known = self.settable_keys()
         for item in assignments or ():
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
                 key, value = item
@@ -234,16 +277,22 @@ class Study:
                 key, eq, value = (s.strip() for s in item.partition("=")) if isinstance(item, str) else ("", "", "")
                 if not eq:
                     raise CapacityError(f"--set takes key=value, got {item!r}; keys: {', '.join(self.settable())}")
-            _known("--set", [key], self.settable())
+            if key not in known:
+                _known("--set", [key], self.settable())
             if isinstance(value, str):
                 value = tuple(labels.split(value)) if key in grid else labels.scalar(value)
             if key in grid:
                 grid[key] = value
                 if key in ("load", "n"):
                     grid["n" if key == "load" else "load"] = ()
+            elif key == "kind":
+                kind = str(value)
             else:
-                probe[key] = value
-        return Study(self.name, self.description, Grid(**grid), Probe(**probe))
+                task[key] = value
+        config = config_class(kind)
+        if kind != self.task.kind:  # a new task keeps the fields it shares with the old one
+            task = {k: v for k, v in task.items() if k in config.settable() or k not in self.task.settable()}
+        return Study(self.name, self.description, Grid(**grid), config(**task))
 
     def config_hash(self) -> str:
         """A hash of the configuration (recorded in result files; reuse is decided per cell, ``store.reuse_key``)."""

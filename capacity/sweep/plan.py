@@ -2,7 +2,7 @@
 
 A cell is one value of every cell axis (variant, keys, feature, d, dtype, dv); a point is a cell at one seed and
 one pair count n. One write pass measures any pair counts of a cell for any of its seeds (all seeds in one batch).
-``Plan`` resolves a study once per run: it builds and fingerprints each memory (``capacity.provenance``), names
+``Plan`` resolves a study once per run: it builds and fingerprints each memory (``capacity.sweep.provenance``), names
 each cell's file in the store (``store.reuse_key``) and, from the points already stored, makes the passes that
 measure the rest. A point is stored on its own, and so reused on its own, when its numbers depend on nothing but
 its cell, seed and n: always for the recall kind's pair counts (the probe writes in fixed blocks), for seeds when
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import keys as keys_mod
-from capacity import provenance
 from capacity import variants as variants_mod
 from capacity.errors import CapacityError
-from capacity.kinds import KINDS
+from capacity.inputs import keys as keys_mod
+from capacity.sweep import provenance
 from capacity.sweep.config import CELL_AXES, Spec, Study
+from capacity.tasks import TASKS
 
 __all__ = ["Cell", "Memory", "Pass", "Plan", "cells"]
 
@@ -72,7 +72,7 @@ class Pass:
     cell: Cell
     seeds: tuple
     ns: tuple
-    queries: int = 0  # reads per pair count (0: every stored pair; the recall kind's ``queries``)
+    queries: int = 0  # reads per pair count (0: every stored pair; ``Task.queries``)
 
     def cost(self) -> float:
         """Multiply-adds of the writes and the argmax scores (to schedule the largest first, and to estimate)."""
@@ -88,7 +88,7 @@ class Plan:
     def __init__(self, study: Study, device: torch.device, imports=()):
         from capacity.sweep.store import reuse_key
 
-        self.study, self.device, self.kind = study, device, KINDS[study.probe.kind]
+        self.study, self.device, self.task = study, device, TASKS[study.task.kind]
         self.cells = cells(study)
         self.labels = {}
         for spec in study.grid.variant:  # one label per memory, the same from an object, a name or a path
@@ -110,8 +110,8 @@ class Plan:
         self.code = {"package": provenance.package(), "imports": provenance.user_code((), list(imports))}
         self.libraries = provenance.libraries(objects)
         self.numerics = provenance.numerics(device)
-        extra = getattr(self.kind, "extra_coords", lambda s: {})(study)  # e.g. recall's age bins, from the grid
-        self.coords = {k: list(v) for k, v in {**self.kind.coords(study), **extra}.items() if k != "seed"}
+        self.schema = self.task.schema(study)
+        self.coords = {k: list(v) for k, v in {**self.schema.dims, **self.schema.extra}.items() if k != "seed"}
         self.keys = {c: reuse_key(self, c) for c in self.cells}
 
     def _resolve(self, variant: Spec, feature: Spec | None) -> Memory:
@@ -135,13 +135,13 @@ class Plan:
 
     def per_seed(self, cell: Cell) -> bool:
         """Each seed's points are stored on their own (the memory is batch-invariant, the kind measures points)."""
-        return self.kind.PER_POINT and self.memory(cell).behaviour["batch_invariant"]
+        return self.task.per_point and self.memory(cell).behaviour["batch_invariant"]
 
     def per_n(self, cell: Cell) -> bool:
         """Each n's points are stored on their own: the kind measures points and the keys of n pairs do not depend on
         the largest n drawn (families drawn per n, or whose prefixes are draws)."""
         iid = keys_mod.family(cell.keys.name).iid_rows
-        return self.kind.PER_POINT and (not iid or self.families[cell.keys, cell.d].get("prefix_stable", False))
+        return self.task.per_point and (not iid or self.families[cell.keys, cell.d].get("prefix_stable", False))
 
     def passes(self, have: dict) -> list[Pass]:
         """The passes that measure every point not in ``have`` (cell -> set of stored (seed, n)).
@@ -164,16 +164,16 @@ class Plan:
                 together.setdefault(tuple(sorted(ns)), []).append(s)
             for ns, seeds in together.items():
                 split = (
-                    [(n,) for n in ns] if self.kind.PER_POINT and not keys_mod.family(c.keys.name).iid_rows else [ns]
+                    [(n,) for n in ns] if self.task.per_point and not keys_mod.family(c.keys.name).iid_rows else [ns]
                 )
                 seeds = tuple(s for s in self.study.grid.seed if s in seeds)
-                out += [Pass(c, seeds, part, self.study.probe.queries) for part in split]
+                out += [Pass(c, seeds, part, self.task.queries(self.study)) for part in split]
         return out
 
     def draw_seconds(self, p: Pass) -> float:
         """Estimated seconds of a pass's key draws (families with a ``cost``: learned keys optimise)."""
         fam = keys_mod.family(p.cell.keys.name)
-        draws = p.ns[-1:] if fam.iid_rows else p.ns  # one draw per pass, or per n (kinds.recall.measure)
+        draws = p.ns[-1:] if fam.iid_rows else p.ns  # one draw per pass, or per n (capacity.tasks.recall)
         return (
             0.0 if fam.cost is None else sum(fam.cost(len(p.seeds), n, p.cell.d, **p.cell.keys.kwargs) for n in draws)
         )

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import xarray as xr
 
-from capacity import _files, _validate, executors, plugins, provenance
 from capacity import variants as variants_mod
-from capacity._progress import Progress
-from capacity._progress import log as _log
+from capacity.base import _files, _validate, plugins
+from capacity.base._progress import Progress
+from capacity.base._progress import log as _log
 from capacity.errors import CapacityError
-from capacity.kinds import KINDS, check, check_memory, measure, prepare
-from capacity.sweep.assemble import assemble, cell_dataset, dims, split
+from capacity.sweep import executors, provenance
+from capacity.sweep.assemble import assemble, cell_dataset, split
 from capacity.sweep.config import Grid, Study
+from capacity.sweep.jobs import check, check_memory, measure, prepare
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store
 
@@ -84,8 +85,7 @@ def run(
         raise CapacityError(f"the results path {path} is a folder; remove it or choose another --out")
     store = Store(_files.writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
     plan = Plan(study, dev, imports)
-    kind = KINDS[study.probe.kind]
-    names, coords = list(kind.variables(study)), plan.coords
+    names, coords = list(plan.schema.variables), plan.coords
     log = (lambda msg: None) if not progress or quiet else _log
     with _files.lock(
         store.root, lambda: log(f"another run is writing {store.root}; waiting for it, then its points are reused")
@@ -147,22 +147,22 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
     start = f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})"
     bar = Progress(study.name, total, done, show=progress and not quiet, verbose=verbose, start=start)
     # in this process on a CPU, small passes run on one torch thread: their many small ops only wait for the others
-    one, shape, measured = executor == "serial" and plan.device.type == "cpu", dims(study), 0
-    task = {"study": study, "device": str(plan.device), "imports": imports}
+    one, measured = executor == "serial" and plan.device.type == "cpu", 0
+    job = {"study": study, "device": str(plan.device), "imports": imports}
     by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
-    bundles: dict[tuple, list] = {}  # the passes that differ only in their memory draw the same: one task
+    bundles: dict[tuple, list] = {}  # the passes that differ only in their memory draw the same: one job
     for k, p in by_key.items():
         same = tuple((a, v) for a, v in p.cell.values if a not in ("variant", "feature"))
         bundles.setdefault((same, p.seeds, p.ns, p.queries), []).append(
             (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
         )
-    tasks = [(ps[0][0], {**task, "passes": ps}) for ps in bundles.values()]
-    stream = executors.execute(executor, measure, tasks, workers=workers, scheduler=scheduler, meanwhile=prepare)
+    jobs = [(ps[0][0], {**job, "passes": ps}) for ps in bundles.values()]
+    stream = executors.execute(executor, measure, jobs, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
         for k, ds in ((k, ds) for _, done in stream for k, ds in done):
             p = by_key[k]
             points, attrs = stored[p.cell]
-            points.update(split(ds, shape))
+            points.update(split(ds, plan.schema))
             attrs.update(ds.attrs)
             variables = {v: ds[v].dtype.str for v in ds.data_vars}
             try:  # persisted before it counts as done

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capacity._files import atomic_write, clean_stale
+from capacity.base._files import atomic_write, clean_stale
 from capacity.sweep.config import Spec, digest
 
 __all__ = ["reuse_key", "Store", "SCHEMA"]
@@ -43,7 +43,7 @@ def reuse_key(plan, cell) -> str:
     label = lambda spec: None if spec is None else spec.label
     return digest(
         {
-            "probe": study.probe.to_json(),
+            "probe": study.task.to_json(),
             "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.values if a != "variant"},
             "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"], **memory.code},
             "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},

@@ -310,7 +310,7 @@ def performer_error(n, d, m=256):
 
 
 def _map(feature, params):
-    from capacity import features as feature_maps
+    from capacity.inputs import features as feature_maps
 
     phi = feature_maps.get(feature, **params) if isinstance(feature, str) else feature
     if not isinstance(phi, feature_maps.FeatureMap):

@@ -1,4 +1,4 @@
-"""T20: the additive memory in H key heads and HV value heads (``capacity.heads``), random keys.
+"""T20: the additive memory in H key heads and HV value heads (``capacity.variants.heads``), random keys.
 
 With H key heads of d/H dimensions (each normalised on its own) and HV value heads of dv/HV, the state holds
 d dv / min(H, HV) numbers and the expected mean error of random unit keys and values is (n - 1) min(H, HV) / d:

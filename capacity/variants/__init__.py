@@ -56,7 +56,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from capacity import labels, plugins
+from capacity.base import labels, plugins
 from capacity.errors import CapacityError, user_code
 
 __all__ = [

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import torch
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError, user_code
 
 __all__ = ["guard", "Guarded"]

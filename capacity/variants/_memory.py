@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError
 from capacity.variants._params import Param
 from capacity.variants.recurrent import TokenState, state_matrix

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import torch
 
-from capacity import _random
+from capacity.base import _random
 from capacity.errors import CapacityError
 
 BLOCK = 256  # tokens per seeded stream

@@ -10,7 +10,7 @@ so the token's transition is a product of ``steps`` Householder-like factors. Th
     k_tj = k_t R_j      (L2-normalised with ``normalize``, the default)
 
 with R_0 = I and, for j >= 1, R_j a d x d Haar-random orthogonal matrix drawn once from
-``capacity._random.generator(seed, "variants/delta_product/<j>")`` (QR of a gaussian matrix
+``capacity.base._random.generator(seed, "variants/delta_product/<j>")`` (QR of a gaussian matrix
 with the signs of R's diagonal fixed). Every step writes the same value v_t. With steps = 1 this
 is exactly the delta rule (``delta``). beta in (0, 2) is a constant (every step) or
 ``("uniform", low, high)`` drawn per token and step from ``seed``.
@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import torch
 
-from capacity import _random, _validate, kernels
+from capacity import kernels
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.variants._memory import RATE, Memory
 from capacity.variants._params import Param

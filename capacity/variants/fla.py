@@ -62,7 +62,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError
 
 __all__ = ["FlaVariant", "from_fla"]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError
 from capacity.variants._memory import Memory, unit
 

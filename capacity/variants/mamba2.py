@@ -19,7 +19,8 @@ import numbers
 
 import torch
 
-from capacity import _random, _validate, kernels
+from capacity import kernels
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.variants.recurrent import Recurrent, TokenState
 

@@ -21,8 +21,10 @@ from typing import ClassVar
 
 import torch
 
-from capacity import _random, _validate, features, kernels
+from capacity import kernels
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
+from capacity.inputs import features
 from capacity.variants._params import Param
 
 __all__ = ["Recurrent", "TokenState", "state_matrix"]

@@ -12,7 +12,9 @@ import numpy as np
 import torch
 from scipy import optimize
 
-from capacity import keys, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 
 def unit(rng, *shape):

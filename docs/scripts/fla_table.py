@@ -29,7 +29,9 @@ import warnings
 
 import torch
 
-from capacity import keys, probe, values, variants
+from capacity import variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 from capacity.variants import from_fla
 
 GATE = 0.95  # scalar gate a
@@ -296,7 +298,9 @@ def refusal(entry: dict, d: int) -> str:
 INTERPRETED = """
 import math, warnings, torch
 warnings.simplefilter("ignore")
-from capacity import keys, values, variants
+from capacity import variants
+from capacity.inputs import keys
+from capacity.inputs import values
 from capacity.errors import CapacityError
 from capacity.variants import from_fla
 from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule

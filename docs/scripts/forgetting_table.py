@@ -17,7 +17,9 @@ import time
 import numpy as np
 import torch
 
-from capacity import keys, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 
 RULES = [
     ("delta", "delta(beta=1.0)", {"beta": 1.0}),

@@ -19,8 +19,10 @@ import math
 import numpy as np
 import torch
 
-from capacity import keys as key_families
-from capacity import published, values, variants
+from capacity import variants
+from capacity.inputs import keys as key_families
+from capacity.inputs import values
+from capacity.tasks import published
 
 D = 128
 SEQUENCES = 32

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 import capacity
-from capacity import provenance, sweep, variants
-from capacity.sweep import Grid, Study
+from capacity import sweep, variants
+from capacity.sweep import Grid, Study, provenance
 
 SMALL = dict(keys=("gaussian",), d=(16,), load=(0.5, 2.0), seed=(0, 1))
 SCALED = """

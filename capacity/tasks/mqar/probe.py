@@ -37,11 +37,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _random, _validate, labels
-from capacity import keys as key_families
-from capacity import values as value_families
 from capacity import variants as variant_registry
+from capacity.base import _random, _validate, labels
 from capacity.errors import CapacityError
+from capacity.inputs import keys as key_families
+from capacity.inputs import values as value_families
 from capacity.variants._guard import guard
 
 __all__ = [

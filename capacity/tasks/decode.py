@@ -1,7 +1,7 @@
 """Argmax decode of reads against stored values: which reads pick their own value.
 
 >>> import torch
->>> from capacity.decode import argmax_correct
+>>> from capacity.tasks.decode import argmax_correct
 >>> v = torch.eye(4)[None]                      # [1, 4, 4] four stored values
 >>> r = v + 0.1 * torch.ones(1, 4, 4)           # [1, 4, 4] reads near their own value
 >>> r[0, 3] = v[0, 1]                           # read 3 lands on value 1
@@ -37,7 +37,7 @@ import math
 
 import torch
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError
 
 __all__ = ["argmax_correct", "topk_correct", "score_error_bound", "screen_precision"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from capacity import _random, _validate
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 
 __all__ = ["make", "available"]

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from capacity import _random, _validate, variants
-from capacity import values as value_families
+from capacity import variants
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
-from capacity.keys import Family
+from capacity.inputs import values as value_families
+from capacity.inputs.keys import Family
 from capacity.variants._guard import guard
 
 __all__ = ["optimise", "LearnedKeys", "FAMILY"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError
 
 __all__ = ["split", "Heads", "check_layout"]
@@ -88,7 +88,7 @@ class Heads:
         return self.G * int(self.memory.state_numel(dk, dvh, *args, **kwargs))
 
     def state_bytes(self, d: int, dv: int, dtype="float32", **kwargs) -> int:
-        from capacity import precision
+        from capacity.variants import precision
 
         dk, dvh = self._dims(int(d), int(dv))
         return self.G * precision.state_bytes(self.memory, dk, dvh, dtype, **kwargs)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _random, _validate, plugins
+from capacity.base import _random, _validate, plugins
 from capacity.errors import CapacityError, user_code
 from capacity.theory import welch_bound
 
@@ -184,13 +184,13 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
 
 
 def _pretrained(batch, n, d, g, **params):
-    from capacity import pretrained  # late: transformers and the model load only when these keys are drawn
+    from capacity.inputs import pretrained
 
     return pretrained.draw(batch, n, d, g, **params)
 
 
 def _pretrained_check(d, **params):
-    from capacity import pretrained  # light: checks the parameters without loading the model
+    from capacity.inputs import pretrained
 
     pretrained.check(d, **params)
 
@@ -237,7 +237,7 @@ _FAMILIES: dict[str, Family] = {
             _pretrained,
             ("layer", "head", "text"),
             True,
-            "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.pretrained; extra 'models')",
+            "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.inputs.pretrained; extra 'models')",
             _pretrained_check,
             display="pretrained (MiniLM)",
         ),
@@ -310,7 +310,7 @@ def make(name: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **pa
     item b equals ``make(name, n, d, seed=seed[b])[0]``). ``params`` are the family's own
     (``rho`` for correlated; ``rank`` or ``spectrum`` for anisotropic; for learned ``variant``,
     ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``capacity.learned.optimise``; for pretrained
-    ``layer``, ``head``, ``text``, see ``capacity.pretrained``).
+    ``layer``, ``head``, ``text``, see ``capacity.inputs.pretrained``).
 
     >>> make("correlated", n=4, d=8, seed=1, rho=0.5).shape
     torch.Size([1, 4, 8])

@@ -7,7 +7,7 @@ after all L writes the memory is read with each needle's key. Haystacks (``HAYST
 - ``random``: i.i.d. unit keys uniform on the sphere, random unit values (the T7/T21 setting);
 - ``repeat``: one short pattern of ``period`` random unit keys and values written over and over (a rank-``period``
   haystack, like S-NIAH-1's repeated sentence, which is 24 tokens of the model below);
-- ``text``: the keys of consecutive tokens of a real text (``capacity.pretrained``: all-MiniLM-L6-v2, layer
+- ``text``: the keys of consecutive tokens of a real text (``capacity.inputs.pretrained``: all-MiniLM-L6-v2, layer
   ``layer``, all 12 heads, 384 numbers) mapped to R^d by a seeded orthonormal projection (d <= 384) and normalised,
   with random unit values, like S-NIAH-2's essays. The text's last ``HELD_OUT`` tokens are kept out of the haystacks
   and give the needles' keys (a needle is a word of the same text, never a copy of a haystack token); haystack
@@ -42,9 +42,10 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _random, _validate, pretrained
 from capacity import variants as _variants
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
+from capacity.inputs import pretrained
 
 __all__ = ["needle", "measure", "haystack", "recall_among", "HAYSTACKS", "METRICS", "HELD_OUT"]
 

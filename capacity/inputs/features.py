@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from capacity import _random, _validate, plugins
+from capacity.base import _random, _validate, plugins
 from capacity.errors import CapacityError, user_code
 from capacity.kernels._batched import matmul
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity import _random, _validate
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 
 __all__ = [

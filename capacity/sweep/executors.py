@@ -32,7 +32,7 @@ import sys
 import tempfile
 from concurrent.futures import CancelledError
 
-from capacity import _validate
+from capacity.base import _validate
 from capacity.errors import CapacityError, one_line
 
 __all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG"]

@@ -433,7 +433,7 @@ def family(spec, d: int) -> dict:
     """What decides a key family's draws at ``d`` (``spec``: its label): its behaviour (``family_behaviour``; learned
     keys are package code, their optimisation too costly to fingerprint), the user's code that draws them and the
     files its parameters name."""
-    from capacity import keys
+    from capacity.inputs import keys
 
     fam = keys.family(spec.name)
     found = {"bits": "learned: package code"} if spec.name == "learned" else family_behaviour(spec.name, spec.kwargs, d)
@@ -444,7 +444,7 @@ def family(spec, d: int) -> dict:
 def family_behaviour(name: str, params: dict, d: int) -> dict:
     """The bits of 6 keys of the key family ``name`` at ``d`` (seed 0), and whether the first 4 of them are the
     draw of 4 keys (``prefix_stable``: then one draw of n_max keys serves every n, whatever n_max is)."""
-    from capacity import keys
+    from capacity.inputs import keys
 
     try:
         six = keys.make(name, 6, d, seed=0, **params)

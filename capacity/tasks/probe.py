@@ -23,10 +23,10 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import _random, _validate
 from capacity import variants as _variants
-from capacity.decode import _ks, argmax_correct, topk_correct
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
+from capacity.tasks.decode import _ks, argmax_correct, topk_correct
 from capacity.variants import Variant
 from capacity.variants._guard import guard
 
@@ -170,8 +170,8 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
 def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool, top_k=()) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
-    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.decode``.
-    ``top_k``: also ``recall_at``, [B, c, K] (``capacity.decode.topk_correct``, one item at a time like recall).
+    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.tasks.decode``.
+    ``top_k``: also ``recall_at``, [B, c, K] (``capacity.tasks.decode.topk_correct``, one item at a time like recall).
     """
     diff = r - v
     sq = (diff * diff).sum(-1)
@@ -305,7 +305,7 @@ def _argmax_sampled(r: torch.Tensor, v: torch.Tensor, idx: torch.Tensor) -> torc
 
     Shapes: r ``[B, m, dv]``, v ``[B, c, dv]``, idx ``[m]``; returns float32 ``[B, m]``. Scores in float32 blocks,
     with every read whose best other score lies within twice the float32 error bound of its own
-    (2 dv 2^-24 |r| |v|max) decided again in float64: the answer is exact, as ``capacity.decode.argmax_correct``'s.
+    (2 dv 2^-24 |r| |v|max) decided again in float64: the answer is exact, as ``capacity.tasks.decode.argmax_correct``'s.
     """
     B, m, dv = r.shape
     c = v.shape[1]

@@ -48,8 +48,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from capacity import _random, _validate, keys, probe, theory, values, variants
+from capacity import theory, variants
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError, UserCodeError
+from capacity.inputs import keys, values
+from capacity.tasks import probe
 from capacity.variants._guard import guard
 
 __all__ = ["check_variant", "Report", "Result"]
@@ -139,7 +142,7 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def _state_tensors(state) -> list[torch.Tensor]:
     """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested."""
-    from capacity.precision import state_tensors
+    from capacity.variants.precision import state_tensors
 
     return state_tensors(state)
 

@@ -1,0 +1,18 @@
+"""The base layer: what every other layer may use and nothing of the package's own above it (no torch at import).
+
+``_validate`` (argument checks), ``_random`` (seeded generators), ``_files`` (durable writes), ``_progress``
+(progress bars), ``labels`` (one label per spec: ``delta(beta=0.5)``), ``plugins`` (import paths and entry
+points: the one registry mechanism) and ``catalog`` (what ``capacity list`` prints, without importing torch).
+"""
+
+
+def __getattr__(name: str):
+    """Submodules load on first use (``capacity.inputs.keys`` after ``import capacity``)."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

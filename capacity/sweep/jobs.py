@@ -1,0 +1,99 @@
+"""The sweep's units of work: ``measure(job)`` (what ``capacity.sweep.executors`` runs, in this process or a worker),
+the checks made before any work (``check``, ``check_memory``) and ``prepare`` (imports made while workers measure).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from capacity import variants
+from capacity.base import _validate, plugins
+from capacity.errors import CapacityError
+from capacity.inputs import keys as keys_mod
+from capacity.tasks import TASKS, _shared, probe
+from capacity.variants import heads as heads_mod
+
+__all__ = ["measure", "prepare", "check", "check_memory"]
+
+
+def measure(job: dict) -> list:
+    """Run the passes of one job: ``[(key, Dataset), ...]`` in their order. ``job``: {"study", "device": str,
+    "imports": [module, ...], "passes": [(key, pass, memory object, threads), ...]}.
+
+    ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
+    threads for that pass only (None: leave the setting alone). The passes share their draws (``_shared``): the
+    sweep gives one job the passes that differ only in their memory.
+    """
+    plugins.import_modules(job.get("imports"))  # a module that fails is one line, here and in every worker
+    study, before, out = job["study"], torch.get_num_threads(), []
+    task = TASKS[study.task.kind]
+    with _shared.shared():
+        for key, p, memory, threads in job["passes"]:
+            if threads:
+                torch.set_num_threads(threads)
+            try:
+                out.append(
+                    (key, task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"])))
+                )
+            finally:
+                torch.set_num_threads(before)
+    return out
+
+
+def prepare() -> None:
+    """Import what assembling a study needs later (scipy, for the closed forms): the sweep calls it while its
+    workers measure, so that the import is off the critical path."""
+    from capacity.theory import _common
+
+    _common._scipy()
+
+
+def check(study) -> None:
+    """Check every name and parameter before any work, cheaply: variants are built (not run), key families check
+    their parameters on two keys (learned keys optimise nothing), sizes are compared."""
+    g = study.grid
+    for v in g.variant:
+        for f in g.feature or (None,):
+            variants.build(v, f)
+    for k in g.keys:
+        fam = keys_mod.family(k.name)
+        for d in g.d:
+            fam.validate(d, k.kwargs)
+            if k.name == "simplex" and max(g.ns(d)) > d + 1:
+                raise CapacityError(
+                    f"simplex keys exist for n <= d + 1; the grid asks for n = {max(g.ns(d))} at d = {d}"
+                )
+    for d in g.d:
+        for dv in g.dv or (d,):
+            for h in g.heads:
+                for hv in g.value_heads or (h,):
+                    heads_mod.check_layout(d, dv, h, hv)
+    TASKS[study.task.kind].check(study)
+
+
+def check_memory(plan, passes, parallel: int = 1) -> None:
+    """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory
+    (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run)."""
+    if not passes:
+        return
+    study, task = plan.study, TASKS[plan.study.task.kind]
+    peak = lambda p: probe.peak_bytes(
+        plan.memory(p.cell).obj,
+        len(p.seeds),
+        task.writes(study, list(p.ns)),
+        p.cell.d,
+        p.cell.dv,
+        task.key_stats(study),
+    )
+    need, worst = max((peak(p), i) for i, p in enumerate(passes))
+    worst, need, have = passes[worst], need * parallel, _validate.available_bytes(plan.device)
+    if have is not None and need > 0.9 * have:
+        gib = lambda b: f"{b / 2**30:.1f} GiB"
+        at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
+        n, T = max(worst.ns), task.writes(study, list(worst.ns))
+        tokens = f", {T} tokens written" if T != n else ""
+        fewer = " (or fewer distractors)" if study.task.kind == "mqar" and study.task.distractors else ""
+        raise CapacityError(
+            f"the largest pass ({plan.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {n}{tokens}) "
+            f"needs about {gib(need)}{at_once} but {plan.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"
+        )

@@ -1,0 +1,1 @@
+"""The bill task: measured state or cache size and per-token decode time after n writes."""

@@ -1,0 +1,116 @@
+"""The mqar task: multi-query associative recall (``capacity.mqar``) at every n distinct keys and overwrite fraction.
+
+A cell's Dataset holds the MQAR metrics over ``n``, ``overwrite`` and ``seed``; vocabulary, overwrite fractions and
+distractors come from the task's settings. The assembled study adds T10's predicted accuracy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+import xarray as xr
+
+from capacity.base import _validate, labels
+from capacity.errors import CapacityError
+from capacity.tasks.mqar import probe as mqar
+from capacity.tasks.protocol import Config, Schema, Task, Variable
+
+__all__ = ["Mqar", "MqarTask"]
+
+_ATTRS = ("long_name", "units", "description")
+
+
+@dataclass(frozen=True)
+class Mqar(Config):
+    """How the mqar task measures each point: ``vocab`` (keys and values are drawn from a vocabulary of this many),
+    ``overwrite`` (fractions of the keys written again, an axis) and ``distractors`` (tokens written after the
+    pairs that are never queried)."""
+
+    kind: ClassVar[str] = "mqar"
+    vocab: int = 1024
+    overwrite: tuple = (0.0,)
+    distractors: int = 0
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)
+        put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
+        put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
+        ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else self.overwrite
+        ows = (ows,) if isinstance(ows, (int, float)) else tuple(ows)
+        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+        put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
+        if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
+            raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
+
+
+class MqarTask(Task):
+    """Multi-query associative recall: n distinct keys of a vocabulary, some overwritten, each queried once."""
+
+    name = "mqar"
+    description = "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten"
+    Config = Mqar
+    per_point = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
+    key_axis = True
+    grid_axes = ()
+    figures = ("mqar",)
+
+    def check_grid(self, study) -> None:
+        g = study.grid
+        if g.curve != "n" or g.feature or len(g.dtype) > 1:
+            raise CapacityError(
+                "an mqar study takes n (distinct keys written, not load), no feature maps and one dtype"
+            )
+
+    def check(self, study) -> None:
+        if max(study.grid.n) > study.task.vocab:
+            raise CapacityError(
+                f"mqar writes n distinct keys of a vocabulary of {study.task.vocab}: n = {max(study.grid.n)} is too many (raise vocab)"
+            )
+
+    def schema(self, study) -> Schema:
+        dims = {"overwrite": list(study.task.overwrite), "seed": list(study.grid.seed)}
+        variables = {m: Variable(tuple(dims), dict(zip(_ATTRS, meta[:3]))) for m, meta in mqar.METRICS.items()}
+        return Schema(dims, variables)
+
+    def writes(self, study, ns) -> int:
+        """Tokens one pass writes: the pairs, the overwrites of the largest fraction and the distractors."""
+        p = study.task
+        return max(ns) + mqar._overwrites(max(ns), max(p.overwrite)) + p.distractors
+
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+        p, parts = study.task, []
+        for ow in p.overwrite:
+            ds = mqar.mqar(
+                memory,
+                vocab=p.vocab,
+                pairs=sorted(set(ns)),
+                d=cell.d,
+                dv=cell.dv,
+                keys=cell.keys.name,
+                key_params=cell.keys.kwargs,
+                overwrite=ow,
+                distractors=p.distractors,
+                batch=len(seeds),
+                seed=seeds,
+                device=device,
+            )  # over (pairs, batch)
+            parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values for m in mqar.METRICS})
+        data = {
+            m: (("n", "overwrite", "seed"), np.stack([part[m] for part in parts], axis=1).astype(np.float64))
+            for m in mqar.METRICS
+        }
+        return xr.Dataset(data, coords={"n": ns, "overwrite": list(p.overwrite), "seed": list(seeds)})
+
+    def theory(self, study, n, d, dv) -> dict:
+        attrs = {
+            "long_name": "predicted MQAR accuracy",
+            "units": "fraction",
+            "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)",
+        }
+        return {"accuracy_pred": (mqar.predicted_accuracy(n, d, dv, study.task.vocab), attrs)}
+
+    def attrs(self, study) -> dict:
+        return {"vocab": int(study.task.vocab), "distractors": int(study.task.distractors)}

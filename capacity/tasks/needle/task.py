@@ -1,0 +1,137 @@
+"""The needle task: ``capacity.tasks.needle.probe`` at every n (tokens per sequence), haystack and depth.
+
+A cell's Dataset holds the needle metrics over ``n``, ``haystack``, ``depth`` and ``seed`` (``recall`` also over
+``candidates``); each seed is one sequence per (n, haystack, depth), the same sequences for every variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+import xarray as xr
+
+from capacity.base import _validate, labels
+from capacity.errors import CapacityError
+from capacity.tasks.needle import probe as needle
+from capacity.tasks.protocol import Config, Schema, Task, Variable
+
+__all__ = ["Needle", "NeedleTask"]
+
+_ATTRS = ("long_name", "units", "description")
+
+
+def _items(x) -> tuple:
+    return labels.split(x) if isinstance(x, str) else ((x,) if isinstance(x, (int, float)) else tuple(x))
+
+
+@dataclass(frozen=True)
+class Needle(Config):
+    """How the needle task measures each point: ``haystack`` (an axis: random, repeat, text), ``depth`` (an axis of
+    needle depths in [0, 1]), ``needles`` (pairs written together at the depth) and ``candidates`` (an axis of how
+    many values an answer is decoded among)."""
+
+    kind: ClassVar[str] = "needle"
+    haystack: tuple = ("random",)
+    depth: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)
+    needles: int = 1
+    candidates: tuple = (1024.0,)
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)
+        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+        put(
+            "haystack",
+            tuple(_validate.choice("haystack", str(h).strip(), needle.HAYSTACKS) for h in _items(self.haystack)),
+        )
+        put(
+            "depth", tuple(float(x) for x in needle._floats("depth", [scalar(x) for x in _items(self.depth)], 0.0, 1.0))
+        )
+        put("candidates", tuple(needle._candidates([scalar(x) for x in _items(self.candidates)])))
+        put("needles", _validate.positive_int("needles", self.needles))
+        if not self.haystack or len(set(self.haystack)) != len(self.haystack):
+            raise CapacityError(
+                f"haystack must list distinct haystacks of {', '.join(needle.HAYSTACKS)}, got {self.haystack!r}"
+            )
+
+
+class NeedleTask(Task):
+    """Needles among n haystack tokens, read after them: recall against n and depth."""
+
+    name = "needle"
+    description = (
+        "needles among n haystack tokens, read after them (capacity.tasks.needle.probe): recall against n and depth"
+    )
+    Config = Needle
+    per_point = False  # the needle probe measures every n and depth of a pass together: a cell is measured whole
+    key_axis = False  # haystacks, not key families
+    grid_axes = ()
+    figures = ("needle",)
+
+    def check_grid(self, study) -> None:
+        g = study.grid
+        if g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]:
+            raise CapacityError(
+                "a needle study takes n (tokens per sequence, not load), no feature maps, one dtype and the default keys (its haystacks are the probe's haystack list)"
+            )
+
+    def check(self, study) -> None:
+        p, g = study.task, study.grid
+        if p.needles > min(g.n):
+            raise CapacityError(f"needles = {p.needles} do not fit in a haystack of n = {min(g.n)} tokens")
+        if "text" in p.haystack:
+            for d in g.d:
+                if d > 384:
+                    raise CapacityError(f"the text haystack has keys of 384 numbers; d must be <= 384, got {d}")
+            from capacity.inputs import pretrained
+
+            pretrained.model_dir()  # the model is installed (one line saying how otherwise)
+
+    def schema(self, study) -> Schema:
+        p = study.task
+        dims = {"haystack": list(p.haystack), "depth": list(p.depth), "seed": list(study.grid.seed)}
+        own = {"recall": ("haystack", "depth", "seed", "candidates")}
+        variables = {
+            m: Variable(own.get(m, tuple(dims)), dict(zip(_ATTRS, meta))) for m, meta in needle.METRICS.items()
+        }
+        return Schema(dims, variables, extra={"candidates": list(p.candidates)})
+
+    def writes(self, study, ns) -> int:
+        """Tokens one pass writes per seed: every depth is its own sequence of the longest n."""
+        return max(ns) * len(study.task.depth)
+
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+        p, schema, parts = study.task, self.schema(study), []
+        for kind in p.haystack:
+            nums = needle.measure(
+                memory,
+                kind=kind,
+                lengths=ns,
+                depths=list(p.depth),
+                d=cell.d,
+                dv=cell.dv,
+                needles=p.needles,
+                candidates=list(p.candidates),
+                seeds=seeds,
+                device=device,
+            )  # [n, depth, seed] (recall: [n, depth, seed, candidates])
+            parts.append(nums)
+        data = {}
+        for m, v in schema.variables.items():
+            x = np.stack([part[m] for part in parts], axis=1).astype(v.dtype)  # [n, haystack, depth, seed(, C)]
+            data[m] = (("n", *v.dims), x)
+        coords = {"n": list(ns), **schema.dims, "seed": list(seeds), **schema.extra}
+        return xr.Dataset(data, coords=coords)
+
+    def theory(self, study, n, d, dv) -> dict:
+        return {}  # no closed form for a needle among a haystack's interference (docs/needle.md)
+
+    def attrs(self, study) -> dict:
+        return {
+            "needles": int(study.task.needles),
+            "repeat_period": 24,
+            "text_layer": 2,
+            "text_held_out": needle.HELD_OUT,
+        }

@@ -1,0 +1,194 @@
+"""The task protocol: what every kind of measurement (recall, mqar, needle, bill, ...) is, stated once.
+
+A task is one folder ``capacity/tasks/<name>/`` with a ``Config`` (a frozen dataclass of the task's own settings,
+built on ``Config`` below) and a ``Task`` subclass, and one line in ``capacity.tasks.TASKS``. The engine
+(``capacity.sweep``) knows tasks only through the members of ``Task``: every one is declared here, the abstract ones
+must be written by each task, and nothing is read through ``getattr`` defaults.
+
+The data a task measures is declared once, by ``Task.schema``: each variable's dimensions, dtype and attrs. The
+probe's numbers (``Task.measure``: one Dataset over ``(n, *dims)`` per pass), the store (which checks a stored cell
+against the schema before using it), the assembly of the study's Dataset and the figures all read that declaration.
+
+A config refuses, in one line, a field it does not have: a field of another task names that task
+(``Recall(vocab=8)`` -> ``vocab applies to mqar studies only (kind=mqar)``).
+
+>>> from capacity.tasks import TASKS
+>>> sorted(TASKS)
+['bill', 'mqar', 'needle', 'recall']
+>>> from capacity.tasks.mqar.task import Mqar
+>>> Mqar(vocab=64).to_json()["vocab"], Mqar().kind
+(64, 'mqar')
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+    import xarray as xr
+
+__all__ = ["Config", "Task", "Schema", "Variable", "config_class", "configs"]
+
+
+class _Checked(type):
+    """The metaclass of task configs: unknown fields are refused in one line, naming the task that has them."""
+
+    registry: ClassVar[dict[str, type]] = {}
+
+    def __call__(cls, *args, **kwargs):
+        if args:
+            raise CapacityError(f"{cls.__name__} takes its settings by name, e.g. {cls.__name__}(...=...)")
+        if cls.kind is not None:
+            own = {f.name for f in dataclasses.fields(cls)}
+            unknown = [k for k in kwargs if k not in own]
+            if unknown:
+                _refuse(cls.kind, unknown, own)
+        return super().__call__(**kwargs)
+
+
+def _refuse(kind: str, unknown: list[str], own) -> None:
+    owner = {f.name: k for k, c in _Checked.registry.items() if k != kind for f in dataclasses.fields(c)}
+    misplaced = [name for name in unknown if name in owner]
+    if misplaced:
+        k = owner[misplaced[0]]
+        verb = "applies" if len(misplaced) == 1 else "apply"
+        raise CapacityError(f"{', '.join(misplaced)} {verb} to {k} studies only (kind={k})")
+    raise CapacityError(
+        f"unknown {kind} field(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(own)) or 'none'}"
+    )
+
+
+@dataclass(frozen=True)
+class Config(metaclass=_Checked):
+    """The settings of one task: subclass it as a frozen dataclass with ``kind`` set (``kind: ClassVar[str] = ...``).
+
+    Lists are stored as tuples; ``to_json`` gives ``{"kind": ..., field: value}`` (tuples as lists)."""
+
+    kind: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("kind") is not None:
+            _Checked.registry[cls.kind] = cls
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind}
+        for f in dataclasses.fields(self):
+            x = getattr(self, f.name)
+            out[f.name] = list(x) if isinstance(x, tuple) else x
+        return out
+
+    def changed(self) -> list[str]:
+        """The fields set away from their defaults."""
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
+
+    def replace(self, **changes) -> Config:
+        """A copy with ``changes`` (checked as a new config is)."""
+        return type(self)(**{**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, **changes})
+
+    @classmethod
+    def settable(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+
+def configs() -> dict[str, type]:
+    """kind -> its Config class, for every task imported so far (``capacity.tasks`` imports the built-ins)."""
+    return dict(_Checked.registry)
+
+
+def config_class(kind: str) -> type:
+    """The Config class of task ``kind``."""
+    from capacity.tasks import TASKS
+
+    if kind not in TASKS:
+        raise CapacityError(f"unknown task kind {kind!r}; available: {', '.join(TASKS)}")
+    return TASKS[kind].Config
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One variable of a task's results: its dimensions besides the curve axis (``n`` or ``load``) in order, its
+    numpy dtype as stored and assembled, and its attrs (``long_name``, ``units``, ``description``)."""
+
+    dims: tuple[str, ...]
+    attrs: dict
+    dtype: str = "float64"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What a study of a task holds, declared once.
+
+    ``dims``: a cell's dimensions besides the curve axis, in order, with their values (``seed`` among them);
+    ``extra``: dimensions only some variables have (recall's ``age``, ``k``); ``variables``: name -> ``Variable``;
+    ``coords``: coordinates the assembled Dataset adds, name -> ``(dims, values, attrs)``; ``scalars``: dimensions the
+    assembled Dataset holds as scalar coordinates (bill's one key family and seed)."""
+
+    dims: dict[str, list]
+    variables: dict[str, Variable]
+    extra: dict[str, list] = field(default_factory=dict)
+    coords: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)
+
+    def dims_of(self, name: str) -> tuple[str, ...]:
+        return self.variables[name].dims
+
+
+class Task(abc.ABC):
+    """One kind of measurement. Subclasses set the class attributes and write the abstract methods.
+
+    ``name``: the kind (``study.task.kind``); ``description``: one line for ``capacity list``; ``Config``: its
+    settings class; ``per_point``: a point's numbers depend only on its cell, seed and n (points are stored and
+    reused one by one; else a cell is measured and stored whole); ``key_axis``: the study's Dataset has a
+    ``key_family`` dimension; ``grid_axes``: the optional grid axes (``capacity.sweep.config.OPTIONAL_AXES``) this
+    task takes; ``figures``: the names of ``capacity.plots`` figures drawn for its results by default."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Config: ClassVar[type[Config]]
+    per_point: ClassVar[bool]
+    key_axis: ClassVar[bool]
+    grid_axes: ClassVar[tuple[str, ...]]
+    figures: ClassVar[tuple[str, ...]]
+
+    @abc.abstractmethod
+    def check_grid(self, study) -> None:
+        """Refuse, in one line, a grid this task cannot measure (called when the study is built)."""
+
+    @abc.abstractmethod
+    def check(self, study) -> None:
+        """Cheap checks before any work (sizes, installed models): one line per fault."""
+
+    @abc.abstractmethod
+    def schema(self, study) -> Schema:
+        """The study's dimensions and variables."""
+
+    @abc.abstractmethod
+    def writes(self, study, ns: list[int]) -> int:
+        """Tokens one pass writes per batch item, for the pair counts ``ns`` (sizes memory estimates)."""
+
+    @abc.abstractmethod
+    def measure(self, study, cell, memory, seeds: list[int], ns: list[int], device: torch.device) -> xr.Dataset:
+        """One pass: a Dataset over ``(n, *schema.dims)`` (seed restricted to ``seeds``) with every variable."""
+
+    @abc.abstractmethod
+    def theory(self, study, n, d, dv) -> dict:
+        """Closed-form variables over the study's grid: name -> (array broadcast over n, d and dv, attrs)."""
+
+    @abc.abstractmethod
+    def attrs(self, study) -> dict:
+        """Attrs of the assembled Dataset (settings a reader needs, beyond the study's configuration)."""
+
+    def queries(self, study) -> int:
+        """Reads per pair count (0: every stored pair); schedules and estimates passes."""
+        return 0
+
+    def key_stats(self, study) -> bool:
+        """Whether a pass also describes its keys (their Gram matrix: a memory estimate's term)."""
+        return False

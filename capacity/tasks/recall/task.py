@@ -1,0 +1,264 @@
+"""The recall task: write the pairs of every seed in one batched pass, read every stored key back at each n.
+
+A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
+the statistics of ``capacity.keys.describe``, and with ``age_bins`` each metric per age bin (``<metric>_age`` over
+``n``, ``seed`` and ``age``; ``pairs_age`` over ``n`` and ``age``); the assembled study adds the closed forms T5-T10.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+import xarray as xr
+
+from capacity import theory
+from capacity.base import _validate, labels
+from capacity.errors import CapacityError
+from capacity.inputs import keys as keys_mod
+from capacity.inputs import values
+from capacity.tasks import probe
+from capacity.tasks._shared import drawn
+from capacity.tasks.protocol import Config, Schema, Task, Variable
+from capacity.variants import heads, precision
+
+__all__ = ["Recall", "RecallTask", "age_edges", "TORCH_DTYPES"]
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_ATTRS = ("long_name", "units", "description")
+_STATS = {
+    "mean_sq_coherence": (
+        "mean squared coherence",
+        "1",
+        "mean over pairs i != j of (k_i . k_j)^2 (1/d for random keys, T7)",
+    ),
+    "max_coherence": ("max coherence", "1", "max over pairs i != j of |k_i . k_j| (never below the T6 Welch bound)"),
+    "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
+    "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
+}
+_THEORY = {  # name: (function of n and d, units)
+    "frame_bound": (theory.frame_bound, "value units^2"),
+    "welch_bound": (theory.welch_bound, "1"),
+    "random_keys_error": (theory.random_keys_error, "value units^2"),
+    "rank_bound": (theory.rank_bound, "value units^2"),
+    "optimal_gain_error": (theory.optimal_gain_error, "value units^2"),
+}
+
+
+_LAYOUT = {
+    "state_dtype": "dtype the state is stored in (capacity.variants.precision; float32: as computed)",
+    "rounding": "when the stored state is rounded: step, final or chunk=C (+stochastic)",
+    "heads": "key heads H, each of d/H dimensions normalised on its own (capacity.variants.heads)",
+    "value_heads": "value heads HV, each of dv/HV dimensions",
+}
+
+
+def _tuple(x) -> tuple:
+    """A list setting from a command-line word (``"1,5"``), one value or a sequence."""
+    x = labels.split(x) if isinstance(x, str) else x
+    return (x,) if isinstance(x, (int, float)) else tuple(x)
+
+
+@dataclass(frozen=True)
+class Recall(Config):
+    """How the recall task measures each point.
+
+    ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe`` statistics; ``decode``:
+    measure argmax recall (c^2 dv per checkpoint, most of a large probe's work); ``age_bins``: also store each
+    metric per age bin of the pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the
+    grid's largest n); ``top_k``: also ``recall_at`` over a dimension ``k`` (listwise recall from the same exact
+    decode, T30); ``queries``: read a fixed seeded sample of this many stored pairs at each n (0: all;
+    ``capacity.probe.recall``'s ``queries``), with standard errors as ``<metric>_se``.
+    """
+
+    kind: ClassVar[str] = "recall"
+    values: str = "gaussian"
+    key_stats: bool = False
+    decode: bool = True
+    age_bins: bool = False
+    top_k: tuple = ()
+    queries: int = 0
+
+    def __post_init__(self):
+        check_values(self.values)
+        for name in ("key_stats", "decode", "age_bins"):
+            if not isinstance(getattr(self, name), bool):
+                raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        ks = tuple(
+            _validate.positive_int("top_k", labels.scalar(x) if isinstance(x, str) else x) for x in _tuple(self.top_k)
+        )
+        if len(set(ks)) != len(ks):
+            raise CapacityError(f"top_k must list distinct whole numbers >= 1, got {self.top_k!r}")
+        object.__setattr__(self, "top_k", ks)
+        object.__setattr__(self, "queries", _validate.positive_int("queries", self.queries, minimum=0))
+
+
+def check_values(family: str) -> None:
+    """A value family by name (``capacity.values.available()``)."""
+    _validate.choice("value family", family, values.available())
+
+
+def age_edges(study) -> list[int]:
+    """The age bins of an ``age_bins`` study: geometric (``probe.age_edges``) up to its largest n."""
+    return probe.age_edges(max(max(study.grid.ns(d)) for d in study.grid.d))
+
+
+class RecallTask(Task):
+    """Write the pairs, read every stored key back at each n: the metrics of ``capacity.probe.recall``.
+
+    A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
+    the statistics of ``capacity.keys.describe``, with ``age_bins`` each metric per age bin (``<metric>_age`` over
+    ``n``, ``seed`` and ``age``; ``pairs_age`` over ``n`` and ``age``), with ``top_k`` ``recall_at`` over ``k`` and
+    with ``queries`` standard errors ``<metric>_se``; the assembled study adds the closed forms T5-T10.
+    """
+
+    name = "recall"
+    description = "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall"
+    Config = Recall
+    per_point = True  # the probe writes in fixed blocks: a point's numbers depend on its cell, seed and n alone
+    key_axis = True
+    grid_axes = ("state_dtype", "rounding", "heads", "value_heads")
+    figures = ("capacity_vs_d", "error_vs_load")
+
+    def check_grid(self, study) -> None:
+        """``queries`` reads a sample: it does not combine with what describes or bins every stored pair."""
+        p = study.task
+        if p.queries and (p.key_stats or p.age_bins or p.top_k):
+            raise CapacityError(
+                "queries reads a sample of the stored pairs; it does not combine with key_stats, age_bins or top_k"
+            )
+
+    def check(self, study) -> None:
+        g = study.grid
+        if study.task.values == "orthonormal":
+            for d in g.d:
+                for dv in g.dv or (d,):
+                    if max(g.ns(d)) > dv:
+                        raise CapacityError(
+                            f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
+                        )
+
+    def schema(self, study) -> Schema:
+        p, g = study.task, study.grid
+        metrics = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or p.decode}
+        names, dims = dict(metrics), {}
+        if p.key_stats:
+            names.update(_STATS)
+        if p.top_k:
+            names["recall_at"] = probe.RECALL_AT
+            dims["recall_at"] = ("seed", "k")
+        if p.queries:  # standard errors of the sampled means
+            names.update({f"{m}_se": probe.se_meta(m, p.queries) for m in metrics})
+        if p.age_bins:
+            names.update({probe.PER_AGE[m]: probe.age_meta(m) for m in metrics})
+            names["pairs_age"] = probe.PAIRS_AGE
+            dims.update({probe.PER_AGE[m]: ("seed", "age") for m in metrics})
+            dims["pairs_age"] = ("age",)
+        variables = {m: Variable(dims.get(m, ("seed",)), dict(zip(_ATTRS, meta))) for m, meta in names.items()}
+        extra = {"age": age_edges(study)[:-1]} if p.age_bins else {}
+        extra = {**extra, "k": list(p.top_k)} if p.top_k else extra
+        return Schema({"seed": list(g.seed)}, variables, extra=extra, coords=self._coords(study))
+
+    def _coords(self, study) -> dict:
+        """How the state is stored and laid out (a dimension where the grid lists several values, else a scalar), and
+        with ``age_bins`` each age bin's end."""
+        g, out = study.grid, {}
+        for axis, desc in _LAYOUT.items():
+            values = getattr(g, axis)
+            if axis == "value_heads" and not values:  # as many as key heads
+                axis_of, values, desc = ("heads",), g.heads, desc + " (= heads)"
+            else:
+                axis_of = (axis,)
+            out[axis] = (
+                (axis_of, list(values), {"description": desc})
+                if len(values) > 1
+                else ((), values[0], {"description": desc})
+            )
+        if study.task.age_bins:
+            edges = age_edges(study)
+            out["age"] = ("age", edges[:-1], {"long_name": "pair age", "units": "writes"})
+            out["age_end"] = ("age", edges[1:], {"long_name": "end of the age bin", "units": "writes"})
+        return out
+
+    def writes(self, study, ns) -> int:
+        """Pairs one pass writes."""
+        return max(ns)
+
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+        """Draw keys and values for every seed at once, write them, read back at every n.
+
+        Every point's numbers depend on its cell, seed and n alone: families whose prefixes are draws are drawn once at
+        the largest n (the others at each n), orthonormal values always as dv rows (their prefixes are then the same
+        for every n), and the probe writes in fixed blocks (``probe.BLOCK``).
+        """
+        fam, dtype = keys_mod.family(cell.keys.name), TORCH_DTYPES[cell.dtype]
+        # the state as stored (float32: the memory itself), then the head layout (one head: the memory itself)
+        memory = precision.stored(memory, cell.state_dtype, cell.rounding, seed=list(seeds))
+        memory = heads.split(memory, cell.heads, cell.value_heads)
+        draw = dict(batch=len(seeds), seed=seeds, device=device)
+        width = cell.dv if study.task.values == "orthonormal" else max(ns)
+        V = drawn(values.make, study.task.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
+        make_keys = lambda n: drawn(keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)
+        passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
+        edges = age_edges(study) if study.task.age_bins else None
+        rows, attrs = {}, {}
+        for at in passes:
+            K = make_keys(max(at))
+            cv = probe.measure(
+                memory,
+                K,
+                V[:, : max(at)],
+                checkpoints=at,
+                decode=study.task.decode,
+                age_bins=edges,
+                top_k=study.task.top_k or None,
+                queries=study.task.queries or None,
+            )
+            for i, n in enumerate(cv.checkpoints):
+                rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
+                rows[n].update({f"{m}_se": x[i] for m, x in cv.se.items()})
+                for m, x in cv.per_age.items():
+                    rows[n][probe.PER_AGE[m]] = x[i]  # [S, A]
+                if edges is not None:
+                    age = np.arange(n)
+                    rows[n]["pairs_age"] = np.array([((age >= a) & (age < b)).sum() for a, b in zip(edges, edges[1:])])
+                if study.task.key_stats:
+                    stats = keys_mod.describe(K[:, :n].float())
+                    rows[n].update({s: stats[s].values for s in _STATS})
+            if cv.feature_dim is not None:
+                attrs["feature_dim"] = int(cv.feature_dim)
+        order, schema = sorted(set(ns)), self.schema(study)
+        data = {
+            m: (("n", *v.dims), np.stack([rows[n][m] for n in order]).astype(v.dtype))
+            for m, v in schema.variables.items()
+        }
+        coords = {"n": order, "seed": list(seeds), **schema.extra}
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+
+    def theory(self, study, n, d, dv) -> dict:
+        """T5-T9 from n and d, T10 from n, d and dv (arrays that broadcast)."""
+
+        out = {
+            name: (fn(n, d), {"units": units, "description": fn.__doc__.split("\n")[0]})
+            for name, (fn, units) in _THEORY.items()
+        }
+        out["argmax_recall_pred"] = (
+            theory.argmax_recall(n, d, dv),
+            {
+                "long_name": "predicted argmax recall",
+                "units": "fraction",
+                "description": theory.argmax_recall.__doc__.split("\n")[0],
+            },
+        )
+        return out
+
+    def attrs(self, study) -> dict:
+        return {}
+
+    def queries(self, study) -> int:
+        return study.task.queries
+
+    def key_stats(self, study) -> bool:
+        return study.task.key_stats
