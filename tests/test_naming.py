@@ -167,25 +167,25 @@ def test_read_error_keys_match_the_probe():
 # ------------------------------------------------------------------ no old spelling in a public signature
 
 PUBLIC = [
-    "capacity.keys",
-    "capacity.values",
+    "capacity.inputs.keys",
+    "capacity.inputs.values",
     "capacity.variants",
-    "capacity.features",
-    "capacity.probe",
-    "capacity.metrics",
+    "capacity.inputs.features",
+    "capacity.tasks.probe",
+    "capacity.tasks.metrics",
     "capacity.theory",
-    "capacity.mqar",
-    "capacity.learned",
+    "capacity.tasks.mqar.probe",
+    "capacity.inputs.learned",
     "capacity.inputs.pretrained",
-    "capacity.conformance",
-    "capacity.labels",
+    "capacity.check.conformance",
+    "capacity.base.labels",
     "capacity.tasks.decode",
     "capacity.kernels",
     "capacity.studies",
     "capacity.plots",
     "capacity.sweep",
     "capacity.check",
-    "capacity.plugins",
+    "capacity.base.plugins",
 ]
 OLD = {"family", "a", "gate", "g", "out_dir"}
 

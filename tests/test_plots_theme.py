@@ -123,7 +123,7 @@ def test_plugins_by_import_path_show_their_display_or_class_name(tmp_path, monke
     assert names.variant_name("shownmem:Unnamed") == "Unnamed"  # no display: its class name
     assert names.variant_name("nosuchmodule:Longhorn(beta=1.0)") == "Longhorn, β = 1.0"  # not importable here
     assert names.keys_name("shownmem:FAMILY") == "my keys"
-    assert names.feature_name("capacity.features:Dpfp(nu=2)") == "Dpfp (ν = 2)"  # a FeatureMap class, no display
+    assert names.feature_name("capacity.inputs.features:Dpfp(nu=2)") == "Dpfp (ν = 2)"  # a FeatureMap class, no display
     fig = error_vs_load(_results(["linear"], ["shownmem:FAMILY", "gaussian"]))
     assert {"my keys", "random (Gaussian)"} <= set(_legend(fig))
 

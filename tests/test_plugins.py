@@ -158,7 +158,7 @@ def test_entry_point_plugins_are_found_without_any_import(tmp_path):
         import sys
         sys.path.insert(0, {str(PKG)!r})
         from usermem import GainMemory
-        from capacity.sweep.config import Grid, Study
+        from capacity.sweep import Grid, Recall, Study
         STUDY = Study("halfgain", "a plug-in study", Grid(variant=("halfgain", "linear"), keys=("gaussian",), d=(8,), load=(0.5, 1, 2), seed=(0,)), Recall())
     """
         )
@@ -246,7 +246,7 @@ def test_import_registers_a_plugin_in_every_worker(tmp_path):
 def test_feature_maps_from_an_import_path():
     from capacity.inputs import features
 
-    fm = features.get("capacity.features:Dpfp", nu=2)
+    fm = features.get("capacity.inputs.features:Dpfp", nu=2)
     assert fm.feature_dim(8) == 32
     with pytest.raises(CapacityError, match="feature map 'capacity.theory:frame_bound'"):
         features.get("capacity.theory:frame_bound")

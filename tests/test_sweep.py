@@ -36,9 +36,7 @@ def small(tmp_path_factory):
 
 def test_unknown_fields_are_rejected_with_the_allowed_ones():
     base = studies.get("capacity-vs-d").to_json()
-    with pytest.raises(
-        CapacityError, match=r"unknown study field\(s\) colour; allowed: name, description, grid, probe"
-    ):
+    with pytest.raises(CapacityError, match=r"unknown study field\(s\) colour; allowed: name, description, grid, task"):
         Study.from_dict({**base, "colour": "red"})
     with pytest.raises(
         CapacityError,
@@ -67,7 +65,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         ("seed=-2", "seed must be a whole number >= 0"),
         ("dtype=float64", "unknown dtype 'float64'; known: bfloat16, float16, float32"),
         ("values=uniform", "unknown value family 'uniform'; known: gaussian, orthonormal"),
-        ("kind=train", "unknown probe kind 'train'; known: bill, mqar, needle, recall"),
+        ("kind=train", "unknown task kind 'train'; available: recall, bill, mqar, needle"),
         ("key_stats=maybe", "key_stats must be true or false"),
         ("variant=", "grid axis variant must list at least one value"),
         ("seed=1,1", "seed lists 1 more than once"),

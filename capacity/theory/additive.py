@@ -7,6 +7,22 @@ import numpy as np
 from capacity.errors import CapacityError
 from capacity.theory._common import _counts, _diag, _gram, _matrix, _numbers, _out, _same_last
 
+__all__ = [
+    "two_pair_readout",
+    "decomposition",
+    "crosstalk_error",
+    "frame_bound",
+    "welch_bound",
+    "random_keys_error",
+    "random_coherence_moments",
+    "rank_bound",
+    "optimal_gain",
+    "optimal_gain_error",
+    "capacity_random_keys",
+    "capacity_tight_frame",
+    "rank_bound_capacity",
+]
+
 # ---------------------------------------------------------------- T2-T4: exact reads of the additive state
 
 

@@ -7,6 +7,16 @@ import numpy as np
 from capacity.errors import CapacityError
 from capacity.theory._common import _counts, _numbers, _out, _scipy
 
+__all__ = [
+    "argmax_recall",
+    "argmax_capacity",
+    "argmax_recall_refined",
+    "argmax_capacity_refined",
+    "recall_at",
+    "recall_at_refined",
+    "recall_at_capacity_refined",
+]
+
 
 def _score_spreads(n, d, dv):
     """Standard deviations of the correct score and of each wrong score (Gaussian approximation)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from capacity.errors import CapacityError
 from capacity.theory._common import _counts, _out
 
+__all__ = ["bill", "break_even_n"]
+
 
 def bill(n, d, dv=None):
     """T13: what each memory keeps and spends per head, as a dict of arrays over broadcast (n, d, dv).

@@ -8,6 +8,8 @@ import torch
 from capacity.errors import CapacityError
 from capacity.theory._common import _gram, _matrix, _numbers
 
+__all__ = ["decay_readout"]
+
 
 def decay_readout(K, V, alpha):
     """T11: reads of every stored key after writing n pairs into S_t = alpha S_{t-1} + k_t^T v_t.

@@ -7,6 +7,8 @@ import numpy as np
 from capacity.errors import CapacityError
 from capacity.theory._common import _counts, _numbers, _out
 
+__all__ = ["delta_rule_error", "delta_rule_capacity"]
+
 
 def _delta_trajectory(n_max, d, beta):
     """Expected mean error after t = 1..n_max writes for each (d, beta); returns ``[n_max, U]``.

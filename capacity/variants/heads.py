@@ -16,7 +16,8 @@ One of H and HV must divide the other; H must divide d and HV must divide dv. Wi
 memory itself (bit-identical results). The state holds G x (d/H) x (dv/HV) = d dv / min(H, HV) numbers (for a
 d x dv memory); for random keys the additive memory's mean error is (n - 1) min(H, HV) / d (T20).
 
->>> from capacity import heads, variants, keys, values, probe
+>>> from capacity import variants, keys, values, probe
+>>> from capacity.variants import heads
 >>> mem = heads.split(variants.get("linear"), heads=4)
 >>> K = keys.make("gaussian", n=32, d=64, batch=2, seed=0); V = values.make("gaussian", 32, 64, batch=2, seed=0)
 >>> ds = probe.recall(mem, K, V, checkpoints=[32])

@@ -25,7 +25,8 @@ own code runs unchanged); ``state_bytes`` counts them at the state dtype.
 ``state_dtype="float32"`` returns the memory itself: results are bit-identical to an unwrapped memory's.
 
 >>> import torch
->>> from capacity import precision, variants, keys, values, probe
+>>> from capacity import variants, keys, values, probe
+>>> from capacity.variants import precision
 >>> mem = precision.stored(variants.get("linear"), "bfloat16", "step")
 >>> K = keys.make("gaussian", n=64, d=16, batch=2, seed=0); V = values.make("gaussian", 64, 16, batch=2, seed=0)
 >>> ds = probe.recall(mem, K, V, checkpoints=[64])

@@ -26,7 +26,7 @@ F(x) = P(u_1 < x) for a coordinate u_1 of a uniform unit vector (an incomplete b
 which holds for any number of candidates (2^122 for a random UUID). Error, signal and cosine are those of
 ``capacity.probe`` for the needle's read.
 
->>> from capacity import needle
+>>> from capacity.tasks.needle import probe as needle
 >>> ds = needle.needle("delta(beta=1.0)", lengths=[64, 256], depths=[0.0, 1.0], d=32, batch=2, seed=0)
 >>> ds.recall.dims, ds.recall.sel(depth=1.0, candidates=1024).values.round(3).tolist()   # the last write reads back
 (('length', 'depth', 'batch', 'candidates'), [[1.0, 1.0], [1.0, 1.0]])
