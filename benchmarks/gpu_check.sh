@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot GPU check of the kernels, for a session that has a CUDA machine (e.g. the H200 of the
-# device tool): the compiled-kernel tests (pytest -m gpu) and the kernel benchmark, with their
+# device tool): the compiled-kernel tests (pytest -m requires_cuda) and the kernel benchmark, with their
 # logs and JSON under "$OUT". Bounded to about 7 minutes: tests 240 s, benchmark 180 s (it starts
 # no new case after 150 s and writes its JSON after every case, so a cut run keeps its rows).
 #
@@ -42,7 +42,7 @@ fi
 # pytest-xdist, where installed, compiles the ~150 kernel variants of the tests in parallel
 parallel=()
 if $PY -c "import xdist" 2>/dev/null; then parallel=(-n 8); fi
-timeout 240 $PY -m pytest -m gpu tests/test_kernels.py "${parallel[@]}" -v -rs -p no:cacheprovider --junitxml "$OUT/gpu_tests.xml" 2>&1 | tee "$OUT/gpu_tests.log"
+timeout 240 $PY -m pytest -m requires_cuda tests/kernels/test_kernels.py "${parallel[@]}" -v -rs -p no:cacheprovider --junitxml "$OUT/gpu_tests.xml" 2>&1 | tee "$OUT/gpu_tests.log"
 tests_rc=${PIPESTATUS[0]}
 
 timeout 180 $PY benchmarks/kernels.py --budget-s 150 --out "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log"

@@ -4,7 +4,7 @@ Nothing here touches global state: the style is a context manager around matplot
 figures are ``matplotlib.figure.Figure`` objects (Agg canvas, no pyplot, no display), so they are
 garbage-collected like any object. The style and the qualitative palette are seaborn's ("ticks", "paper",
 "colorblind"), written out here so that drawing a figure does not import seaborn (and with it scipy.stats and
-pyplot); tests/test_plots_theme.py keeps them equal to seaborn's. Only the sequential palette imports seaborn, once.
+pyplot); tests/plots/test_plots_theme.py keeps them equal to seaborn's. Only the sequential palette imports seaborn, once.
 """
 
 from __future__ import annotations

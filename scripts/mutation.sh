@@ -33,26 +33,26 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # forked children must not inherit a
 CHECK=tests/test_mutation_check.py
 declare -A FILES TESTS
 FILES[theory]='"capacity/theory/*"'
-TESTS[theory]="tests/test_theory.py tests/test_theory_delta.py tests/test_theory_exact.py tests/test_theory_features.py \
-  tests/test_precision.py tests/test_forgetting.py tests/test_heads.py tests/test_topk.py \
-  tests/test_theory_inputs.py tests/test_theory_quadrature.py \
-  tests/test_errors.py::test_bad_input_is_one_line_naming_the_argument $CHECK \
-  tests/test_theory_precision_mutants.py tests/test_theory_mutants.py"
+TESTS[theory]="tests/theory/test_theory.py tests/theory/test_theory_delta.py tests/theory/test_theory_exact.py tests/theory/test_theory_features.py \
+  tests/variants/test_precision.py tests/variants/test_forgetting.py tests/variants/test_heads.py tests/tasks/test_topk.py \
+  tests/theory/test_theory_inputs.py tests/theory/test_theory_quadrature.py \
+  tests/cli/test_errors.py::test_bad_input_is_one_line_naming_the_argument $CHECK \
+  tests/theory/test_theory_precision_mutants.py tests/theory/test_theory_mutants.py"
 # Left out of a target's run: tests that rerun check rows with their measurements (12-18 s each on the shared VM)
 # to see them fail under a 3% perturbation; $CHECK runs every row on cached measurements already, and a surviving
 # mutant would run all of these again.
 declare -A DESELECT
-DESELECT[theory]="tests/test_forgetting.py::test_forgetting_rows_hold_and_catch_a_3_percent_error
-  tests/test_precision.py::test_a_closed_form_3_percent_off_fails_its_row
-  tests/test_theory_delta.py::test_capacity_check_catches_a_wrong_delta_formula"
+DESELECT[theory]="tests/variants/test_forgetting.py::test_forgetting_rows_hold_and_catch_a_3_percent_error
+  tests/variants/test_precision.py::test_a_closed_form_3_percent_off_fails_its_row
+  tests/theory/test_theory_delta.py::test_capacity_check_catches_a_wrong_delta_formula"
 FILES[decode]='"capacity/tasks/decode.py"'
 # test_topk.py without its closed-form tests: they do not call decode, except the 10 s statistical one (via the probe)
-TESTS[decode]="tests/test_decode.py tests/test_topk.py::test_topk_against_a_float64_ranking tests/test_topk.py::test_ties_follow_the_argmax_rule"
-TESTS[decode]+=" tests/test_topk.py::test_the_probe_keeps_its_numbers_and_adds_recall_at tests/test_topk.py::test_the_sweep_adds_recall_at_over_k"
+TESTS[decode]="tests/tasks/test_decode.py tests/tasks/test_topk.py::test_topk_against_a_float64_ranking tests/tasks/test_topk.py::test_ties_follow_the_argmax_rule"
+TESTS[decode]+=" tests/tasks/test_topk.py::test_the_probe_keeps_its_numbers_and_adds_recall_at tests/tasks/test_topk.py::test_the_sweep_adds_recall_at_over_k"
 FILES[probe]='"capacity/tasks/probe.py"'
-TESTS[probe]="tests/test_probe.py tests/test_decode.py::test_probe_recall_is_the_exact_decode_of_its_reads $CHECK"
+TESTS[probe]="tests/tasks/test_probe.py tests/tasks/test_decode.py::test_probe_recall_is_the_exact_decode_of_its_reads $CHECK"
 FILES[metrics]='"capacity/tasks/metrics.py"'
-TESTS[metrics]="tests/test_metrics.py $CHECK"
+TESTS[metrics]="tests/tasks/test_metrics.py $CHECK"
 FILES[check]='"capacity/check/*"'
 TESTS[check]="$CHECK"
 

@@ -35,7 +35,7 @@ REASONS = [
         r"x_(argmax|topk)_correct__mutmut_\d+: \+[^|]*(device=None\)|arange\(c, \)|numel\(\), \)|tensor\(ks, \)|dtype=torch\.bool, \)"
         r"|full\(\(stop - start,\), -math\.inf, \))",
         "needs a CUDA device: made without r's device, the tensor is still on r's device on the CPU (the same program);"
-        " on CUDA it would be made on the CPU, which only tests/test_decode.py::test_cuda_screens_match_the_exact_decode"
+        " on CUDA it would be made on the CPU, which only tests/tasks/test_decode.py::test_cuda_screens_match_the_exact_decode"
         " (skipped without a GPU) can see",
     ),
     (
@@ -43,7 +43,7 @@ REASONS = [
         "needs two devices: without a GPU every tensor that holds numbers is on 'cpu' (_validate.tensor refuses meta"
         " tensors before this check)",
     ),
-    # capacity/theory/precision.py and capacity/theory/_common.py (tests/test_theory_precision_mutants.py kills the rest)
+    # capacity/theory/precision.py and capacity/theory/_common.py (tests/theory/test_theory_precision_mutants.py kills the rest)
     (
         r"x_(rounding_crossover|_stall_stats|stall_onset)__mutmut_\d+: \+[^|]*_trajectory\(\"linear\", [^|]*, dtype, "
         r"(None, 1\.0|2\.0, 1\.0|1\.0, None|1\.0, 2\.0), ",
@@ -126,7 +126,7 @@ REASONS = [
         "no independent test can see it: it moves, adds or drops a grid point of the trajectory past 512 writes (or"
         " takes a gap of 2 writes at its end instead of its mean), which changes T15, the crossovers, the stall"
         " fraction and the floors by 3e-5 at most (measured, n = 300 ... 1e5), below the grid's own discretisation"
-        " error (3e-4 against every step summed at n = 3000, tests/test_theory_precision_mutants.py)",
+        " error (3e-4 against every step summed at n = 3000, tests/theory/test_theory_precision_mutants.py)",
     ),
     (
         r"x__grid__mutmut_\d+: \+ *geo = np\.round\(np\.geomspace\(512, n_max, int\(math\.log\(n_max \* 512\)",
@@ -213,7 +213,7 @@ REASONS = [
     (
         r"x_(decay|delta)_rounding_floor.*n = np\.ceil\(4[01]\.0 / \(1\.0 - (a \* a|c)\)\) [+-] [12]\b",
         "equivalent: the floor is the step-rounding error at an n with c^n <= e^-40; one step or 2.5% more or fewer"
-        " moves it by a relative e^-39 (tests/test_theory_quadrature.py holds it to the limit to 1e-9)",
+        " moves it by a relative e^-39 (tests/theory/test_theory_quadrature.py holds it to the limit to 1e-9)",
     ),
     (
         r"x_decay_readout.*torch\.arange\(n - 1, -1, -1, dtype=K\.dtype, (device=None)?\)",
@@ -250,7 +250,7 @@ REASONS = [
     (
         r"x__refined_one.*(linspace|roots_genlaguerre|_coordinate_nodes\(d, 4)|x__coordinate_nodes",
         "equivalent within the quadrature's accuracy: a node count or range changes the refined model by less than its"
-        " 2e-5 agreement with a finer quadrature (tests/test_theory_exact.py)",
+        " 2e-5 agreement with a finer quadrature (tests/theory/test_theory_exact.py)",
     ),
     (
         r"x_argmax_recall.*quad_vec\(integrand, -1[23]\.0, 1[23]\.0, epsabs=1e-10, (epsrel=1e-8)?\)|x_argmax_recall.*quad_vec\(integrand, -12\.0, 12\.0, epsrel",
@@ -291,7 +291,7 @@ REASONS = [
         " allowance by a relative 4 (dv + 3) 2^-23 or less (1.7e-5 at dv = 32). The answer is exact either way (the"
         " allowances are 4 times the worst rounding: bound_scale 2, and u = 2^-23 is twice float32's unit"
         " roundoff); only a read whose float32 margin lies in that sliver of its allowance would change stage, and"
-        " no test read does (tests/test_decode.py::test_the_screen_decides_exactly_the_reads_outside_twice_the_"
+        " no test read does (tests/tasks/test_decode.py::test_the_screen_decides_exactly_the_reads_outside_twice_the_"
         "derived_bound places margins at 0.75 and 1.25 times it)",
     ),
     (
@@ -355,7 +355,7 @@ REASONS = [
         " the increment table uses differences of it only",
     ),
     # argmax.py, softmax.py, forgetting.py, features.py, additive.py, bill.py, decay.py, delta.py, heads.py
-    # (survivors of the 2026-12-02 run; the others of these files are killed by tests/test_theory_mutants.py)
+    # (survivors of the 2026-12-02 run; the others of these files are killed by tests/theory/test_theory_mutants.py)
     (
         r"x_recall_at__mutmut_\d+: \+ *win = special\.ndtr\(\(1\.0 - sigma_c \* z\)",
         "equivalent: z is symmetric about 0 (a standard normal weight over the symmetric range [-12, 12]), so"

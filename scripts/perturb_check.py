@@ -13,7 +13,7 @@ expected values are computed again, plus the measurements that take a closed for
     .venv/bin/python scripts/perturb_check.py              # factor 1.03, seed 0; exit 1 if one is missed
     .venv/bin/python scripts/perturb_check.py --factor 0.97
 
-tests/test_check_cli.py runs it (``test_every_closed_form_3_percent_off_fails_a_row``).
+tests/check/test_check_cli.py runs it (``test_every_closed_form_3_percent_off_fails_a_row``).
 """
 
 from __future__ import annotations

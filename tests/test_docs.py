@@ -189,5 +189,9 @@ def test_theory_page_cites_what_exists():
     assert all(callable(getattr(plots, f, None)) for f in figs), [f for f in figs if not hasattr(plots, f)]
     # the T5 section links its function, its test file and a figure
     t5 = text.split("## T5:")[1].split("\n## ")[0]
-    for link in ("(../capacity/theory/additive.py)", "(../tests/test_theory.py)", "(figures/main-capacity-vs-d.png)"):
+    for link in (
+        "(../capacity/theory/additive.py)",
+        "(../tests/theory/test_theory.py)",
+        "(figures/main-capacity-vs-d.png)",
+    ):
         assert link in t5

@@ -1,7 +1,7 @@
 """Numbers in README.md and docs/ come from the code (docs/scripts/doc_numbers.py), and timings carry a date and a machine.
 
 The spans ``<!-- num:NAME -->...<!-- /num -->`` are recomputed here (the cheap ones; those that need a
-`capacity check` run are held in tests/test_check_cli.py, which has one) and must agree with the page within
+`capacity check` run are held in tests/check/test_check_cli.py, which has one) and must agree with the page within
 the digits printed and the noise the producer declares. Timings are not recomputed: each must say when and
 on what machine it was measured. docs/testing.md describes the rules.
 """

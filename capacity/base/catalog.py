@@ -3,7 +3,7 @@
 The registries (``studies.available``, ``variants.available``, ``features.available``, ``keys.available``,
 ``values.available``) import torch, xarray and every study, about 3 s; the list of what ships with the package
 does not change between runs, so ``capacity/data/catalog.json`` holds it, written by ``python -m capacity.base.catalog``
-from the registries themselves (``build``), and tests/test_catalog.py fails when the file and the registries
+from the registries themselves (``build``), and tests/base/test_catalog.py fails when the file and the registries
 disagree. Plug-ins are not in the file: a section whose entry point group holds a name that the catalog lacks
 (another installed package's plug-in) is read from its registry, the slow way, so it shows exactly what the
 registry says.

@@ -20,7 +20,7 @@ the date and the machine it was measured on, in its own paragraph (or the lead-i
     python docs/scripts/doc_numbers.py            # each number: the page's text, the computed value, agree?
     python docs/scripts/doc_numbers.py --write    # rewrite the spans and the generated table from the code
 
-tests/test_docs_numbers.py holds the spans and the timings to this; tests/test_check_cli.py the numbers marked
+tests/test_docs_numbers.py holds the spans and the timings to this; tests/check/test_check_cli.py the numbers marked
 ``check`` and the table (it reuses its own `capacity check` run). Adding a number: write the span in the page,
 add a producer here with ``@number("name", ...)``, run ``--write``. docs/testing.md has the rules.
 """

@@ -8,7 +8,7 @@ variant is the same memory, the table gives the max relative difference of the t
 
     python docs/scripts/fla_table.py            # needs: pip install --no-deps fla-core==0.6.0 einops
 
-``references(d)`` is the list the table and tests/test_fla.py share. Ops with other conventions go through
+``references(d)`` is the list the table and tests/variants/test_fla.py share. Ops with other conventions go through
 from_fla's ``names``, ``states`` and ``read`` (momentum delta rule, MesaNet, TTT-linear; for MesaNet, whose state
 holds K^T K, the reads are compared). ``refused(d)`` lists the ops that do not fit and the one-line error each
 raises, and ``interpreted()`` runs fla's fused Triton ops on the CPU under ``TRITON_INTERPRET=1``.

@@ -1,7 +1,7 @@
 """The five ways a rerun used to return old numbers (issue 17), tried through the public API only.
 
 Run it with any installed version of capacity: each line says whether the rerun returned the numbers a fresh run
-gives ("correct") or the old ones ("STALE"). tests/test_reuse.py holds the current code to "correct" on all five.
+gives ("correct") or the old ones ("STALE"). tests/sweep/test_reuse.py holds the current code to "correct" on all five.
 
     python docs/scripts/stale_paths.py
 """

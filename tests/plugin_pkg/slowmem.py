@@ -1,4 +1,4 @@
-"""A linear memory that sleeps on every write: runs that last long enough to be killed part-way (tests/test_faults.py)."""
+"""A linear memory that sleeps on every write: runs that last long enough to be killed part-way (tests/cli/test_faults.py)."""
 
 import time
 

@@ -16,7 +16,7 @@ from capacity.sweep import Grid, Study
 from capacity.tasks import Recall, probe
 
 HERE = Path(__file__).resolve().parent
-PKG = HERE / "plugin_pkg"
+PKG = HERE.parent / "plugin_pkg"
 sys.path.insert(0, str(PKG))
 import usermem  # noqa: E402
 

@@ -434,9 +434,9 @@ def test_docstring_examples_run(name):
     "name,params",
     [("longhorn", {"beta": ("uniform", 0.2, 20.0), "seed": 3}), ("delta_product", {"steps": 3, "beta": 0.9})],
 )
+@pytest.mark.requires_triton
 def test_triton_backend_equals_the_oracle(name, params):
     """longhorn and delta_product write through kernels.update: its Triton kernels (interpreted on the CPU) too."""
-    pytest.importorskip("triton", reason="triton is not installed")
     mem = variants.get(name, backend="triton", **params)
     K, V = _data(n=20, d=16, dv=8)
     assert _rel(_matrix(mem, _write_chunks(mem, K, V, [5, 15])), _oracle_state(mem, K, V)) <= 1e-5

@@ -1,6 +1,6 @@
 """capacity.theory to full precision against independent computations, and its input checks message by message.
 
-tests/test_theory.py and tests/test_theory_delta.py hold each closed form to a simulation (to a few standard
+tests/theory/test_theory.py and tests/theory/test_theory_delta.py hold each closed form to a simulation (to a few standard
 errors); this file holds the functions to numbers computed here another way (a per-pair recursion, other
 quadrature rules, scipy's root finder and integrator) to 1e-6 or better, on numpy and torch inputs, and checks
 each error message. It is what kills the mutants of capacity/theory/ (scripts/mutation.sh, docs/testing.md).

@@ -29,10 +29,6 @@ DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
 NAN = float("nan")
 
-needs_cuda = pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device: compiled-kernel tests need a GPU"
-)
-
 
 def make(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, device="cpu"):
     """Inputs of one case: state float32 [B, d, dv], k [B, T, d], v [B, T, dv], and the mode's beta/gate alpha."""
@@ -291,8 +287,7 @@ def test_interpreter_leaves_no_trace():
 # ------------------------------------------------------------------ compiled (GPU)
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("d, dv", SHAPES + [(256, 256), (7, 3)])
 @pytest.mark.parametrize("mode", reference.MODES)
 def test_gpu_update_all_shapes(mode, d, dv):
@@ -300,8 +295,7 @@ def test_gpu_update_all_shapes(mode, d, dv):
     run_case(mode, 1, 40, d, dv, torch.float32, seed=d + 1, init=False, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda t: str(t).replace("torch.", ""))
 @pytest.mark.parametrize("mode", reference.MODES)
 def test_gpu_update_16bit_and_unnormalised(mode, dtype):
@@ -311,16 +305,14 @@ def test_gpu_update_16bit_and_unnormalised(mode, dtype):
     run_case(mode, 2, 40, 64, 48, torch.float32, seed=19, normalize=False, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("mode", reference.MODES)
 def test_gpu_update_many_states(mode):
     """10^5 states in one launch (B on grid axis 0, beyond the 65535 limit of axes 1 and 2)."""
     run_case(mode, 100_000, 3, 4, 5, seed=14, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("mode", ["linear", "delta", "gla"])
 def test_gpu_update_long_chunk(mode):
     """T = 8192 tokens into one state (linear: split over many programs with atomic adds)."""
@@ -328,8 +320,7 @@ def test_gpu_update_long_chunk(mode):
         run_case(mode, 1, 8192, 64, 64, dtype, seed=15, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 def test_gpu_update_strided_views_padding_untouched():
     B, T, d, dv = 2, 100, 33, 20
     state0, k0, v0, params = make("gated_delta", B, T, d, dv, seed=16, device="cuda")
@@ -346,24 +337,21 @@ def test_gpu_update_strided_views_padding_untouched():
     assert torch.isnan(big_s[pad]).all()
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("d, dv", SHAPES + [(256, 256)])
 def test_gpu_read_error(d, dv):
     read_case(3, 77, d, dv, seed=d, device="cuda")
     read_case(2, 20, d, dv, seed=d, normalize=False, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda t: str(t).replace("torch.", ""))
 def test_gpu_read_error_16bit_and_many_states(dtype):
     read_case(3, 77, 100, 64, dtype, seed=20, device="cuda")
     read_case(20_000, 3, 4, 5, dtype, seed=21, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 def test_gpu_compiled_after_interpreted_in_one_process():
     """An interpreted launch (CPU tensors) does not disturb compiled launches that follow it."""
     run_case("delta", 1, 3, 16, 8)
@@ -372,8 +360,7 @@ def test_gpu_compiled_after_interpreted_in_one_process():
     read_case(2, 30, 64, 48, device="cuda")
 
 
-@pytest.mark.gpu
-@needs_cuda
+@pytest.mark.requires_cuda
 def test_gpu_auto_backend_runs_the_kernel(monkeypatch):
     calls = []
     real = triton_update.update

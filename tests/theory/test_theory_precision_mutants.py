@@ -1,4 +1,4 @@
-"""capacity.theory's precision closed forms (T14-T19) where tests/test_precision.py does not reach: float32 states
+"""capacity.theory's precision closed forms (T14-T19) where tests/variants/test_precision.py does not reach: float32 states
 (every increment spans many ulps, the uniform-error branch), the first writes (a zero state, the first grid points
 of the crossover), arrays of (d, dv) and the defaults. Each against a simulation written here in numpy, a Monte
 Carlo draw of the model's own assumptions, or an equation the result must solve."""

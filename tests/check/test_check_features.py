@@ -1,5 +1,5 @@
 """The rows of T25-T30 in `capacity check` fail when their closed form is off by 3% (that they hold is
-tests/test_check_cli.py's `test_every_check_holds`).
+tests/check/test_check_cli.py's `test_every_check_holds`).
 
 One run per theorem with all its functions scaled by 1.03; every row that names one of them (``Check.function``)
 must fail, and each function must have a row.

@@ -313,8 +313,7 @@ def test_screen_precision_follows_the_device_and_dv(monkeypatch):
     assert screen_precision("cpu", "bfloat16") == "bfloat16"
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.requires_cuda
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_cuda_screens_match_the_exact_decode(precision):
     for r, v in (

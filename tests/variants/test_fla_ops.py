@@ -15,7 +15,7 @@ from capacity.check.conformance import check_variant
 from capacity.inputs import keys, values
 from capacity.variants import from_fla
 
-pytest.importorskip("fla")
+pytestmark = pytest.mark.requires_fla
 
 
 def _fla(path: str):

@@ -14,7 +14,7 @@ import pytest
 
 from capacity import CapacityError, check, cli, theory
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script(name):

@@ -23,7 +23,7 @@ from capacity import variants
 from capacity.errors import CapacityError
 from capacity.inputs import features, keys
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "plugin_pkg"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin_pkg"))
 from usermem import GainMemory
 
 
