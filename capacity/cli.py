@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a grid or probe field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5),mypkg.mem:Mine(c=2)' --set load=1/8,1,16. Keys: "
+        help="override a grid or task field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5),mypkg.mem:Mine(c=2)' --set load=1/8,1,16. Keys: "
         + SETTABLE,
     )
     _sweep_options(p)

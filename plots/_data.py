@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import json
+
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from capacity import variants
-from capacity.base import labels
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
 from capacity.tasks.metrics import HIGHER_IS_BETTER
@@ -23,6 +25,7 @@ __all__ = [
     "undetermined_note",
     "reads",
     "delta_beta",
+    "memory",
     "MAX_PANELS",
 ]
 
@@ -208,17 +211,48 @@ def reads(ds: xr.Dataset, variant) -> tuple[bool, bool]:
     return getattr(built, "additive", False) is True, getattr(built, "linear_read", False) is True
 
 
-def delta_beta(variant) -> float | None:
-    """The constant beta of a plain delta rule (unit keys, no gate, no feature map), whose exact mean error for random
-    keys is ``theory.delta_rule_error``; None for any other memory."""
+def memory(ds, variant) -> tuple[str, dict] | None:
+    """(registered name, every parameter) of the built-in memory labelled ``variant``, as the results carry it.
+
+    A sweep's Dataset records each memory's class and all its parameters, defaults included (``attrs["memories"]``):
+    that record is read, so no figure copies a memory's defaults or parses its label. A Dataset made outside the
+    sweep (``probe.recall``, by hand) has no record: the memory is then built from its label by the registry, which
+    fills in every default. None for a memory that is not a built-in (no closed form is drawn for it).
+    """
     if variant is None:
         return None
     try:
-        name, params = labels.parse(str(variant))
+        recorded = json.loads(ds.attrs["memories"]) if "memories" in ds.attrs else None
+    except (ValueError, TypeError):
+        recorded = None
+    if recorded is not None:
+        entry = recorded.get(str(variant))
+        if not isinstance(entry, dict) or not str(entry.get("class", "")).startswith("capacity.variants."):
+            return None
+        module, _, name = entry["class"].partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            return None
+        return str(cls.name), dict(entry.get("params", {}))
+    try:
+        built = variants.resolve(str(variant))
     except CapacityError:
         return None
-    beta = params.get("beta", 1.0)
-    plain = name == "delta" and params.get("normalize", True) is True and "feature" not in params
+    if not type(built).__module__.startswith("capacity.variants."):
+        return None
+    return str(built.name), variants.params(built)
+
+
+def delta_beta(ds, variant) -> float | None:
+    """The constant beta of a plain delta rule (unit keys, no gate, no feature map), whose exact mean error for random
+    keys is ``theory.delta_rule_error``; None for any other memory."""
+    found = memory(ds, variant)
+    if found is None:
+        return None
+    name, params = found
+    beta = params.get("beta")
+    plain = name == "delta" and params.get("normalize", True) is True and params.get("feature") is None
     if not plain or isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 2:
         return None
     return float(beta)

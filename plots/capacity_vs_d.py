@@ -90,7 +90,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 fams = {"gaussian": gauss} if ("gaussian" in bases or not bases) else {}
                 if "orthogonal" in bases:
                     fams["orthogonal"] = colors[bases["orthogonal"]]
-                beta = _data.delta_beta(variant)
+                beta = _data.delta_beta(ds, variant)
                 _bounds(
                     ax,
                     ds,
@@ -140,7 +140,7 @@ def _overlay(ds, criteria):
             if text:
                 notes.append(text)
             fams = {base: "0.15"} if base in ("gaussian", "orthogonal") else {}
-            deltas = [(_data.delta_beta(v), colors[v]) for v in var_labels if _data.delta_beta(v) is not None]
+            deltas = [(_data.delta_beta(ds, v), colors[v]) for v in var_labels if _data.delta_beta(ds, v) is not None]
             _bounds(
                 ax, ds, metric, thr, d_grid, t10, additive=any_additive, linear=any_linear, families=fams, deltas=deltas
             )

@@ -84,7 +84,7 @@ def error_vs_load(ds, *, metric: str = "mse"):
                 additive, linear = _data.reads(ds, variant)
                 which = (["T5", "T7"] if additive else []) + (["T8"] if linear else [])
                 theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
-                beta = _data.delta_beta(variant)
+                beta = _data.delta_beta(ds, variant)
                 if (
                     beta is not None
                     and any(names.parse_label(f)[0] == "gaussian" for f in fam_labels)

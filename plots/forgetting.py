@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
@@ -24,20 +25,19 @@ from capacity.errors import CapacityError
 __all__ = ["forgetting", "rule_of", "hypothesis"]
 
 _RULES = {"delta": ("beta",), "decay": ("alpha",), "gated_delta": ("alpha", "beta"), "mamba2": ("A", "dt", "w_std")}
-_DEFAULTS = {"delta": {"beta": 1.0}, "decay": {"alpha": 0.95}, "gated_delta": {"alpha": 0.95, "beta": 1.0}}
-_MAMBA2 = {"A": 1.0, "dt": 0.01, "w_std": 1.0}
 AGE = "pair age (writes since stored)"
 
 
-def rule_of(label: str) -> tuple[str, dict] | None:
-    """The T21-T24 rule and parameters of a variant label, or None (another memory, or a gate drawn per token)."""
-    base, params = names.parse_label(label)
-    if base not in _RULES:
+def rule_of(label: str, ds=None) -> tuple[str, dict] | None:
+    """The T21-T24 rule and parameters of the memory labelled ``label`` (its parameters as ``ds`` records them, or as
+    the registry builds them: ``plots._data.memory``), or None (another memory, or a gate drawn per token)."""
+    found = _data.memory(ds if ds is not None else xr.Dataset(), label)
+    if found is None or found[0] not in _RULES:
         return None
-    if any(k in params for k in ("feature", "normalize_read")):  # unit keys: normalize changes nothing
+    base, params = found
+    if params.get("feature") is not None or params.get("normalize_read"):  # unit keys: normalize changes nothing
         return None
-    defaults = _MAMBA2 if base == "mamba2" else _DEFAULTS[base]
-    out = {k: params.get(k, defaults[k]) for k in _RULES[base]}
+    out = {k: params.get(k) for k in _RULES[base]}
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
         return None  # drawn per token
     return base, {k: float(v) for k, v in out.items()}
@@ -98,7 +98,7 @@ def forgetting(ds, *, d=None, n=None):
     metrics = [("signal_age", "signal / fresh pair's (ratio)"), ("mse_age", names.AXIS["mse"])]
     if "recall_age" in sub:
         metrics.append(("recall_age", names.AXIS["recall"]))
-    rules = {lab: rule_of(lab) if random_keys else None for lab in labels}
+    rules = {lab: rule_of(lab, ds) if random_keys else None for lab in labels}
     with theme.style():
         fig, axes = theme.figure(1, len(metrics))
         for c, (var, ylabel) in enumerate(metrics):

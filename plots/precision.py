@@ -16,7 +16,6 @@ from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from capacity import theory
-from capacity.base import labels
 from capacity.errors import CapacityError
 
 __all__ = ["precision_curves", "departures", "DEPART"]
@@ -25,16 +24,16 @@ DEPART = 0.05  # a curve leaves the float32 curve where its error differs by mor
 _MEMORIES = {"linear": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
 
 
-def _memory(variant: str):
-    """(memory kind of theory.step_rounding_error, alpha, beta) for a plain built-in, or None."""
-    try:
-        name, params = labels.parse(str(variant))
-    except CapacityError:
+def _memory(ds, variant: str):
+    """(memory kind of theory.step_rounding_error, alpha, beta) for a plain built-in, or None; its parameters as the
+    results record them (``plots._data.memory``): linear and delta have no gate (alpha 1), linear no beta (1)."""
+    found = _data.memory(ds, variant)
+    if found is None or found[0] not in _MEMORIES:
         return None
-    if name not in _MEMORIES or "feature" in params or params.get("normalize", True) is not True:
-        return None
-    alpha = params.get("alpha", 1.0 if name in ("linear", "delta") else (0.95 if name == "gated_delta" else 0.95))
-    beta = params.get("beta", 1.0)
+    name, params = found
+    if params.get("feature") is not None or (name in ("delta", "gated_delta") and params.get("normalize") is not True):
+        return None  # T15-T19 take unit keys: the delta rules normalise them unless told not to
+    alpha, beta = params.get("alpha", 1.0), params.get("beta", 1.0)
     if isinstance(alpha, (list, tuple)) or isinstance(beta, (list, tuple)):
         return None  # drawn per token: no closed form here
     return name, float(alpha), float(beta)
@@ -112,7 +111,7 @@ def precision_curves(ds):
     with theme.style():
         fig, axes = theme.figure(len(variants), len(metrics), sharex=True)
         for r, v in enumerate(variants):
-            mem = _memory(v)
+            mem = _memory(ds, v)
             base = _mean(_data.sel(sub["mse"], variant=v, state_dtype="float32"))
             if "rounding" in base.dims:
                 base = base.isel(rounding=0)

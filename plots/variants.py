@@ -24,12 +24,12 @@ from capacity import theory
 __all__ = ["variant_curves"]
 
 
-def _softmax_scale(variant, d: int):
-    """The scale of a softmax variant label at key dimension d (None: sqrt(d)), or None for any other memory."""
-    name, params = names.parse_label(str(variant))
-    if name != "softmax":
+def _softmax_scale(ds, variant, d: int):
+    """The scale of a softmax memory at key dimension d (its ``scale``; None: sqrt(d)), or None for any other memory."""
+    found = _data.memory(ds, variant)
+    if found is None or found[0] != "softmax":
         return None
-    scale = params.get("scale", params.get("beta"))  # "beta": labels written before the rename
+    scale = found[1].get("scale")
     return float(np.sqrt(d)) if scale is None else float(scale)
 
 
@@ -83,13 +83,23 @@ def variant_curves(ds):
                     theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
                     if "gaussian" in bases or not bases:
                         for v in var_labels:
-                            if _data.delta_beta(v) is not None:
+                            if _data.delta_beta(ds, v) is not None:
                                 delta_curve(
-                                    ax, d, _data.delta_beta(v), float(loads.min()), float(loads.max()), color=colors[v]
+                                    ax,
+                                    d,
+                                    _data.delta_beta(ds, v),
+                                    float(loads.min()),
+                                    float(loads.max()),
+                                    color=colors[v],
                                 )
-                            elif _softmax_scale(v, d) is not None:
+                            elif _softmax_scale(ds, v, d) is not None:
                                 softmax_curve(
-                                    ax, d, _softmax_scale(v, d), float(loads.min()), float(loads.max()), color=colors[v]
+                                    ax,
+                                    d,
+                                    _softmax_scale(ds, v, d),
+                                    float(loads.min()),
+                                    float(loads.max()),
+                                    color=colors[v],
                                 )
                     theme.load_axis(ax)
                     ax.set_ylim(bottom=FLOOR)
@@ -117,13 +127,14 @@ def variant_curves(ds):
         keys_text = ", ".join(names.keys_name(k) for k in fam_labels) or "unnamed"
         random = "gaussian" in bases or not bases
         drawn = lambda v: (
-            kinds[var_labels.index(v)][0] or (random and (_data.delta_beta(v) is not None or _softmax_scale(v, 16)))
+            kinds[var_labels.index(v)][0]
+            or (random and (_data.delta_beta(ds, v) is not None or _softmax_scale(ds, v, 16)))
         )
         bare = [names.variant_name(v) for v in var_labels if not drawn(v)]
         text = theme.SEEDS_NOTE + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; keys: {keys_text})."
         if bare:
             text += f" No closed form for the mean error of: {', '.join(bare)} (T8 bounds those with a linear read)."
-        if any(_softmax_scale(v, 16) is not None for v in var_labels):
+        if any(_softmax_scale(ds, v, 16) is not None for v in var_labels):
             text += " Recall: no closed form for softmax's argmax recall; T10 is the additive memory's."
         theme.note(fig, f"{text} {thinned}".rstrip())
     return theme.finish(fig, "variants")

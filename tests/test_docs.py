@@ -181,7 +181,7 @@ def test_theory_page_cites_what_exists():
     cited = set(re.findall(r"capacity\.theory\.(\w+)", text))
     assert cited >= set(theory.__all__), set(theory.__all__) - cited  # every closed form is on the page
     assert all(hasattr(theory, name) for name in cited), cited - set(dir(theory))
-    tests = set().union(*(_defined(p) for p in (ROOT / "tests").glob("test_*.py")))
+    tests = set().union(*(_defined(p) for p in (ROOT / "tests").rglob("test_*.py")))
     named = set(re.findall(r"`(test_\w+)`", text))
     assert len(named) >= 20 and named <= tests, named - tests
     figs = set(re.findall(r"`plots\.(\w+)`", text))

@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from capacity.sweep.config import Study, n_of
-from capacity.tasks import TASKS
+from capacity.tasks import get as tasks_get
 
 __all__ = ["assemble", "cell_dataset", "split"]
 
@@ -43,7 +43,7 @@ def split(ds: xr.Dataset, schema) -> dict:
 
 def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
     """A cell's Dataset over (curve, ...) from its points ``{(seed, n): {variable: array}}``."""
-    schema, curve, g = TASKS[study.task.kind].schema(study), study.grid.curve, study.grid
+    schema, curve, g = tasks_get(study.task.kind).schema(study), study.grid.curve, study.grid
     coords = {**schema.dims, **schema.extra}
     data = {}
     for var, v in schema.variables.items():
@@ -59,7 +59,7 @@ def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
 def _cell(study: Study, cell, label: str) -> dict:
     """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
     g, out = study.grid, {"variant": label}
-    if TASKS[study.task.kind].key_axis:  # bill: one key family, a scalar; needle: haystacks
+    if tasks_get(study.task.kind).key_axis:  # bill: one key family, a scalar; needle: haystacks
         out["key_family"] = cell.keys.label
     if g.feature:
         out["feature"] = cell.feature.label
@@ -75,7 +75,7 @@ _LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # ce
 
 def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     """One Dataset over the study's grid from every ``(cell, Dataset, cell attrs)``, plus theory variables."""
-    g, task, curve = study.grid, TASKS[study.task.kind], study.grid.curve
+    g, task, curve = study.grid, tasks_get(study.task.kind), study.grid.curve
     schema = task.schema(study)
     rows, feature_dim = [], {}
     for cell, ds, cell_attrs in results:

@@ -166,8 +166,9 @@ def _task_rules(study) -> None:
     """What a study of its task must be: the task's own grid rules (``check_grid``), and no optional grid axis set
     away from its default that belongs to other tasks alone (their ``grid_axes``)."""
     from capacity.tasks import TASKS
+    from capacity.tasks import get as tasks_get
 
-    task = TASKS[study.task.kind]
+    task = tasks_get(study.task.kind)
     task.check_grid(study)
     defaults = {f.name: f.default for f in dataclasses.fields(study.grid)}
     for name, other in TASKS.items():
@@ -269,7 +270,7 @@ class Study:
             raise CapacityError(
                 f"with_overrides takes 'key=value' strings (one, or a list of them) or a dict {{key: value}}, got {assignments!r}"
             )
-        known = self.settable_keys()
+        known = self.settable_keys() + self.task.settable()
         for item in assignments or ():
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
                 key, value = item

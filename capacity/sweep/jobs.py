@@ -10,7 +10,8 @@ from capacity import variants
 from capacity.base import _validate, plugins
 from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
-from capacity.tasks import TASKS, _shared, probe
+from capacity.tasks import _shared, probe
+from capacity.tasks import get as tasks_get
 from capacity.variants import heads as heads_mod
 
 __all__ = ["measure", "prepare", "check", "check_memory"]
@@ -26,7 +27,7 @@ def measure(job: dict) -> list:
     """
     plugins.import_modules(job.get("imports"))  # a module that fails is one line, here and in every worker
     study, before, out = job["study"], torch.get_num_threads(), []
-    task = TASKS[study.task.kind]
+    task = tasks_get(study.task.kind)
     with _shared.shared():
         for key, p, memory, threads in job["passes"]:
             if threads:
@@ -68,7 +69,7 @@ def check(study) -> None:
             for h in g.heads:
                 for hv in g.value_heads or (h,):
                     heads_mod.check_layout(d, dv, h, hv)
-    TASKS[study.task.kind].check(study)
+    tasks_get(study.task.kind).check(study)
 
 
 def check_memory(plan, passes, parallel: int = 1) -> None:
@@ -76,7 +77,7 @@ def check_memory(plan, passes, parallel: int = 1) -> None:
     (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run)."""
     if not passes:
         return
-    study, task = plan.study, TASKS[plan.study.task.kind]
+    study, task = plan.study, tasks_get(plan.study.task.kind)
     peak = lambda p: probe.peak_bytes(
         plan.memory(p.cell).obj,
         len(p.seeds),

@@ -21,7 +21,7 @@ from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
 from capacity.sweep import provenance
 from capacity.sweep.config import CELL_AXES, Spec, Study
-from capacity.tasks import TASKS
+from capacity.tasks import get as tasks_get
 
 __all__ = ["Cell", "Memory", "Pass", "Plan", "cells"]
 
@@ -88,7 +88,7 @@ class Plan:
     def __init__(self, study: Study, device: torch.device, imports=()):
         from capacity.sweep.store import reuse_key
 
-        self.study, self.device, self.task = study, device, TASKS[study.task.kind]
+        self.study, self.device, self.task = study, device, tasks_get(study.task.kind)
         self.cells = cells(study)
         self.labels = {}
         for spec in study.grid.variant:  # one label per memory, the same from an object, a name or a path

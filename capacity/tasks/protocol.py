@@ -104,11 +104,9 @@ def configs() -> dict[str, type]:
 
 def config_class(kind: str) -> type:
     """The Config class of task ``kind``."""
-    from capacity.tasks import TASKS
+    from capacity.tasks import get
 
-    if kind not in TASKS:
-        raise CapacityError(f"unknown task kind {kind!r}; available: {', '.join(TASKS)}")
-    return TASKS[kind].Config
+    return get(kind).Config
 
 
 @dataclass(frozen=True)
