@@ -15,8 +15,26 @@ True
 
 import importlib as _importlib
 import importlib.util as _util
+from typing import TYPE_CHECKING, Any
 
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # what type checkers see; at run time the submodules load on first use (__getattr__ below)
+    from capacity import conformance as conformance
+    from capacity import features as features
+    from capacity import keys as keys
+    from capacity import labels as labels
+    from capacity import learned as learned
+    from capacity import metrics as metrics
+    from capacity import mqar as mqar
+    from capacity import plugins as plugins
+    from capacity import probe as probe
+    from capacity import sweep as sweep
+    from capacity import theory as theory
+    from capacity import values as values
+    from capacity import variants as variants
+    from capacity.conformance import Report as Report
+    from capacity.conformance import check_variant as check_variant
 
 __all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "check_variant", "CapacityError", "__version__"]
 __version__ = "0.1.0"
@@ -50,7 +68,7 @@ _SUBMODULES = (
 )
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # Any: kernels, plots and studies, which type checkers do not find in the tree
     if name in ("check_variant", "Report"):
         return getattr(_importlib.import_module("capacity.conformance"), name)
     if name in _SUBMODULES:
@@ -58,5 +76,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'capacity' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_SUBMODULES))
