@@ -87,3 +87,14 @@ def test_results_record_the_version(tmp_path):
     assert json.loads(ds.attrs["versions"])["capacity"] == capacity.__version__
     with xr.open_dataset(result.path) as saved:  # the file on disk carries it too
         assert saved.attrs["capacity_version"] == capacity.__version__
+
+
+def test_the_readme_test_command_runs_the_type_check_and_the_wheel_check():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    cmd = lines[lines.index("<!-- test-command -->") + 2]
+    steps = [s.strip() for s in cmd.split("&&")]
+    assert ".venv/bin/mypy" in steps and steps.index(".venv/bin/mypy") < len(steps) - 1  # before the tests
+    assert steps[-1].startswith(".venv/bin/python -m pytest") and " -m " not in steps[-1].split("pytest", 1)[1]
+    mypy = _pyproject()["tool"]["mypy"]
+    assert {"capacity/__init__.py", "capacity/errors.py", "tests/typed_use.py"} <= set(mypy["files"])
+    assert (ROOT / "tests" / "test_wheel.py").is_file()  # collected by that pytest run (slow tests included)
