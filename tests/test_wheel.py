@@ -36,6 +36,8 @@ DATA = ["capacity/py.typed", "kernels/README.md"]
 IGNORED = shutil.ignore_patterns(
     ".git",
     ".venv",
+    ".mypy_cache",
+    ".ruff_cache",
     "build",
     "dist",
     "results",
