@@ -15,8 +15,26 @@ True
 
 import importlib as _importlib
 import importlib.util as _util
+from typing import TYPE_CHECKING, Any
 
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # what type checkers see; at run time the submodules load on first use (__getattr__ below)
+    from capacity import sweep as sweep
+    from capacity import theory as theory
+    from capacity import variants as variants
+    from capacity.base import labels as labels
+    from capacity.base import plugins as plugins
+    from capacity.check import conformance as conformance
+    from capacity.check.conformance import Report as Report
+    from capacity.check.conformance import check_variant as check_variant
+    from capacity.inputs import features as features
+    from capacity.inputs import keys as keys
+    from capacity.inputs import learned as learned
+    from capacity.inputs import values as values
+    from capacity.tasks import metrics as metrics
+    from capacity.tasks import probe as probe
+    from capacity.tasks.mqar import probe as mqar
 
 __all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "check_variant", "CapacityError", "__version__"]
 __version__ = "0.1.0"
@@ -54,7 +72,7 @@ _PUBLIC = {
 _LAYERS = ("base", "inputs", "tasks", "check", "errors", "cli")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # Any: kernels, plots and studies, which type checkers do not find in the tree
     if name in ("check_variant", "Report"):
         return getattr(_importlib.import_module("capacity.check.conformance"), name)
     if name in _PUBLIC:
@@ -64,5 +82,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'capacity' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_PUBLIC))

@@ -17,6 +17,7 @@ memory 'mymem:Longhorn' raised ZeroDivisionError in write(): division by zero
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager  # already loaded by importlib.util; traceback loads only when needed
 
 __all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "user_code", "one_line"]
@@ -36,7 +37,11 @@ class UserCodeError(CapacityError):
         super().__init__(message)
         self.details = details
 
-    def __reduce__(self):  # the same message and traceback text on the other side of a pickle (workers, Dask)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[UserCodeError], tuple[str, str]
+    ]:  # the same message and traceback text on the other side of a pickle (workers, Dask)
         return (type(self), (str(self), self.details))
 
 
@@ -55,7 +60,7 @@ def one_line(exc: BaseException) -> str:
 
 
 @contextmanager
-def user_code(who: str, where: str, *, passthrough=None):
+def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], object] | None = None) -> Iterator[None]:
     """Run the block as a call into code the package does not own.
 
     Any Exception (or SystemExit: a callback that ends the process is a fault too) the block raises, other than a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Collection
 
 import numpy as np
 import torch
@@ -172,7 +172,7 @@ def same_device(**tensors: torch.Tensor) -> torch.device:
     return next(iter(devices.values()))
 
 
-def choice(name: str, value: str, allowed: Sequence[str]) -> str:
+def choice(name: str, value: str, allowed: Collection[str]) -> str:
     """Raise unless ``value`` is one of ``allowed``, listing them."""
     if not isinstance(value, str) or value not in allowed:
         raise CapacityError(f"unknown {name} {value!r}; known: {', '.join(sorted(allowed))}")

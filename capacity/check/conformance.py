@@ -44,12 +44,14 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
 from capacity import theory, variants
 from capacity.base import _random, _validate
+from capacity.base._types import Seed
 from capacity.errors import CapacityError, UserCodeError
 from capacity.inputs import keys, values
 from capacity.tasks import probe
@@ -81,7 +83,7 @@ class Report:
     """
 
     variant: str
-    params: dict
+    params: dict[str, object]
     results: list[Result] = field(default_factory=list)
     d: int = 64
     eps: float = 0.5
@@ -115,14 +117,25 @@ class Report:
         lines.append(f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NA]} not applicable")
         return "\n".join(lines)
 
-    def _repr_pretty_(self, p, cycle):  # IPython shows the table
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython shows the table
         p.text(str(self))
 
 
 # ---------------------------------------------------------------------- helpers
 
 
-def _run(variant, K, V, Q, *, chunks=None, device=None):
+# The helpers below take the memory under test as Any: check_variant exists to find out what it really does.
+
+
+def _run(
+    variant: Any,
+    K: torch.Tensor,
+    V: torch.Tensor,
+    Q: torch.Tensor,
+    *,
+    chunks: list[int] | None = None,
+    device: torch.device | str | None = None,
+) -> tuple[Any, Any]:
     """Fresh state, write (K, V) in the given chunk sizes, read Q. Returns (state, reads)."""
     B, n, d = K.shape
     state = variant.init_state(B, d, V.shape[2], device=device if device is not None else K.device)
@@ -140,14 +153,14 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
-def _state_tensors(state) -> list[torch.Tensor]:
+def _state_tensors(state: object) -> list[torch.Tensor]:
     """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested."""
     from capacity.variants.precision import state_tensors
 
     return state_tensors(state)
 
 
-def _declared(variant, flag: str):
+def _declared(variant: Any, flag: str) -> bool | None:
     value = getattr(variant, flag, None)
     return value if isinstance(value, bool) else None
 
@@ -155,7 +168,7 @@ def _declared(variant, flag: str):
 class _Inputs:
     """Small seeded inputs: keys [B, n, d] (unit rows), values [B, n, dv], queries [B, m, d]."""
 
-    def __init__(self, seed, d=16, dv=8, B=3, n=12, m=5):
+    def __init__(self, seed: Seed, d: int = 16, dv: int = 8, B: int = 3, n: int = 12, m: int = 5) -> None:
         g = _random.generator(seed, "conformance")
         self.d, self.dv, self.B, self.n = d, dv, B, n
         k = torch.randn(B, n, d, generator=g)
@@ -171,7 +184,7 @@ class _Inputs:
 # ---------------------------------------------------------------------- the checks
 
 
-def _shape_dtype(v, x: _Inputs) -> Result:
+def _shape_dtype(v: Any, x: _Inputs) -> Result:
     state, r = _run(v, x.K, x.V, x.Q)
     want = (x.B, x.Q.shape[1], x.dv)
     if not isinstance(r, torch.Tensor):
@@ -218,7 +231,7 @@ def _shape_dtype(v, x: _Inputs) -> Result:
     )
 
 
-def _input_dtypes(v, x: _Inputs) -> Result:
+def _input_dtypes(v: Any, x: _Inputs) -> Result:
     worst = []
     for dt in (torch.bfloat16, torch.float16):
         K, V, Q = (t.to(dt) for t in (x.K, x.V, x.Q))
@@ -242,7 +255,7 @@ def _input_dtypes(v, x: _Inputs) -> Result:
     )
 
 
-def _determinism(v, x: _Inputs) -> Result:
+def _determinism(v: Any, x: _Inputs) -> Result:
     _, r1 = _run(v, x.K, x.V, x.Q)
     _, r2 = _run(v, x.K, x.V, x.Q)
     if not torch.equal(r1, r2):
@@ -252,7 +265,7 @@ def _determinism(v, x: _Inputs) -> Result:
     return Result("determinism", PASS, "two runs give identical reads")
 
 
-def _batch_independence(v, x: _Inputs) -> Result:
+def _batch_independence(v: Any, x: _Inputs) -> Result:
     _, r = _run(v, x.K, x.V, x.Q)
     K, V = x.K.clone(), x.V.clone()
     K[1], V[1] = x.K2[1], x.V2[1]
@@ -269,7 +282,7 @@ def _batch_independence(v, x: _Inputs) -> Result:
     return Result("batch independence", PASS, "changing one item's pairs leaves the others' reads unchanged")
 
 
-def _chunking(v, x: _Inputs) -> Result:
+def _chunking(v: Any, x: _Inputs) -> Result:
     _, whole = _run(v, x.K, x.V, x.Q)
     _, parts = _run(v, x.K, x.V, x.Q, chunks=[1, 4, x.n - 5])
     err = _rel(parts, whole)
@@ -282,7 +295,7 @@ def _chunking(v, x: _Inputs) -> Result:
     return Result("chunked writes", PASS, f"chunks 1 + 4 + {x.n - 5} read as one write (max rel. {err:.1g})")
 
 
-def _device(v, x: _Inputs) -> Result:
+def _device(v: Any, x: _Inputs) -> Result:
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for dev in devices:
         K, V, Q = (t.to(dev) for t in (x.K, x.V, x.Q))
@@ -297,7 +310,7 @@ def _device(v, x: _Inputs) -> Result:
     return Result("device placement", PASS, f"state and reads stay on {', '.join(devices)}{extra}")
 
 
-def _t2(v, x: _Inputs) -> Result:
+def _t2(v: Any, x: _Inputs) -> Result:
     declared = _declared(v, "additive")
     if declared is False:
         return Result("T2 two pairs", NA, "declared additive = False")
@@ -330,7 +343,7 @@ def _t2(v, x: _Inputs) -> Result:
     )
 
 
-def _beta(v):
+def _beta(v: Any) -> tuple[object, str | None]:
     """Where the variant records beta: (value, where), or (None, None) when it records none."""
     params = getattr(v, "params", None)
     if isinstance(params, dict) and "beta" in params:
@@ -343,7 +356,7 @@ def _beta(v):
     return None, None
 
 
-def _is_one(beta):
+def _is_one(beta: object) -> bool | None:
     """True if beta is 1 (a number, every entry of a tensor or sequence), False if not, None if it cannot tell."""
     if isinstance(beta, bool):
         return None
@@ -359,7 +372,7 @@ def _is_one(beta):
     return None
 
 
-def _t12(v, x: _Inputs) -> Result:
+def _t12(v: Any, x: _Inputs) -> Result:
     declared = _declared(v, "delta_rule")
     if declared is False:
         return Result("T12 last key", NA, "declared delta_rule = False")
@@ -399,7 +412,7 @@ def _t12(v, x: _Inputs) -> Result:
     )
 
 
-def _crossing(mse: dict[int, float], eps: float):
+def _crossing(mse: dict[int, float], eps: float) -> tuple[int | None, int | None]:
     """(last, first): the largest measured n meeting eps before the first measured n that fails, and that n."""
     ns = sorted(mse)
     first = next((n for n in ns if not mse[n] <= eps), None)
@@ -409,7 +422,7 @@ def _crossing(mse: dict[int, float], eps: float):
     return (earlier[-1] if earlier else None), first
 
 
-def _capacity(v, report: Report, seed) -> Result:
+def _capacity(v: Any, report: Report, seed: Seed) -> Result:
     d, n = report.d, report.n_max
     K = keys.make("gaussian", n, d, batch=4, seed=seed)  # [4, n, d]; every prefix is the same family
     V = values.make("orthonormal", n, n, batch=4, seed=seed)  # [4, n, n]
@@ -444,7 +457,7 @@ def _capacity(v, report: Report, seed) -> Result:
     return Result("probe", PASS, detail)
 
 
-def _dims(variant):
+def _dims(variant: Any) -> tuple[int, ...] | str | None:
     """The variant's declared key dimensions: None (any d), a sorted tuple, or a str saying what is wrong."""
     dims = getattr(variant, "dims", None)
     if dims is None:
@@ -459,11 +472,11 @@ def _dims(variant):
     return out
 
 
-def _nearest(dims, target: int) -> int:
+def _nearest(dims: tuple[int, ...] | None, target: int) -> int:
     return target if dims is None else min(dims, key=lambda x: (abs(x - target), x))
 
 
-_CHECKS: list[tuple[str, Callable]] = [
+_CHECKS: list[tuple[str, Callable[[Any, _Inputs], Result]]] = [
     ("shape and dtype", _shape_dtype),
     ("input dtypes", _input_dtypes),
     ("determinism", _determinism),
@@ -475,7 +488,7 @@ _CHECKS: list[tuple[str, Callable]] = [
 ]
 
 
-def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int = 0) -> Report:
+def check_variant(variant: object, *, d: int | None = None, eps: float = 0.5, seed: int = 0) -> Report:
     """Run the conformance checks on ``variant`` (an object or a registered name); return a Report.
 
     ``d`` and ``eps`` set the capacity measurement: the largest n with mse <= eps for ``d``-
@@ -521,7 +534,10 @@ def check_variant(variant, *, d: int | None = None, eps: float = 0.5, seed: int 
     declared = f"; declares dims {list(dims)}" if dims is not None else ""
     report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel" + declared))
     x, v = _Inputs(seed, d=report.check_d), guard(variant)  # its errors name the method (capacity.errors.user_code)
-    why = lambda exc: str(exc) if isinstance(exc, UserCodeError) else f"raised {type(exc).__name__}: {exc}"
+
+    def why(exc: Exception) -> str:
+        return str(exc) if isinstance(exc, UserCodeError) else f"raised {type(exc).__name__}: {exc}"
+
     for name, check in _CHECKS:
         try:
             report.results.append(check(v, x))

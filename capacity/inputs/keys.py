@@ -24,6 +24,7 @@ import torch
 import xarray as xr
 
 from capacity.base import _random, _validate, plugins
+from capacity.base._types import Device, Seed
 from capacity.errors import CapacityError, user_code
 from capacity.theory import welch_bound
 
@@ -51,7 +52,7 @@ class Family:
     display: str | None = None  # the name figures give it; None: the name
     cost: Callable[..., float] | None = None  # (batch, n, d, **params): estimated seconds of one draw; None: little
 
-    def validate(self, d: int, params: dict) -> None:
+    def validate(self, d: int, params: dict[str, object]) -> None:
         """Check the parameters at key dimension ``d`` without drawing a full set of keys (for sweeps, before work)."""
         unknown = sorted(set(params) - set(self.params))
         if unknown:
@@ -68,17 +69,19 @@ class Family:
 
 
 def _unit_rows(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True)
+    unit: torch.Tensor = x / x.norm(dim=-1, keepdim=True)  # annotated: torch's operators are untyped
+    return unit
 
 
 def _haar(batch: int, d: int, g: torch.Generator) -> torch.Tensor:
     """Haar-random orthogonal matrices [batch, d, d] (QR of a Gaussian with the sign fix)."""
     z = _random.normal(batch, d, d, generator=g)
     q, r = torch.linalg.qr(z)
-    return q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
+    rot: torch.Tensor = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
+    return rot
 
 
-def _gaussian(batch, n, d, g):
+def _gaussian(batch: int, n: int, d: int, g: torch.Generator) -> torch.Tensor:
     return _unit_rows(_random.normal(batch, n, d, generator=g))
 
 
@@ -97,12 +100,13 @@ def _harmonic_frame(n: int, d: int, freqs: torch.Tensor) -> torch.Tensor:
     return c
 
 
-def _orthogonal(batch, n, d, g):
+def _orthogonal(batch: int, n: int, d: int, g: torch.Generator) -> torch.Tensor:
     if n <= d:
         z = _random.normal(batch, d, n, generator=g)
         q, r = torch.linalg.qr(z)  # q: [batch, d, n], orthonormal columns
         q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
-        return q.transpose(1, 2).contiguous()  # [batch, n, d]
+        keys: torch.Tensor = q.transpose(1, 2).contiguous()  # [batch, n, d]
+        return keys
     # n > d: a randomised unit-norm tight frame, K^T K = (n/d) I_d exactly (T5 equality).
     out = torch.empty(batch, n, d, dtype=torch.float64)
     rot = _haar(batch, d, g)
@@ -115,7 +119,7 @@ def _orthogonal(batch, n, d, g):
     return out
 
 
-def _simplex(batch, n, d, g):
+def _simplex(batch: int, n: int, d: int, g: torch.Generator) -> torch.Tensor:
     if n > d + 1:
         raise CapacityError(
             f"simplex keys exist for n <= d + 1 = {d + 1} (d + 1 equiangular vectors in R^d), got n={n}"
@@ -132,7 +136,7 @@ def _simplex(batch, n, d, g):
     return out
 
 
-def _correlated(batch, n, d, g, rho):
+def _correlated(batch: int, n: int, d: int, g: torch.Generator, rho: float) -> torch.Tensor:
     rho = _validate.in_range("rho", rho, 0.0, 1.0, high_open=True)
     if d < 2:
         raise CapacityError("correlated keys need d >= 2 (a shared direction plus a private one)")
@@ -153,14 +157,17 @@ def _spectrum_for_rank(rank: float, d: int) -> np.ndarray:
     if rank >= d:
         return np.ones(d)
     if rank <= 1:
-        return np.eye(1, d)[0]
+        return np.eye(1, d)[0, :]
     from scipy.optimize import brentq  # only here: start-up stays light
 
     q = brentq(lambda q: _participation_ratio_exp(q, d) - rank, 1e-12, 1 - 1e-12, xtol=1e-14)
-    return q ** np.arange(d)
+    spectrum: np.ndarray = q ** np.arange(d)
+    return spectrum
 
 
-def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
+def _anisotropic(
+    batch: int, n: int, d: int, g: torch.Generator, rank: float | None = None, spectrum: object = None
+) -> torch.Tensor:
     if (rank is None) == (spectrum is None):
         raise CapacityError(
             "anisotropic keys take exactly one of rank=<effective rank in [1, d]> or spectrum=<d variances>"
@@ -183,13 +190,13 @@ def _anisotropic(batch, n, d, g, rank=None, spectrum=None):
     return _unit_rows(z @ rot)
 
 
-def _pretrained(batch, n, d, g, **params):
+def _pretrained(batch: int, n: int, d: int, g: torch.Generator, **params: object) -> torch.Tensor:
     from capacity.inputs import pretrained
 
     return pretrained.draw(batch, n, d, g, **params)
 
 
-def _pretrained_check(d, **params):
+def _pretrained_check(d: int, **params: object) -> None:
     from capacity.inputs import pretrained
 
     pretrained.check(d, **params)
@@ -266,7 +273,7 @@ def available() -> dict[str, str]:
     return {name: fam.description for name, fam in _all().items()}
 
 
-def family(name) -> Family:
+def family(name: str) -> Family:
     """The key family ``name``: built in, declared by an entry point (group ``capacity.keys``), or ``module:attr``."""
     if not isinstance(name, str):
         raise CapacityError(
@@ -303,7 +310,9 @@ def display_names() -> dict[str, str]:
     return {name: f.display or name for name, f in _FAMILIES.items()}
 
 
-def make(name: str, n: int, d: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
+def make(
+    name: str, n: int, d: int, *, batch: int = 1, seed: Seed = 0, device: Device = None, **params: object
+) -> torch.Tensor:
     """Draw keys of the family ``name``: float32 ``[batch, n, d]`` with unit rows, on ``device``.
 
     ``seed`` is an int, a CPU torch.Generator, or a sequence of ints (one batch item per seed:
@@ -391,7 +400,10 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
         max_coh = torch.full((batch,), float("nan"), dtype=torch.float64)
     ratio = potential / (n * n / d)
     eff_rank = n * n / potential
-    host = lambda t: t.cpu().numpy()
+
+    def host(t: torch.Tensor) -> np.ndarray:
+        return t.cpu().numpy()
+
     ds = xr.Dataset(
         {
             "mean_sq_coherence": (

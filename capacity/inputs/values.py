@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from capacity.base import _random, _validate
+from capacity.base._types import Device, Seed
 from capacity.errors import CapacityError
 
 __all__ = ["make", "available"]
@@ -30,7 +31,9 @@ def available() -> dict[str, str]:
     return dict(_FAMILIES)
 
 
-def make(name: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None, **params) -> torch.Tensor:
+def make(
+    name: str, n: int, dv: int, *, batch: int = 1, seed: Seed = 0, device: Device = None, **params: object
+) -> torch.Tensor:
     """Draw values of the family ``name``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``.
 
     The value families take no parameters of their own.
@@ -59,7 +62,7 @@ def make(name: str, n: int, dv: int, *, batch: int = 1, seed=0, device=None, **p
         raise
 
 
-def _draw(family: str, n: int, dv: int, batch: int, gens: list, dev: torch.device) -> torch.Tensor:
+def _draw(family: str, n: int, dv: int, batch: int, gens: list[torch.Generator], dev: torch.device) -> torch.Tensor:
     """The draws: one generator for the whole batch, or one per item. Returns float32 [batch, n, dv] on dev."""
     items = batch if len(gens) == 1 else 1
     parts = []

@@ -481,6 +481,7 @@ def record(config: dict, memories: dict, *, libraries: dict, device: str, run: d
         "config_hash": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
         "memories": json.dumps(described, sort_keys=True, default=str),
         "versions": json.dumps({**versions(), **libraries}, sort_keys=True),
+        "capacity_version": __version__,  # also in versions; a plain attr, so that a result says which release made it
         "device": device,
         "git_commit": git_commit(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -22,7 +22,7 @@ LOWER_IS_BETTER = ("mse", "rel_error", "leak")
 HIGHER_IS_BETTER = ("recall", "cosine")
 
 
-def _curve(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool):
+def _curve(y: np.ndarray, n: np.ndarray, threshold: float, higher: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One curve's finite points in increasing n, and where they meet the criterion."""
     keep = np.isfinite(y) & np.isfinite(n) & (n > 0)
     order = np.argsort(n[keep])
@@ -81,7 +81,9 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
     if dim is None:
         dim = "n" if "n" in ds.dims else "load"
     if dim not in ds[metric].dims:
-        raise CapacityError(f"{metric!r} has no dimension {dim!r}; its dimensions: {', '.join(ds[metric].dims)}")
+        raise CapacityError(
+            f"{metric!r} has no dimension {dim!r}; its dimensions: {', '.join(map(str, ds[metric].dims))}"
+        )
     if "n" not in ds.coords:
         raise CapacityError("the Dataset needs a coordinate 'n' (pairs written)")
     if not isinstance(dim, str):
@@ -112,4 +114,5 @@ def capacity(ds: xr.Dataset, *, metric: str = "mse", threshold: float, dim: str 
         "units": "pairs",
         "description": f"largest n with {metric} {rel} {threshold:g}, first crossing interpolated in log n; NaN where not determined on the grid",
     }
-    return out.rename("capacity")
+    named: xr.DataArray = out.rename("capacity")
+    return named

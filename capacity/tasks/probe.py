@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import numpy as np
 import torch
@@ -28,7 +29,7 @@ from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.tasks.decode import _ks, argmax_correct, topk_correct
 from capacity.variants import Variant
-from capacity.variants._guard import guard
+from capacity.variants._guard import Guarded, guard
 
 __all__ = [
     "recall",
@@ -42,6 +43,11 @@ __all__ = [
     "PER_AGE",
     "BLOCK",
 ]
+
+# what the arguments take (see ``recall``)
+Checkpoints: TypeAlias = "int | Sequence[int] | np.ndarray | torch.Tensor | None"
+AgeBins: TypeAlias = "bool | Sequence[int] | np.ndarray | torch.Tensor | None"
+TopK: TypeAlias = "int | list[int] | tuple[int, ...] | None"
 
 BLOCK = 64  # pairs per write call: the state is built in whole blocks, so a checkpoint's numbers depend on n alone
 
@@ -95,7 +101,7 @@ def age_meta(metric: str) -> tuple[str, str, str]:
     return f"{ln} by age", units, desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin")
 
 
-def se_meta(metric: str, queries: int) -> tuple[str, str, str]:
+def se_meta(metric: str, queries: int | None) -> tuple[str, str, str]:
     """(long name, units, description) of ``<metric>_se``, the standard error of a mean over ``queries`` samples."""
     ln, units, _ = METRICS[metric]
     desc = f"standard error of {metric} from its sample of {queries} queries; 0 where every stored pair was read"
@@ -118,7 +124,7 @@ def age_edges(n: int) -> list[int]:
     return edges
 
 
-def _age_bins(age_bins, n: int) -> list[int] | None:
+def _age_bins(age_bins: AgeBins, n: int) -> list[int] | None:
     """The bin edges ``age_bins`` asks for: None (no bins), True (``age_edges(n)``) or increasing whole numbers from 0."""
     if age_bins is None or age_bins is False:
         return None
@@ -152,7 +158,7 @@ def default_checkpoints(n: int, count: int = 24) -> list[int]:
     return sorted(set(grid.tolist()) | {n})
 
 
-def _checkpoints(checkpoints, n: int) -> list[int]:
+def _checkpoints(checkpoints: Checkpoints, n: int) -> list[int]:
     if checkpoints is None:
         return default_checkpoints(n)
     if isinstance(checkpoints, torch.Tensor):
@@ -167,7 +173,9 @@ def _checkpoints(checkpoints, n: int) -> list[int]:
     return cps
 
 
-def _query_metrics(r: torch.Tensor, v: torch.Tensor, block: int, decode: bool, top_k=()) -> dict[str, torch.Tensor]:
+def _query_metrics(
+    r: torch.Tensor, v: torch.Tensor, block: int, decode: bool, top_k: tuple[int, ...] = ()
+) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
     ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.tasks.decode``.
@@ -214,20 +222,20 @@ class Curves:
     feature_dim: int
     per_age: dict[str, np.ndarray] = field(default_factory=dict)
     age_edges: list[int] = field(default_factory=list)
-    top_k: tuple = ()
+    top_k: tuple[int, ...] = ()
     se: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def measure(
-    variant: Variant,
+    variant: Variant | str,
     keys: torch.Tensor,
     values: torch.Tensor,
     *,
-    checkpoints=None,
+    checkpoints: Checkpoints = None,
     per_query: bool = False,
     decode: bool = True,
-    age_bins=None,
-    top_k=None,
+    age_bins: AgeBins = None,
+    top_k: TopK = None,
     queries: int | None = None,
     query_seed: int = 0,
 ) -> Curves:
@@ -294,7 +302,7 @@ def _by_age(x: torch.Tensor, edges: list[int]) -> torch.Tensor:
     return torch.where(counts > 0, sums / counts.clamp_min(1), torch.full_like(sums, float("nan")))
 
 
-def _sample(c: int, m: int, seed: int, device) -> torch.Tensor:
+def _sample(c: int, m: int, seed: int, device: torch.device) -> torch.Tensor:
     """m of the stored pairs 0 .. c-1, uniformly without replacement, sorted: the same for (seed, c) on any batch."""
     g = _random.generator(seed, f"probe/queries/{c}")
     return torch.randperm(c, generator=g)[:m].sort().values.to(device)
@@ -333,7 +341,18 @@ def _argmax_sampled(r: torch.Tensor, v: torch.Tensor, idx: torch.Tensor) -> torc
 
 
 def _measure(
-    variant, keys, values, cps, vname, names, per_query, decode, edges=None, ks=(), queries=None, query_seed=0
+    variant: Guarded,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    cps: list[int],
+    vname: str,
+    names: list[str],
+    per_query: bool,
+    decode: bool,
+    edges: list[int] | None = None,
+    ks: tuple[int, ...] = (),
+    queries: int | None = None,
+    query_seed: int = 0,
 ) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``).
 
@@ -384,7 +403,7 @@ def _measure(
             rows[m].append(x.mean(1))  # [B] ([B, K] for recall_at)
             if per_query:
                 full[m][ci, :, :c] = x
-            if m in ages:
+            if m in ages and edges is not None:  # ages is empty without edges
                 ages[m].append(_by_age(x, edges))  # [B, A]
             if queries is not None:  # s.e. of a mean of m_c of c draws without replacement (0 when all are read)
                 fpc = (c - m_c) / (c - 1) if c > 1 else 0.0
@@ -405,7 +424,7 @@ def _measure(
     )
 
 
-def _copy(state, vname: str):
+def _copy(state: object, vname: str) -> object:
     """A copy of a state (tensors cloned, containers and dataclasses copied deeply)."""
     if isinstance(state, torch.Tensor):
         return state.clone()
@@ -418,7 +437,7 @@ def _copy(state, vname: str):
         ) from None
 
 
-def peak_bytes(variant, batch: int, n: int, d: int, dv: int, key_stats: bool = False) -> int:
+def peak_bytes(variant: Variant, batch: int, n: int, d: int, dv: int, key_stats: bool = False) -> int:
     """An upper estimate of the probe's peak memory in bytes for ``batch`` items and ``n`` pairs.
 
     Keys and values drawn in float64 and kept in float32 ``[B, n, d + dv]``; features ``[B, n, D]``; reads, their
@@ -432,15 +451,15 @@ def peak_bytes(variant, batch: int, n: int, d: int, dv: int, key_stats: bool = F
 
 
 def recall(
-    variant: Variant,
+    variant: Variant | str,
     keys: torch.Tensor,
     values: torch.Tensor,
     *,
-    checkpoints=None,
+    checkpoints: Checkpoints = None,
     per_query: bool = False,
     decode: bool = True,
-    age_bins=None,
-    top_k=None,
+    age_bins: AgeBins = None,
+    top_k: TopK = None,
     queries: int | None = None,
     query_seed: int = 0,
 ) -> xr.Dataset:
@@ -514,7 +533,7 @@ def recall(
     if cv.age_edges:
         config["age_bins"] = cv.age_edges
     meta = {**METRICS, "recall_at": RECALL_AT}
-    data = {
+    data: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = {
         m: (
             ("n", "batch", "k") if m == "recall_at" else ("n", "batch"),
             x,
@@ -535,7 +554,10 @@ def recall(
                 ),
             },
         )
-    as_attrs = lambda meta: dict(zip(("long_name", "units", "description"), meta))
+
+    def as_attrs(meta: tuple[str, str, str]) -> dict[str, str]:
+        return dict(zip(("long_name", "units", "description"), meta))
+
     for m, x in cv.per_age.items():
         data[PER_AGE[m]] = (("n", "batch", "age"), x, as_attrs(age_meta(m)))
     if cv.age_edges:

@@ -23,13 +23,14 @@ def decay_readout(K, V, alpha):
         raise CapacityError(
             f"alpha must be one finite number (the gate, in (0, 1] for a decaying memory), got {alpha!r}"
         )
-    g = float(g)
+    gate = float(g)
     K, V = _matrix("K", K), _matrix("V", V)
     if K.shape[-2] != V.shape[-2]:
         raise CapacityError(f"K [..., n, d] and V [..., n, dv] must share n, got {tuple(K.shape)}, {tuple(V.shape)}")
     n = K.shape[-2]
+    w: torch.Tensor | np.ndarray  # the weights alpha^(n-j), [n], on K's side
     if isinstance(K, torch.Tensor):
-        w = g ** torch.arange(n - 1, -1, -1, dtype=K.dtype, device=K.device)  # [n]
+        w = gate ** torch.arange(n - 1, -1, -1, dtype=K.dtype, device=K.device)  # [n]
     else:
-        w = g ** np.arange(n - 1, -1, -1, dtype=np.float64)
+        w = gate ** np.arange(n - 1, -1, -1, dtype=np.float64)
     return _gram(K) @ (w[:, None] * V)

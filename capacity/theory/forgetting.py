@@ -184,12 +184,12 @@ def forgetting_error(age, n, d, rule: str = "delta", *, alpha=None, beta=None, A
     nn = _numbers("n", n)
     if nn.ndim != 0 or not np.isfinite(nn) or nn != np.round(nn) or nn < 1:
         raise CapacityError(f"n must be one whole number >= 1 (pairs written), got {n!r}")
-    nn = int(nn)
+    count = int(nn)
     m = _rule(rule, d, dict(alpha=alpha, beta=beta, A=A, dt=dt, w_std=w_std))
     a = _ages(age)
-    if np.any(a > nn - 1):
-        raise CapacityError(f"age must lie in 0 .. n - 1 = {nn - 1}, got {age!r}")
-    s, R = _moments(nn, d, m)
+    if np.any(a > count - 1):
+        raise CapacityError(f"age must lie in 0 .. n - 1 = {count - 1}, got {age!r}")
+    s, R = _moments(count, d, m)
     return _out((R - 2.0 * s + 1.0)[a.astype(np.int64)])
 
 

@@ -23,7 +23,8 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import keys, values
+from capacity.inputs import keys
+from capacity.inputs import values
 from capacity.tasks import Config, Schema, Task, Variable
 
 

@@ -1,0 +1,100 @@
+"""What a release carries besides the code: the licence, the citation, the changelog and the PEP 561 marker, and one
+version read from one place (``capacity.__version__``) by setuptools, the installed metadata, the command line,
+CITATION.cff and every result file. The built wheel itself is tested in tests/test_wheel.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import xarray as xr
+import yaml
+
+import capacity
+from capacity import studies, sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml takes Python 3.11's tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_licence_is_the_mit_text_pyproject_declares():
+    project = _pyproject()["project"]
+    assert project["license"] == "MIT"
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 the capacity authors\n")
+    assert "Permission is hereby granted, free of charge, to any person obtaining a copy" in text
+    assert 'THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND' in text
+
+
+def test_the_citation_is_cff_1_2_with_the_package_version():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    # the fields CFF 1.2.0 requires, with the types its schema gives them
+    assert cff["cff-version"] == "1.2.0"
+    assert isinstance(cff["message"], str) and cff["message"].strip()
+    assert isinstance(cff["title"], str) and cff["title"].startswith("capacity")
+    assert cff["authors"] and all(isinstance(a, dict) and ("name" in a or "family-names" in a) for a in cff["authors"])
+    assert cff["type"] == "software" and cff["license"] == "MIT"
+    assert cff["version"] == capacity.__version__  # a string: YAML would read an unquoted 0.1 as a float
+    assert "repository-code" not in cff or str(cff["repository-code"]).startswith("https://")
+
+
+def test_the_changelog_has_an_unreleased_section_then_the_current_version():
+    headings = re.findall(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(), re.MULTILINE)
+    assert headings[0] == "Unreleased"
+    assert headings[1].split()[0] == capacity.__version__
+
+
+def test_the_version_is_written_once_and_read_by_setuptools_without_importing_the_package():
+    pyproject = _pyproject()
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "capacity.__version__"}
+    # setuptools' own reader, with capacity made unimportable: it must read the literal from the source
+    code = (
+        "import sys; sys.modules['capacity'] = None; sys.modules['torch'] = None\n"
+        "from setuptools.config.expand import read_attr\n"
+        f"print(read_attr('capacity.__version__', root_dir={str(ROOT)!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == capacity.__version__
+    assert len(re.findall(r"^__version__ = ", (ROOT / "capacity" / "__init__.py").read_text(), re.MULTILINE)) == 1
+    # the installed metadata (written from the attr at install time) and the command line agree
+    assert metadata.version("capacity") == capacity.__version__
+    cli = subprocess.run([sys.executable, "-m", "capacity.cli", "--version"], capture_output=True, text=True)
+    assert cli.stdout.strip() == f"capacity {capacity.__version__}", cli.stderr
+
+
+def test_the_package_is_marked_typed():
+    assert (Path(capacity.__file__).parent / "py.typed").is_file()
+    data = _pyproject()["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in data["capacity"]
+
+
+def test_results_record_the_version(tmp_path):
+    study = studies.get("capacity-vs-d").with_overrides(["d=16", "seed=0", "load=1/2,1", "variant=linear"])
+    result = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
+    ds = result.dataset
+    assert ds.attrs["capacity_version"] == capacity.__version__
+    assert json.loads(ds.attrs["versions"])["capacity"] == capacity.__version__
+    with xr.open_dataset(result.path) as saved:  # the file on disk carries it too
+        assert saved.attrs["capacity_version"] == capacity.__version__
+
+
+def test_the_readme_test_command_runs_the_type_check_and_the_wheel_check():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    cmd = lines[lines.index("<!-- test-command -->") + 2]
+    steps = [s.strip() for s in cmd.split("&&")]
+    assert ".venv/bin/mypy" in steps and steps.index(".venv/bin/mypy") < len(steps) - 1  # before the tests
+    assert steps[-1].startswith(".venv/bin/python -m pytest") and " -m " not in steps[-1].split("pytest", 1)[1]
+    mypy = _pyproject()["tool"]["mypy"]
+    assert {"capacity/__init__.py", "capacity/errors.py", "tests/typed_use.py"} <= set(mypy["files"])
+    assert (ROOT / "tests" / "test_wheel.py").is_file()  # collected by that pytest run (slow tests included)

@@ -1,0 +1,253 @@
+"""The built wheel works on its own, without the source tree.
+
+The sdist and the wheel are built with ``python -m build`` from a copy of the tree (what a fresh clone holds),
+checked with ``twine check``, and the wheel alone (not an editable install) goes into a fresh virtual environment
+outside the source tree with ``torch==2.13.0``; from a folder outside the tree it runs ``capacity list``,
+``capacity check --help`` and a small ``capacity run``. Every package folder of the tree (a folder with an
+``__init__.py`` under ``capacity/``, ``kernels/``, ``plots/``, ``studies/``), every module in one, the data files,
+``kernels/README.md`` and ``py.typed`` must be in the wheel. The build and the environment take about a minute
+and a half (docs/testing.md), so the tests are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# source folder -> where its files go in the wheel (setup.py and [tool.setuptools.package-dir] of pyproject.toml)
+INSTALLED_AS = {
+    "capacity": "capacity",
+    "kernels": "capacity/kernels",
+    "plots": "capacity/plots",
+    "studies": "capacity/studies",
+}
+# files that are not modules but must be in the wheel, as source paths; every file under capacity/data/ is added
+DATA = ["capacity/py.typed", "kernels/README.md"]
+# what a copy of the tree for the build leaves out when git cannot list the files
+IGNORED = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    ".mypy_cache",
+    ".ruff_cache",
+    "build",
+    "dist",
+    "results",
+    "mutants",
+    "*.egg-info",
+    "__pycache__",
+    "*.pyc",
+    ".pytest_cache",
+    ".hypothesis",
+)
+
+
+def expected_files(root: Path = ROOT) -> dict[str, str]:
+    """Wheel path -> source path of every file the wheel must carry: the ``__init__.py`` of every package folder
+    and every module in one (packages found by their ``__init__.py``, as Python finds them), the data files."""
+    out = {}
+    for top, target in INSTALLED_AS.items():
+        for init in sorted((root / top).rglob("__init__.py")):
+            folder = init.parent
+            if "__pycache__" in folder.parts or any(p.startswith(".") for p in folder.relative_to(root).parts):
+                continue
+            # a folder is a package of the tree only if every folder from the top down to it is one
+            chain = [folder, *folder.relative_to(root / top).parents]
+            if not all((root / top / p / "__init__.py").is_file() for p in chain[1:]):
+                continue
+            for module in folder.glob("*.py"):
+                rel = module.relative_to(root / top).as_posix()
+                out[f"{target}/{rel}"] = module.relative_to(root).as_posix()
+    data = [root / p for p in DATA] + [p for p in (root / "capacity" / "data").rglob("*") if p.is_file()]
+    for path in data:
+        rel = path.relative_to(root).as_posix()
+        top, _, rest = rel.partition("/")
+        out[f"{INSTALLED_AS[top]}/{rest}"] = rel
+    return out
+
+
+def missing(names: set[str], root: Path = ROOT) -> list[str]:
+    """The source paths whose files are not among ``names`` (the wheel's file list), sorted."""
+    return sorted(src for dest, src in expected_files(root).items() if dest not in names)
+
+
+def _source_copy(dest: Path) -> Path:
+    """A copy of what a fresh clone holds: the files git tracks plus new ones it does not ignore."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode != 0:  # not a git checkout (an unpacked sdist): the tree without what builds and runs leave
+        shutil.copytree(ROOT, dest, ignore=IGNORED)
+        return dest
+    for rel in filter(None, listed.stdout.decode().split("\0")):
+        src = ROOT / rel
+        if src.is_file():  # a file deleted but not yet committed is listed and absent
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+    assert out.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    """The sdist and the wheel, built by ``python -m build`` (the wheel from the sdist) from a copy of the tree."""
+    src = _source_copy(tmp_path_factory.mktemp("source"))
+    out = tmp_path_factory.mktemp("dist")
+    _run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], timeout=600)
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist) -> Path:
+    (found,) = dist.glob("capacity-*.whl")
+    return found
+
+
+# ---------------------------------------------------------------- the checker itself
+
+
+def test_the_checker_sees_a_missing_package_folder_module_or_data_file():
+    names = set(expected_files())
+    assert not missing(names)
+    for gone in (
+        "capacity/sweep/",
+        "capacity/kernels/",
+        "capacity/studies/capacity_vs_d.py",
+        "capacity/data/catalog.json",
+        "capacity/py.typed",
+    ):
+        left = {n for n in names if not n.startswith(gone)}
+        assert left != names and missing(left), gone
+    # every package folder of the tree is among the expected files, the mapped ones included
+    packages = {os.path.dirname(dest) for dest in expected_files() if dest.endswith("/__init__.py")}
+    assert {
+        "capacity",
+        "capacity/sweep",
+        "capacity/theory",
+        "capacity/kernels",
+        "capacity/plots",
+        "capacity/studies",
+    } <= packages
+
+
+def test_the_checker_finds_a_new_sub_package(tmp_path):
+    for top in INSTALLED_AS:
+        (tmp_path / top).mkdir()
+        (tmp_path / top / "__init__.py").write_text("")
+    (tmp_path / "capacity" / "data").mkdir()
+    (tmp_path / "capacity" / "py.typed").write_text("")
+    (tmp_path / "kernels" / "README.md").write_text("")
+    for folder in ("capacity/tasks/recall", "plots/extra"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+        (tmp_path / folder / "mod.py").write_text("")
+    (tmp_path / "capacity" / "tasks" / "__init__.py").write_text("")
+    (tmp_path / "capacity" / "notes").mkdir()  # no __init__.py: not a package, its modules are not expected
+    (tmp_path / "capacity" / "notes" / "draft.py").write_text("")
+    assert sorted(expected_files(tmp_path)) == [
+        "capacity/__init__.py",
+        "capacity/kernels/README.md",
+        "capacity/kernels/__init__.py",
+        "capacity/plots/__init__.py",
+        "capacity/plots/extra/__init__.py",
+        "capacity/plots/extra/mod.py",
+        "capacity/py.typed",
+        "capacity/studies/__init__.py",
+        "capacity/tasks/__init__.py",
+        "capacity/tasks/recall/__init__.py",
+        "capacity/tasks/recall/mod.py",
+    ]
+
+
+# ---------------------------------------------------------------- the built distributions
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_every_package_module_and_data_file(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    lost = missing(names)
+    assert not lost, f"not in {wheel.name} (left out by setup.py or package-data in pyproject.toml): {lost}"
+    assert not {n for n in names if n.split("/")[0] in ("kernels", "plots", "studies", "tests")}, "top-level names"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+
+
+@pytest.mark.slow
+def test_twine_accepts_the_sdist_and_the_wheel(dist):
+    files = sorted(str(p) for p in dist.iterdir())
+    assert len(files) == 2, files
+    out = _run([sys.executable, "-m", "twine", "check", "--strict", *files], timeout=120)
+    assert out.stdout.count("PASSED") == 2, out.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_alone_runs_outside_the_source_tree(wheel, tmp_path_factory):
+    base = tmp_path_factory.mktemp("installed")
+    venv, work = base / "venv", base / "work"
+    assert ROOT not in venv.parents and ROOT not in work.parents, "the environment must lie outside the source tree"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    try:
+        _run([sys.executable, "-m", "venv", str(venv)], timeout=300)
+        py, exe = venv / "bin" / "python", venv / "bin" / "capacity"
+        # --no-compile: byte-compiling all of torch takes more CPU time (25 s, 2026-12-03, the 2-core VM) than
+        # compiling what the commands import
+        _run(
+            [str(py), "-m", "pip", "install", "-q", "--no-compile", "torch==2.13.0", str(wheel)],
+            timeout=900,
+            env=env,
+            cwd=work,
+        )
+        where = _run(
+            [
+                str(py),
+                "-c",
+                "import capacity, capacity.kernels, capacity.plots, capacity.studies as s; print(s.__file__)",
+            ],
+            env=env,
+            cwd=work,
+        )
+        assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout  # the installed copy, not the tree
+        listed = _run([str(exe), "list"], env=env, cwd=work).stdout
+        assert "capacity-vs-d" in listed and "linear" in listed and "gaussian" in listed
+        assert "--only" in _run([str(exe), "check", "--help"], env=env, cwd=work).stdout
+        out = work / "results"
+        cmd = [str(exe), "run", "capacity-vs-d", "--set", "d=16", "--set", "seed=0", "--out", str(out)]
+        _run(cmd, env=env, cwd=work, timeout=600)
+        path = out / "capacity-vs-d.nc"
+        assert path.is_file() and any((out / "figures").glob("*.png"))
+        read = (
+            "import json, sys, xarray as xr, capacity\n"
+            f"ds = xr.open_dataset({str(path)!r})\n"
+            "print(json.dumps({'version': ds.attrs['capacity_version'], 'package': capacity.__version__,"
+            " 'd': ds.d.values.tolist(), 'seed': ds.seed.values.tolist(), 'mse': bool(ds.mse.notnull().all())}))"
+        )
+        opened = json.loads(_run([str(py), "-c", read], env=env, cwd=work).stdout)
+        import capacity
+
+        assert opened == {
+            "version": capacity.__version__,
+            "package": capacity.__version__,
+            "d": [16],
+            "seed": [0],
+            "mse": True,
+        }
+    finally:
+        shutil.rmtree(base, ignore_errors=True)  # about 2 GB (torch, triton)
