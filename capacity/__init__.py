@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the submodules load on 
     from capacity.inputs import values as values
     from capacity.tasks import metrics as metrics
     from capacity.tasks import probe as probe
-    from capacity.tasks.mqar import probe as mqar
+    from capacity.tasks.mqar import probe as mqar  # noqa: F401
 
 __all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "check_variant", "CapacityError", "__version__"]
 __version__ = "0.1.0"
