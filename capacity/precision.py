@@ -58,6 +58,8 @@ __all__ = [
     "state_bytes",
     "state_tensors",
     "itemsize",
+    "bookkeeping",
+    "BOOKKEEPING",
 ]
 
 TORCH_DTYPES = {
@@ -125,18 +127,36 @@ class Rounding:
         return self.label
 
 
-def state_tensors(state) -> list[torch.Tensor]:
-    """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order)."""
+BOOKKEEPING = "capacity.bookkeeping"  # dataclass field metadata: the field is bookkeeping, not stored numbers
+
+
+def bookkeeping(**kwargs):
+    """A dataclass field that holds bookkeeping (a token counter, step indices): never rounded by the precision axis,
+    not counted in the state's numbers or bytes. ``tokens: torch.Tensor = bookkeeping()``."""
+    return dataclasses.field(metadata={BOOKKEEPING: True}, **kwargs)
+
+
+def state_tensors(state, *, stored: bool = False) -> list[torch.Tensor]:
+    """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order).
+
+    ``stored=True``: only the stored numbers, the ones a state dtype rounds and its bytes count: floating tensors
+    outside the dataclass fields marked ``bookkeeping()``.
+    """
     if isinstance(state, torch.Tensor):
-        return [state]
+        return [state] if not stored or state.is_floating_point() else []
     if isinstance(state, StoredState):
-        return state_tensors(state.inner)
+        return state_tensors(state.inner, stored=stored)
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return [t for f in dataclasses.fields(state) for t in state_tensors(getattr(state, f.name))]
+        return [
+            t
+            for f in dataclasses.fields(state)
+            if not (stored and f.metadata.get(BOOKKEEPING))
+            for t in state_tensors(getattr(state, f.name), stored=stored)
+        ]
     if isinstance(state, (tuple, list)):
-        return [t for m in state for t in state_tensors(m)]
+        return [t for m in state for t in state_tensors(m, stored=stored)]
     if isinstance(state, dict):
-        return [t for m in state.values() for t in state_tensors(m)]
+        return [t for m in state.values() for t in state_tensors(m, stored=stored)]
     return []
 
 
@@ -201,9 +221,7 @@ class _Rounder:
         t.copy_(out.clamp_(-self.max, self.max))
 
     def round_(self, state, token: int) -> None:
-        for which, t in enumerate(state_tensors(state)):
-            if not t.is_floating_point():
-                continue
+        for which, t in enumerate(state_tensors(state, stored=True)):
             if self.stochastic:
                 if t.ndim == 0:
                     raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")
@@ -432,4 +450,4 @@ def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = Non
         g = _random.generator(0, "precision/state_bytes")
         state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
         return int(memory.numel(state)) * size
-    return sum(t[0].numel() for t in state_tensors(state) if t.is_floating_point()) * size
+    return sum(t[0].numel() for t in state_tensors(state, stored=True)) * size

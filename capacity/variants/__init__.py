@@ -358,7 +358,10 @@ def _register_builtins() -> None:
     from capacity.variants.delta_product import DeltaProduct
     from capacity.variants.dplr import DPLR
     from capacity.variants.gated import GLA, Decay
+    from capacity.variants.gated_2026 import GDN2, Comba, GatedOja, PrecondGatedDelta, PrecondKDA
+    from capacity.variants.learners import TTT, Titans
     from capacity.variants.linear import Linear
+    from capacity.variants.log_linear import LogLinear
     from capacity.variants.longhorn import Longhorn
     from capacity.variants.lsq import LSQ
     from capacity.variants.mamba2 import Mamba2
@@ -403,6 +406,49 @@ def _register_builtins() -> None:
     register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
     register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
     register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
+    register(
+        "gdn2",
+        GDN2,
+        "S = (I - k^T (b*k)) Diag(alpha) S + k^T (gamma*v): channel gates on decay, erase and write (GDN-2)",
+        display="GDN-2 (gated DeltaNet 2)",
+    )
+    register("comba", Comba, "S = alpha S + beta k^T (v - mu k S), feedback key p = mu k (Comba)", display="Comba")
+    register(
+        "gated_oja",
+        GatedOja,
+        "S = S Diag(alpha) + beta (k - v S^T)^T v: the erase runs along the value (gated Oja rule)",
+        display="gated Oja rule",
+    )
+    register(
+        "precond_gated_delta",
+        PrecondGatedDelta,
+        "gated delta rule writing the key preconditioned per channel by its squared-key accumulator",
+        display="preconditioned Gated DeltaNet",
+    )
+    register(
+        "precond_kda",
+        PrecondKDA,
+        "KDA writing the key preconditioned per channel by its squared-key accumulator",
+        display="preconditioned KDA",
+    )
+    register(
+        "titans",
+        Titans,
+        "M = alpha M + S, S = eta S - beta k^T (k M - v): momentum and weight decay on a linear memory (Titans)",
+        display="Titans (momentum memory)",
+    )
+    register(
+        "ttt",
+        TTT,
+        "two-layer MLP state, one gradient step on 1/2 |f(k) - v|^2 per write, read gelu(q W1) W2 (TTT-MLP)",
+        display="TTT-MLP",
+    )
+    register(
+        "log_linear",
+        LogLinear,
+        "Fenwick-tree levels over linear or gated delta memories, read sum lam_l q S_l; grows with log2 n",
+        display="log-linear attention",
+    )
     register(
         "softmax",
         Softmax,
