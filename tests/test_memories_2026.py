@@ -367,3 +367,57 @@ def test_a_growing_memory_that_does_not_declare_linear_read_gets_no_t8():
 def test_bad_parameters_are_one_line_errors(name, params, match):
     with pytest.raises(ValueError, match=match):
         variants.get(name, **params)
+
+
+# ------------------------------------------------------------------ frontier and bill at the true bytes
+
+
+def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
+    import numpy as np
+    from capacity.plots.frontier import _bytes, frontier
+
+    from capacity import metrics, sweep
+
+    res = sweep.compare(
+        ["log_linear(lam=1.0)", "ttt"],
+        d=(8,),
+        load=(0.5, 1, 1.5, 2, 3, 4),
+        seeds=1,
+        out=tmp_path,
+        device="cpu",
+        progress=False,
+    )
+    fig = frontier(res.dataset)
+    left = fig.axes[0]
+    cap = metrics.capacity(res.dataset.squeeze("key_family", drop=True), metric="mse", threshold=0.5)
+    drawn = {
+        line.get_gid()[len("measured:") :]: line for line in left.get_lines() if "measured:" in (line.get_gid() or "")
+    }
+
+    def at(label):
+        return float(np.asarray(drawn[label].get_xdata())[0]), float(cap.sel(variant=label, d=8).values.ravel()[0])
+
+    x, n = at("log_linear(lam=1.0)")
+    lo = int(np.floor(n))
+    want = 4 * 64 * (lo.bit_length() + (n - lo) * ((lo + 1).bit_length() - lo.bit_length()))
+    assert x == pytest.approx(want) and x != pytest.approx(4 * n * 16)  # its levels, not a softmax cache
+    x, _ = at("ttt")
+    assert x == 4 * (8 * 32 + 32 * 8)  # W1 and W2, d h + h dv with h = 4 d
+    grown, grows = _bytes(variants.get("softmax"), 8, 8, "bfloat16")
+    assert grows and grown(10.0) == 2 * 10 * 16 and grown(10.5) == 2 * 10.5 * 16  # softmax's cache, n (d + dv)
+    assert any("floor(log2 n*) + 1 levels" in t.get_text() for t in fig.texts)
+
+
+def test_bill_counts_the_log_linear_levels_not_its_counter(tmp_path):
+    from capacity import sweep
+    from capacity.sweep.config import Grid, Probe, Study
+
+    study = Study(
+        name="bill-growing",
+        description="bill of a growing memory",
+        grid=Grid(variant=("log_linear",), keys=("gaussian",), d=(8,), n=(1, 5, 8, 13), seed=(0,)),
+        probe=Probe(kind="bill", values="gaussian", repeats=2),
+    )
+    res = sweep.run(study, out=tmp_path, device="cpu", progress=False)
+    got = res.dataset["state_numel"].squeeze().values.tolist()
+    assert got == [n.bit_length() * 64 for n in (1, 5, 8, 13)]

@@ -7,6 +7,7 @@ decode step: write one pair, read one query) over ``n``; the assembled study add
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 
 import numpy as np
@@ -17,6 +18,7 @@ from capacity import _validate, theory, values
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError, user_code
 from capacity.kinds.recall import TORCH_DTYPES
+from capacity.precision import BOOKKEEPING
 from capacity.variants._guard import guard
 
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]
@@ -69,9 +71,14 @@ def writes(study, ns) -> int:
 
 
 def _numel(state) -> int:
-    """Numbers a state holds: tensors counted, containers walked."""
+    """Numbers a state holds: tensors counted, containers walked (dataclass fields marked
+    ``precision.bookkeeping()``, such as a token counter, not counted)."""
     if isinstance(state, torch.Tensor):
         return state.numel()
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return sum(
+            _numel(getattr(state, f.name)) for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING)
+        )
     if isinstance(state, (list, tuple, dict)) or hasattr(state, "__dict__"):
         items = (
             state.values()
@@ -98,7 +105,7 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     state, numel, seconds, written = mem.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
     for n in order:
         state, written = mem.write(state, K[:, written:n], V[:, written:n]), n
-        numel[n] = _numel(state)
+        numel[n] = int(mem.numel(state)) if callable(getattr(var, "numel", None)) else _numel(state)
         trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
         times = []
         with user_code(mem.who, "in a timed write() or read()", passthrough=_validate.is_alloc_failure):
