@@ -76,9 +76,7 @@ def _numel(state) -> int:
     if isinstance(state, torch.Tensor):
         return state.numel()
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return sum(
-            _numel(getattr(state, f.name)) for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING)
-        )
+        return sum(_numel(getattr(state, f.name)) for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING))
     if isinstance(state, (list, tuple, dict)) or hasattr(state, "__dict__"):
         items = (
             state.values()
