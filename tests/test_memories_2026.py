@@ -421,3 +421,51 @@ def test_bill_counts_the_log_linear_levels_not_its_counter(tmp_path):
     res = sweep.run(study, out=tmp_path, device="cpu", progress=False)
     got = res.dataset["state_numel"].squeeze().values.tolist()
     assert got == [n.bit_length() * 64 for n in (1, 5, 8, 13)]
+
+
+# ------------------------------------------------------------------ from_fla on the new references
+
+
+@pytest.mark.parametrize("name", ["precond_gated_delta", "precond_kda"])
+def test_from_fla_wraps_the_preconditioned_references_with_their_second_state(name):
+    """states= maps the accumulator A ([B, H, K], letters "K") next to S; the wrapper's state, written in two calls,
+    is the built-in's."""
+    from capacity.variants import from_fla
+
+    K, V = _inputs(seed=22)
+    d = K.shape[2]
+    if name == "precond_kda":
+        alpha = torch.linspace(0.85, 1.0, d)
+        fn, gate = naive_recurrent_precond_kda, {"g": alpha.log().tolist()}
+    else:
+        alpha = 0.95
+        fn, gate = naive_recurrent_precond_gated_delta_rule, {"g": math.log(0.95)}
+    mem = from_fla(
+        fn,
+        states={"initial_state": "KV", "initial_A_state": "K"},
+        per_token={**gate, "g_atk": math.log(0.9), "beta_atk": 1.0, "beta": 0.8},
+        scale=1.0,
+    )
+    st = _write(mem, K, V, split=11)
+    ours = _write(
+        variants.get(name, alpha=alpha.tolist() if name == "precond_kda" else alpha, beta=0.8, alpha_atk=0.9), K, V
+    )
+    assert rel_rms(st["initial_state"], ours.matrix) < 1e-5 and rel_rms(st["initial_A_state"], ours.accum) < 1e-5
+    assert mem.state_numel(d, V.shape[2]) == variants.get(name).state_numel(d, V.shape[2])
+
+
+def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width():
+    """fla's GDN-2 reference takes its write gate over the value channels, [B, T, H, V]; per_token builds inputs per
+    token or per key channel only, so from_fla wraps it where dv = d (the gate a sequence of d numbers); the
+    built-in gdn2 takes any dv."""
+    from capacity.variants import from_fla
+
+    K, V = _inputs(d=8, dv=8, seed=24)
+    alpha, b, w = torch.linspace(0.85, 1.0, 8), torch.linspace(0.3, 0.9, 8), torch.linspace(0.5, 1.0, 8)
+    mem = from_fla(
+        fla_gdn2.naive_recurrent_gdn2,
+        per_token={"g": alpha.log().tolist(), "b": b.tolist(), "w": w.tolist()},
+        scale=1.0,
+    )
+    ours = _write(variants.get("gdn2", alpha=alpha.tolist(), beta=b.tolist(), gamma=w.tolist()), K, V)
+    assert rel_rms(_write(mem, K, V, split=5), ours) < 1e-5
