@@ -58,6 +58,9 @@ def main() -> None:
         power = f" (2^{int(np.log2(n))})" if int(n) & (int(n) - 1) == 0 else ""
         print(f"| {int(n)}{power} | " + " | ".join(f"{float(row.sel(variant=v)):.4f}" for v in labels) + " |")
     paths = plots.render(res.dataset, out=out)
+    for p in paths:  # docs/figures keeps the PNGs
+        if p.suffix == ".pdf":
+            p.unlink()
     print("figures:", ", ".join(p.name for p in paths if p.suffix == ".png"))
 
     t0 = time.time()
@@ -89,6 +92,9 @@ def main() -> None:
                 cells += [f"{n:.1f}", f"{kept(n):.0f}"] if np.isfinite(n) else ["not on the grid", "-"]
             print(f"| `{label}` | {d} | " + " | ".join(cells) + " |")
     paths = save_all([("memories-2026_frontier", lambda: frontier(fds))], out)
+    for p in paths:
+        if p.suffix == ".pdf":
+            p.unlink()
     print("figures:", ", ".join(p.name for p in paths if p.suffix == ".png"))
 
 
