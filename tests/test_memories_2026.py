@@ -492,3 +492,20 @@ def test_log_linear_random_key_error_per_level_matches_the_probe(n, alpha):
             assert abs(x.mean() - per[j + 1]) < 3 * x.std() / B**0.5 + 1e-9, (j, x.mean(), per[j + 1])
             start += 1 << j
     assert random_keys_error(n, d, 1.0, 1.0)[0] == pytest.approx((n - 1) / d)  # T7
+
+
+def test_fla_md_lists_every_op_of_fla_core():
+    """docs/fla.md's table of every op: one row per folder of fla/ops, each built-in, wrapped or refused."""
+    import re
+    from pathlib import Path
+
+    import fla.ops
+
+    root = Path(fla.ops.__file__).parent
+    ops = {p.name for p in root.iterdir() if p.is_dir() and p.name not in ("utils", "common", "__pycache__")}
+    text = (Path(__file__).resolve().parents[1] / "docs" / "fla.md").read_text().split("## Every op of fla-core")[1]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| [^|]+ \| ([^|]+) \|", text, re.MULTILINE)}
+    assert ops <= set(rows), sorted(ops - set(rows))
+    assert all(set(s.strip().split(", ")) <= {"built-in", "wrapped", "refused"} for s in rows.values()), rows
+    built = [op for op, s in rows.items() if "built-in" in s]
+    assert {"gdn2", "comba", "gated_oja_rule", "precond_kda", "titans", "ttt", "log_linear_attn"} <= set(built)
