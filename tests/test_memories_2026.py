@@ -387,6 +387,14 @@ def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
         device="cpu",
         progress=False,
     )
+    size = res.dataset["state_numel"].squeeze("key_family", drop=True).sel(d=8)  # recorded per point
+    ns = [int(x) for x in res.dataset.n.sel(d=8).values]
+    assert size.sel(variant="log_linear(lam=1.0)").values[:, 0].tolist() == [n.bit_length() * 64 for n in ns]
+    assert set(size.sel(variant="ttt").values.ravel().tolist()) == {8 * 32 + 32 * 8}
+    from capacity import studies
+    from capacity.kinds import recall
+
+    assert "state_numel" not in recall.variables(studies.get("capacity-vs-d"))  # fixed states: nothing new
     fig = frontier(res.dataset)
     left = fig.axes[0]
     cap = metrics.capacity(res.dataset.squeeze("key_family", drop=True), metric="mse", threshold=0.5)

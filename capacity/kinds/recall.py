@@ -15,6 +15,7 @@ from capacity import heads, precision, probe, theory, values
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
 from capacity.kinds._shared import drawn
+from capacity.variants._guard import guard
 
 __all__ = [
     "coords",
@@ -123,7 +124,27 @@ def variables(study) -> dict[str, dict]:
     if study.probe.age_bins:
         names.update({probe.PER_AGE[m]: probe.age_meta(m) for m in metrics})
         names["pairs_age"] = probe.PAIRS_AGE
+    if grows(study):
+        names["state_numel"] = _STATE_NUMEL
     return {m: dict(zip(_ATTRS, meta)) for m, meta in names.items()}
+
+
+_STATE_NUMEL = (
+    "state size",
+    "numbers per batch item",
+    "numbers the state keeps after n writes: numel(state) for a state that grows, state_numel(d, dv) otherwise",
+)
+
+
+def grows(study) -> bool:
+    """True when a memory of the study keeps a state that grows (it has ``numel(state)``, as softmax and log_linear
+    do): every cell then records ``state_numel`` per point. Studies of fixed states record nothing new."""
+    from capacity import variants
+
+    g = study.grid
+    return any(
+        callable(getattr(variants.build(v, f), "numel", None)) for v in g.variant for f in (g.feature or (None,))
+    )
 
 
 def var_dims(study) -> dict[str, tuple]:
@@ -157,6 +178,7 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
     make_keys = lambda n: drawn(keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)
     passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
     edges = age_edges(study) if study.probe.age_bins else None
+    sized = grows(study)
     rows, attrs = {}, {}
     for at in passes:
         K = make_keys(max(at))
@@ -178,6 +200,9 @@ def measure(study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
             if edges is not None:
                 age = np.arange(n)
                 rows[n]["pairs_age"] = np.array([((age >= a) & (age < b)).sum() for a, b in zip(edges, edges[1:])])
+            if sized:  # the same for every seed: the state after n writes
+                size = cv.sizes[i] if cv.sizes else guard(memory).state_numel(cell.d, cell.dv)
+                rows[n]["state_numel"] = np.full(len(seeds), float(size))
             if study.probe.key_stats:
                 stats = keys_mod.describe(K[:, :n].float())
                 rows[n].update({s: stats[s].values for s in _STATS})
