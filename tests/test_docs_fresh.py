@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from test_docs import EXAMPLES, ROOT, _blocks, _rel
 
 ATTR = re.compile(r"(?<![\w.])capacity\.(\w+)")
@@ -42,6 +43,7 @@ def _missing_in_a_fresh_interpreter(names: set[str]) -> dict[str, str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_every_package_attribute_an_example_uses_exists_after_import_capacity():
     used = {}
     for page, line, code, reason, _ in EXAMPLES:
@@ -62,6 +64,7 @@ def test_the_check_catches_a_submodule_the_package_does_not_load_by_name(tmp_pat
     assert set(missing) == {"heads"} and "AttributeError" in missing["heads"]
 
 
+@pytest.mark.slow
 def test_probe_page_first_example_runs_in_a_fresh_interpreter():
     page = ROOT / "docs" / "probe.md"
     code = next(code for _, code, reason, _ in _blocks(page) if reason is None and "metrics.capacity" in code)

@@ -330,7 +330,7 @@ def test_a_counter_marked_bookkeeping_is_never_rounded(mark):
         assert report.passed, str(report)
 
 
-@pytest.mark.parametrize("name", NEW)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "ttt" else n for n in NEW])
 def test_new_memories_pass_check_variant(name):
     report = check_variant(name, d=16)
     assert report.passed, str(report)
@@ -479,7 +479,7 @@ def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width():
     assert rel_rms(_write(mem, K, V, split=5), ours) < 1e-5
 
 
-@pytest.mark.parametrize("n,alpha", [(13, 1.0), (24, 0.95)])
+@pytest.mark.parametrize("n,alpha", [(13, 1.0), pytest.param(24, 0.95, marks=pytest.mark.slow)])
 def test_log_linear_random_key_error_per_level_matches_the_probe(n, alpha):
     """T7 and T11 level by level: the expected error of each Fenwick level's pairs, against the probe's per-query
     errors of 512 draws (3 standard errors)."""
