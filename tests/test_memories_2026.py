@@ -264,6 +264,16 @@ def test_log_linear_equals_linear_recall_at_powers_of_two_only():
     assert list(ll.state_numel.values) == [5 * 256, 6 * 256, 6 * 256]  # floor(log2 n) + 1 levels of d dv
 
 
+def test_the_variants_figure_notes_where_log_linear_coincides_with_its_base(tmp_path):
+    from capacity.plots.variants import variant_curves
+
+    from capacity import sweep
+
+    res = sweep.compare(["linear", "log_linear"], d=(8,), load=(1, 2, 3), seeds=1, out=tmp_path, progress=False)
+    fig = variant_curves(res.dataset)
+    assert any("at n = 2^m every pair lies in one Fenwick level" in t.get_text() for t in fig.texts)
+
+
 # ------------------------------------------------------------------ growing state, bookkeeping, check_variant
 
 
