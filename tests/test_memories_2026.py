@@ -527,3 +527,14 @@ def test_fla_md_lists_every_op_of_fla_core():
     assert all(set(s.strip().split(", ")) <= {"built-in", "wrapped", "refused"} for s in rows.values()), rows
     built = [op for op, s in rows.items() if "built-in" in s]
     assert {"gdn2", "comba", "gated_oja_rule", "precond_kda", "titans", "ttt", "log_linear_attn"} <= set(built)
+
+
+def test_preconditioned_rules_without_preconditioning_are_gated_delta_and_kda():
+    """x = 1 makes the preconditioner m = x^(-s) one: the written key is k, the rule the gated delta rule (KDA)."""
+    K, V = _inputs(seed=26)
+    alpha = torch.linspace(0.85, 1.0, K.shape[2]).tolist()
+    pg = _write(variants.get("precond_gated_delta", alpha=0.9, beta=0.6, x=1.0), K, V).matrix
+    assert rel_rms(pg, _write(variants.get("gated_delta", alpha=0.9, beta=0.6, backend="torch"), K, V)) < 1e-6
+    pk = _write(variants.get("precond_kda", alpha=alpha, beta=0.6, x=1.0), K, V).matrix
+    assert rel_rms(pk, _write(variants.get("kda", alpha=alpha, beta=0.6, backend="torch"), K, V)) < 1e-6
+    assert rel_rms(_write(variants.get("precond_kda", alpha=alpha, beta=0.6), K, V).matrix, pk) > 1e-2
