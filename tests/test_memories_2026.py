@@ -538,3 +538,37 @@ def test_preconditioned_rules_without_preconditioning_are_gated_delta_and_kda():
     pk = _write(variants.get("precond_kda", alpha=alpha, beta=0.6, x=1.0), K, V).matrix
     assert rel_rms(pk, _write(variants.get("kda", alpha=alpha, beta=0.6, backend="torch"), K, V)) < 1e-6
     assert rel_rms(_write(variants.get("precond_kda", alpha=alpha, beta=0.6), K, V).matrix, pk) > 1e-2
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("gdn2", {"alpha": [0.9, 0.95, 1.0, 0.99], "beta": ("uniform", 0.2, 1.0), "gamma": 0.5, "seed": 3}),
+        ("comba", {"mu": 0.7, "alpha": ("uniform", 0.9, 1.0)}),
+        ("gated_oja", {"alpha": 0.9, "beta": 0.5}),
+        ("precond_kda", {"x": 2.0, "center": 0.1, "beta_atk": ("uniform", 0.5, 1.0)}),
+        ("titans", {"eta": 0.0, "alpha": 1.0, "beta": 1.0}),
+        ("ttt", {"expand": 2, "seed": 7}),
+        ("log_linear", {"base": "gated_delta", "lam": [1.0, 0.5], "beta": 0.5}),
+    ],
+)
+def test_params_and_labels_rebuild_the_memory(name, params):
+    import json
+
+    mem = variants.get(name, **params)
+    again = variants.resolve(variants.label(mem))
+    assert again.params == mem.params == variants.get(name, **mem.params).params
+    json.dumps(mem.params)
+    K, V = _inputs(B=1, T=9, d=4, dv=3)
+    assert torch.equal(mem.read(_write(mem, K, V), K), again.read(_write(again, K, V), K))
+
+
+def test_log_linear_over_the_delta_rule_reads_its_last_key_back_only_with_unit_weights():
+    """T12 through the levels: the last key reads back lam_l v with l the level its write merged into."""
+    exact = check_variant(variants.get("log_linear", base="gated_delta", alpha=0.9, lam=1.0), d=8)
+    assert {r.check: r.status for r in exact.results}["T12 last key"] == "pass", str(exact)
+    mem = variants.get("log_linear", base="gated_delta", alpha=0.9, lam=0.5)
+    assert mem.delta_rule is False
+    K, V = _inputs(B=1, T=24, d=16, dv=4)
+    st = _write(mem, K, V)  # 24 = 16 + 8: the last write merged 8 tokens into level 4, read with 0.5^3
+    assert rel_rms(mem.read(st, K[:, -1:]), 0.125 * V[:, -1:]) < 1e-5

@@ -147,8 +147,10 @@ class LogLinear(Memory):
 
     @property
     def delta_rule(self) -> bool:
-        """True over the gated delta rule with beta = 1: the last key is the newest level, read with weight 1."""
-        return self.base == "gated_delta" and self._constant("beta", 1.0) and level_weights(self.lam, 1)[0] == 1.0
+        """True over the gated delta rule with beta = 1 and every level weight 1: the last key then reads back exactly
+        (T12). The last key reads back lam_l v, l its merge level, which depends on n: any weight below 1 breaks it."""
+        weights = [self.lam] if isinstance(self.lam, float) else self.lam
+        return self.base == "gated_delta" and self._constant("beta", 1.0) and all(w == 1.0 for w in weights)
 
     def state_numel(self, d: int, dv: int, n: int | None = None) -> int:
         """n.bit_length() d dv: the levels after n writes (the state grows with log2 n, so n is needed)."""
