@@ -2,7 +2,8 @@
 
 ``stored(memory, state_dtype, rounding)`` returns a memory whose state is rounded to ``state_dtype`` as a deployed
 model stores it; every floating tensor of the state is rounded (a tensor, the tensor fields of a dataclass such as
-``TokenState`` or lsq's ``LsqState``, tuples, lists, dicts), so it works for every built-in and for user memories.
+``TokenState`` or lsq's ``LsqState``, tuples, lists, dicts), so it works for every built-in and for user memories;
+dataclass fields declared with ``bookkeeping()`` (a token counter) are neither rounded nor counted in the bytes.
 
 - ``rounding="step"``: the tokens are written one at a time and the state rounded after every write (decode with a
   low-precision state cache);
