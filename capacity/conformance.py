@@ -144,7 +144,8 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 def _state_tensors(state, bookkeeping: bool = True) -> list[torch.Tensor]:
     """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested;
     without ``bookkeeping``, not those of the dataclass fields marked ``precision.bookkeeping()``."""
-    from capacity.precision import BOOKKEEPING, StoredState, state_tensors
+    from capacity._bookkeeping import BOOKKEEPING
+    from capacity.precision import StoredState, state_tensors
 
     if bookkeeping:
         return state_tensors(state)

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity import _random, _validate
+from capacity._bookkeeping import BOOKKEEPING, bookkeeping
 from capacity.errors import CapacityError
 
 __all__ = [
@@ -126,15 +127,6 @@ class Rounding:
 
     def __str__(self) -> str:
         return self.label
-
-
-BOOKKEEPING = "capacity.bookkeeping"  # dataclass field metadata: the field is bookkeeping, not stored numbers
-
-
-def bookkeeping(**kwargs):
-    """A dataclass field that holds bookkeeping (a token counter, step indices): never rounded by the precision axis,
-    not counted in the state's numbers or bytes. ``tokens: torch.Tensor = bookkeeping()``."""
-    return dataclasses.field(metadata={BOOKKEEPING: True}, **kwargs)
 
 
 def state_tensors(state, *, stored: bool = False) -> list[torch.Tensor]:

@@ -16,9 +16,9 @@ import xarray as xr
 
 from capacity import _validate, theory, values
 from capacity import keys as keys_mod
+from capacity._bookkeeping import BOOKKEEPING
 from capacity.errors import CapacityError, user_code
 from capacity.kinds.recall import TORCH_DTYPES
-from capacity.precision import BOOKKEEPING
 from capacity.variants._guard import guard
 
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]

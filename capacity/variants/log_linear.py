@@ -23,7 +23,7 @@ bound T8 binds it (``linear_read = True``) although the state grows.
 
 The state grows with log2 n: ``levels`` float32 ``[B, L, d, dv]`` with L = n.bit_length() (= floor(log2 n) + 1; the
 levels of the bits of n that are zero are kept as zeros, as a kernel's fixed level layout would), and ``tokens``, an
-int64 ``[B]`` token counter marked bookkeeping (``capacity.precision.bookkeeping``), so that a state stored in bfloat16
+int64 ``[B]`` token counter marked bookkeeping (``capacity.precision.bookkeeping``, defined in ``capacity._bookkeeping``), so that a state stored in bfloat16
 still counts past 256. ``state_numel(d, dv, n)`` = L d dv; ``numel(state)`` measures it.
 
 At n = 2^m all n pairs lie in one bucket, so the read is lam_(m+1) times the base memory's: its argmax recall equals
@@ -47,8 +47,8 @@ from dataclasses import dataclass
 import torch
 
 from capacity import _validate
+from capacity._bookkeeping import bookkeeping
 from capacity.errors import CapacityError
-from capacity.precision import bookkeeping
 from capacity.variants._memory import GATE, RATE, Memory, unit
 
 __all__ = ["LogLinear", "LogLinearState", "level_weights", "random_keys_error"]
