@@ -16,6 +16,8 @@ same test mix for one float32 d x d state (``plots.published.mqar_ceiling``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from capacity.plots import _data, names, published, theme
@@ -38,16 +40,30 @@ def _built(label: str):
 
 
 def _bytes(v, d: int, dv: int, dtype: str):
-    """(bytes kept by the built variant ``v`` at key and value dimensions d, dv, grows): for a fixed state, every
-    state tensor at ``dtype``; for a cache that grows, the bytes per pair kept (d + dv numbers); None when unknown."""
+    """(bytes kept by the built variant ``v`` after n writes, as a function of n; grows): for a fixed state, every
+    state tensor at ``dtype``; for a state that grows (a ``numel`` method), ``state_numel(d, dv, n=n)`` numbers at
+    ``dtype`` (softmax's cache n (d + dv), log-linear's floor(log2 n) + 1 levels of d dv), linear between whole n
+    (a capacity averaged over seeds need not be whole); None when unknown."""
     if v is None:
         return None, False
+    size = precision.itemsize(dtype)
     if callable(getattr(v, "numel", None)):
-        return (d + dv) * precision.itemsize(dtype), True
+
+        def grown(n: float) -> float:
+            lo = max(int(math.floor(n)), 0)
+            a = v.state_numel(d, dv, n=lo)
+            return size * (a + (n - lo) * (v.state_numel(d, dv, n=lo + 1) - a)) if n > lo else size * a
+
+        try:
+            grown(1.0)
+        except (CapacityError, TypeError, ValueError):
+            return None, True
+        return grown, True
     try:
-        return float(precision.state_bytes(v, d, dv, dtype)), False
+        kept = float(precision.state_bytes(v, d, dv, dtype))
     except (CapacityError, TypeError, ValueError):
         return None, False
+    return (lambda n: kept), False
 
 
 def frontier(ds, *, eps: float = EPS, tau: float = TAU):
@@ -71,7 +87,8 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
     skipped = []
     with theme.style():
         built = {v: _built(v) for v in var_labels}  # each memory resolved once
-        growing = [v for v in var_labels if _bytes(built[v], 16, 16, dtype)[1]]
+        # T13's cache line goes with softmax; other growing states (log-linear) are drawn at their own bytes
+        growing = [v for v in var_labels if getattr(built[v], "name", None) == "softmax"]
         fig, axes = theme.figure(1, 3, height=theme.PANEL_H + 1.6)
         axes[0, 1].sharex(axes[0, 0])
         for c, (metric, thr, crit) in enumerate(criteria):
@@ -81,16 +98,14 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
             for v in var_labels:
                 for d in [int(x) for x in sub["d"].values]:
                     dv = _data.dv_of(sub, d)
-                    kept, grows = _bytes(built[v], d, dv, dtype)
+                    kept, _ = _bytes(built[v], d, dv, dtype)
                     if kept is None:
                         if v not in skipped:
                             skipped.append(v)
                         continue
                     for seed_cap in np.atleast_1d(cap.sel(variant=v, d=d).values):
                         if np.isfinite(seed_cap):
-                            rows.append(
-                                {"variant": v, "bytes": kept * (seed_cap if grows else 1.0), "capacity": seed_cap}
-                            )
+                            rows.append({"variant": v, "bytes": kept(float(seed_cap)), "capacity": seed_cap})
             df = pd.DataFrame(rows)
             if len(df):
                 theme.curves(
@@ -141,7 +156,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
         nseeds = sub.sizes.get("seed", 1)
         text = (
             theme.SEEDS_NOTE
-            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: the bytes of every tensor the state holds ({dtype}, {size} bytes a number; lsq's d x d matrix included); softmax's cache at its capacity, n* (d + dv) numbers (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured)."
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: the bytes of every tensor the state holds ({dtype}, {size} bytes a number; lsq's d x d matrix included); a state that grows at its capacity n*: softmax's cache n* (d + dv) numbers (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured), log-linear attention's floor(log2 n*) + 1 levels of d dv numbers (state_numel(d, dv, n*))."
         )
         text += (
             " Right: trained models' MQAR accuracy as read from Based's Fig. 2 (Arora et al., arXiv 2402.18668;"

@@ -136,5 +136,10 @@ def variant_curves(ds):
             text += f" No closed form for the mean error of: {', '.join(bare)} (T8 bounds those with a linear read)."
         if any(_softmax_scale(ds, v, 16) is not None for v in var_labels):
             text += " Recall: no closed form for softmax's argmax recall; T10 is the additive memory's."
+        if any(names.parse_label(v)[0] == "log_linear" for v in var_labels):
+            text += (
+                " Log-linear attention: at n = 2^m every pair lies in one Fenwick level, so it reads as its base memory"
+                " (scaled) there and its recall coincides with the base's; only n between powers of two tell them apart."
+            )
         theme.note(fig, f"{text} {thinned}".rstrip())
     return theme.finish(fig, "variants")

@@ -39,6 +39,7 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import numbers
@@ -92,6 +93,7 @@ class Report:
     capacity: int | float = math.nan
     capacity_note: str = ""
     bounds: dict[str, float] = field(default_factory=dict)
+    bound_notes: dict[str, str] = field(default_factory=dict)  # why a bound is n/a, by its row
 
     @property
     def passed(self) -> bool:
@@ -110,7 +112,9 @@ class Report:
             f"capacity at d = {self.d}: largest n with mse <= {self.eps:g} (gaussian keys, orthonormal values, n <= {self.n_max})"
         )
         measured = f"{self.capacity} ({self.capacity_note})" if math.isfinite(self.capacity) else self.capacity_note
-        rows = {"measured": measured} | {k: f"{v:.1f}" if math.isfinite(v) else "n/a" for k, v in self.bounds.items()}
+        rows = {"measured": measured} | {
+            k: f"{v:.1f}" if math.isfinite(v) else self.bound_notes.get(k, "n/a") for k, v in self.bounds.items()
+        }
         w = max(len(k) for k in rows)
         lines += [f"  {k:{w}}  {v}" for k, v in rows.items()]
         counts = {s: sum(r.status == s for r in self.results) for s in (PASS, FAIL, NA)}
@@ -153,10 +157,23 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
-def _state_tensors(state: object) -> list[torch.Tensor]:
-    """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested."""
-    from capacity.variants.precision import state_tensors
+def _state_tensors(state: object, bookkeeping: bool = True) -> list[torch.Tensor]:
+    """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested;
+    without ``bookkeeping``, not those of the dataclass fields marked ``precision.bookkeeping()``."""
+    from capacity.variants._bookkeeping import BOOKKEEPING
+    from capacity.variants.precision import StoredState, state_tensors
 
+    if bookkeeping:
+        return state_tensors(state)
+    if isinstance(state, StoredState):
+        state = state.inner
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        fields = [f for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING)]
+        return [t for f in fields for t in _state_tensors(getattr(state, f.name), False)]
+    if isinstance(state, (tuple, list)):
+        return [t for m in state for t in _state_tensors(m, False)]
+    if isinstance(state, dict):
+        return [t for m in state.values() for t in _state_tensors(m, False)]
     return state_tensors(state)
 
 
@@ -197,7 +214,7 @@ def _shape_dtype(v: Any, x: _Inputs) -> Result:
             FAIL,
             f"read returned {r.dtype} {list(r.shape)}, expected float32 [B, m, dv] = {list(want)}",
         )
-    tensors = _state_tensors(state)
+    tensors = _state_tensors(state, bookkeeping=False)  # fields marked precision.bookkeeping() are not counted
     if callable(getattr(v, "numel", None)):
         expect, source = v.numel(state), "numel(state)"
     else:
@@ -448,11 +465,18 @@ def _capacity(v: Any, report: Report, seed: Seed) -> Result:
         report.capacity_note = f"mse {mse[last]:.4g} at n = {last}, {mse[first]:.4g} at n = {first}"
     D = int(cv.feature_dim)
     grows = bool(cv.sizes)
+    t8 = f"T8 any {D} x dv state, linear read: D / (1 - eps)"
+    linear = _declared(v, "linear_read")
     report.bounds = {
         "T7 random keys, additive rule: 1 + eps d": float(theory.capacity_random_keys(report.eps, d)),
         "T5 tight frame, additive rule: d (1 + eps)": float(theory.capacity_tight_frame(report.eps, d)),
-        f"T8 any {D} x dv state, linear read: D / (1 - eps)": math.nan if grows else D / (1.0 - report.eps),
+        t8: D / (1.0 - report.eps) if linear or (linear is None and not grows) else math.nan,
     }
+    # T8 binds a read q W through one D x dv matrix W, whatever the state keeps: the declared linear_read decides
+    if linear is False:
+        report.bound_notes[t8] = "n/a: declared linear_read = False (the read is not q W for one D x dv matrix)"
+    elif linear is None and grows:
+        report.bound_notes[t8] = "n/a: the state grows and linear_read is not declared; declare it to apply T8"
     detail = f"probe.measure runs at d = {d}, n <= {n}: finite errors; mse at n = {n}: {curve[-1]:.3g}"
     return Result("probe", PASS, detail)
 

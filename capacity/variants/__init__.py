@@ -16,15 +16,20 @@ Optional members, used where present:
 - ``feature_dim(d) -> int``: rows of the state for keys of dimension d (a feature map's D),
   recorded by the probe as the attr ``feature_dim`` (d when absent);
 - ``numel(state) -> int``: numbers the given state keeps per batch item, for memories that
-  grow (softmax); the probe then records it as a variable ``state_numel`` over n;
+  grow (softmax, log_linear); the probe then records it as a variable ``state_numel`` over n. Such a
+  memory's ``state_numel(d, dv, n=None)`` takes n, the writes, and gives the numbers after them (it
+  raises without n); the frontier, ``precision.state_bytes(..., n=)`` and the bill size it so;
+- bookkeeping in the state: a dataclass field declared with ``capacity.variants.precision.bookkeeping()`` (a token
+  counter, step indices) is never rounded by the precision axis and not counted in the state's numbers;
 - ``additive``, ``delta_rule``: booleans that tell ``check_variant`` whether T2 (the two-pair
   closed form) and T12 (exact read-back of the last key with beta = 1) must hold, and the figures
   whether the additive memory's closed forms (T5, T7, T10) apply; T12 reads beta from
   ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta`` attribute;
 - ``display``: the name figures give it (a string, e.g. ``"Longhorn"``), for a class that is not registered with
   one (``register(..., display=...)``); without either, figures show the registered name or the class name;
-- ``linear_read``: True when the read is q S for a fixed-size d x dv state, so that the rank bound
-  T8 binds it (figures draw T8 only then);
+- ``linear_read``: True when the read is q W for one D x dv matrix W (whatever else the state keeps:
+  log_linear's weighted sum of levels is one), so that the rank bound T8 binds it; ``check_variant``
+  applies T8 exactly when it is declared True (or, undeclared, for a state that does not grow) and says why not;
 - ``dims``: the key dimensions d the variant takes, a tuple of whole numbers >= 2 (absent or
   None: any d). ``check_variant`` then runs its contract checks at the declared d nearest 16
   and measures the capacity at the declared d nearest 64 (``from_fla`` sets it when a
@@ -35,7 +40,9 @@ it need not be registered. ``from_fla`` wraps a flash-linear-attention style fun
 
 Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, beta), kda(alpha, beta),
 mamba2(A, dt, w_std) (through ``capacity.kernels.update``), softmax(scale), and lsq(lam), longhorn(beta),
-delta_product(steps, beta), dplr(w, eta) (docs/memories.md). The recurrent ones take a feature map
+delta_product(steps, beta), dplr(w, eta), and those of 2025-2026: gdn2(alpha, beta, gamma), comba(alpha, beta, mu),
+gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
+titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
@@ -358,7 +365,10 @@ def _register_builtins() -> None:
     from capacity.variants.delta_product import DeltaProduct
     from capacity.variants.dplr import DPLR
     from capacity.variants.gated import GLA, Decay
+    from capacity.variants.gated_2026 import GDN2, Comba, GatedOja, PrecondGatedDelta, PrecondKDA
+    from capacity.variants.learners import TTT, Titans
     from capacity.variants.linear import Linear
+    from capacity.variants.log_linear import LogLinear
     from capacity.variants.longhorn import Longhorn
     from capacity.variants.lsq import LSQ
     from capacity.variants.mamba2 import Mamba2
@@ -403,6 +413,49 @@ def _register_builtins() -> None:
     register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
     register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
     register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
+    register(
+        "gdn2",
+        GDN2,
+        "S = (I - k^T (b*k)) Diag(alpha) S + k^T (gamma*v): channel gates on decay, erase and write (GDN-2)",
+        display="GDN-2 (gated DeltaNet 2)",
+    )
+    register("comba", Comba, "S = alpha S + beta k^T (v - mu k S), feedback key p = mu k (Comba)", display="Comba")
+    register(
+        "gated_oja",
+        GatedOja,
+        "S = S Diag(alpha) + beta (k - v S^T)^T v: the erase runs along the value (gated Oja rule)",
+        display="gated Oja rule",
+    )
+    register(
+        "precond_gated_delta",
+        PrecondGatedDelta,
+        "gated delta rule writing the key preconditioned per channel by its squared-key accumulator",
+        display="preconditioned Gated DeltaNet",
+    )
+    register(
+        "precond_kda",
+        PrecondKDA,
+        "KDA writing the key preconditioned per channel by its squared-key accumulator",
+        display="preconditioned KDA",
+    )
+    register(
+        "titans",
+        Titans,
+        "M = alpha M + S, S = eta S - beta k^T (k M - v): momentum and weight decay on a linear memory (Titans)",
+        display="Titans (momentum memory)",
+    )
+    register(
+        "ttt",
+        TTT,
+        "two-layer MLP state, one gradient step on 1/2 |f(k) - v|^2 per write, read gelu(q W1) W2 (TTT-MLP)",
+        display="TTT-MLP",
+    )
+    register(
+        "log_linear",
+        LogLinear,
+        "Fenwick-tree levels over linear or gated delta memories, read sum lam_l q S_l; grows with log2 n",
+        display="log-linear attention",
+    )
     register(
         "softmax",
         Softmax,

@@ -2,7 +2,8 @@
 
 ``stored(memory, state_dtype, rounding)`` returns a memory whose state is rounded to ``state_dtype`` as a deployed
 model stores it; every floating tensor of the state is rounded (a tensor, the tensor fields of a dataclass such as
-``TokenState`` or lsq's ``LsqState``, tuples, lists, dicts), so it works for every built-in and for user memories.
+``TokenState`` or lsq's ``LsqState``, tuples, lists, dicts), so it works for every built-in and for user memories;
+dataclass fields declared with ``bookkeeping()`` (a token counter) are neither rounded nor counted in the bytes.
 
 - ``rounding="step"``: the tokens are written one at a time and the state rounded after every write (decode with a
   low-precision state cache);
@@ -47,6 +48,7 @@ import torch
 
 from capacity.base import _random, _validate
 from capacity.errors import CapacityError
+from capacity.variants._bookkeeping import BOOKKEEPING, bookkeeping
 
 __all__ = [
     "DTYPES",
@@ -59,6 +61,8 @@ __all__ = [
     "state_bytes",
     "state_tensors",
     "itemsize",
+    "bookkeeping",
+    "BOOKKEEPING",
 ]
 
 TORCH_DTYPES = {
@@ -126,18 +130,27 @@ class Rounding:
         return self.label
 
 
-def state_tensors(state) -> list[torch.Tensor]:
-    """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order)."""
+def state_tensors(state, *, stored: bool = False) -> list[torch.Tensor]:
+    """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order).
+
+    ``stored=True``: only the stored numbers, the ones a state dtype rounds and its bytes count: floating tensors
+    outside the dataclass fields marked ``bookkeeping()``.
+    """
     if isinstance(state, torch.Tensor):
-        return [state]
+        return [state] if not stored or state.is_floating_point() else []
     if isinstance(state, StoredState):
-        return state_tensors(state.inner)
+        return state_tensors(state.inner, stored=stored)
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return [t for f in dataclasses.fields(state) for t in state_tensors(getattr(state, f.name))]
+        return [
+            t
+            for f in dataclasses.fields(state)
+            if not (stored and f.metadata.get(BOOKKEEPING))
+            for t in state_tensors(getattr(state, f.name), stored=stored)
+        ]
     if isinstance(state, (tuple, list)):
-        return [t for m in state for t in state_tensors(m)]
+        return [t for m in state for t in state_tensors(m, stored=stored)]
     if isinstance(state, dict):
-        return [t for m in state.values() for t in state_tensors(m)]
+        return [t for m in state.values() for t in state_tensors(m, stored=stored)]
     return []
 
 
@@ -202,9 +215,7 @@ class _Rounder:
         t.copy_(out.clamp_(-self.max, self.max))
 
     def round_(self, state, token: int) -> None:
-        for which, t in enumerate(state_tensors(state)):
-            if not t.is_floating_point():
-                continue
+        for which, t in enumerate(state_tensors(state, stored=True)):
             if self.stochastic:
                 if t.ndim == 0:
                     raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")
@@ -433,4 +444,4 @@ def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = Non
         g = _random.generator(0, "precision/state_bytes")
         state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
         return int(memory.numel(state)) * size
-    return sum(t[0].numel() for t in state_tensors(state) if t.is_floating_point()) * size
+    return sum(t[0].numel() for t in state_tensors(state, stored=True)) * size

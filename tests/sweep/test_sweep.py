@@ -133,6 +133,7 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         "needle",
         "precision",
         "heads",
+        "log-linear",
     }
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()

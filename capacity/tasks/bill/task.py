@@ -7,6 +7,7 @@ decode step: write one pair, read one query) over ``n``; the assembled study add
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -22,6 +23,7 @@ from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
 from capacity.tasks.protocol import Config, Schema, Task, Variable
 from capacity.tasks.recall.task import TORCH_DTYPES, check_values
+from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
 
 __all__ = ["Bill", "BillTask"]
@@ -68,9 +70,12 @@ _VARIABLES = {
 
 
 def _numel(state) -> int:
-    """Numbers a state holds: tensors counted, containers walked."""
+    """Numbers a state holds: tensors counted, containers walked (dataclass fields marked
+    ``precision.bookkeeping()``, such as a token counter, not counted)."""
     if isinstance(state, torch.Tensor):
         return state.numel()
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return sum(_numel(getattr(state, f.name)) for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING))
     if isinstance(state, (list, tuple, dict)) or hasattr(state, "__dict__"):
         items = (
             state.values()
@@ -130,7 +135,7 @@ class BillTask(Task):
         state, numel, seconds, written = mem.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
         for n in order:
             state, written = mem.write(state, K[:, written:n], V[:, written:n]), n
-            numel[n] = _numel(state)
+            numel[n] = int(mem.numel(state)) if callable(getattr(memory, "numel", None)) else _numel(state)
             trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
             times = []
             with user_code(mem.who, "in a timed write() or read()", passthrough=_validate.is_alloc_failure):

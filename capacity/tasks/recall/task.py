@@ -23,6 +23,7 @@ from capacity.tasks import probe
 from capacity.tasks._shared import drawn
 from capacity.tasks.protocol import Config, Schema, Task, Variable
 from capacity.variants import heads, precision
+from capacity.variants._guard import guard
 
 __all__ = ["Recall", "RecallTask", "age_edges", "TORCH_DTYPES"]
 
@@ -95,6 +96,24 @@ class Recall(Config):
         object.__setattr__(self, "queries", _validate.positive_int("queries", self.queries, minimum=0))
 
 
+_STATE_NUMEL = (
+    "state size",
+    "numbers per batch item",
+    "numbers the state keeps after n writes: numel(state) for a state that grows, state_numel(d, dv) otherwise",
+)
+
+
+def grows(study) -> bool:
+    """True when a memory of the study keeps a state that grows (it has ``numel(state)``, as softmax and log_linear
+    do): every cell then records ``state_numel`` per point. Studies of fixed states record nothing new."""
+    from capacity import variants
+
+    g = study.grid
+    return any(
+        callable(getattr(variants.build(v, f), "numel", None)) for v in g.variant for f in (g.feature or (None,))
+    )
+
+
 def check_values(family: str) -> None:
     """A value family by name (``capacity.values.available()``)."""
     _validate.choice("value family", family, values.available())
@@ -156,6 +175,8 @@ class RecallTask(Task):
             names["pairs_age"] = probe.PAIRS_AGE
             dims.update({probe.PER_AGE[m]: ("seed", "age") for m in metrics})
             dims["pairs_age"] = ("age",)
+        if grows(study):
+            names["state_numel"] = _STATE_NUMEL
         variables = {m: Variable(dims.get(m, ("seed",)), dict(zip(_ATTRS, meta))) for m, meta in names.items()}
         extra = {"age": age_edges(study)[:-1]} if p.age_bins else {}
         extra = {**extra, "k": list(p.top_k)} if p.top_k else extra
@@ -203,6 +224,7 @@ class RecallTask(Task):
         make_keys = lambda n: drawn(keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)
         passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
         edges = age_edges(study) if study.task.age_bins else None
+        sized = grows(study)
         rows, attrs = {}, {}
         for at in passes:
             K = make_keys(max(at))
@@ -224,6 +246,9 @@ class RecallTask(Task):
                 if edges is not None:
                     age = np.arange(n)
                     rows[n]["pairs_age"] = np.array([((age >= a) & (age < b)).sum() for a, b in zip(edges, edges[1:])])
+                if sized:  # the same for every seed: the state after n writes
+                    size = cv.sizes[i] if cv.sizes else guard(memory).state_numel(cell.d, cell.dv)
+                    rows[n]["state_numel"] = np.full(len(seeds), float(size))
                 if study.task.key_stats:
                     stats = keys_mod.describe(K[:, :n].float())
                     rows[n].update({s: stats[s].values for s in _STATS})
