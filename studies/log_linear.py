@@ -6,7 +6,8 @@ power of two from 16 to 256 and at the points between (d = 32), so that a figure
 grows as floor(log2 n) + 1 levels of d dv numbers, linear's and gated_delta's stay d dv (docs/memories.md).
 """
 
-from capacity.sweep.config import Grid, Probe, Study
+from capacity.sweep.config import Grid, Study
+from capacity.tasks import Recall
 
 STUDY = Study(
     name="log-linear",
@@ -23,5 +24,5 @@ STUDY = Study(
         load=(1 / 2, 3 / 4, 1, 5 / 4, 3 / 2, 7 / 4, 2, 5 / 2, 3, 7 / 2, 4, 5, 6, 7, 8),
         seed=(0, 1, 2),
     ),
-    probe=Probe(values="gaussian"),
+    task=Recall(values="gaussian"),
 )

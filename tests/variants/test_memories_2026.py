@@ -10,7 +10,7 @@ import torch
 
 from capacity import check_variant, variants
 from capacity.inputs import keys, values
-from capacity.tasks import probe
+from capacity.tasks import Bill, probe
 from capacity.variants import precision
 
 fla_gdn2 = pytest.importorskip("fla.ops.gdn2.naive")
@@ -432,13 +432,13 @@ def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
 
 def test_bill_counts_the_log_linear_levels_not_its_counter(tmp_path):
     from capacity import sweep
-    from capacity.sweep.config import Grid, Probe, Study
+    from capacity.sweep.config import Grid, Study
 
     study = Study(
         name="bill-growing",
         description="bill of a growing memory",
         grid=Grid(variant=("log_linear",), keys=("gaussian",), d=(8,), n=(1, 5, 8, 13), seed=(0,)),
-        probe=Probe(kind="bill", values="gaussian", repeats=2),
+        task=Bill(values="gaussian", repeats=2),
     )
     res = sweep.run(study, out=tmp_path, device="cpu", progress=False)
     got = res.dataset["state_numel"].squeeze().values.tolist()
