@@ -406,9 +406,10 @@ def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
     assert size.sel(variant="log_linear(lam=1.0)").values[:, 0].tolist() == [n.bit_length() * 64 for n in ns]
     assert set(size.sel(variant="ttt").values.ravel().tolist()) == {8 * 32 + 32 * 8}
     from capacity import studies
-    from capacity.tasks import recall
+    from capacity.tasks import TASKS
 
-    assert "state_numel" not in recall.variables(studies.get("capacity-vs-d"))  # fixed states: nothing new
+    study = studies.get("capacity-vs-d")
+    assert "state_numel" not in TASKS["recall"].schema(study).variables  # fixed states: nothing new
     fig = frontier(res.dataset)
     left = fig.axes[0]
     cap = metrics.capacity(res.dataset.squeeze("key_family", drop=True), metric="mse", threshold=0.5)
