@@ -109,6 +109,7 @@ def _cli(*args, cwd, timeout=300):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["auto", "processes", "dask"])
 def test_compare_a_user_module_with_workers_that_never_ran_the_script(tmp_path, executor):
     """The module is on PYTHONPATH only: workers import it by path, nothing registered it."""
@@ -148,6 +149,7 @@ def test_compare_a_user_module_with_workers_that_never_ran_the_script(tmp_path, 
         assert bool((ds.mse.sel(variant="usermem:GainMemory(c=0.5)") != lin).all())
 
 
+@pytest.mark.slow
 def test_entry_point_plugins_are_found_without_any_import(tmp_path):
     """A package that declares its memory and study through entry points, seen by name in this process and workers."""
     site = tmp_path / "site"
@@ -209,6 +211,7 @@ def test_plugins_load_path_errors_are_one_line():
         plugins.load_path("capacity.theory:nosuch")
 
 
+@pytest.mark.slow
 def test_import_registers_a_plugin_in_every_worker(tmp_path):
     """--import MODULE: the module registers its variant on import, here and in every worker process."""
     out = tmp_path / "out"

@@ -37,6 +37,7 @@ def rows(checked):
     return checked[0]
 
 
+@pytest.mark.slow
 def test_every_check_holds(rows):
     assert rows and all(r.passed for r in rows), check.format_table(rows)
     # T1-T13, and each topic's range (T14-T20: precision and heads; T21-T24: forgetting; T25-T30: feature maps,
@@ -46,6 +47,7 @@ def test_every_check_holds(rows):
     assert f"{len(rows)} of {len(rows)} checks hold" in table and "FAIL" not in table
 
 
+@pytest.mark.slow
 def test_every_row_names_what_it_checks(rows):
     """A row names a function of capacity.theory, or the package code it holds to an exact identity."""
     for r in rows:
@@ -53,6 +55,7 @@ def test_every_row_names_what_it_checks(rows):
         assert r.function in check.format_table([r])
 
 
+@pytest.mark.slow
 def test_the_cache_only_saves_work(checked):
     rows, cache = checked
     again = check.run_checks(seed=0, cache=cache, only=["T5", "T10"])
@@ -88,6 +91,7 @@ def test_every_closed_form_3_percent_off_fails_a_row(checked):
     assert all(r.caught for r in results), pc.report(results, 1.01)
 
 
+@pytest.mark.slow
 def test_perturbation_names_a_closed_form_no_row_checks(checked, monkeypatch):
     rows, cache = checked
     pc = _script("perturb_check")
@@ -100,6 +104,7 @@ def test_perturbation_names_a_closed_form_no_row_checks(checked, monkeypatch):
         pc.scaled("text", 1.03)
 
 
+@pytest.mark.slow
 def test_the_docs_show_this_table_and_its_numbers(rows):
     """docs/theory.md's generated table and the numbers marked `check` (docs/scripts/doc_numbers.py) are this run's."""
     spec = importlib.util.spec_from_file_location("numbers_script", ROOT / "docs" / "scripts" / "doc_numbers.py")
@@ -117,6 +122,7 @@ def test_the_docs_show_this_table_and_its_numbers(rows):
     assert num.table_disagreements(other)  # a changed number is caught
 
 
+@pytest.mark.slow
 def test_a_wrong_closed_form_is_caught(checked, monkeypatch):
     monkeypatch.setattr(theory, "random_keys_error", lambda n, d: n / d)
     monkeypatch.setattr(theory, "two_pair_readout", lambda k1, k2, v1, v2: (k1 * k1).sum(-1)[..., None] * v1)
@@ -127,6 +133,7 @@ def test_a_wrong_closed_form_is_caught(checked, monkeypatch):
     assert "FAILED" in check.format_table(bad)
 
 
+@pytest.mark.slow
 def test_only_selects_theorems_and_rejects_unknown_ones(checked):
     assert {r.theorem for r in check.run_checks(only=["T2", "T13"], cache=checked[1])} == {"T2", "T13"}
     with pytest.raises(CapacityError, match="unknown theorem"):

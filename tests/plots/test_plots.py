@@ -421,6 +421,7 @@ def test_closed_form_shows_a_memory_that_departs_from_it(cf_inputs):
 # ---------------------------------------------------------------- render: files, determinism
 
 
+@pytest.mark.slow
 def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var, fmaps, billds, cf):
     written = {}
     for ds in (cvd, orth, var, fmaps, billds, cf):
@@ -569,6 +570,7 @@ def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     assert left.get_xlabel() == "state bytes (float32)"
 
 
+@pytest.mark.slow
 def test_several_figures_are_built_by_one_child_each_with_the_same_bytes(cvd, tmp_path, monkeypatch):
     """save_all: each figure built and encoded by a child process (up to the cores), the bytes of a save in this
     process; nothing is written when one figure cannot be built."""

@@ -236,6 +236,7 @@ def test_the_style_and_palettes_are_seaborns():
     assert list(theme.DASHES) == sns._base.unique_dashes(len(theme.DASHES))
 
 
+@pytest.mark.slow
 def test_drawing_the_main_figures_imports_no_seaborn(tmp_path):
     path = tmp_path / "results.nc"
     _results(["linear", "delta"], ["gaussian", "orthogonal"]).to_netcdf(path, engine="h5netcdf")

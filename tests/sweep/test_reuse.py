@@ -94,6 +94,7 @@ def test_an_edited_helper_module_is_measured_again(user_dir, tmp_path):
     assert not _same(again, first)
 
 
+@pytest.mark.slow
 def test_an_edit_that_this_session_did_not_import_again_is_never_stored_as_new(user_dir, tmp_path):
     """Edited on disk but not imported again, the old code still runs here: its points are the old ones (reused),
     and a new process, which runs the new code, measures again instead of taking them."""
@@ -223,6 +224,7 @@ def _summary(proc) -> tuple[int, int]:
     return measured, reused
 
 
+@pytest.mark.slow
 def test_the_command_line_measures_edited_user_code_again(user_dir, tmp_path):
     _module(user_dir, "gainhelper", "GAIN = 1.0\n")
     _module(user_dir, "scaledmem", SCALED.format(helper="gainhelper"))
@@ -337,6 +339,7 @@ def test_a_netcdf3_copy_of_a_result_plots(tmp_path):
     assert list((tmp_path / "figs").glob("*.png"))
 
 
+@pytest.mark.slow
 def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
     """The same study gets the same keys in a process that imported other things first (dask, matplotlib)."""
     script = textwrap.dedent(

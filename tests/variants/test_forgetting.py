@@ -239,6 +239,7 @@ def test_mamba2_passes_check_variant_and_refuses_bad_parameters():
 # ---------------------------------------------------------------- the check rows
 
 
+@pytest.mark.slow
 def test_forgetting_rows_hold_and_catch_a_3_percent_error(monkeypatch):
     rows = check.run_checks(only=["T21", "T22", "T23", "T24"])
     assert rows and all(r.passed for r in rows), check.format_table(rows)

@@ -342,6 +342,7 @@ def test_t18_t19_bounded_errors_of_decay_and_the_delta_rule(memory):
 # ---------------------------------------------------------------------------------------------- the check rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name,theorem",
     [
