@@ -35,6 +35,8 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
   last grid point that meets eps and the first that fails is measured; the keys are a prefix
   family, so a refinement rewrites and rereads a prefix). No interpolation: the reported n is a
   measured point, so it never exceeds the capacity of a bound that every measured point respects.
+
+Why one module of over 500 lines: ``check_variant`` is one report whose rows share their inputs and their judgement of a result; split, a row could drift from the rest.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ The sweep's reuse key (``capacity.sweep.store.reuse_key``) is built from these p
 True
 >>> describe({"b": 2, "a": [1.5, None]})
 {'a': [1.5, None], 'b': 2}
+
+Why one module of over 500 lines: everything the reuse key is built from sits together, so that a reader can audit what a key covers (and what it cannot see) in one file.
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ Ops with other conventions are mapped, not adapted by hand:
 returns its states always). A variant pickles (for worker
 processes) when ``fn`` and every callable in ``per_token`` are importable module-level
 functions; otherwise pickling raises a CapacityError that names the culprit.
+
+Why one module of over 500 lines: every flash-linear-attention op is adapted by the same few functions, with a table of what each op needs; the table is most of the length.
 """
 
 from __future__ import annotations
