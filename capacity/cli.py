@@ -18,7 +18,7 @@ import sys
 import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
 
 from capacity import __version__
-from capacity.errors import CapacityError, UserCodeError
+from capacity.errors import CapacityError, Terminated, UserCodeError
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
 SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, repeats, vocab, overwrite, distractors, age_bins, haystack, depth, needles, candidates, top_k, queries"  # Study.settable()
@@ -37,12 +37,50 @@ class _Parser(argparse.ArgumentParser):
         raise CapacityError(f"{message} (see '{self.prog} --help')")
 
 
-class _Terminated(Exception):
-    """SIGTERM arrived: unwind like an interrupt (workers stop, finished groups stay saved)."""
+_Terminated = Terminated  # a BaseException (capacity.errors): no guard or ``except Exception`` swallows it
+GRACE = 5.0  # seconds an interrupted or terminated command has to unwind before it ends anyway
+_STOPPED = {
+    signal.SIGINT: (130, "capacity: interrupted; finished groups are saved, run the same command again to resume"),
+    signal.SIGTERM: (
+        143,
+        "capacity: terminated (SIGTERM); finished groups are saved, run the same command again to resume",
+    ),
+}
+
+
+def _end_anyway(signum: int) -> None:
+    """After a stop signal: if the command has not ended within ``GRACE`` seconds (code that swallowed the exception,
+    or C code that never returns to Python), end it with the signal's status and line. Every finished point is on
+    disk already; worker processes die with this one (PR_SET_PDEATHSIG, the Dask nannies' watchdog)."""
+    import threading
+
+    code, line = _STOPPED[signum]
+    unwound = threading.Event()
+    _ARMED.append(unwound)
+
+    def later():
+        if unwound.wait(GRACE):  # main() returned in time
+            return
+        try:
+            os.write(2, (line + "\n").encode())
+        finally:
+            _EXIT(code)
+
+    threading.Thread(target=later, daemon=True, name="capacity-stop").start()
+
+
+_EXIT = os._exit  # taken at import: inside user code, capacity.errors.user_code replaces os._exit for a while
+_ARMED: list = []  # the events of the stop watchdogs started by this command (set when main returns)
 
 
 def _on_sigterm(signum, frame):
-    raise _Terminated()
+    _end_anyway(signal.SIGTERM)
+    raise Terminated()
+
+
+def _on_sigint(signum, frame):
+    _end_anyway(signal.SIGINT)
+    raise KeyboardInterrupt()
 
 
 def _log(msg: str) -> None:
@@ -125,8 +163,10 @@ def _cmd_list(args) -> int:
 def _cmd_store(args) -> int:
     from pathlib import Path
 
-    from capacity.sweep.store import Store
+    from capacity import _files
 
+    if (args.dry_run or args.all) and not args.prune:
+        raise CapacityError("--dry-run and --all apply to --prune only")
     root = Path(args.results) / ".sweep"
     if not root.is_dir():
         raise CapacityError(f"{args.results} holds no stored points (no folder {root}); give the --out of a run")
@@ -140,18 +180,41 @@ def _cmd_store(args) -> int:
         else f"{s / 60:.0f} min"
     )
     print(f"{'study':24} {'cells':>6} {'used':>6} {'points':>8} {'size':>10} {'newest':>8} {'oldest':>8}")
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        c = Store(folder).contents()
-        size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
-        print(
-            f"{folder.name:24} {c['cells']:6} {c['used']:6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
-        )
-        if args.prune:
-            for path in c["unused"]:
-                print(f"  {'would remove' if args.dry_run else 'removed'} {path}")
-                if not args.dry_run:
-                    path.unlink(missing_ok=True)
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+        if args.prune:  # under the lock a run holds while it writes (never while one measures)
+            with _files.lock(folder, wait=False) as held:
+                if not held:
+                    raise CapacityError(
+                        f"a run is writing {folder}; nothing was removed: prune once it has ended (it holds {folder}.lock)"
+                    )
+                _store_row(folder, age, args)
+        else:
+            _store_row(folder, age, args)
     return 0
+
+
+def _store_row(folder, age, args) -> None:
+    """One study's line of ``capacity store``, and what --prune removes (or would) below it."""
+    from capacity.sweep.store import Store
+
+    c = Store(folder).contents()
+    size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
+    print(
+        f"{folder.name:24} {c['cells']:6} {c['used']:6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
+    )
+    if not args.prune:
+        return
+    kept = [] if args.all else c["pending"]
+    for path in c["unused"]:
+        if path in kept:
+            continue
+        print(f"  {'would remove' if args.dry_run else 'removed'} {path}")
+        if not args.dry_run:
+            path.unlink(missing_ok=True)
+    if kept:
+        print(
+            f"  kept {len(kept)} cells of a run that did not finish (the same command resumes from them; --all removes them too)"
+        )
 
 
 def _cmd_plot(args) -> int:
@@ -271,14 +334,21 @@ def build_parser() -> argparse.ArgumentParser:
         "store",
         help="list the points a results folder holds, and prune those no study's latest run used",
         description="List, per study, the stored cells (one file per memory, key family, d, ...), how many the "
-        "study's latest run used, their points, size and age. --prune removes the cells the latest run did not use "
-        "(they would be measured again if asked for); --dry-run only lists them.",
+        "study's latest run used, their points, size and age. --prune removes the cells the latest finished run did not use "
+        "(they would be measured again if asked for), but keeps those of runs that did not finish, which the same "
+        "command resumes from (--all removes them too); it waits for no run: while one writes, it refuses; "
+        "--dry-run only lists them.",
     )
     p.add_argument(
         "results", metavar="OUT", nargs="?", default="results", help="a run's --out folder (default: results)"
     )
     p.add_argument("--prune", action="store_true", help="remove the cells no study's latest run used")
     p.add_argument("--dry-run", action="store_true", help="with --prune: list what would be removed, remove nothing")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="with --prune: also remove the cells of runs that did not finish (by default kept: the same command resumes from them)",
+    )
     p.set_defaults(func=_cmd_store)
 
     p = sub.add_parser("plot", help="draw the figures (PNG and PDF) of a results file or folder")
@@ -378,7 +448,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def main(argv: list[str] | None = None) -> int:
     show_traceback = _traceback_asked(argv)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
+    previous = _handle_stops() if _main_thread() else None
     mpl_home, saved_env = None, {}
     try:
         with warnings.catch_warnings():
@@ -424,8 +494,11 @@ def main(argv: list[str] | None = None) -> int:
         hint = "" if show_traceback else f"; {TRACEBACK_HINT}"
         return _fail(exc, f"{type(exc).__name__}: {_line(exc)} (unexpected{hint})", show_traceback)
     finally:
+        while _ARMED:
+            _ARMED.pop().set()
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         if mpl_home is not None:
             import shutil
 
@@ -436,6 +509,15 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _handle_stops() -> dict:
+    """SIGTERM raises ``Terminated``; SIGINT (where Python's own handler is in place) ``KeyboardInterrupt``; either ends
+    the command within ``GRACE`` seconds whatever the code it interrupts does. Returns the handlers it replaced."""
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when SIGINT is ignored (nohup, &)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+    return previous
 
 
 def _main_thread() -> bool:

@@ -106,7 +106,8 @@ def test_sigkill_in_the_middle_of_a_write_leaves_no_partial_result(tmp_path, ref
         calls = []
         real_replace = os.replace
         def replace(src, dst):
-            calls.append(dst)
+            if "manifest" not in str(dst):  # the manifest is written before the run measures (pending cells)
+                calls.append(dst)
             if len(calls) == 3:
                 os.kill(os.getpid(), signal.SIGKILL)
             real_replace(src, dst)

@@ -11,12 +11,13 @@ reused one by one), ``coords(study)`` (a cell's dimensions besides n: ``seed`` a
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 
 import torch
 import xarray as xr
 
-from capacity import _validate, labels, plugins, probe, variants
+from capacity import _opened, _validate, labels, plugins, probe, provenance, variants
 from capacity import heads as heads_mod
 from capacity import keys as keys_mod
 from capacity.errors import CapacityError
@@ -24,6 +25,7 @@ from capacity.kinds import _shared, bill, mqar, needle, recall
 
 __all__ = ["KINDS", "DESCRIPTIONS", "Probe", "measure", "prepare", "check", "check_memory", "rules"]
 
+READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the files the memory read while measured
 KINDS = {"recall": recall, "bill": bill, "mqar": mqar, "needle": needle}
 DESCRIPTIONS = {
     "recall": "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall",
@@ -134,9 +136,11 @@ def measure(task: dict) -> list[tuple[str, xr.Dataset]]:
             if threads:
                 torch.set_num_threads(threads)
             try:
-                out.append(
-                    (key, kind.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(task["device"])))
-                )
+                with _opened.recording() as opened:  # files the memory reads (sweep.store checks them on reuse)
+                    ds = kind.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(task["device"]))
+                if opened:
+                    ds.attrs[READ_FILES] = json.dumps(provenance.files(opened), sort_keys=True)
+                out.append((key, ds))
             finally:
                 torch.set_num_threads(before)
     return out

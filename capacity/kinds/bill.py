@@ -22,6 +22,8 @@ from capacity.variants._guard import guard
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "PER_POINT"]
 
 PER_POINT = False  # timings: a cell is measured and reused whole
+DTYPES = {"state_numel": "int64"}  # stored values: float64 but these (sweep.store.declared)
+FINITE = ("state_numel", "decode_seconds")  # never NaN or infinite when measured: a stored one is not reused
 KEY_AXIS = False  # one key family: a scalar coordinate (scalar_coords)
 
 

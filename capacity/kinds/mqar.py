@@ -16,6 +16,7 @@ from capacity.errors import CapacityError
 __all__ = ["coords", "variables", "writes", "measure", "theory_vars", "attrs", "check", "PER_POINT"]
 
 PER_POINT = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
+FINITE = ("accuracy",)  # a fraction of counts, never NaN when measured: a stored NaN is not reused (sweep.store)
 
 
 def grid_rules(study) -> None:

@@ -8,6 +8,7 @@ then reuses its points.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +20,12 @@ from capacity import variants as variants_mod
 from capacity._progress import Progress
 from capacity._progress import log as _log
 from capacity.errors import CapacityError
-from capacity.kinds import KINDS, check, check_memory, measure, prepare
+from capacity.kinds import KINDS, READ_FILES, check, check_memory, measure, prepare
 from capacity.sweep.assemble import assemble, cell_dataset, dims, split
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
-from capacity.sweep.store import Store
+from capacity.sweep import store as store_mod
+from capacity.sweep.store import Store, declared
 
 __all__ = ["run", "compare", "RunResult"]
 
@@ -86,6 +88,7 @@ def run(
     plan = Plan(study, dev, imports)
     kind = KINDS[study.probe.kind]
     names, coords = list(kind.variables(study)), plan.coords
+    expect = declared(study, coords)
     log = (lambda msg: None) if not progress or quiet else _log
     with _files.lock(
         store.root, lambda: log(f"another run is writing {store.root}; waiting for it, then its points are reused")
@@ -93,11 +96,17 @@ def run(
         store.clean()
         stored = {}
         for c in plan.cells:
-            points, attrs, why = store.load(plan.keys[c], names, coords)
+            points, attrs, why = store.load(plan.keys[c], names, coords, expect)
             stored[c] = (points, attrs)
             if why:
-                log(f"stored points of {plan.labels[c.variant]} {c.keys.label} d={c.d} {why}; measuring them again")
+                log(
+                    f"stored points of {plan.labels[c.variant]} {c.keys.label} d={c.d} {why}; measuring them again ({store.path(plan.keys[c])})"
+                )
+                if store.path(plan.keys[c]).is_dir():  # a folder in the way of the cell's file: moved aside
+                    store.set_aside(plan.keys[c])
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
+        if todo:  # what this run will use, before it measures: ``capacity store --prune`` keeps it if the run is cut
+            store.start(list(plan.keys.values()))
         work = sum(p.cost() for p in todo) / RATE
         drawing = sum(plan.draw_seconds(p) for p in todo)
         executor = executors.resolve(
@@ -115,7 +124,7 @@ def run(
         )
         results = []
         for c in plan.cells:  # as persisted
-            points, attrs, why = store.load(plan.keys[c], names, coords)
+            points, attrs, why = store.load(plan.keys[c], names, coords, expect)
             if why or any((s, n) not in points for s in study.grid.seed for n in c.ns(study)):
                 raise CapacityError(
                     f"measured points vanished from {store.root} or changed while this run worked ({why or 'missing'}); run the same command again"
@@ -162,8 +171,11 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
         for k, ds in ((k, ds) for _, done in stream for k, ds in done):
             p = by_key[k]
             points, attrs = stored[p.cell]
+            read = json.loads(ds.attrs.pop(READ_FILES, "{}"))  # files the memory read (checked on reuse)
             points.update(split(ds, shape))
             attrs.update(ds.attrs)
+            if read:
+                attrs[store_mod.READ_FILES] = {**attrs.get(store_mod.READ_FILES, {}), **read}
             variables = {v: ds[v].dtype.str for v in ds.data_vars}
             try:  # persisted before it counts as done
                 store.save(plan.keys[p.cell], points, attrs, variables, plan.coords)
