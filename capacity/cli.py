@@ -100,6 +100,12 @@ def _render(result, args) -> None:
     """Draw the figures of a finished run; a figure that cannot be drawn is a warning, never a failed command."""
     from capacity import plots
 
+    try:  # the result's path, before the figures: a reader gone (| head -1) is not a figure that failed
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()  # the rest goes nowhere; the figures are drawn all the same, the command ends with 0
+    except (OSError, ValueError, AttributeError):
+        pass
     try:
         for path in plots.render(result.dataset, out=result.path.parent / "figures"):
             print(path)
@@ -417,21 +423,23 @@ def _matplotlib_home() -> str | None:
 
     Matplotlib would make one in the temporary folder itself, warn about it (even under --quiet) and remove it only at
     the interpreter's exit, which this command skips (``entry``); this folder is removed by ``main``. None when
-    MPLCONFIGDIR is set or the defaults (XDG_CONFIG_HOME, XDG_CACHE_HOME, else ~/.config, ~/.cache) work.
+    MPLCONFIGDIR names a folder matplotlib can write, or, unset, the defaults (XDG_CONFIG_HOME, XDG_CACHE_HOME, else
+    ~/.config, ~/.cache) work; an MPLCONFIGDIR that cannot be written is replaced for the command.
     """
-    if os.environ.get("MPLCONFIGDIR"):
-        return None
     home = os.path.expanduser("~")
 
-    def writable(base: str) -> bool:
-        path = os.path.join(base, "matplotlib")
+    def usable(path: str) -> bool:
         try:
             os.makedirs(path, exist_ok=True)
         except OSError:
             return False
         return os.path.isdir(path) and os.access(path, os.W_OK)
 
-    if writable(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")) and writable(
+    writable = lambda base: usable(os.path.join(base, "matplotlib"))
+    if os.environ.get("MPLCONFIGDIR"):  # the user's choice, when matplotlib can use it
+        if usable(os.environ["MPLCONFIGDIR"]):
+            return None
+    elif writable(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")) and writable(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     ):
         return None
@@ -465,7 +473,10 @@ def main(argv: list[str] | None = None) -> int:
                 logging.getLogger("matplotlib").setLevel(logging.ERROR)
                 saved_env["PYTHONWARNINGS"] = os.environ.get("PYTHONWARNINGS")
                 os.environ["PYTHONWARNINGS"] = "ignore"
+            if args.command in ("list", "store", "check") and sys.stdout is None:
+                raise CapacityError(f"standard output is closed: 'capacity {args.command}' has nowhere to print")
             if args.command in ("run", "compare", "plot"):
+                saved_env.setdefault("MPLCONFIGDIR", os.environ.get("MPLCONFIGDIR"))
                 mpl_home = _matplotlib_home()
             return args.func(args)
     except BrokenPipeError as exc:  # the reader went away (| head): end quietly, like a shell tool
@@ -491,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 143
     except Exception as exc:  # the last resort: still one line, with the exception's type
+        by = getattr(exc, "capacity_user_code", None)  # an allocation failure inside user code (errors.user_code)
+        if by:
+            return _fail(exc, f"{by} could not allocate memory ({type(exc).__name__}: {_line(exc)})", show_traceback)
         hint = "" if show_traceback else f"; {TRACEBACK_HINT}"
         return _fail(exc, f"{type(exc).__name__}: {_line(exc)} (unexpected{hint})", show_traceback)
     finally:
@@ -503,7 +517,6 @@ def main(argv: list[str] | None = None) -> int:
             import shutil
 
             shutil.rmtree(mpl_home, ignore_errors=True)
-            os.environ.pop("MPLCONFIGDIR", None)
         for name, value in saved_env.items():  # the environment as it was (main may run again in this process)
             if value is None:
                 os.environ.pop(name, None)

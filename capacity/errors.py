@@ -89,8 +89,7 @@ def user_code(who: str, where: str, *, passthrough=None):
     Any exception the block raises (SystemExit too, and ``os._exit``, which inside the block raises instead of ending
     the process: a callback that ends the process is a fault too), other than a CapacityError (already one line),
     an interrupt or termination (KeyboardInterrupt, ``Terminated``: they stop the run, whoever they interrupt) and
-    those ``passthrough(exc)`` accepts (e.g. allocation failures, which the caller reports with the sizes; they are
-    marked with ``capacity_user_code``, who and where, so the caller can name the code), becomes a ``UserCodeError``
+    those ``passthrough(exc)`` accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
     "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
     ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``. Files the block opens are seen by
     ``capacity._opened`` (what a stored point's numbers depend on).
@@ -116,10 +115,6 @@ def user_code(who: str, where: str, *, passthrough=None):
         except Exception:  # the predicate could not read the exception (its __str__ raises): it is ours to report
             leave = False
         if leave:
-            try:
-                exc.capacity_user_code = f"{who} {where}"
-            except Exception:  # an exception that takes no attributes: the caller's message without the name
-                pass
             raise
         import traceback  # here, not at the top: the package's start-up stays short (an interrupt there is one line)
 

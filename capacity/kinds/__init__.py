@@ -77,7 +77,7 @@ class Probe:
                 raise CapacityError(f"{name} must be true or false, got {getattr(self, name)!r}")
         put = lambda name, value: object.__setattr__(self, name, value)
         ks = labels.split(self.top_k) if isinstance(self.top_k, str) else self.top_k
-        ks = (ks,) if isinstance(ks, int) else tuple(ks)
+        ks = (ks,) if isinstance(ks, (int, float)) else tuple(ks)  # one number (nan too: refused below, by name)
         ks = tuple(_validate.positive_int("top_k", labels.scalar(x) if isinstance(x, str) else x) for x in ks)
         if len(set(ks)) != len(ks):
             raise CapacityError(f"top_k must list distinct whole numbers >= 1, got {self.top_k!r}")

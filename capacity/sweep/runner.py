@@ -79,7 +79,25 @@ def run(
     imports = list(imports or ())
     plugins.import_modules(imports)
     check(study)
+    if executors.bootstrapping():  # a worker importing a script that starts this sweep outside its main guard
+        raise CapacityError(
+            "this sweep was started while a worker process imported the script; put the script's work under if __name__ == '__main__':"
+        )
     local = executors.main_only([v.obj for v in study.grid.variant if v.obj is not None], executor)
+    script = executors.unguarded_script()
+    if script is not None and (executor == "processes" or executor == "dask" and not scheduler):
+        raise CapacityError(
+            f"{script} starts a sweep outside if __name__ == '__main__':, and each worker process of the {executor} executor imports the script again (it would start the sweep too): put the script's work under that guard, or use executor='serial'"
+        )
+    local = local or script is not None  # auto: such a script runs in this process
+    if executor in ("processes", "dask"):  # objects of the grid travel to the workers by pickle
+        bad = executors.unpicklable([v.obj for v in study.grid.variant if v.obj is not None])
+        if bad is not None:
+            raise CapacityError(
+                f"variant {type(bad[0]).__name__!r} cannot be sent to worker processes ({bad[1]}): give it only attributes pickle can copy, or use executor='serial'"
+            )
+    elif not local and executors.unpicklable([v.obj for v in study.grid.variant if v.obj is not None]):
+        local = True  # auto: it runs in this process
     path = _files.writable_folder(Path(out), "output folder") / f"{study.name}.nc"
     _files.clean_stale(path.parent)  # the temporary files of a result write that was killed
     if path.is_dir():
