@@ -56,9 +56,7 @@ def _hook(event, args):
         path = os.fsdecode(path)
     if not isinstance(path, str):  # a file descriptor: its open was seen (or it is not a file)
         return
-    writes = (
-        isinstance(mode, str) and any(c in mode for c in "wax+") or isinstance(flags, int) and flags & os.O_ACCMODE
-    )
+    writes = isinstance(mode, str) and any(c in mode for c in "wax+") or isinstance(flags, int) and flags & os.O_ACCMODE
     if writes:
         return
     try:

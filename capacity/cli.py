@@ -100,15 +100,14 @@ def _render(result, args) -> None:
     """Draw the figures of a finished run; a figure that cannot be drawn is a warning, never a failed command."""
     from capacity import plots
 
-    try:  # the result's path, before the figures: a reader gone (| head -1) is not a figure that failed
+    try:  # the result's path now: forking the figure workers flushes it, and a reader gone is not a figure failed
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()  # the rest goes nowhere; the figures are drawn all the same, the command ends with 0
+        _silence_stdout()
     except (OSError, ValueError, AttributeError):
         pass
     try:
-        for path in plots.render(result.dataset, out=result.path.parent / "figures"):
-            print(path)
+        paths = plots.render(result.dataset, out=result.path.parent / "figures")
     except Exception as exc:  # the results are saved: a figure that fails is a warning line
         if _traceback_asked(None):
             import traceback
@@ -116,6 +115,15 @@ def _render(result, args) -> None:
             traceback.print_exception(exc)
         why = _line(exc) if isinstance(exc, CapacityError) else f"{type(exc).__name__}: {_line(exc)}"
         _log(f"warning: figures not drawn ({why}); the results are saved in {result.path}")
+        return
+    try:
+        for path in paths:
+            print(path)
+        sys.stdout.flush()
+    except (
+        BrokenPipeError
+    ):  # the reader has what it wanted (| head -1): the figures are drawn, the command did its work
+        _silence_stdout()
 
 
 def _run_options(args) -> dict:
@@ -408,6 +416,22 @@ def _output_closed() -> bool:
         return False
 
 
+def _stdout_open() -> bool:
+    """Whether stdout is there to print to (started with it closed, Python makes it None, or it names a closed
+    descriptor)."""
+    if sys.stdout is None:
+        return False
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # a stream of Python's own (captured): it takes what is printed
+        return True
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null, so that flushing what is left cannot fail again."""
     try:
@@ -473,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
                 logging.getLogger("matplotlib").setLevel(logging.ERROR)
                 saved_env["PYTHONWARNINGS"] = os.environ.get("PYTHONWARNINGS")
                 os.environ["PYTHONWARNINGS"] = "ignore"
-            if args.command in ("list", "store", "check") and sys.stdout is None:
+            if args.command in ("list", "store", "check") and not _stdout_open():
                 raise CapacityError(f"standard output is closed: 'capacity {args.command}' has nowhere to print")
             if args.command in ("run", "compare", "plot"):
                 saved_env.setdefault("MPLCONFIGDIR", os.environ.get("MPLCONFIGDIR"))
@@ -544,7 +568,7 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
         try:
             stream.reconfigure(errors="backslashreplace")
-        except (AttributeError, ValueError):
+        except (AttributeError, ValueError, OSError):  # None, or a closed descriptor (main says so for stdout)
             pass
     try:
         code = main()

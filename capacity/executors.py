@@ -349,7 +349,9 @@ def unguarded_script() -> str | None:
                 return None
             line = frame.f_lineno
             guarded = any(
-                isinstance(node, ast.If) and _is_main_test(node.test) and node.body[0].lineno <= line <= node.body[-1].end_lineno
+                isinstance(node, ast.If)
+                and _is_main_test(node.test)
+                and node.body[0].lineno <= line <= node.body[-1].end_lineno
                 for node in tree.body
             )
             return None if guarded else path

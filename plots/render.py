@@ -168,7 +168,9 @@ def save_all(jobs: list, out) -> list[Path]:
     _JOBS[:] = jobs
     try:
         fork = multiprocessing.get_context("fork")  # each child dies with this process (kill -9 included)
-        with ProcessPoolExecutor(n, mp_context=fork, initializer=executors._die_with_parent, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(
+            n, mp_context=fork, initializer=executors._die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             done = [pool.submit(_encode_one, i) for i in range(len(jobs))]
             encoded = [future.result() for future in done]
     except BrokenProcessPool:

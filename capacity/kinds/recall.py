@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 PER_POINT = True
-FINITE = ("recall", "recall_at")  # fractions of counts, never NaN when measured: a stored NaN is not reused (sweep.store)
+# fractions of counts, never NaN when measured: a stored NaN is not reused (sweep.store)
+FINITE = ("recall", "recall_at")
 FIELDS = ("key_stats", "age_bins", "top_k", "queries")  # probe fields of this kind alone
 GRID_AXES = ("state_dtype", "rounding", "heads", "value_heads")  # grid axes of this kind alone
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

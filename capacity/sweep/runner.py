@@ -21,10 +21,10 @@ from capacity._progress import Progress
 from capacity._progress import log as _log
 from capacity.errors import CapacityError
 from capacity.kinds import KINDS, READ_FILES, check, check_memory, measure, prepare
+from capacity.sweep import store as store_mod
 from capacity.sweep.assemble import assemble, cell_dataset, dims, split
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
-from capacity.sweep import store as store_mod
 from capacity.sweep.store import Store, declared
 
 __all__ = ["run", "compare", "RunResult"]
