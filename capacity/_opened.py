@@ -4,7 +4,7 @@ A stored point's numbers depend on every file the memory reads while it is measu
 parameters name. ``capacity.errors.user_code`` marks the code it guards (``enter``/``leave``); inside
 ``recording()``, every "open" audit event raised while such code runs, for reading, of a regular file that is
 neither the standard library's nor an installed distribution's nor this package's (those are recorded by version
-and by ``provenance.package``), is collected. The sweep hashes what the behavioural fingerprint opened into the
+and by ``provenance.package``), nor in the compilers' caches (Triton's, torch inductor's), is collected. The sweep hashes what the behavioural fingerprint opened into the
 reuse key (``sweep.plan``) and stores, with each cell, the hashes of what its measurement opened, checked when the
 cell is reused (``sweep.store``).
 
@@ -32,7 +32,7 @@ import threading
 from contextlib import contextmanager
 from functools import cache
 
-__all__ = ["recording", "enter", "leave"]
+__all__ = ["recording", "enter", "leave", "inside"]
 
 _state = threading.local()  # .depth: user_code blocks open in this thread
 _sinks: list[set] = []  # the sets of the recording() blocks open (any thread)
@@ -43,9 +43,22 @@ _SYSTEM = ("/proc/", "/sys/", "/dev/")
 
 @cache
 def _skip() -> tuple[str, ...]:
+    """Folders whose files are not recorded: the libraries' and this package's (recorded by version and by hash),
+    the system's, and the compilers' caches (Triton's, torch's inductor: code compiled from what the key names)."""
+    import getpass
+    import tempfile
+
     from capacity import provenance
 
-    return provenance._library_dirs() + tuple(os.path.join(str(p), "") for p in provenance._package_dirs()) + _SYSTEM
+    caches = [os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton")]
+    caches.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or "")
+    try:
+        caches.append(os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    except Exception:  # no user name to find (a container without one): no such folder either
+        pass
+    caches = [os.path.join(os.path.realpath(c), "") for c in caches if c]
+    package = tuple(os.path.join(str(p), "") for p in provenance._package_dirs())
+    return provenance._library_dirs() + package + _SYSTEM + tuple(caches)
 
 
 def _hook(event, args):
@@ -84,6 +97,11 @@ def enter() -> None:
 
 def leave() -> None:
     _state.depth = getattr(_state, "depth", 1) - 1
+
+
+def inside() -> bool:
+    """Whether user code runs in this thread now."""
+    return getattr(_state, "depth", 0) > 0
 
 
 @contextmanager

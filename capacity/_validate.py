@@ -150,8 +150,8 @@ def alloc_error(what: str, shape, dtype, device, exc: BaseException) -> Capacity
     by = getattr(exc, "capacity_user_code", None)  # raised inside the user's code (capacity.errors.user_code)
     if by:
         return CapacityError(
-            f"{by} could not allocate memory ({first[:120]}); the {what} had {list(shape)} "
-            f"{str(dtype).replace('torch.', '')} on {torch.device(device)} ({nbytes:.1e} bytes): use a smaller n, d or batch"
+            f"{by} could not allocate memory ({first[:200]}); the {what} gave it {list(shape)} "
+            f"{str(dtype).replace('torch.', '')} on {torch.device(device)}: use a smaller n, d or batch"
         )
     return CapacityError(
         f"{what}: cannot allocate {nbytes:.1e} bytes for {list(shape)} {str(dtype).replace('torch.', '')} on "

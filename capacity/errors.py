@@ -74,12 +74,18 @@ class _Exited(BaseException):
         return f"called os._exit({self.status!r})"
 
 
-_depth = 0  # user_code blocks open (nested ones share the patch of os._exit below)
+_depth = 0  # user_code blocks open, in any thread (nested ones share the patch of os._exit below)
 _real_exit = None  # os._exit while a block is open
+_patch = None  # a threading.Lock, made on first use
 
 
 def _exit_instead(status=0):
-    raise _Exited(status)
+    """os._exit while user code runs: raised in the thread that runs it, the real one in any other thread."""
+    from capacity import _opened
+
+    if _opened.inside():
+        raise _Exited(status)
+    (_real_exit or _exit_instead.real)(status)
 
 
 @contextmanager
@@ -94,14 +100,19 @@ def user_code(who: str, where: str, *, passthrough=None):
     ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``. Files the block opens are seen by
     ``capacity._opened`` (what a stored point's numbers depend on).
     """
-    global _depth, _real_exit
+    global _depth, _real_exit, _patch
     import os
+    import threading
 
     from capacity import _opened
 
-    if _depth == 0:
-        _real_exit, os._exit = os._exit, _exit_instead
-    _depth += 1
+    if _patch is None:
+        _patch = threading.Lock()
+    with _patch:
+        if _depth == 0:
+            _real_exit, os._exit = os._exit, _exit_instead
+            _exit_instead.real = _real_exit
+        _depth += 1
     _opened.enter()
     try:
         yield
@@ -127,6 +138,7 @@ def user_code(who: str, where: str, *, passthrough=None):
         raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc
     finally:
         _opened.leave()
-        _depth -= 1
-        if _depth == 0:
-            os._exit, _real_exit = _real_exit, None
+        with _patch:
+            _depth -= 1
+            if _depth == 0:
+                os._exit, _real_exit = _real_exit, None

@@ -337,10 +337,14 @@ def unguarded_script() -> str | None:
     this one's store lock for ever; such a script must keep its work under the guard."""
     import inspect
 
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)  # what a spawned worker runs again (none: a notebook, python -c)
+    if not isinstance(script, str):
+        return None
     frame = inspect.currentframe()
     while frame is not None:
         code = frame.f_code
-        if code.co_name == "<module>" and frame.f_globals.get("__name__") in ("__main__", "__mp_main__"):
+        if code.co_name == "<module>" and frame.f_globals is vars(main):
             path = code.co_filename
             try:
                 with open(path, "rb") as fh:

@@ -123,8 +123,6 @@ def run(
                 if store.path(plan.keys[c]).is_dir():  # a folder in the way of the cell's file: moved aside
                     store.set_aside(plan.keys[c])
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
-        if todo:  # what this run will use, before it measures: ``capacity store --prune`` keeps it if the run is cut
-            store.start(list(plan.keys.values()))
         work = sum(p.cost() for p in todo) / RATE
         drawing = sum(plan.draw_seconds(p) for p in todo)
         executor = executors.resolve(
@@ -137,6 +135,8 @@ def run(
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda p: -p.cost())
         total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)
+        if todo:  # after every check, before it measures: ``capacity store --prune`` keeps the cells if it is cut short
+            store.start(list(plan.keys.values()))
         measured = _measure(
             plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose
         )
