@@ -67,17 +67,15 @@ READ_FILES = "read_files"  # a cell's attr: {path: sha256} of the files its memo
 def declared(study, coords: dict) -> dict:
     """What a stored value of each variable of ``study`` must be: ``{variable: (dtype, shape, finite)}``; the dtype
     is the kind's ``DTYPES`` entry (float64 unless it says otherwise), the shape the variable's dimensions but seed
-    and n (``assemble.dims``) at the sizes of ``coords``, ``finite`` whether the kind lists it in ``FINITE`` (a value
+    and n (``assemble.dims``) at the sizes of ``coords`` (None, unchecked, for a dimension ``coords`` lacks), ``finite`` whether the kind lists it in ``FINITE`` (a value
     that cannot be NaN or infinite when measured: a fraction of counts, a size, a time)."""
     from capacity.kinds import KINDS
     from capacity.sweep.assemble import dims
 
     kind = KINDS[study.probe.kind]
     dtypes, finite = getattr(kind, "DTYPES", {}), set(getattr(kind, "FINITE", ()))
-    return {
-        v: (np.dtype(dtypes.get(v, "float64")), tuple(len(coords[d]) for d in own if d != "seed"), v in finite)
-        for v, own in dims(study).items()
-    }
+    shape = lambda own: None if set(own) - set(coords) - {"seed"} else tuple(len(coords[d]) for d in own if d != "seed")
+    return {v: (np.dtype(dtypes.get(v, "float64")), shape(own), v in finite) for v, own in dims(study).items()}
 
 
 def _constant(name: str):
@@ -108,7 +106,7 @@ def _value(raw, dtype: str, expect) -> np.ndarray:
     if expect is None:
         return a
     _, shape, finite = expect
-    if a.shape != shape:
+    if shape is not None and a.shape != shape:
         raise ValueError(f"shape {list(a.shape)}, not {list(shape)}")
     if finite and dtype.kind == "f" and not np.isfinite(a).all():
         raise ValueError("a value that must be finite is not")
