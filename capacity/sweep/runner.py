@@ -96,7 +96,11 @@ def run(
             raise CapacityError(
                 f"variant {type(bad[0]).__name__!r} cannot be sent to worker processes ({bad[1]}): give it only attributes pickle can copy, or use executor='serial'"
             )
-    elif not local and executors.unpicklable([v.obj for v in study.grid.variant if v.obj is not None]):
+    elif (
+        executor == "auto"
+        and not local
+        and executors.unpicklable([v.obj for v in study.grid.variant if v.obj is not None])
+    ):
         local = True  # auto: it runs in this process
     path = _files.writable_folder(Path(out), "output folder") / f"{study.name}.nc"
     _files.clean_stale(path.parent)  # the temporary files of a result write that was killed
