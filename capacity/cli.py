@@ -211,11 +211,14 @@ def _store_row(folder, age, args) -> None:
     """One study's line of ``capacity store``, and what --prune removes (or would) below it."""
     from capacity.sweep.store import Store
 
-    c = Store(folder).contents()
+    c = Store(folder).contents(strict=args.prune)  # a listing shows what it can; prune acts on nothing unread
     size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
+    used = "?" if c["used"] is None else c["used"]
     print(
-        f"{folder.name:24} {c['cells']:6} {c['used']:6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
+        f"{folder.name:24} {c['cells']:6} {used:>6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
     )
+    if c["used"] is None:
+        _log(f"warning: the manifest of {folder} cannot be read: which cells are in use is unknown (--prune refuses)")
     if not args.prune:
         return
     kept = [] if args.all else c["pending"]

@@ -195,6 +195,9 @@ def test_prune_refuses_a_manifest_it_cannot_read(tmp_path, capsys, manifest):
     code, _, err = _main(capsys, "store", tmp_path / "o", "--prune")
     _one_line(code, err, f"cannot read the store's manifest {path}", "nothing was removed")
     assert len(list(root.glob("?" * 64 + ".json"))) == 2
+    code, printed, err = _main(capsys, "store", tmp_path / "o")  # a listing shows what it can, and says so
+    assert code == 0 and printed.splitlines()[1].split()[:3] == ["s", "2", "?"], printed
+    assert "manifest of" in err and "cannot be read" in err
 
 
 # ---------------------------------------------------------------- user code that ends the process or hangs

@@ -283,14 +283,20 @@ class Store:
             return
         self._write_manifest(study, cells, pending)
 
-    def contents(self) -> dict:
+    def contents(self, strict: bool = True) -> dict:
         """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest", "unused", "pending"}``
         (times: seconds of age): ``used`` the cells the latest finished run's manifest lists, ``unused`` the paths of
         the others, ``pending`` those of the others that a run cut short would reuse (the manifest's ``pending``, or
         every cell when there is no manifest: no run has finished). A manifest that cannot be read is a
-        CapacityError. Nothing that is not a regular file is opened."""
-        manifest = self.manifest()
-        used = set(manifest["cells"]) if manifest else set()
+        CapacityError (``strict``; otherwise ``used`` is None and nothing is ``unused``). Nothing that is not a
+        regular file is opened."""
+        try:
+            manifest = self.manifest()
+        except CapacityError:
+            if strict:
+                raise
+            manifest = {"cells": None, "pending": []}
+        used = set(manifest["cells"] or ()) if manifest else set()
         pending = set(manifest["pending"]) if manifest else None
         files = sorted(p for p in self.root.glob("*.json") if p.name != "manifest.json" and _kind(p) == "file")
         ages, points, size = [time.time() - p.stat().st_mtime for p in files], 0, 0
@@ -300,10 +306,11 @@ class Store:
                 points += len(json.loads(p.read_text())["points"])
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-        unused = [p for p in files if p.stem not in used]
+        known = not manifest or manifest["cells"] is not None
+        unused = [p for p in files if p.stem not in used] if known else []
         return {
             "cells": len(files),
-            "used": sum(p.stem in used for p in files),
+            "used": sum(p.stem in used for p in files) if known else None,
             "unused": unused,
             "pending": [p for p in unused if pending is None or p.stem in pending],
             "points": points,
