@@ -143,6 +143,7 @@ def test_prune_refuses_while_a_run_holds_the_store(tmp_path, capsys):
     assert (root / f"{'b' * 64}.json").exists()
 
 
+@pytest.mark.slow  # two small runs in this process: about 5 s on the shared 2-core VM
 def test_prune_keeps_what_a_cut_short_run_resumes_from_unless_all(tmp_path, monkeypatch, capsys):
     """A run that fails after storing some cells (as after kill -9: no finished run) leaves cells that the same
     command reuses; prune keeps them."""
