@@ -18,7 +18,7 @@ import sys
 import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
 
 from capacity import __version__
-from capacity.errors import CapacityError, UserCodeError
+from capacity.errors import CapacityError, Terminated, UserCodeError
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
 SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, age_bins, top_k, queries, repeats, vocab, overwrite, distractors, haystack, depth, needles, candidates"  # Study.settable_keys()
@@ -37,12 +37,50 @@ class _Parser(argparse.ArgumentParser):
         raise CapacityError(f"{message} (see '{self.prog} --help')")
 
 
-class _Terminated(Exception):
-    """SIGTERM arrived: unwind like an interrupt (workers stop, finished groups stay saved)."""
+_Terminated = Terminated  # a BaseException (capacity.errors): no guard or ``except Exception`` swallows it
+GRACE = 5.0  # seconds an interrupted or terminated command has to unwind before it ends anyway
+_STOPPED = {
+    signal.SIGINT: (130, "capacity: interrupted; finished groups are saved, run the same command again to resume"),
+    signal.SIGTERM: (
+        143,
+        "capacity: terminated (SIGTERM); finished groups are saved, run the same command again to resume",
+    ),
+}
+
+
+def _end_anyway(signum: int) -> None:
+    """After a stop signal: if the command has not ended within ``GRACE`` seconds (code that swallowed the exception,
+    or C code that never returns to Python), end it with the signal's status and line. Every finished point is on
+    disk already; worker processes die with this one (PR_SET_PDEATHSIG, the Dask nannies' watchdog)."""
+    import threading
+
+    code, line = _STOPPED[signum]
+    unwound = threading.Event()
+    _ARMED.append(unwound)
+
+    def later():
+        if unwound.wait(GRACE):  # main() returned in time
+            return
+        try:
+            os.write(2, (line + "\n").encode())
+        finally:
+            _EXIT(code)
+
+    threading.Thread(target=later, daemon=True, name="capacity-stop").start()
+
+
+_EXIT = os._exit  # taken at import: inside user code, capacity.errors.user_code replaces os._exit for a while
+_ARMED: list = []  # the events of the stop watchdogs started by this command (set when main returns)
 
 
 def _on_sigterm(signum, frame):
-    raise _Terminated()
+    _end_anyway(signal.SIGTERM)
+    raise Terminated()
+
+
+def _on_sigint(signum, frame):
+    _end_anyway(signal.SIGINT)
+    raise KeyboardInterrupt()
 
 
 def _log(msg: str) -> None:
@@ -62,9 +100,14 @@ def _render(result, args) -> None:
     """Draw the figures of a finished run; a figure that cannot be drawn is a warning, never a failed command."""
     from capacity import plots
 
+    try:  # the result's path now: forking the figure workers flushes it, and a reader gone is not a figure failed
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except (OSError, ValueError, AttributeError):
+        pass
     try:
-        for path in plots.render(result.dataset, out=result.path.parent / "figures"):
-            print(path)
+        paths = plots.render(result.dataset, out=result.path.parent / "figures")
     except Exception as exc:  # the results are saved: a figure that fails is a warning line
         if _traceback_asked(None):
             import traceback
@@ -72,6 +115,15 @@ def _render(result, args) -> None:
             traceback.print_exception(exc)
         why = _line(exc) if isinstance(exc, CapacityError) else f"{type(exc).__name__}: {_line(exc)}"
         _log(f"warning: figures not drawn ({why}); the results are saved in {result.path}")
+        return
+    try:
+        for path in paths:
+            print(path)
+        sys.stdout.flush()
+    except (
+        BrokenPipeError
+    ):  # the reader has what it wanted (| head -1): the figures are drawn, the command did its work
+        _silence_stdout()
 
 
 def _run_options(args) -> dict:
@@ -127,8 +179,10 @@ def _cmd_list(args) -> int:
 def _cmd_store(args) -> int:
     from pathlib import Path
 
-    from capacity.sweep.store import Store
+    from capacity.base import _files
 
+    if (args.dry_run or args.all) and not args.prune:
+        raise CapacityError("--dry-run and --all apply to --prune only")
     root = Path(args.results) / ".sweep"
     if not root.is_dir():
         raise CapacityError(f"{args.results} holds no stored points (no folder {root}); give the --out of a run")
@@ -142,18 +196,44 @@ def _cmd_store(args) -> int:
         else f"{s / 60:.0f} min"
     )
     print(f"{'study':24} {'cells':>6} {'used':>6} {'points':>8} {'size':>10} {'newest':>8} {'oldest':>8}")
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        c = Store(folder).contents()
-        size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
-        print(
-            f"{folder.name:24} {c['cells']:6} {c['used']:6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
-        )
-        if args.prune:
-            for path in c["unused"]:
-                print(f"  {'would remove' if args.dry_run else 'removed'} {path}")
-                if not args.dry_run:
-                    path.unlink(missing_ok=True)
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+        if args.prune:  # under the lock a run holds while it writes (never while one measures)
+            with _files.lock(folder, wait=False) as held:
+                if not held:
+                    raise CapacityError(
+                        f"a run is writing {folder}; nothing was removed: prune once it has ended (it holds {folder}.lock)"
+                    )
+                _store_row(folder, age, args)
+        else:
+            _store_row(folder, age, args)
     return 0
+
+
+def _store_row(folder, age, args) -> None:
+    """One study's line of ``capacity store``, and what --prune removes (or would) below it."""
+    from capacity.sweep.store import Store
+
+    c = Store(folder).contents(strict=args.prune)  # a listing shows what it can; prune acts on nothing unread
+    size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
+    used = "?" if c["used"] is None else c["used"]
+    print(
+        f"{folder.name:24} {c['cells']:6} {used:>6} {c['points']:8} {size:>10} {age(c['newest']):>8} {age(c['oldest']):>8}"
+    )
+    if c["used"] is None:
+        _log(f"warning: the manifest of {folder} cannot be read: which cells are in use is unknown (--prune refuses)")
+    if not args.prune:
+        return
+    kept = [] if args.all else c["pending"]
+    for path in c["unused"]:
+        if path in kept:
+            continue
+        print(f"  {'would remove' if args.dry_run else 'removed'} {path}")
+        if not args.dry_run:
+            path.unlink(missing_ok=True)
+    if kept:
+        print(
+            f"  kept {len(kept)} cells of a run that did not finish (the same command resumes from them; --all removes them too)"
+        )
 
 
 def _cmd_plot(args) -> int:
@@ -273,14 +353,21 @@ def build_parser() -> argparse.ArgumentParser:
         "store",
         help="list the points a results folder holds, and prune those no study's latest run used",
         description="List, per study, the stored cells (one file per memory, key family, d, ...), how many the "
-        "study's latest run used, their points, size and age. --prune removes the cells the latest run did not use "
-        "(they would be measured again if asked for); --dry-run only lists them.",
+        "study's latest run used, their points, size and age. --prune removes the cells the latest finished run did not use "
+        "(they would be measured again if asked for), but keeps those of runs that did not finish, which the same "
+        "command resumes from (--all removes them too); it waits for no run: while one writes, it refuses; "
+        "--dry-run only lists them.",
     )
     p.add_argument(
         "results", metavar="OUT", nargs="?", default="results", help="a run's --out folder (default: results)"
     )
     p.add_argument("--prune", action="store_true", help="remove the cells no study's latest run used")
     p.add_argument("--dry-run", action="store_true", help="with --prune: list what would be removed, remove nothing")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="with --prune: also remove the cells of runs that did not finish (by default kept: the same command resumes from them)",
+    )
     p.set_defaults(func=_cmd_store)
 
     p = sub.add_parser("plot", help="draw the figures (PNG and PDF) of a results file or folder")
@@ -334,6 +421,22 @@ def _output_closed() -> bool:
         return False
 
 
+def _stdout_open() -> bool:
+    """Whether stdout is there to print to (started with it closed, Python makes it None, or it names a closed
+    descriptor)."""
+    if sys.stdout is None:
+        return False
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # a stream of Python's own (captured): it takes what is printed
+        return True
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null, so that flushing what is left cannot fail again."""
     try:
@@ -349,21 +452,23 @@ def _matplotlib_home() -> str | None:
 
     Matplotlib would make one in the temporary folder itself, warn about it (even under --quiet) and remove it only at
     the interpreter's exit, which this command skips (``entry``); this folder is removed by ``main``. None when
-    MPLCONFIGDIR is set or the defaults (XDG_CONFIG_HOME, XDG_CACHE_HOME, else ~/.config, ~/.cache) work.
+    MPLCONFIGDIR names a folder matplotlib can write, or, unset, the defaults (XDG_CONFIG_HOME, XDG_CACHE_HOME, else
+    ~/.config, ~/.cache) work; an MPLCONFIGDIR that cannot be written is replaced for the command.
     """
-    if os.environ.get("MPLCONFIGDIR"):
-        return None
     home = os.path.expanduser("~")
 
-    def writable(base: str) -> bool:
-        path = os.path.join(base, "matplotlib")
+    def usable(path: str) -> bool:
         try:
             os.makedirs(path, exist_ok=True)
         except OSError:
             return False
         return os.path.isdir(path) and os.access(path, os.W_OK)
 
-    if writable(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")) and writable(
+    writable = lambda base: usable(os.path.join(base, "matplotlib"))
+    if os.environ.get("MPLCONFIGDIR"):  # the user's choice, when matplotlib can use it
+        if usable(os.environ["MPLCONFIGDIR"]):
+            return None
+    elif writable(os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")) and writable(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     ):
         return None
@@ -380,7 +485,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def main(argv: list[str] | None = None) -> int:
     show_traceback = _traceback_asked(argv)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
+    previous = _handle_stops() if _main_thread() else None
     mpl_home, saved_env = None, {}
     try:
         with warnings.catch_warnings():
@@ -397,7 +502,10 @@ def main(argv: list[str] | None = None) -> int:
                 logging.getLogger("matplotlib").setLevel(logging.ERROR)
                 saved_env["PYTHONWARNINGS"] = os.environ.get("PYTHONWARNINGS")
                 os.environ["PYTHONWARNINGS"] = "ignore"
+            if args.command in ("list", "store", "check") and not _stdout_open():
+                raise CapacityError(f"standard output is closed: 'capacity {args.command}' has nowhere to print")
             if args.command in ("run", "compare", "plot"):
+                saved_env.setdefault("MPLCONFIGDIR", os.environ.get("MPLCONFIGDIR"))
                 mpl_home = _matplotlib_home()
             return args.func(args)
     except BrokenPipeError as exc:  # the reader went away (| head): end quietly, like a shell tool
@@ -423,21 +531,35 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 143
     except Exception as exc:  # the last resort: still one line, with the exception's type
+        by = getattr(exc, "capacity_user_code", None)  # an allocation failure inside user code (errors.user_code)
+        if by:
+            return _fail(exc, f"{by} could not allocate memory ({type(exc).__name__}: {_line(exc)})", show_traceback)
         hint = "" if show_traceback else f"; {TRACEBACK_HINT}"
         return _fail(exc, f"{type(exc).__name__}: {_line(exc)} (unexpected{hint})", show_traceback)
     finally:
+        while _ARMED:
+            _ARMED.pop().set()
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         if mpl_home is not None:
             import shutil
 
             shutil.rmtree(mpl_home, ignore_errors=True)
-            os.environ.pop("MPLCONFIGDIR", None)
         for name, value in saved_env.items():  # the environment as it was (main may run again in this process)
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _handle_stops() -> dict:
+    """SIGTERM raises ``Terminated``; SIGINT (where Python's own handler is in place) ``KeyboardInterrupt``; either ends
+    the command within ``GRACE`` seconds whatever the code it interrupts does. Returns the handlers it replaced."""
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when SIGINT is ignored (nohup, &)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+    return previous
 
 
 def _main_thread() -> bool:
@@ -451,7 +573,7 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
         try:
             stream.reconfigure(errors="backslashreplace")
-        except (AttributeError, ValueError):
+        except (AttributeError, ValueError, OSError):  # None, or a closed descriptor (main says so for stdout)
             pass
     try:
         code = main()

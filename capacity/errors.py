@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager  # already loaded by importlib.util; traceback loads only when needed
 
-__all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "user_code", "one_line"]
+__all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "Terminated", "user_code", "one_line"]
 
 
 class CapacityError(ValueError):
@@ -45,6 +45,12 @@ class UserCodeError(CapacityError):
         return (type(self), (str(self), self.details))
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like an interrupt (workers stop, finished points stay saved). A BaseException, as
+    KeyboardInterrupt is: no ``except Exception`` (the user's or the package's) swallows it, and ``user_code``
+    never reports it as a fault of the code it guards."""
+
+
 class CapacityWarning(UserWarning):
     """Something was skipped (a plug-in that cannot be loaded, a figure not drawn) and the rest went on."""
 
@@ -59,21 +65,67 @@ def one_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+_STOPS = (KeyboardInterrupt, Terminated, GeneratorExit)  # the run is being stopped: never the user's fault
+
+
+class _Exited(BaseException):
+    """User code called ``os._exit(status)`` inside ``user_code``: raised instead, so the guard can say so."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
+
+    def __str__(self):
+        return f"called os._exit({self.status!r})"
+
+
+_depth = 0  # user_code blocks open, in any thread (nested ones share the patch of os._exit below)
+_real_exit = None  # os._exit while a block is open
+_patch = None  # a threading.Lock, made on first use
+
+
+def _exit_instead(status=0):
+    """os._exit while user code runs: raised in the thread that runs it, the real one in any other thread."""
+    from capacity.base import _opened
+
+    if _opened.inside():
+        raise _Exited(status)
+    (_real_exit or _exit_instead.real)(status)
+
+
 @contextmanager
 def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], object] | None = None) -> Iterator[None]:
     """Run the block as a call into code the package does not own.
 
-    Any Exception (or SystemExit: a callback that ends the process is a fault too) the block raises, other than a
-    CapacityError (already one line) and those ``passthrough(exc)``
-    accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
+    Any exception the block raises (SystemExit too, and ``os._exit``, which inside the block raises instead of ending
+    the process: a callback that ends the process is a fault too), other than a CapacityError (already one line),
+    an interrupt or termination (KeyboardInterrupt, ``Terminated``: they stop the run, whoever they interrupt) and
+    those ``passthrough(exc)`` accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
     "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
-    ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``.
+    ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``. Files the block opens are seen by
+    ``capacity.base._opened`` (what a stored point's numbers depend on).
     """
+    global _depth, _real_exit, _patch
+    import os
+    import threading
+
+    from capacity.base import _opened
+
+    if _patch is None:
+        _patch = threading.Lock()
+    with _patch:
+        if _depth == 0:
+            _real_exit, os._exit = os._exit, _exit_instead
+            _exit_instead.real = _real_exit
+        _depth += 1
+    _opened.enter()
     try:
         yield
     except CapacityError:
         raise
-    except (Exception, SystemExit) as exc:
+    except _STOPS:
+        raise
+    except BaseException as exc:
         try:
             leave = passthrough is not None and passthrough(exc)
         except Exception:  # the predicate could not read the exception (its __str__ raises): it is ours to report
@@ -86,4 +138,12 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
             details = "".join(traceback.format_exception(exc))
         except Exception:  # a message that cannot be made (its __str__ raises): no text, the line says what there is
             details = ""
+        if isinstance(exc, _Exited):
+            raise UserCodeError(f"{who} {exc} {where}", details) from None
         raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc
+    finally:
+        _opened.leave()
+        with _patch:
+            _depth -= 1
+            if _depth == 0:
+                os._exit, _real_exit = _real_exit, None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -166,7 +167,10 @@ def save_all(jobs: list, out) -> list[Path]:
         return [path for stem, fig in built for path in save(fig, out, stem)]
     _JOBS[:] = jobs
     try:
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+        fork = multiprocessing.get_context("fork")  # each child dies with this process (kill -9 included)
+        with ProcessPoolExecutor(
+            n, mp_context=fork, initializer=executors._die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             done = [pool.submit(_encode_one, i) for i in range(len(jobs))]
             encoded = [future.result() for future in done]
     except BrokenProcessPool:
@@ -189,6 +193,9 @@ def _open(path: Path) -> xr.Dataset:
 
 def render_path(results, out=None) -> list[Path]:
     """Render a results file (``.nc``) or every ``.nc`` in a directory; ``out`` defaults to ``figures/`` beside them."""
+    for name, value in (("results", results), ("out", out)):
+        if not isinstance(value, (str, os.PathLike)) and (value is not None or name == "results"):
+            raise CapacityError(f"render_path's {name} must be a path (str or os.PathLike), got {value!r}")
     results = Path(results)
     if results.is_dir():
         files = sorted(results.glob("*.nc"))

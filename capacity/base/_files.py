@@ -44,16 +44,21 @@ def writable_folder(path: Path, what: str) -> Path:
 
 
 @contextmanager
-def lock(folder: Path, waiting=lambda: None):
-    """Hold ``<folder>.lock``; a second holder waits for the first (calling ``waiting()`` once, before it waits)."""
+def lock(folder: Path, waiting=lambda: None, *, wait: bool = True):
+    """Hold ``<folder>.lock``; a second holder waits for the first (calling ``waiting()`` once, before it waits).
+
+    Yields True once held; with ``wait=False``, yields False at once, holding nothing, while another holds it."""
     folder = Path(folder)
     with open(folder.with_name(folder.name + ".lock"), "a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not wait:
+                yield False
+                return
             waiting()
             fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
+        yield True
 
 
 def atomic_write(path: Path, write, *, durable: bool = True) -> None:

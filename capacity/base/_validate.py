@@ -147,6 +147,12 @@ def alloc_error(what: str, shape, dtype, device, exc: BaseException) -> Capacity
     numel = math.prod(int(s) for s in shape)
     nbytes = numel * torch.empty((), dtype=dtype).element_size()
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    by = getattr(exc, "capacity_user_code", None)  # raised inside the user's code (capacity.errors.user_code)
+    if by:
+        return CapacityError(
+            f"{by} could not allocate memory ({first[:200]}); the {what} gave it {list(shape)} "
+            f"{str(dtype).replace('torch.', '')} on {torch.device(device)}: use a smaller n, d or batch"
+        )
     return CapacityError(
         f"{what}: cannot allocate {nbytes:.1e} bytes for {list(shape)} {str(dtype).replace('torch.', '')} on "
         f"{torch.device(device)} ({first[:120]}): use a smaller n, d or batch"

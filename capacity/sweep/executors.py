@@ -22,6 +22,7 @@ system). Closing the generator (an interrupt) cancels what has not started and s
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import logging
 import multiprocessing
@@ -91,14 +92,17 @@ def _threaded(fn, task, threads):
     return fn(task)
 
 
-def _die_with_parent() -> None:
-    """Worker initializer: SIGKILL this process when its parent dies (Linux); leave Ctrl-C to the parent."""
+def _die_with_parent(parent: int | None = None) -> None:
+    """Worker initializer: SIGKILL this process when its parent dies (Linux); leave Ctrl-C to the parent.
+
+    ``parent``: the parent's pid, to see that it died before the request took effect (the child is then someone
+    else's, not always init's: a container's subreaper); without it, a parent of pid 1 counts as gone."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         except OSError:
             pass
-        if os.getppid() == 1:  # the parent died before the request took effect
+        if os.getppid() == 1 or parent is not None and os.getppid() != parent:
             os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -124,7 +128,9 @@ def _processes(fn, tasks, workers, scheduler, meanwhile=None):
     workers = min(workers or cores(), max(1, len(tasks)))
     threads = max(1, cores() // workers)
     spawn = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=spawn, initializer=_die_with_parent)
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=spawn, initializer=_die_with_parent, initargs=(os.getpid(),)
+    )
     clean = False
     try:
         futures = {pool.submit(_threaded, fn, task, threads): key for key, task in tasks}
@@ -189,16 +195,28 @@ def _dask(fn, tasks, workers, scheduler, meanwhile=None):
         workers = workers or cores()
         scratch = tempfile.mkdtemp(prefix="capacity-dask-")  # the cluster's scratch space, removed below
         config = dask.config.set({"temporary-directory": scratch})  # where nannies and workers make theirs
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,  # a task's error comes back as its result: no worker log dumps
-            local_directory=scratch,
-        )
-        client = Client(cluster, set_as_default=False)  # never the scheduler of xarray or of the caller's dask code
-        client.register_plugin(_watchdog(os.getpid()), name="capacity-watchdog")  # the cluster dies with this process
+        try:
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # a task's error comes back as its result: no worker log dumps
+                local_directory=scratch,
+            )
+            client = Client(cluster, set_as_default=False)  # never the scheduler of xarray or the caller's dask code
+            client.register_plugin(_watchdog(os.getpid()), name="capacity-watchdog")  # it dies with this process
+        except Exception as exc:  # a worker killed or out of memory while it started ("Nanny failed to start")
+            try:
+                if cluster is not None:
+                    cluster.close(timeout=connect_timeout())
+            except Exception:  # what is left of it: its nannies die with this process (or exit on their own)
+                pass
+            config.__exit__(None, None, None)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise CapacityError(
+                f"the local Dask cluster of {workers} workers did not start ({type(exc).__name__}: {one_line(exc)[:200]}); nothing was measured, run the same command again"
+            ) from None
         threads = max(1, cores() // workers)
     futures = {}
     try:
@@ -289,6 +307,18 @@ def _connect(Client, scheduler: str, timeout: float):
 _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 
 
+def unpicklable(objects):
+    """The first of ``objects`` that pickle cannot send to a worker process, with the reason, or None."""
+    import pickle
+
+    for obj in objects:
+        try:
+            pickle.dumps(obj)
+        except Exception as exc:  # PicklingError, TypeError ("cannot pickle '_thread.lock' object"), AttributeError
+            return obj, f"{type(exc).__name__}: {one_line(exc)[:200]}"
+    return None
+
+
 def main_only(objects, executor: str) -> bool:
     """Whether any of ``objects`` is defined in ``__main__`` (so the run stays in this process); refused in one line
     for an executor of worker processes, which cannot import it."""
@@ -298,6 +328,54 @@ def main_only(objects, executor: str) -> bool:
             f"variant {type(local).__name__!r} is defined in __main__, which worker processes cannot import: move it into a module, or use executor='serial'"
         )
     return local is not None
+
+
+def unguarded_script() -> str | None:
+    """The script this process runs whose top-level code, outside ``if __name__ == "__main__":``, is what called
+    this (a sweep started at import time), else None. A worker process of the processes executor or of a local Dask
+    cluster imports the script again (the spawn start method) and would start the same sweep, which waits for
+    this one's store lock for ever; such a script must keep its work under the guard."""
+    import inspect
+
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)  # what a spawned worker runs again (none: a notebook, python -c)
+    if not isinstance(script, str):
+        return None
+    frame = inspect.currentframe()
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "<module>" and frame.f_globals is vars(main):
+            path = code.co_filename
+            try:
+                with open(path, "rb") as fh:
+                    tree = ast.parse(fh.read())
+            except (OSError, SyntaxError, ValueError):  # no file (python -c, a notebook): nothing imports it again
+                return None
+            line = frame.f_lineno
+            guarded = any(
+                isinstance(node, ast.If)
+                and _is_main_test(node.test)
+                and node.body[0].lineno <= line <= node.body[-1].end_lineno
+                for node in tree.body
+            )
+            return None if guarded else path
+        frame = frame.f_back
+    return None
+
+
+def _is_main_test(test) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or len(test.comparators) != 1:
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [x for x in sides if getattr(x, "id", None) == "__name__"]
+    consts = [x for x in sides if getattr(x, "value", None) == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def bootstrapping() -> bool:
+    """This process is a worker still importing its parent's script (the spawn start method's bootstrap)."""
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
 def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds=None, local_only=False) -> str:

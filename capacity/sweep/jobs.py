@@ -4,17 +4,22 @@ the checks made before any work (``check``, ``check_memory``) and ``prepare`` (i
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 from capacity import variants
-from capacity.base import _validate, plugins
+from capacity.base import _opened, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
+from capacity.sweep import provenance
 from capacity.tasks import _shared, probe
 from capacity.tasks import get as tasks_get
 from capacity.variants import heads as heads_mod
 
-__all__ = ["measure", "prepare", "check", "check_memory"]
+__all__ = ["measure", "prepare", "check", "check_memory", "READ_FILES"]
+
+READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the files the memory read while measured
 
 
 def measure(job: dict) -> list:
@@ -33,9 +38,11 @@ def measure(job: dict) -> list:
             if threads:
                 torch.set_num_threads(threads)
             try:
-                out.append(
-                    (key, task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"])))
-                )
+                with _opened.recording() as opened:  # files the memory reads (sweep.store checks them on reuse)
+                    ds = task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"]))
+                if opened:
+                    ds.attrs[READ_FILES] = json.dumps(provenance.files(opened), sort_keys=True)
+                out.append((key, ds))
             finally:
                 torch.set_num_threads(before)
     return out

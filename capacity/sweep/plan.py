@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity import variants as variants_mod
+from capacity.base import _opened
 from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
 from capacity.sweep import provenance
@@ -116,14 +117,17 @@ class Plan:
 
     def _resolve(self, variant: Spec, feature: Spec | None) -> Memory:
         """Build a memory, describe it, run its behavioural probe, and hash the user's code it runs."""
-        obj = variants_mod.build(variant, feature)
+        with _opened.recording() as opened:  # files the user's code reads while built and fingerprinted
+            obj = variants_mod.build(variant, feature)
+            behaviour = provenance.behaviour(obj, self.device)  # first: what it imports lazily is then loaded
         mp = getattr(obj, "feature", None)
         objects = [obj] + ([mp] if mp is not None and not isinstance(mp, str) else [])
         if variant.obj is None and ":" not in variant.name and variant.name not in variants_mod.BUILT_IN:
             objects.append(variants_mod._factory(variant.name))  # registered by a plug-in
         paths = [variant.name.partition(":")[0]] if variant.obj is None and ":" in variant.name else []
-        behaviour = provenance.behaviour(obj, self.device)  # first: what it imports lazily is then loaded
         code = {"user": provenance.user_code(objects, paths), "files": provenance.spec_files(variant, feature)}
+        if opened:  # only then: the keys of memories that read no file stay as they were
+            code["opened"] = provenance.files(opened)
         return Memory(obj, self.labels[variant], provenance.describe(obj), behaviour, code)
 
     def memory(self, cell: Cell) -> Memory:

@@ -387,9 +387,16 @@ def behaviour(memory, device="cpu") -> dict:
     the declared d nearest it, dv = 8, else dv = d), on one torch thread, and whether item 0's reads are the same
     when it is written alone (``batch_invariant``: then each seed's numbers can be stored on their own).
 
-    Returns ``{"bits": sha256 | "failed: <error>", "batch_invariant": bool}``; it never raises.
+    Returns ``{"bits": sha256 | "failed: <error>", "batch_invariant": bool}``; it never raises but to stop the run
+    (KeyboardInterrupt, ``capacity.errors.Terminated``). The memory's methods run as user code
+    (``capacity.errors.user_code``), as everywhere else.
     """
     import torch
+
+    from capacity.errors import user_code
+    from capacity.variants._guard import _label
+
+    who = f"memory {_label(memory)!r}"
 
     B, n, d, dv = _PROBE
     dims = getattr(memory, "dims", None)
@@ -403,23 +410,31 @@ def behaviour(memory, device="cpu") -> dict:
                 k, v = _probe_inputs(B, n, d, width, device)
                 reads = []
                 for items in (slice(0, B), slice(0, 1)):
-                    state = memory.init_state(items.stop - items.start, d, width, device=device)
-                    state = memory.write(state, k[items, :15], v[items, :15])
-                    state = memory.write(state, k[items, 15:], v[items, 15:])
-                    reads.append(memory.read(state, k[items]))
+                    with user_code(who, "in init_state()"):
+                        state = memory.init_state(items.stop - items.start, d, width, device=device)
+                    with user_code(who, "in write()"):
+                        state = memory.write(state, k[items, :15], v[items, :15])
+                        state = memory.write(state, k[items, 15:], v[items, 15:])
+                    with user_code(who, "in read()"):
+                        reads.append(memory.read(state, k[items]))
                 same = isinstance(reads[0], torch.Tensor) and torch.equal(reads[0][:1], reads[1])
-                h = hashlib.sha256(_bits(reads[0]) + repr(_numel(memory, d, width)).encode())
+                h = hashlib.sha256(_bits(reads[0]) + repr(_numel(memory, d, width, who)).encode())
                 return {"bits": h.hexdigest(), "batch_invariant": bool(same)}
             except Exception as exc:  # the run itself reports a memory that fails; here it only changes the key
+                # (user code runs under ``user_code``: SystemExit and os._exit are a UserCodeError here; an interrupt
+                # or SIGTERM (BaseExceptions) goes through and stops the run)
                 failure = f"failed: {type(exc).__name__}: {_text(exc)}"
         return {"bits": failure[:300], "batch_invariant": False}
     finally:
         torch.set_num_threads(threads)
 
 
-def _numel(memory, d, dv):
+def _numel(memory, d, dv, who="memory"):
+    from capacity.errors import user_code
+
     try:
-        return memory.state_numel(d, dv)
+        with user_code(who, "in state_numel()"):
+            return memory.state_numel(d, dv)
     except Exception:  # a memory that grows wants n
         return None
 

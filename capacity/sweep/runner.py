@@ -9,6 +9,7 @@ then reuses its points.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +22,12 @@ from capacity.base._progress import Progress
 from capacity.base._progress import log as _log
 from capacity.errors import CapacityError
 from capacity.sweep import executors, provenance
+from capacity.sweep import store as store_mod
 from capacity.sweep.assemble import assemble, cell_dataset, split
 from capacity.sweep.config import Grid, Study
-from capacity.sweep.jobs import check, check_memory, measure, prepare
+from capacity.sweep.jobs import READ_FILES, check, check_memory, measure, prepare
 from capacity.sweep.plan import Plan
-from capacity.sweep.store import Store
+from capacity.sweep.store import Store, declared
 
 __all__ = ["run", "compare", "RunResult"]
 
@@ -79,7 +81,29 @@ def run(
     imports = list(imports or ())
     plugins.import_modules(imports)
     check(study)
+    if executors.bootstrapping():  # a worker importing a script that starts this sweep outside its main guard
+        raise CapacityError(
+            "this sweep was started while a worker process imported the script; put the script's work under if __name__ == '__main__':"
+        )
     local = executors.main_only([v.obj for v in study.grid.variant if v.obj is not None], executor)
+    script = executors.unguarded_script()
+    if script is not None and (executor == "processes" or executor == "dask" and not scheduler):
+        raise CapacityError(
+            f"{script} starts a sweep outside if __name__ == '__main__':, and each worker process of the {executor} executor imports the script again (it would start the sweep too): put the script's work under that guard, or use executor='serial'"
+        )
+    local = local or script is not None  # auto: such a script runs in this process
+    if executor in ("processes", "dask"):  # objects of the grid travel to the workers by pickle
+        bad = executors.unpicklable([v.obj for v in study.grid.variant if v.obj is not None])
+        if bad is not None:
+            raise CapacityError(
+                f"variant {type(bad[0]).__name__!r} cannot be sent to worker processes ({bad[1]}): give it only attributes pickle can copy, or use executor='serial'"
+            )
+    elif (
+        executor == "auto"
+        and not local
+        and executors.unpicklable([v.obj for v in study.grid.variant if v.obj is not None])
+    ):
+        local = True  # auto: it runs in this process
     path = _files.writable_folder(Path(out), "output folder") / f"{study.name}.nc"
     _files.clean_stale(path.parent)  # the temporary files of a result write that was killed
     if path.is_dir():
@@ -87,6 +111,7 @@ def run(
     store = Store(_files.writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
     plan = Plan(study, dev, imports)
     names, coords = list(plan.schema.variables), plan.coords
+    expect = declared(study, coords)
     log = (lambda msg: None) if not progress or quiet else _log
     with _files.lock(
         store.root, lambda: log(f"another run is writing {store.root}; waiting for it, then its points are reused")
@@ -94,10 +119,14 @@ def run(
         store.clean()
         stored = {}
         for c in plan.cells:
-            points, attrs, why = store.load(plan.keys[c], names, coords)
+            points, attrs, why = store.load(plan.keys[c], names, coords, expect)
             stored[c] = (points, attrs)
             if why:
-                log(f"stored points of {plan.labels[c.variant]} {c.keys.label} d={c.d} {why}; measuring them again")
+                log(
+                    f"stored points of {plan.labels[c.variant]} {c.keys.label} d={c.d} {why}; measuring them again ({store.path(plan.keys[c])})"
+                )
+                if store.path(plan.keys[c]).is_dir():  # a folder in the way of the cell's file: moved aside
+                    store.set_aside(plan.keys[c])
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
         work = sum(p.cost() for p in todo) / RATE
         drawing = sum(plan.draw_seconds(p) for p in todo)
@@ -111,6 +140,8 @@ def run(
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda p: -p.cost())
         total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)
+        if todo:  # after every check, before it measures: ``capacity store --prune`` keeps the cells if it is cut short
+            store.start(list(plan.keys.values()))
         measured = _measure(
             plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose
         )
@@ -163,8 +194,11 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
         for k, ds in ((k, ds) for _, done in stream for k, ds in done):
             p = by_key[k]
             points, attrs = stored[p.cell]
+            read = json.loads(ds.attrs.pop(READ_FILES, "{}"))  # files the memory read (checked on reuse)
             points.update(split(ds, plan.schema))
             attrs.update(ds.attrs)
+            if read:
+                attrs[store_mod.READ_FILES] = {**attrs.get(store_mod.READ_FILES, {}), **read}
             variables = {v: ds[v].dtype.str for v in ds.data_vars}
             try:  # persisted before it counts as done
                 store.save(plan.keys[p.cell], points, attrs, variables, plan.coords)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
+import stat
 import time
 from pathlib import Path
 
 import numpy as np
 
 from capacity.base._files import atomic_write, clean_stale
+from capacity.errors import CapacityError, one_line
 from capacity.sweep.config import Spec, digest
 
 __all__ = ["reuse_key", "Store", "SCHEMA"]
@@ -58,6 +61,83 @@ def reuse_key(plan, cell) -> str:
     )
 
 
+READ_FILES = "read_files"  # a cell's attr: {path: sha256} of the files its memory read while measured
+
+
+def declared(study, coords: dict) -> dict:
+    """What a stored value of each variable of ``study`` must be: ``{variable: (dtype, shape, finite)}``, from the
+    task's schema (``Task.schema``): the variable's dtype, its dimensions but seed and n at the sizes of ``coords``
+    (None, unchecked, for a dimension ``coords`` lacks), and whether it is ``finite`` (a value that cannot be NaN or
+    infinite when measured: a fraction of counts, a size, a time)."""
+    from capacity.tasks import get
+
+    schema = get(study.task.kind).schema(study)
+    shape = lambda own: None if set(own) - set(coords) - {"seed"} else tuple(len(coords[d]) for d in own if d != "seed")
+    return {v: (np.dtype(var.dtype), shape(var.dims), var.finite) for v, var in schema.variables.items()}
+
+
+def _constant(name: str):
+    """JSON's NaN and Infinity read as floats (``save`` writes them so); anything else is not a number."""
+    if name in ("NaN", "Infinity", "-Infinity"):
+        return float(name)
+    raise ValueError(f"unknown constant {name}")
+
+
+def _value(raw, dtype: str, expect) -> np.ndarray:
+    """A stored value as an array of ``dtype``, checked against ``expect`` (dtype, shape, finite) when given: numbers
+    only (no null, string or bool), whole numbers for an integer dtype, the declared shape, finite where declared."""
+    dtype = np.dtype(dtype)
+    whole = dtype.kind in "iu"
+
+    def numbers(x):
+        if isinstance(x, list):
+            for y in x:
+                numbers(y)
+        elif isinstance(x, bool) or not isinstance(x, int if whole else (int, float)):
+            raise ValueError(f"{x!r} is not a {'whole ' if whole else ''}number")
+
+    numbers(raw)
+    try:
+        a = np.asarray(raw, dtype=dtype)
+    except OverflowError:
+        raise ValueError(f"a number out of the range of {dtype.name}") from None
+    if expect is None:
+        return a
+    _, shape, finite = expect
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"shape {list(a.shape)}, not {list(shape)}")
+    if finite and dtype.kind == "f" and not np.isfinite(a).all():
+        raise ValueError("a value that must be finite is not")
+    return a
+
+
+def _kind(path: Path) -> str | None:
+    """What ``path`` is, by ``lstat`` (never opened): None if absent, "file" for a regular file, else a phrase."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "unreadable"
+    if stat.S_ISREG(mode):
+        return "file"
+    return {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFLNK: "a symbolic link"}.get(
+        stat.S_IFMT(mode), "a special file"
+    )
+
+
+def _changed_files(recorded) -> str | None:
+    """The first of the ``recorded`` files ({path: sha256}) whose bytes differ now (or that is gone), else None."""
+    if not recorded:
+        return None
+    if not isinstance(recorded, dict):
+        return "its record of them is malformed"
+    from capacity.sweep import provenance
+
+    now = provenance.files(list(recorded))
+    return next((p for p, h in sorted(recorded.items()) if not h or now.get(p) != h), None)
+
+
 def _checksum(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
@@ -71,26 +151,32 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def load(self, key: str, variables: list[str], coords: dict) -> tuple[dict, dict, str | None]:
+    def load(self, key: str, variables: list[str], coords: dict, declared: dict | None = None):
         """The stored points of cell ``key``: ``(points, attrs, why)``, points ``{(seed, n): {variable: value}}``.
 
         Empty with ``why`` None when there is no file; empty with ``why`` (a short phrase) when the file fails a
-        check: its key, its checksum, its variables or its coordinates (``coords``: the kind's besides seed and n).
+        check: a regular file (never a folder, a FIFO or a device: it is not opened), its key, its checksum, its
+        variables, its coordinates (``coords``: the kind's besides seed and n), what ``declared`` (``declared(...)``:
+        variable -> (dtype, shape, finite)) says of each value exactly, and the files the memory read while the points
+        were measured (still the same bytes). The checksum alone proves nothing: anyone can recompute it.
         """
         p = self.path(key)
-        if not p.exists():
+        kind = _kind(p)
+        if kind is None:
             return {}, {}, None
+        if kind != "file":
+            return {}, {}, f"it is {kind}, not a file"
         try:
-            data = json.loads(p.read_text())
+            data = json.loads(p.read_text(), parse_constant=_constant)
             body = {k: data[k] for k in ("key", "schema", "variables", "coords", "attrs", "points")}
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             return {}, {}, "unreadable"
         if body["key"] != key or body["schema"] != SCHEMA:
             return {}, {}, "its key does not match its name"
         if data.get("checksum") != _checksum(body):
             return {}, {}, "its numbers do not match their checksum"
-        if sorted(body["variables"]) != sorted(variables):
-            held = ", ".join(sorted(body["variables"])) or "no variables"
+        if not isinstance(body["variables"], dict) or sorted(body["variables"]) != sorted(variables):
+            held = ", ".join(sorted(map(str, body["variables"]))) or "no variables"
             return {}, {}, f"it holds {held} instead of {', '.join(sorted(variables))}"
         if body["coords"] != {k: list(v) for k, v in coords.items()}:
             return {}, {}, "its coordinates differ from the study's"
@@ -100,10 +186,24 @@ class Store:
             kinds = {}
         if set(kinds.values()) - set("fiu") or len(kinds) != len(body["variables"]):
             return {}, {}, "it holds numbers of a type a result cannot hold"
+        if declared is not None:
+            wrong = [v for v in variables if np.dtype(body["variables"][v]) != np.dtype(declared[v][0])]
+            if wrong:
+                v = wrong[0]
+                return {}, {}, f"its {v} is declared {body['variables'][v]}, not {np.dtype(declared[v][0]).name}"
+        if not isinstance(body["attrs"], dict) or not isinstance(body["points"], dict):
+            return {}, {}, "malformed (attrs or points not a mapping)"
+        changed = _changed_files(body["attrs"].get(READ_FILES))
+        if changed:
+            return {}, {}, f"a file its memory read while measured changed or is gone ({changed})"
         points = {}
         for item, values in body["points"].items():
-            seed, n = map(int, item.split())
-            points[seed, n] = {v: np.asarray(values[v], dtype=np.dtype(body["variables"][v])) for v in variables}
+            try:
+                seed, n = map(int, item.split())
+                point = {v: _value(values[v], body["variables"][v], declared and declared[v]) for v in variables}
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                return {}, {}, f"malformed at point {item!r} ({exc})"
+            points[seed, n] = point
         return points, body["attrs"], None
 
     def save(self, key: str, points: dict, attrs: dict, variables: dict[str, str], coords: dict) -> None:
@@ -123,27 +223,80 @@ class Store:
         # not fsynced: a file a machine crash tears fails its checksum and is measured again (``load``)
         atomic_write(self.path(key), lambda tmp: tmp.write_text(text), durable=False)
 
-    def record(self, study: str, keys: list[str]) -> None:
-        """Write the manifest: the cells the study's latest run used (``capacity store`` keeps them); a run that used
-        the same cells leaves it as it is."""
-        cells, path = sorted(set(keys)), self.root / "manifest.json"
-        try:
-            if json.loads(path.read_text())["cells"] == cells:
-                return
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        text = json.dumps({"study": study, "created": stamp, "cells": cells})
-        atomic_write(path, lambda tmp: tmp.write_text(text))
+    def set_aside(self, key: str) -> Path:
+        """Rename what stands in the place of cell ``key``'s file but is not a file (a folder) to
+        ``<key>.json.not-a-file-<time>``, so that the cell can be saved; returns the new path."""
+        p = self.path(key)
+        aside = p.with_name(f"{p.name}.not-a-file-{time.strftime('%Y%m%dT%H%M%S')}")
+        os.replace(p, aside)
+        return aside
 
-    def contents(self) -> dict:
-        """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest"}`` (times: seconds of age),
-        ``used`` the cells the latest run's manifest lists, ``unused`` the paths of the others."""
+    def manifest(self) -> dict | None:
+        """The manifest, ``{"study", "created", "cells", "pending"}``: None when there is none; a CapacityError (one
+        line naming it) when it cannot be read, so that nothing acts on a guess of what it lists."""
+        path = self.root / "manifest.json"
+        kind = _kind(path)
+        if kind is None:
+            return None
         try:
-            used = set(json.loads((self.root / "manifest.json").read_text())["cells"])
-        except (OSError, ValueError, KeyError, TypeError):
-            used = set()
-        files = sorted(p for p in self.root.glob("*.json") if p.name != "manifest.json")
+            if kind != "file":
+                raise ValueError(f"it is {kind}")
+            data = json.loads(path.read_text())
+            cells, pending = data["cells"], data.get("pending", [])
+            if not all(isinstance(c, str) for c in [*cells, *pending]):
+                raise ValueError("cells that are not names")
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise CapacityError(
+                f"cannot read the store's manifest {path} ({type(exc).__name__}: {one_line(exc)}); "
+                "nothing was removed: run the study again (it rewrites the manifest) or remove the file"
+            ) from None
+        return {**data, "cells": list(cells), "pending": list(pending)}
+
+    def _write_manifest(self, study: str, cells: list[str], pending: list[str]) -> None:
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        text = json.dumps({"study": study, "created": stamp, "cells": cells, "pending": pending})
+        atomic_write(self.root / "manifest.json", lambda tmp: tmp.write_text(text))
+
+    def _current(self) -> dict:
+        try:
+            return self.manifest() or {}
+        except CapacityError:  # a run rewrites a manifest it cannot read
+            return {}
+
+    def start(self, keys: list[str]) -> None:
+        """Before a run measures: add its cells to the manifest's ``pending`` (a run that is cut short, by an error,
+        Ctrl-C or kill -9, leaves them there; the same command resumes from them, and ``prune`` keeps them)."""
+        old = self._current()
+        pending = sorted(set(old.get("pending", [])) | set(keys))
+        if pending != old.get("pending"):
+            self._write_manifest(old.get("study", self.root.name), old.get("cells", []), pending)
+
+    def record(self, study: str, keys: list[str]) -> None:
+        """Write the manifest: the cells the study's latest finished run used (``capacity store`` keeps them), these
+        no longer pending (the cells of other runs that were cut short stay pending); a run that used the same cells
+        leaves it as it is."""
+        cells, old = sorted(set(keys)), self._current()
+        pending = sorted(set(old.get("pending", [])) - set(cells))
+        if old.get("cells") == cells and old.get("pending", []) == pending:
+            return
+        self._write_manifest(study, cells, pending)
+
+    def contents(self, strict: bool = True) -> dict:
+        """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest", "unused", "pending"}``
+        (times: seconds of age): ``used`` the cells the latest finished run's manifest lists, ``unused`` the paths of
+        the others, ``pending`` those of the others that a run cut short would reuse (the manifest's ``pending``, or
+        every cell when there is no manifest: no run has finished). A manifest that cannot be read is a
+        CapacityError (``strict``; otherwise ``used`` is None and nothing is ``unused``). Nothing that is not a
+        regular file is opened."""
+        try:
+            manifest = self.manifest()
+        except CapacityError:
+            if strict:
+                raise
+            manifest = {"cells": None, "pending": []}
+        used = set(manifest["cells"] or ()) if manifest else set()
+        pending = set(manifest["pending"]) if manifest else None
+        files = sorted(p for p in self.root.glob("*.json") if p.name != "manifest.json" and _kind(p) == "file")
         ages, points, size = [time.time() - p.stat().st_mtime for p in files], 0, 0
         for p in files:
             size += p.stat().st_size
@@ -151,10 +304,13 @@ class Store:
                 points += len(json.loads(p.read_text())["points"])
             except (OSError, ValueError, KeyError, TypeError):
                 pass
+        known = not manifest or manifest["cells"] is not None
+        unused = [p for p in files if p.stem not in used] if known else []
         return {
             "cells": len(files),
-            "used": sum(p.stem in used for p in files),
-            "unused": [p for p in files if p.stem not in used],
+            "used": sum(p.stem in used for p in files) if known else None,
+            "unused": unused,
+            "pending": [p for p in unused if pending is None or p.stem in pending],
             "points": points,
             "bytes": size,
             "newest": min(ages, default=None),

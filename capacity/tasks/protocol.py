@@ -112,11 +112,13 @@ def config_class(kind: str) -> type:
 @dataclass(frozen=True)
 class Variable:
     """One variable of a task's results: its dimensions besides the curve axis (``n`` or ``load``) in order, its
-    numpy dtype as stored and assembled, and its attrs (``long_name``, ``units``, ``description``)."""
+    attrs (``long_name``, ``units``, ``description``), its numpy dtype as stored and assembled, and whether a measured
+    value is always ``finite`` (a fraction of counts, a size, a time: a stored NaN or infinity is not reused)."""
 
     dims: tuple[str, ...]
     attrs: dict
     dtype: str = "float64"
+    finite: bool = False
 
 
 @dataclass(frozen=True)

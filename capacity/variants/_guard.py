@@ -58,8 +58,16 @@ class Guarded:
         return f"memory {_label(self.inner)!r}"
 
     def _call(self, method: str, *args, **kwargs):
-        with user_code(self.who, f"in {method}()", passthrough=_validate.is_alloc_failure):
-            return getattr(self.inner, method)(*args, **kwargs)
+        try:
+            with user_code(self.who, f"in {method}()", passthrough=_validate.is_alloc_failure):
+                return getattr(self.inner, method)(*args, **kwargs)
+        except Exception as exc:
+            if not isinstance(exc, CapacityError) and _validate.is_alloc_failure(exc):  # passed through: the
+                try:  # caller's message (``_validate.alloc_error``, the command line) names the memory and the method
+                    exc.capacity_user_code = f"{self.who} in {method}()"
+                except Exception:  # an exception that takes no attributes: the caller's message without the name
+                    pass
+            raise
 
     def init_state(self, batch: int, d: int, dv: int, *, device=None):
         state = self._call("init_state", batch, d, dv, device=device)

@@ -57,6 +57,7 @@ _VARIABLES = {
             "description": "measured: elements of every tensor in the state after n writes, per batch item",
         },
         dtype="int64",
+        finite=True,
     ),
     "decode_seconds": Variable(
         ("seed",),
@@ -65,6 +66,7 @@ _VARIABLES = {
             "units": "s",
             "description": "measured: median time of one decode step (write one pair, read one query) after n writes",
         },
+        finite=True,
     ),
 }
 

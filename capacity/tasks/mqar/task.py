@@ -72,7 +72,10 @@ class MqarTask(Task):
 
     def schema(self, study) -> Schema:
         dims = {"overwrite": list(study.task.overwrite), "seed": list(study.grid.seed)}
-        variables = {m: Variable(tuple(dims), dict(zip(_ATTRS, meta[:3]))) for m, meta in mqar.METRICS.items()}
+        variables = {
+            m: Variable(tuple(dims), dict(zip(_ATTRS, meta[:3])), finite=m == "accuracy")
+            for m, meta in mqar.METRICS.items()
+        }  # accuracy: a fraction of counts, never NaN when measured
         return Schema(dims, variables)
 
     def writes(self, study, ns) -> int:

@@ -198,6 +198,9 @@ def measure(
     """The numbers of ``needle`` as numpy arrays: name -> ``[len(lengths), len(depths), len(seeds)]`` (recall with a last
     axis over ``candidates``), means over the needles. Each length is one write pass of ``len(depths) * len(seeds)``
     sequences."""
+    from capacity.variants._guard import guard
+
+    variant = guard(variant)  # the memory's methods run as user code: a fault names the memory and the method
     D, S, k = len(depths), len(seeds), needles
     out = {m: np.empty((len(lengths), D, S)) for m in METRICS if m != "recall"}
     out["recall"] = np.empty((len(lengths), D, S, len(candidates)))

@@ -48,6 +48,7 @@ _THEORY = {  # name: (function of n and d, units)
 }
 
 
+_FINITE = ("recall", "recall_at")  # fractions of counts, never NaN when measured: a stored NaN is not reused
 _LAYOUT = {
     "state_dtype": "dtype the state is stored in (capacity.variants.precision; float32: as computed)",
     "rounding": "when the stored state is rounded: step, final or chunk=C (+stochastic)",
@@ -177,7 +178,10 @@ class RecallTask(Task):
             dims["pairs_age"] = ("age",)
         if grows(study):
             names["state_numel"] = _STATE_NUMEL
-        variables = {m: Variable(dims.get(m, ("seed",)), dict(zip(_ATTRS, meta))) for m, meta in names.items()}
+        variables = {
+            m: Variable(dims.get(m, ("seed",)), dict(zip(_ATTRS, meta)), finite=m in _FINITE)
+            for m, meta in names.items()
+        }
         extra = {"age": age_edges(study)[:-1]} if p.age_bins else {}
         extra = {**extra, "k": list(p.top_k)} if p.top_k else extra
         return Schema({"seed": list(g.seed)}, variables, extra=extra, coords=self._coords(study))
