@@ -65,6 +65,13 @@ from capacity.theory.precision import (
     step_rounding_error,
     unit_roundoff,
 )
+from capacity.theory.quantised import (
+    quantised_crossover,
+    quantised_final_error,
+    quantised_rounding_variance,
+    quantised_step_error,
+    scale_moment,
+)
 from capacity.theory.softmax import exp_kernel_error, softmax_error, softmax_weight
 
 __all__ = [
@@ -122,4 +129,9 @@ __all__ = [
     "heads_capacity",
     "heads_state_numel",
     "heads_effective_d",
+    "scale_moment",
+    "quantised_rounding_variance",
+    "quantised_final_error",
+    "quantised_step_error",
+    "quantised_crossover",
 ]
