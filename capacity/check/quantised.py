@@ -65,7 +65,7 @@ def _t32(dev, seed, rows):
     d = 32
     cases = (
         ("linear", "linear", 1.0, 1.0, "int8/row", "step", 256, 48, False),
-        ("delta(beta=1.0)", "delta", 1.0, 1.0, "int8/row", "step", 512, 48, False),
+        ("delta(beta=1.0)", "delta", 1.0, 1.0, "int8/row", "step", 512, 96, False),
         ("decay(alpha=0.95)", "decay", 0.95, 1.0, "int8/row", "step", 512, 64, False),
         ("linear", "linear", 1.0, 1.0, "int8/row+ef", "step", 512, 32, True),
         ("delta(beta=1.0)", "delta", 1.0, 1.0, "int8/row+ef", "step", 512, 64, True),
