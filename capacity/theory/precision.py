@@ -351,8 +351,9 @@ def rounding_crossover(d, dv, dtype, *, stochastic: bool = True, ratio: float = 
     """T16: the number of writes n at which the linear memory's step-rounding deviation (T15) reaches ``ratio``
     times its crosstalk (n - 1)/d (``ratio=1``: where it overtakes the crosstalk).
 
-    Stochastic rounding: about 7/u^2 for d = dv in 16..64 (not 12/u^2); the measured crossing lies up to ~10%
-    later (T15 overestimates the deviation by up to ~10% there, see docs/theory.md). Round-to-nearest never
+    Stochastic rounding: about 7/u^2 for d = dv in 16..64 (not 12/u^2); the measured crossing lies about 30% later
+    (T15 overestimates the deviation there: at this n the measured deviation is 0.77-0.78 of the crosstalk in
+    float8, docs/precision-accuracy.md). Round-to-nearest never
     overtakes the crosstalk (``inf``): past the stall its deviation is the lost part of the writes, which
     approaches the crosstalk from below; it reaches ``ratio`` = 1/64 near 0.20/u^2 (d = dv = 64). ``inf`` also when the crossing
     lies beyond ``n_max``.
@@ -406,6 +407,7 @@ def _stall_stats(n, d, dv, dtype):
 def stall_fraction(n, d, dv, dtype):
     """T17: the fraction of the state's entries that the n-th write leaves unchanged under round-to-nearest:
     P(|k_a v_b| < q(S_ab)/2), S after n - 1 writes of random unit keys and values (entries N(0, (n - 1)/(d dv))).
+    Measured 0.935-0.976 of it from u^2 n = 1/4 to 1 in every format (2026-12-03, docs/precision-accuracy.md).
     It depends on n through u^2 n (and weakly on d, dv). The stored entries are taken Gaussian with the spread
     of the stored (not the float32) state, which grows more slowly once writes are lost (``step_rounding_error``'s
     trajectory)."""
@@ -421,7 +423,10 @@ def retained_fraction(n, d, dv, dtype):
 
 def stall_onset(d, dv, dtype, *, fraction: float = 0.5):
     """T17: the number of writes after which round-to-nearest leaves ``fraction`` of a write's entries unchanged
-    (``stall_fraction`` = fraction), found by bisection in log n. About 0.5/u^2 ... 1/u^2 at fraction 0.5."""
+    (``stall_fraction`` = fraction), found by bisection in log n. About 0.7/u^2 at fraction 0.5 (0.76/u^2 at d = 16).
+    The measured onset differs by 10-27% (2026-12-03, d = 16: 0.96/u^2 in bfloat16, 213 against 194 writes in
+    float8_e4m3fn, 45 against 50 in float8_e5m2; docs/precision-accuracy.md): stall_fraction is 2.5-7% high near
+    the onset, where the fraction rises slowly with n."""
     f = float(fraction)
     if not 0.0 < f < 1.0:
         raise CapacityError(f"fraction must lie in (0, 1), got {fraction!r}")
