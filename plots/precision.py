@@ -66,6 +66,12 @@ def departures(ds, *, share: float = DEPART) -> dict:
     return out
 
 
+def _integer(dtype) -> bool:
+    from capacity import quantise
+
+    return quantise.is_quantised(str(dtype))
+
+
 def _step_deviation(ns, d: int, dv: int, dtype: str, memory):
     """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for an integer one."""
     name, alpha, beta = memory
@@ -184,8 +190,9 @@ def precision_curves(ds):
                             ax,
                             ns,
                             np.asarray(base.values, float) + np.asarray(dev, float),
-                            theorem=f"T15:{dt}",
-                            label=f"float32 error + predicted step deviation, {dt} (T15, T18, T19)",
+                            theorem=f"{'T32' if _integer(dt) else 'T15'}:{dt}",
+                            label=f"float32 error + predicted step deviation, {dt} "
+                            + ("(T32)" if _integer(dt) else "(T15, T18, T19)"),
                             color=shades[dt],
                             ls=(0, (1, 1)),
                             lw=0.9,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import check, keys, theory, values
+from capacity import keys, theory, values
 
 
 def _pairs(n, d, dv, B, seed=0):
@@ -73,16 +73,17 @@ def _run(memory, n, d, B, *, feedback, alpha=1.0, beta=1.0, Q=127, sr=False, see
     return ((S - F).double() ** 2).sum((1, 2)) / d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "memory,feedback,alpha,beta,n,B,tol",
     [
-        ("linear", False, 1.0, 1.0, 256, 64, 0.0),
-        ("decay", False, 0.95, 1.0, 400, 64, 0.0),
-        ("delta", False, 1.0, 1.0, 400, 48, 0.0),
-        ("linear", True, 1.0, 1.0, 400, 64, 0.0),  # exactly T31 at every n
-        ("delta", True, 1.0, 1.0, 400, 48, 0.0),
-        ("delta", True, 1.0, 0.5, 400, 48, 0.0),
-        ("gated_delta", True, 0.9, 1.0, 400, 48, 0.0),
+        ("linear", False, 1.0, 1.0, 128, 64, 0.0),
+        ("decay", False, 0.95, 1.0, 200, 64, 0.0),
+        ("delta", False, 1.0, 1.0, 200, 48, 0.0),
+        ("linear", True, 1.0, 1.0, 200, 64, 0.0),  # exactly T31 at every n
+        ("delta", True, 1.0, 1.0, 200, 48, 0.0),
+        ("delta", True, 1.0, 0.5, 200, 48, 0.0),
+        ("gated_delta", True, 0.9, 1.0, 200, 48, 0.0),
     ],
 )
 def test_t32_every_write_with_and_without_feedback(memory, feedback, alpha, beta, n, B, tol):
@@ -111,19 +112,5 @@ def test_t33_crossover_solves_its_equation_and_is_measured_there():
     assert math.isinf(theory.quantised_crossover(d, d, 4, "row", ratio=1e-3))  # never reaches a tiny share
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "name,theorem",
-    [
-        ("quantised_final_error", "T31"),
-        ("scale_moment", "T31"),
-        ("quantised_rounding_variance", "T31"),
-        ("quantised_step_error", "T32"),
-        ("quantised_crossover", "T33"),
-    ],
-)
-def test_a_quantised_closed_form_3_percent_off_fails_its_row(monkeypatch, name, theorem):
-    true = getattr(theory, name)
-    monkeypatch.setattr(theory, name, lambda *a, **k: 1.03 * true(*a, **k))
-    rows = [r for r in check.run_checks(only=[theorem]) if r.function == name]
-    assert rows and not any(r.passed for r in rows), check.format_table(rows)
+# A closed form 3% off failing its `capacity check` row: scripts/perturb_check.py covers every function of
+# capacity.theory.__all__ (T31-T33 included), run by tests/test_check_cli.py.
