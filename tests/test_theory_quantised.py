@@ -79,11 +79,11 @@ def _run(memory, n, d, B, *, feedback, alpha=1.0, beta=1.0, Q=127, sr=False, see
     [
         ("linear", False, 1.0, 1.0, 128, 64, 0.0),
         ("decay", False, 0.95, 1.0, 200, 64, 0.0),
-        ("delta", False, 1.0, 1.0, 200, 48, 0.0),
+        ("delta", False, 1.0, 1.0, 200, 72, 0.0),
         ("linear", True, 1.0, 1.0, 200, 64, 0.0),  # exactly T31 at every n
-        ("delta", True, 1.0, 1.0, 200, 48, 0.0),
-        ("delta", True, 1.0, 0.5, 200, 48, 0.0),
-        ("gated_delta", True, 0.9, 1.0, 200, 48, 0.0),
+        ("delta", True, 1.0, 1.0, 200, 72, 0.0),
+        ("delta", True, 1.0, 0.5, 200, 72, 0.0),
+        ("gated_delta", True, 0.9, 1.0, 200, 72, 0.0),
     ],
 )
 def test_t32_every_write_with_and_without_feedback(memory, feedback, alpha, beta, n, B, tol):
