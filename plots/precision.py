@@ -66,11 +66,38 @@ def departures(ds, *, share: float = DEPART) -> dict:
     return out
 
 
+def _integer(dtype) -> bool:
+    from capacity.variants import quantise
+
+    return quantise.is_quantised(str(dtype))
+
+
+def _step_deviation(ns, d: int, dv: int, dtype: str, memory):
+    """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for an integer one."""
+    name, alpha, beta = memory
+    from capacity.variants import quantise
+
+    if quantise.is_quantised(dtype):
+        spec = quantise.parse(dtype)
+        return theory.quantised_step_error(
+            ns,
+            d,
+            dv,
+            spec.bits,
+            spec.scope,
+            group=spec.group,
+            feedback=spec.feedback is not None,
+            memory=name,
+            alpha=alpha,
+            beta=beta,
+        )
+    return theory.step_rounding_error(ns, d, dv, dtype, memory=name, alpha=alpha, beta=beta)
+
+
 def predicted_departure(memory, d: int, dv: int, dtype: str, ns, float32_mse, *, share: float = DEPART) -> float:
     """The n (interpolated in log n on the grid ``ns``) where the predicted step-rounding deviation reaches ``share``
     of the float32 error; NaN if not on the grid."""
-    name, alpha, beta = memory
-    dev = theory.step_rounding_error(np.asarray(ns, float), d, dv, dtype, memory=name, alpha=alpha, beta=beta)
+    dev = _step_deviation(np.asarray(ns, float), d, dv, dtype, memory)
     ratio = np.asarray(dev, float) / (share * np.asarray(float32_mse, float))
     hit = np.nonzero(ratio >= 1.0)[0]
     if not hit.size:
@@ -158,14 +185,14 @@ def precision_curves(ds):
                     for dt in dtypes:
                         if dt == "float32":
                             continue
-                        name, alpha, beta = mem
-                        dev = theory.step_rounding_error(ns, d, dv, dt, memory=name, alpha=alpha, beta=beta)
+                        dev = _step_deviation(ns, d, dv, dt, mem)
                         theme.theory_line(
                             ax,
                             ns,
                             np.asarray(base.values, float) + np.asarray(dev, float),
-                            theorem=f"T15:{dt}",
-                            label=f"float32 error + predicted step deviation, {dt} (T15, T18, T19)",
+                            theorem=f"{'T32' if _integer(dt) else 'T15'}:{dt}",
+                            label=f"float32 error + predicted step deviation, {dt} "
+                            + ("(T32)" if _integer(dt) else "(T15, T18, T19)"),
                             color=shades[dt],
                             ls=(0, (1, 1)),
                             lw=0.9,

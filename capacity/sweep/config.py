@@ -61,6 +61,15 @@ def _number(name: str, v, whole: bool):
     return float(x)
 
 
+def _state_dtype(v) -> str:
+    """A float format of STATE_DTYPES, or an integer one (int8, int4/row+ef, ...: capacity.variants.quantise), as its label."""
+    from capacity.variants import quantise
+    from capacity.variants.precision import _dtype
+
+    name = str(v).strip()
+    return _dtype(name) if quantise.is_quantised(name) else _validate.choice("state_dtype", name, STATE_DTYPES)
+
+
 def _rounding(v) -> str:
     from capacity.variants.precision import Rounding
 
@@ -82,7 +91,7 @@ _AXES = {
     "seed": (lambda v: _random.check_seed("seed", labels.scalar(v) if isinstance(v, str) else v), "seed"),
     "dtype": (lambda v: _validate.choice("dtype", str(v), DTYPES), "cell"),
     "dv": (lambda v: _number("dv", v, True), "cell"),
-    "state_dtype": (lambda v: _validate.choice("state_dtype", str(v), STATE_DTYPES), "cell"),
+    "state_dtype": (lambda v: _state_dtype(v), "cell"),
     "rounding": (lambda v: _rounding(v), "cell"),
     "heads": (lambda v: _number("heads", v, True), "cell"),
     "value_heads": (lambda v: _number("value_heads", v, True), "cell"),

@@ -79,13 +79,36 @@ _BLOCK = 64  # tokens per seeded stream of stochastic-rounding draws
 def _dtype(state_dtype) -> str:
     name = str(state_dtype).replace("torch.", "")
     if name not in TORCH_DTYPES:
-        raise CapacityError(f"state_dtype must be one of {', '.join(DTYPES)}, got {state_dtype!r}")
+        from capacity.variants import quantise
+
+        if quantise.is_quantised(name):  # int8 / int4 with scales (capacity.variants.quantise): its canonical label
+            return quantise.parse(name).label
+        raise CapacityError(
+            f"state_dtype must be one of {', '.join(DTYPES)}, or {quantise.SPELLING}; got {state_dtype!r}"
+        )
     return name
 
 
 def itemsize(state_dtype) -> int:
-    """Bytes per number of ``state_dtype`` (4, 2, 2, 1, 1)."""
-    return torch.empty(0, dtype=TORCH_DTYPES[_dtype(state_dtype)]).element_size()
+    """Bytes per number of ``state_dtype`` (4, 2, 2, 1, 1; int8: 1, its scales and residual not counted)."""
+    name = _dtype(state_dtype)
+    if name not in TORCH_DTYPES:
+        from capacity.variants import quantise
+
+        if quantise.parse(name).bits != 8:
+            raise CapacityError(f"{name} keeps half a byte a number: count its bytes with state_bytes")
+        return 1
+    return torch.empty(0, dtype=TORCH_DTYPES[name]).element_size()
+
+
+def _rounder_for(state_dtype: str, stochastic: bool, seed, *, feedback: bool = True):
+    """The rounder of ``state_dtype`` (a checked name): a float format's, or an integer format's with its
+    feedback residuals (``capacity.variants.quantise``; ``feedback=False``: none kept)."""
+    if state_dtype in TORCH_DTYPES:
+        return _Rounder(state_dtype, stochastic, seed)
+    from capacity.variants.quantise import Quantiser
+
+    return Quantiser(state_dtype, stochastic, seed, feedback=feedback)
 
 
 @dataclass(frozen=True)
@@ -237,7 +260,7 @@ def round_(state, state_dtype, *, stochastic: bool = False, seed=0, token: int =
 
     Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item.
     """
-    _Rounder(_dtype(state_dtype), bool(stochastic), seed).round_(state, token)
+    _rounder_for(_dtype(state_dtype), bool(stochastic), seed, feedback=False).round_(state, token)
     return state
 
 
@@ -308,7 +331,10 @@ class Stored:
     def _rounder(self, state: StoredState) -> _Rounder:
         r = getattr(state, "_rounder", None)
         if r is None:
-            r = _Rounder(self.state_dtype, self.rounding.stochastic, self.seed)
+            # under final the state is rounded afresh for each read: nothing to feed back
+            r = _rounder_for(
+                self.state_dtype, self.rounding.stochastic, self.seed, feedback=self.rounding.kind != "final"
+            )
             object.__setattr__(state, "_rounder", r)
         return r
 
@@ -423,7 +449,8 @@ def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = Non
 
     d = _validate.positive_int("d", d)
     dv = _validate.positive_int("dv", dv)
-    size = itemsize(dtype)
+    quantised = _dtype(dtype) not in TORCH_DTYPES
+    size = 1 if quantised else itemsize(dtype)
     own = getattr(memory, "state_bytes", None)
     if callable(own) and not isinstance(memory, Stored):
         kwargs = {"n": n} if n is not None else {}
@@ -443,5 +470,11 @@ def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = Non
     if grows and n:
         g = _random.generator(0, "precision/state_bytes")
         state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
-        return int(memory.numel(state)) * size
-    return sum(t[0].numel() for t in state_tensors(state, stored=True)) * size
+        if not quantised:
+            return int(memory.numel(state)) * size
+    tensors = state_tensors(state, stored=True)
+    if quantised:  # integers, scales and residuals (capacity.variants.quantise.nbytes)
+        from capacity.variants import quantise
+
+        return quantise.nbytes(_dtype(dtype), [t.shape[1:] for t in tensors])
+    return sum(t[0].numel() for t in tensors) * size

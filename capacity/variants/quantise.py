@@ -1,0 +1,261 @@
+"""Integer state formats: int8 and int4 with symmetric scales, and error feedback (docs/precision.md, T21-T23).
+
+``precision.stored(memory, "int8/row+ef", rounding)`` stores any memory's state as servers quantise it: every
+floating tensor of the state is kept as whole numbers q in [-Q, Q] (Q = 127 for int8, 7 for int4) times a scale,
+one scale for each group of entries, the group's largest magnitude over Q (symmetric, no zero point), so the
+largest entry of a group is kept exactly. A state dtype is spelled ``int<bits>[/<scope>][+<feedback>]``:
+
+- bits: ``int8`` or ``int4``;
+- scope (which entries share a scale; tensors are ``[B, ...]``, batch first, so a scale never spans batch items):
+  none or ``/tensor``: one scale per batch item and tensor; ``/row``: one per row (every index but the last, the
+  dv entries of a row of a ``[B, d, dv]`` state); ``/col``: one per column (every index but the second last: the
+  d entries of a column; a tensor ``[B, m]`` has one column per item, so per tensor); ``/g<N>``: groups of N
+  consecutive entries along the last dimension (N must divide it);
+- feedback: none; ``+ef``: error feedback, the quantisation error x - fl(x) kept in a float32 residual of the
+  tensor's shape and added to the tensor before its next rounding (after the next write or chunk); ``+int4`` (or
+  ``+int8``): the same residual stored itself in that integer format, with the same scope and scales of its own
+  (the int8 + int4-residual scheme). Reads see the quantised state only; the residual is fed back, never read.
+
+The canonical label drops ``/tensor`` (``"int8/tensor"`` is ``"int8"``). Rounding follows ``rounding`` as for the
+float formats (``step``, ``chunk=C``, ``final``; ``+stochastic``: q = floor(x / scale + U), U uniform on [0, 1)
+from the same seeded streams). Under ``final`` the state is rounded once for each read and nothing is fed back.
+The scales are float32 numbers (4 bytes each); ``nbytes`` counts the integers (bits / 8 a number, rounded up
+per tensor), the scales and the residual (4 bytes a number for ``+ef``, its integers and scales for ``+int4``).
+A residual follows its tensor by position in the state; a tensor that grows keeps its residual in the old
+positions (zero in the new ones), one whose shape changes otherwise restarts it at zero.
+
+>>> import torch
+>>> from capacity import quantise
+>>> spec = quantise.parse("int8/row+ef"); spec.label, spec.qmax, spec.scales((32, 32))
+('int8/row+ef', 127, 32)
+>>> x = torch.tensor([[[1.0, -0.6, 0.25, 0.0]]])          # one item, one row of 4
+>>> quantise.quantise(x, quantise.parse("int4/row"))[0, 0]  # scale 1/7: -0.6 = -4.2/7 -> -4/7, 0.25 -> 2/7
+tensor([ 1.0000, -0.5714,  0.2857,  0.0000])
+>>> quantise.nbytes(quantise.parse("int8/row+int4"), [(32, 32)])  # 1024 + 32*4 + 512 + 32*4
+1792
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import torch
+
+from capacity.errors import CapacityError
+from capacity.variants.precision import _Rounder, _seeds
+
+__all__ = ["Spec", "parse", "is_quantised", "quantise", "nbytes", "Quantiser", "SPELLING"]
+
+SPELLING = (
+    "int8 or int4, optionally /row, /col, /tensor or /g<N> (a group of N entries along the last dimension), "
+    "optionally +ef (a float32 residual fed back) or +int4 / +int8 (the residual stored in that format)"
+)
+_PATTERN = re.compile(r"^int(?P<bits>\d+)(?:/(?P<scope>[a-z0-9]+))?(?:\+(?P<fb>[a-z0-9]+))?$")
+_SCALE_BYTES = 4  # scales are float32 numbers
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An integer state format: ``bits`` 8 | 4, ``scope`` tensor | row | col | group (``group`` N), ``feedback``
+    None | "ef" | "int8" | "int4"."""
+
+    bits: int
+    scope: str = "tensor"
+    group: int | None = None
+    feedback: str | None = None
+
+    @property
+    def qmax(self) -> int:
+        """Q = 2^(bits - 1) - 1: the whole numbers kept are -Q .. Q (127 for int8, 7 for int4)."""
+        return (1 << (self.bits - 1)) - 1
+
+    @property
+    def label(self) -> str:
+        scope = {"tensor": "", "row": "/row", "col": "/col"}.get(self.scope, f"/g{self.group}")
+        return f"int{self.bits}{scope}" + (f"+{self.feedback}" if self.feedback else "")
+
+    @property
+    def residual(self) -> Spec | None:
+        """The format the residual is stored in (None: float32 for ``+ef``, or no feedback)."""
+        if self.feedback in ("int8", "int4"):
+            return Spec(int(self.feedback[3:]), self.scope, self.group, None)
+        return None
+
+    def scales(self, shape) -> int:
+        """How many scales a tensor of ``shape`` (one batch item: the shape without its batch dimension) keeps."""
+        shape = tuple(int(s) for s in shape)
+        numel = math.prod(shape)
+        if numel == 0:
+            return 0
+        if self.scope == "tensor" or not shape:
+            return 1
+        if self.scope == "row":
+            return numel // shape[-1]
+        if self.scope == "col":
+            return numel // shape[-2] if len(shape) >= 2 else 1
+        _group_fits(self.group, shape)
+        return numel // self.group
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def is_quantised(name) -> bool:
+    """Whether ``name`` is spelled as an integer format (``int...``), valid or not."""
+    return isinstance(name, str) and name.strip().startswith("int")
+
+
+def parse(name) -> Spec:
+    """A Spec from its spelling (``"int8"``, ``"int8/row"``, ``"int4/col+ef"``, ``"int8/g32+int4"``, a Spec)."""
+    if isinstance(name, Spec):
+        return name
+    bad = CapacityError(f"an integer state_dtype must be {SPELLING}; got {name!r}")
+    if not isinstance(name, str):
+        raise bad
+    m = _PATTERN.match(name.strip().replace(" ", ""))
+    if m is None or m["bits"] not in ("8", "4"):
+        raise bad
+    scope, group = m["scope"] or "tensor", None
+    if scope.startswith("g"):
+        if not scope[1:].isdigit() or int(scope[1:]) < 1:
+            raise bad
+        scope, group = "group", int(scope[1:])
+    elif scope not in ("tensor", "row", "col"):
+        raise bad
+    fb = m["fb"]
+    if fb is not None and fb not in ("ef", "int8", "int4"):
+        raise bad
+    return Spec(int(m["bits"]), scope, group, fb)
+
+
+def _group_fits(group: int, shape) -> None:
+    last = int(shape[-1]) if len(shape) else 1
+    if last % group:
+        raise CapacityError(
+            f"int state scope /g{group}: the group size must divide the last dimension of every state tensor, "
+            f"which is {last} here"
+        )
+
+
+def _grouped(t: torch.Tensor, spec: Spec) -> tuple[torch.Tensor, callable]:
+    """``t`` [B, ...] as groups ``[G, m]`` (each row one scale's entries) and the function that puts a ``[G, m]``
+    tensor back in ``t``'s shape."""
+    shape = t.shape
+    if t.ndim <= 1:  # [B] or a scalar: every entry of an item is one group
+        g = t.reshape(max(1, shape[0] if t.ndim else 1), -1)
+        return g, lambda x: x.reshape(shape)
+    if spec.scope == "tensor":
+        return t.reshape(shape[0], -1), lambda x: x.reshape(shape)
+    if spec.scope == "row":
+        return t.reshape(-1, shape[-1]), lambda x: x.reshape(shape)
+    if spec.scope == "col":
+        if t.ndim == 2:  # [B, m]: one column per item
+            return t.reshape(shape[0], -1), lambda x: x.reshape(shape)
+        moved = t.transpose(-1, -2)
+        mshape = moved.shape
+        return moved.reshape(-1, mshape[-1]), lambda x: x.reshape(mshape).transpose(-1, -2)
+    _group_fits(spec.group, shape[1:])
+    return t.reshape(-1, spec.group), lambda x: x.reshape(shape)
+
+
+def quantise(x: torch.Tensor, spec, uniform: torch.Tensor | None = None) -> torch.Tensor:
+    """``x`` [B, ...] rounded to the integer format ``spec`` (feedback aside): q scale with scale the group's
+    largest magnitude over Q and q = round(x / scale) (half to even), or floor(x / scale + uniform) for stochastic
+    rounding (``uniform``: U[0, 1) draws of x's shape). A group of zeros stays zero; non-finite entries make
+    their group's scale non-finite (NaN out). Returns a new float32 tensor of x's shape."""
+    spec = parse(spec)
+    xf = x.float()
+    g, back = _grouped(xf, spec)
+    scale = g.abs().amax(-1, keepdim=True) / spec.qmax  # [G, 1]
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    y = g / safe
+    if uniform is None:
+        q = torch.round(y)
+    else:
+        u, _ = _grouped(uniform.to(xf.device, torch.float32), spec)
+        q = torch.floor(y + u)
+    q = q.clamp_(-spec.qmax, spec.qmax)
+    return back(q * scale)
+
+
+def nbytes(spec, shapes) -> int:
+    """Bytes of tensors of ``shapes`` (each one batch item's shape) stored in ``spec``: the integers (bits / 8 a
+    number, rounded up to whole bytes per tensor), a float32 scale per group, and the residual (+ef: float32;
+    +int4 / +int8: its integers and scales)."""
+    spec = parse(spec)
+    total = 0
+    for shape in shapes:
+        numel = math.prod(int(s) for s in shape)
+        total += -(-numel * spec.bits // 8) + _SCALE_BYTES * spec.scales(shape)
+        if spec.feedback == "ef":
+            total += 4 * numel
+        elif spec.residual is not None:
+            r = spec.residual
+            total += -(-numel * r.bits // 8) + _SCALE_BYTES * r.scales(shape)
+    return total
+
+
+class Quantiser(_Rounder):
+    """Rounds a state's float32 tensors in place to an integer format, keeping the feedback residuals (one per
+    tensor position) between roundings. ``feedback=False``: the residuals are neither used nor kept."""
+
+    def __init__(self, spec, stochastic: bool, seed, *, feedback: bool = True):
+        self.spec = parse(spec)
+        self.stochastic, self.seed = bool(stochastic), _seeds(seed)
+        self.feedback = bool(feedback) and self.spec.feedback is not None
+        self._streams: dict = {}
+        self._residual: dict = {}  # tensor position -> float32 residual (its stored value for +int4)
+        self._next: int | None = None  # position of the next tensor met inside round_
+
+    def round_(self, state, token: int) -> None:
+        self._next = 0
+        try:
+            super().round_(state, token)
+        finally:
+            self._next = None
+
+    def nearest(self, t: torch.Tensor) -> None:
+        which = 0
+        if self._next is not None:
+            which, self._next = self._next, self._next + 1
+        self._apply(t, which, None)
+
+    def stochastic_(self, t: torch.Tensor, which: int, token: int) -> None:
+        if self._next is not None:
+            self._next += 1
+        self._apply(t, which, token)
+
+    def _draws(self, t: torch.Tensor, which, token: int) -> torch.Tensor:
+        if t.ndim == 0:
+            raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")
+        B = t.shape[0]
+        return torch.stack([self._uniform(which, b, token, t.shape[1:], t.device, B) for b in range(B)])
+
+    def _apply(self, t: torch.Tensor, which: int, token) -> None:
+        x = t
+        if self.feedback:
+            r = self._residual_for(which, t)
+            if r is not None:
+                x = t + r
+        u = None if token is None else self._draws(t, which, token)
+        q = quantise(x, self.spec, u)
+        if self.feedback:
+            err = x - q
+            rs = self.spec.residual
+            if rs is not None:  # the residual stored in an integer format of its own
+                ur = None if token is None else self._draws(t, f"residual/{which}", token)
+                err = quantise(err, rs, ur)
+            self._residual[which] = err
+        t.copy_(q)
+
+    def _residual_for(self, which: int, t: torch.Tensor):
+        r = self._residual.get(which)
+        if r is None or r.shape == t.shape:
+            return r
+        if r.ndim == t.ndim and all(a <= b for a, b in zip(r.shape, t.shape)):
+            grown = torch.zeros_like(t, dtype=torch.float32)
+            grown[tuple(slice(0, s) for s in r.shape)] = r
+            return grown
+        return None
