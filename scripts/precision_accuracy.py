@@ -1,7 +1,7 @@
 """How close T14-T19's closed forms come to the package's low-precision states: the table of docs/precision-accuracy.md.
 
 Each row writes random unit keys and values through ``capacity.variants.precision.stored`` (the wrapper, tested against
-plain-torch simulations in tests/test_precision.py) and measures one quantity over a batch, mean and standard error
+plain-torch simulations in tests/variants/test_precision.py) and measures one quantity over a batch, mean and standard error
 over the items; the closed form of ``capacity.theory`` is printed beside it with the ratio and z = (measured -
 predicted) / SE. Settings span bfloat16, float16, float8_e4m3fn and float8_e5m2, round-to-nearest and stochastic
 rounding, d = 16 ... 128. ``stall_onset`` is held to a measured onset: the first n where the mean share of entries

@@ -48,7 +48,7 @@ def _skip() -> tuple[str, ...]:
     import getpass
     import tempfile
 
-    from capacity.sweep import provenance
+    from capacity.base._paths import library_dirs, package_dirs
 
     caches = [os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton")]
     caches.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or "")
@@ -57,8 +57,8 @@ def _skip() -> tuple[str, ...]:
     except Exception:  # no user name to find (a container without one): no such folder either
         pass
     caches = [os.path.join(os.path.realpath(c), "") for c in caches if c]
-    package = tuple(os.path.join(str(p), "") for p in provenance._package_dirs())
-    return provenance._library_dirs() + package + _SYSTEM + tuple(caches)
+    package = tuple(os.path.join(str(p), "") for p in package_dirs())
+    return library_dirs() + package + _SYSTEM + tuple(caches)
 
 
 def _hook(event, args):

@@ -20,7 +20,7 @@ from capacity.variants import quantise
 def _t31(dev, seed, rows):
     """T31: one rounding of the finished additive state, int8 per row and int4 per column; the scale moment and
     the rounding variance on Gaussian numbers through ``quantise.quantise``."""
-    n, d, B = 1024, 32, 64
+    n, d, B = 1024, 32, 96  # 3 s.e. about 2.4%: a form 3% off either way fails the int4 row (measured 0.997 of it)
     for dt, bits, scope in (("int8/row", 8, "row"), ("int4/col", 4, "col")):
         m, se = mean_se(measured(("final", dt), lambda dt=dt: _deviation("linear", dt, "final", n, d, d, B, seed, dev)))
         want = theory.quantised_final_error(n, d, d, bits, scope)
@@ -95,7 +95,7 @@ def _t33(dev, seed, rows):
     got = measured(("cross", n), lambda: _deviation("linear", "int4/row", "step+stochastic", n, d, d, B, seed, dev))
     m, se = mean_se(got * d / (n - 1))
     what = f"linear d = dv = {d}, int4/row step+stochastic: measured deviation / crosstalk at n* = {n} (3 s.e.)"
-    rows.append(eq("T33", what, m, 1.0, 3 * se, function="quantise"))
+    rows.append(eq("T33", what, m, 1.0, 3 * se, function="quantised_crossover"))
 
 
 GROUPS = [

@@ -37,10 +37,8 @@ import json
 import os
 import platform
 import re
-import site
 import subprocess
 import sys
-import sysconfig
 import types
 from functools import cache
 from importlib import metadata
@@ -49,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from capacity import __version__
+from capacity.base._paths import library_dirs, package_dirs
 
 __all__ = [
     "package",
@@ -64,7 +63,6 @@ __all__ = [
     "git_commit",
 ]
 
-_ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's code that computes numbers
 # distributions whose code computes numbers: their versions are part of every key
 _NUMERIC = (
     "torch",
@@ -86,33 +84,17 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _package_dirs() -> list[Path]:
-    return sorted({Path(p).resolve() for r in _ROOTS for p in importlib.util.find_spec(r).submodule_search_locations})
-
-
 @cache
 def package() -> str:
     """sha256 over the package's sources (every .py file but the plots') and its data files, in a stable order."""
     h = hashlib.sha256()
-    for root in _package_dirs():
+    for root in package_dirs():
         for f in sorted(root.rglob("*")):
             rel = f.relative_to(root)
             if f.is_file() and "plots" not in rel.parts and "__pycache__" not in rel.parts:
                 if f.suffix == ".py" or "data" in rel.parts:
                     h.update(str(rel).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
-
-
-@cache
-def _library_dirs() -> tuple[str, ...]:
-    """The standard library's and the installed distributions' folders (as given and resolved): code there is
-    recorded by version, not by its bytes."""
-    paths = sysconfig.get_paths()
-    found = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    found += list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()]
-    found += [os.path.join(sys.base_prefix, "lib"), os.path.join(sys.base_exec_prefix, "lib")]
-    found = [p for p in found if p and os.path.isdir(p)]
-    return tuple(sorted({os.path.join(q, "") for p in found for q in (os.path.abspath(p), os.path.realpath(p))}))
 
 
 def _user_file(path, skip: tuple[str, ...]) -> str | None:
@@ -177,7 +159,7 @@ def user_code(objects=(), modules=()) -> dict[str, str]:
     source). A loaded module is hashed as it is in memory (``_module_state``: what runs, even when its file was
     edited since), one not loaded yet by its file. Modules of the standard library, of installed distributions and
     of this package are left out: they are recorded by version (``libraries``) and by ``package()``."""
-    skip = _library_dirs() + tuple(os.path.join(str(p), "") for p in _package_dirs())
+    skip = library_dirs() + tuple(os.path.join(str(p), "") for p in package_dirs())
     todo = [getattr(o, "__module__", None) or type(o).__module__ for o in objects] + list(modules)
     todo += [
         type(o).__module__ for o in objects if not isinstance(o, type) and not callable(getattr(o, "__code__", None))
@@ -238,7 +220,7 @@ def libraries(objects=()) -> dict[str, str]:
     for dist in _NUMERIC:  # loaded or not: what this process happens to have imported must not change the key
         if _version(dist):
             out[dist] = _version(dist)
-    skip, installed = _library_dirs(), []
+    skip, installed = library_dirs(), []
     for obj in objects:  # a plug-in whose code lies in an installed distribution: recorded by that one's version
         module = sys.modules.get(getattr(obj, "__module__", None) or type(obj).__module__)
         path = getattr(module, "__file__", None) or ""

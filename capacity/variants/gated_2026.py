@@ -26,7 +26,7 @@ is o = q S. (.) is the elementwise product; Diag(a) S scales row i of S by a_i, 
 Gates (``alpha``, ``alpha_atk``) lie in (0, 1], steps ``beta`` in (0, 2), ``gamma`` in (0, 1], ``mu`` in (0, 1],
 ``beta_atk`` > 0; each is a number, ``("uniform", low, high)`` drawn per token (and channel) from ``seed``, or for a
 per-channel one a sequence of one value per channel. ``normalize=True`` (the default) L2-normalises keys and queries.
-The writes run token by token in plain torch (float32); ``tests/test_memories_2026.py`` holds them to fla-core
+The writes run token by token in plain torch (float32); ``tests/variants/test_memories_2026.py`` holds them to fla-core
 0.6.0's plain-torch references (``naive_recurrent_gdn2``, ``naive_recurrent_comba``,
 ``naive_recurrent_precond_gated_delta_rule``, ``naive_recurrent_precond_kda``) and the gated Oja rule, which fla
 ships as Triton kernels only, to a recurrence written in the test.

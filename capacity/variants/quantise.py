@@ -25,7 +25,7 @@ A residual follows its tensor by position in the state; a tensor that grows keep
 positions (zero in the new ones), one whose shape changes otherwise restarts it at zero.
 
 >>> import torch
->>> from capacity import quantise
+>>> from capacity.variants import quantise
 >>> spec = quantise.parse("int8/row+ef"); spec.label, spec.qmax, spec.scales((32, 32))
 ('int8/row+ef', 127, 32)
 >>> x = torch.tensor([[[1.0, -0.6, 0.25, 0.0]]])          # one item, one row of 4

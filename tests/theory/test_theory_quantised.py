@@ -114,4 +114,4 @@ def test_t33_crossover_solves_its_equation_and_is_measured_there():
 
 
 # A closed form 3% off failing its `capacity check` row: scripts/perturb_check.py covers every function of
-# capacity.theory.__all__ (T31-T33 included), run by tests/test_check_cli.py.
+# capacity.theory.__all__ (T31-T33 included), run by tests/check/test_check_cli.py.

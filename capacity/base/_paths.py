@@ -1,0 +1,34 @@
+"""Where the package's code and the installed libraries live: code there is recorded by its hash or its version, not
+as the user's (``capacity.sweep.provenance``), and files read there are not recorded (``_opened``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import site
+import sys
+import sysconfig
+from functools import cache
+from pathlib import Path
+
+__all__ = ["ROOTS", "package_dirs", "library_dirs"]
+
+ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's code that computes numbers
+
+
+@cache
+def package_dirs() -> list[Path]:
+    """The folders of the package's code that computes numbers (``ROOTS``), resolved."""
+    return sorted({Path(p).resolve() for r in ROOTS for p in importlib.util.find_spec(r).submodule_search_locations})
+
+
+@cache
+def library_dirs() -> tuple[str, ...]:
+    """The standard library's and the installed distributions' folders (as given and resolved): code there is
+    recorded by version, not by its bytes."""
+    paths = sysconfig.get_paths()
+    found = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    found += list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()]
+    found += [os.path.join(sys.base_prefix, "lib"), os.path.join(sys.base_exec_prefix, "lib")]
+    found = [p for p in found if p and os.path.isdir(p)]
+    return tuple(sorted({os.path.join(q, "") for p in found for q in (os.path.abspath(p), os.path.realpath(p))}))
