@@ -11,24 +11,27 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import threading
 
 import torch
 
 __all__ = ["shared", "drawn"]
 
 BUDGET = 1 << 28  # bytes of draws kept inside one shared() block
-_MEMO: dict | None = None  # arguments -> tensor, inside shared()
+_LOCAL = (
+    threading.local()
+)  # .memo: arguments -> tensor, inside shared(); per thread (a Dask worker runs tasks in threads)
 
 
 @contextlib.contextmanager
 def shared():
-    """Share the draws made with ``drawn`` inside the block; they are dropped at its end."""
-    global _MEMO
-    old, _MEMO = _MEMO, {}
+    """Share the draws made with ``drawn`` inside the block (in this thread); they are dropped at its end."""
+    old = getattr(_LOCAL, "memo", None)
+    _LOCAL.memo = {}
     try:
         yield
     finally:
-        _MEMO = old
+        _LOCAL.memo = old
 
 
 class _Unshared(Exception):
@@ -51,11 +54,12 @@ def drawn(make, *args, **kwargs) -> torch.Tensor:
         key = (make.__module__, make.__qualname__, _frozen(args), _frozen(kwargs))
     except _Unshared:
         key = None
-    if _MEMO is None or key is None:
+    memo = getattr(_LOCAL, "memo", None)
+    if memo is None or key is None:
         return make(*args, **kwargs)
-    if key in _MEMO:
-        return _MEMO[key].clone()
+    if key in memo:
+        return memo[key].clone()
     x = make(*args, **kwargs)
-    if sum(t.nbytes for t in _MEMO.values()) + x.nbytes <= BUDGET:
-        _MEMO[key] = x.clone()
+    if sum(t.nbytes for t in memo.values()) + x.nbytes <= BUDGET:
+        memo[key] = x.clone()
     return x
