@@ -145,6 +145,11 @@ SURFACE = {
         "exp_kernel_error",
         "softmax_error",
         "softmax_weight",
+        "scale_moment",
+        "quantised_rounding_variance",
+        "quantised_final_error",
+        "quantised_step_error",
+        "quantised_crossover",
     ],
 }
 

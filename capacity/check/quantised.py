@@ -78,7 +78,11 @@ def _t32(dev, seed, rows):
         m, se = mean_se(got)
         want = theory.quantised_step_error(n, d, d, 8, "row", feedback=fb, memory=memory, alpha=a, beta=b)
         what = f"{label} d = dv = {d}, n = {n}, {dt} {rounding}: deviation (3 s.e.)"
-        rows.append(eq("T32", what, m, want, 3 * se, function="quantised_step_error"))
+        # the additive memory's rows hold T32 within its stated accuracy (1-2% high without feedback, T31 exactly with
+        # it, measured 2026-12-03) but cannot also catch a form 3% low: they check the wrapper; the delta, decay and
+        # gated rows check the closed form itself
+        function = "variants.quantise" if memory == "linear" else "quantised_step_error"
+        rows.append(eq("T32", what, m, want, 3 * se, function=function))
 
 
 def _t33(dev, seed, rows):
@@ -95,7 +99,7 @@ def _t33(dev, seed, rows):
     got = measured(("cross", n), lambda: _deviation("linear", "int4/row", "step+stochastic", n, d, d, B, seed, dev))
     m, se = mean_se(got * d / (n - 1))
     what = f"linear d = dv = {d}, int4/row step+stochastic: measured deviation / crosstalk at n* = {n} (3 s.e.)"
-    rows.append(eq("T33", what, m, 1.0, 3 * se, function="quantised_crossover"))
+    rows.append(eq("T33", what, m, 1.0, 3 * se, function="variants.quantise"))
 
 
 GROUPS = [

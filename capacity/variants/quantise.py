@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity.errors import CapacityError
-from capacity.variants.precision import _Rounder, _seeds
+from capacity.variants._rounding import _Rounder, _seeds
 
 __all__ = ["Spec", "parse", "is_quantised", "quantise", "nbytes", "Quantiser", "SPELLING"]
 

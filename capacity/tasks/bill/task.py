@@ -22,7 +22,7 @@ from capacity.errors import CapacityError, user_code
 from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
 from capacity.tasks.protocol import Config, Schema, Task, Variable
-from capacity.tasks.recall.task import TORCH_DTYPES, check_values
+from capacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
 from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
 
@@ -107,14 +107,7 @@ class BillTask(Task):
             raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
 
     def check(self, study) -> None:
-        g = study.grid
-        if study.task.values == "orthonormal":
-            for d in g.d:
-                for dv in g.dv or (d,):
-                    if max(g.ns(d)) > dv:
-                        raise CapacityError(
-                            f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
-                        )
+        check_values_fit(study)
 
     def schema(self, study) -> Schema:
         scalars = {"key_family": study.grid.keys[0].label, "seed": study.grid.seed[0]}

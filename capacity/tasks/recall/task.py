@@ -25,7 +25,7 @@ from capacity.tasks.protocol import Config, Schema, Task, Variable
 from capacity.variants import heads, precision
 from capacity.variants._guard import guard
 
-__all__ = ["Recall", "RecallTask", "age_edges", "TORCH_DTYPES"]
+__all__ = ["Recall", "RecallTask", "age_edges", "check_values", "check_values_fit", "TORCH_DTYPES"]
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _ATTRS = ("long_name", "units", "description")
@@ -120,6 +120,18 @@ def check_values(family: str) -> None:
     _validate.choice("value family", family, values.available())
 
 
+def check_values_fit(study) -> None:
+    """Orthonormal values exist for n <= dv: refuse a grid that asks for more, in one line."""
+    g = study.grid
+    if study.task.values == "orthonormal":
+        for d in g.d:
+            for dv in g.dv or (d,):
+                if max(g.ns(d)) > dv:
+                    raise CapacityError(
+                        f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
+                    )
+
+
 def age_edges(study) -> list[int]:
     """The age bins of an ``age_bins`` study: geometric (``probe.age_edges``) up to its largest n."""
     return probe.age_edges(max(max(study.grid.ns(d)) for d in study.grid.d))
@@ -151,14 +163,7 @@ class RecallTask(Task):
             )
 
     def check(self, study) -> None:
-        g = study.grid
-        if study.task.values == "orthonormal":
-            for d in g.d:
-                for dv in g.dv or (d,):
-                    if max(g.ns(d)) > dv:
-                        raise CapacityError(
-                            f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
-                        )
+        check_values_fit(study)
 
     def schema(self, study) -> Schema:
         p, g = study.task, study.grid

@@ -1,0 +1,137 @@
+"""The number formats a stored state is rounded to, and the rounding itself: what ``precision`` (float formats) and
+``quantise`` (integers with scales) share. ``state_tensors`` finds the tensors a state holds; ``_Rounder`` rounds
+them in place, to nearest or stochastically from seeded streams."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from capacity.base import _random
+from capacity.errors import CapacityError
+from capacity.variants._bookkeeping import BOOKKEEPING
+
+__all__ = ["TORCH_DTYPES", "DTYPES", "StoredState", "state_tensors"]
+
+TORCH_DTYPES = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+}
+DTYPES = tuple(TORCH_DTYPES)
+_BLOCK = 64  # tokens per seeded stream of stochastic-rounding draws
+
+
+@dataclass
+class StoredState:
+    """A ``Stored`` memory's state: the memory's own state ``inner`` (rounded as stored) and the tokens written."""
+
+    inner: object
+    tokens: int
+
+
+def state_tensors(state, *, stored: bool = False) -> list[torch.Tensor]:
+    """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order).
+
+    ``stored=True``: only the stored numbers, the ones a state dtype rounds and its bytes count: floating tensors
+    outside the dataclass fields marked ``bookkeeping()``.
+    """
+    if isinstance(state, torch.Tensor):
+        return [state] if not stored or state.is_floating_point() else []
+    if isinstance(state, StoredState):
+        return state_tensors(state.inner, stored=stored)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return [
+            t
+            for f in dataclasses.fields(state)
+            if not (stored and f.metadata.get(BOOKKEEPING))
+            for t in state_tensors(getattr(state, f.name), stored=stored)
+        ]
+    if isinstance(state, (tuple, list)):
+        return [t for m in state for t in state_tensors(m, stored=stored)]
+    if isinstance(state, dict):
+        return [t for m in state.values() for t in state_tensors(m, stored=stored)]
+    return []
+
+
+class _Rounder:
+    """Rounds float32 tensors in place to one format: round-to-nearest-even through a reusable buffer, or
+    stochastically from per-item seeded streams (``draws(item, token)``)."""
+
+    def __init__(self, dtype: str, stochastic: bool, seed):
+        self.dtype, self.stochastic, self.seed = TORCH_DTYPES[dtype], stochastic, _seeds(seed)
+        info = torch.finfo(self.dtype)
+        self.max = float(info.max)
+        self.p = 1 - int(round(math.log2(float(info.eps))))  # significand bits with the implicit one
+        self.emin = int(round(math.log2(float(info.smallest_normal))))
+        self._buffers: dict = {}
+        self._powers: dict = {}
+        self._streams: dict = {}  # (tensor index, item) -> (block, draws [_BLOCK, numel])
+
+    def nearest(self, t: torch.Tensor) -> None:
+        key = (tuple(t.shape), t.device)
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = torch.empty(t.shape, dtype=self.dtype, device=t.device)
+        t.clamp_(-self.max, self.max)  # saturate (NaN stays NaN)
+        buf.copy_(t)
+        t.copy_(buf)
+
+    def _stream(self, which: int, item: int, batch: int, block: int) -> torch.Generator:
+        seeds = self.seed
+        if len(seeds) == 1:
+            return _random.generator(seeds[0], f"precision/stochastic/{which}/{item}/{block}")
+        if batch % len(seeds):
+            raise CapacityError(f"{len(seeds)} stochastic-rounding seeds do not divide the batch of {batch} items")
+        per = batch // len(seeds)
+        return _random.generator(seeds[item // per], f"precision/stochastic/{which}/{item % per}/{block}")
+
+    def _uniform(self, which: int, item: int, token: int, shape, device, batch: int = 1) -> torch.Tensor:
+        """U[0, 1) draws for token ``token`` of batch item ``item`` (tensor ``which`` of the state): one seeded
+        stream per (item, block of 64 tokens), drawn a block at a time, so that a token's draws depend on neither
+        the batch nor how the writes are chunked."""
+        block, pos = divmod(token, _BLOCK)
+        numel = math.prod(shape)
+        st = self._streams.get((which, item))
+        if st is None or st[0] != block or st[1].shape[1] != numel:
+            g = self._stream(which, item, batch, block)
+            st = (block, torch.rand(_BLOCK, numel, generator=g).to(device))
+            self._streams[(which, item)] = st
+        return st[1][pos].view(shape)
+
+    def stochastic_(self, t: torch.Tensor, which: int, token: int) -> None:
+        """Round ``t`` [B, ...] in place to one of its two neighbours, up with probability (x - lo) / q."""
+        x = t.clamp(-self.max, self.max)
+        # floor(log2 |x|) from the float32 exponent bits (zero and float32 subnormals land below emin)
+        e = ((x.view(torch.int32) >> 23) & 255) - 127
+        table = self._powers.get(x.device)
+        if table is None:  # 2^j for j = -149 .. 127, exact in float32
+            table = self._powers[x.device] = torch.tensor([2.0**j for j in range(-149, 128)], device=x.device)
+        q = table[(torch.clamp(e, min=self.emin) - self.p + 1 + 149).long()]  # the ulp of x in the format
+        lo = torch.floor(x / q) * q
+        B = t.shape[0]
+        r = torch.stack([self._uniform(which, b, token, t.shape[1:], t.device, B) for b in range(B)])
+        out = torch.where(r < (x - lo) / q, lo + q, lo)
+        t.copy_(out.clamp_(-self.max, self.max))
+
+    def round_(self, state, token: int) -> None:
+        for which, t in enumerate(state_tensors(state, stored=True)):
+            if self.stochastic:
+                if t.ndim == 0:
+                    raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")
+                self.stochastic_(t, which, token)
+            else:
+                self.nearest(t)
+
+
+def _seeds(seed) -> tuple[int, ...]:
+    if isinstance(seed, (list, tuple)):
+        if not seed:
+            raise CapacityError("precision: seed must be a whole number or a non-empty list of them")
+        return tuple(_random.check_seed("precision: seed", s) for s in seed)
+    return (_random.check_seed("precision: seed", seed),)
