@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager  # already loaded by importlib.util; traceback loads only when needed
+from typing import Any
 
 __all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "Terminated", "user_code", "one_line"]
 
@@ -71,26 +72,27 @@ _STOPS = (KeyboardInterrupt, Terminated, GeneratorExit)  # the run is being stop
 class _Exited(BaseException):
     """User code called ``os._exit(status)`` inside ``user_code``: raised instead, so the guard can say so."""
 
-    def __init__(self, status):
+    def __init__(self, status: object) -> None:
         super().__init__(status)
         self.status = status
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"called os._exit({self.status!r})"
 
 
 _depth = 0  # user_code blocks open, in any thread (nested ones share the patch of os._exit below)
-_real_exit = None  # os._exit while a block is open
-_patch = None  # a threading.Lock, made on first use
+_real_exit: Callable[[int], Any] | None = None  # os._exit while a block is open
+_first_exit: list[Callable[[int], Any]] = []  # the process's own os._exit, kept once for threads outside any block
+_patch: Any = None  # a threading.Lock, made on first use
 
 
-def _exit_instead(status=0):
+def _exit_instead(status: int = 0) -> Any:
     """os._exit while user code runs: raised in the thread that runs it, the real one in any other thread."""
     from capacity.base import _opened
 
     if _opened.inside():
         raise _Exited(status)
-    (_real_exit or _exit_instead.real)(status)
+    (_real_exit or _first_exit[0])(status)
 
 
 @contextmanager
@@ -115,8 +117,10 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
         _patch = threading.Lock()
     with _patch:
         if _depth == 0:
-            _real_exit, os._exit = os._exit, _exit_instead
-            _exit_instead.real = _real_exit
+            _real_exit = os._exit
+            setattr(os, "_exit", _exit_instead)  # noqa: B010 (a function of another signature stands in)
+            if not _first_exit:
+                _first_exit.append(_real_exit)
         _depth += 1
     _opened.enter()
     try:
@@ -145,5 +149,6 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
         _opened.leave()
         with _patch:
             _depth -= 1
-            if _depth == 0:
-                os._exit, _real_exit = _real_exit, None
+            if _depth == 0 and _real_exit is not None:
+                setattr(os, "_exit", _real_exit)  # noqa: B010 (the typed module attribute takes the saved function back)
+                _real_exit = None
