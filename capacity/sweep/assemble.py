@@ -10,7 +10,6 @@ import numpy as np
 import xarray as xr
 
 from capacity.sweep.config import Study, n_of
-from capacity.tasks import get as tasks_get
 
 __all__ = ["assemble", "cell_dataset", "split"]
 
@@ -41,9 +40,10 @@ def split(ds: xr.Dataset, schema) -> dict:
     }
 
 
-def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
-    """A cell's Dataset over (curve, ...) from its points ``{(seed, n): {variable: array}}``."""
-    schema, curve, g = tasks_get(study.task.kind).schema(study), study.grid.curve, study.grid
+def cell_dataset(study: Study, schema, cell, points: dict) -> xr.Dataset:
+    """A cell's Dataset over (curve, ...) from its points ``{(seed, n): {variable: array}}`` (``schema``: the task's
+    ``Schema`` of the study, as the plan made it once)."""
+    curve, g = study.grid.curve, study.grid
     coords = {**schema.dims, **schema.extra}
     data = {}
     for var, v in schema.variables.items():
@@ -56,10 +56,10 @@ def cell_dataset(study: Study, cell, points: dict) -> xr.Dataset:
     return xr.Dataset(data, coords={curve: list(g.curve_values), **coords})
 
 
-def _cell(study: Study, cell, label: str) -> dict:
+def _cell(study: Study, task, cell, label: str) -> dict:
     """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
     g, out = study.grid, {"variant": label}
-    if tasks_get(study.task.kind).key_axis:  # bill: one key family, a scalar; needle: haystacks
+    if task.key_axis:  # bill: one key family, a scalar; needle: haystacks
         out["key_family"] = cell.keys.label
     if g.feature:
         out["feature"] = cell.feature.label
@@ -75,11 +75,10 @@ _LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # ce
 
 def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     """One Dataset over the study's grid from every ``(cell, Dataset, cell attrs)``, plus theory variables."""
-    g, task, curve = study.grid, tasks_get(study.task.kind), study.grid.curve
-    schema = task.schema(study)
+    g, task, schema, curve = study.grid, plan.task, plan.schema, study.grid.curve
     rows, feature_dim = [], {}
     for cell, ds, cell_attrs in results:
-        labels = _cell(study, cell, plan.labels[cell.variant])
+        labels = _cell(study, task, cell, plan.labels[cell.variant])
         size = ds.sizes[curve]
         flat = ds.rename({curve: "point"}).assign_coords(
             {curve: ("point", ds[curve].values), **{k: ("point", [v] * size) for k, v in labels.items()}}

@@ -111,7 +111,7 @@ def run(
     store = Store(_files.writable_folder(Path(out) / ".sweep" / study.name, "store folder"))
     plan = Plan(study, dev, imports)
     names, coords = list(plan.schema.variables), plan.coords
-    expect = declared(study, coords)
+    expect = declared(plan.schema, coords)
     log = (lambda msg: None) if not progress or quiet else _log
     with _files.lock(
         store.root, lambda: log(f"another run is writing {store.root}; waiting for it, then its points are reused")
@@ -152,7 +152,7 @@ def run(
                 raise CapacityError(
                     f"measured points of {plan.labels[c.variant]} {c.keys.label} d={c.d} are missing from {store.root}; run the same command again"
                 )
-            results.append((c, cell_dataset(study, c, points), attrs))
+            results.append((c, cell_dataset(study, plan.schema, c, points), attrs))
         store.record(study.name, list(plan.keys.values()))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
     memories = {plan.labels[v]: plan.object(v) for v in study.grid.variant}

@@ -64,14 +64,11 @@ def reuse_key(plan, cell) -> str:
 READ_FILES = "read_files"  # a cell's attr: {path: sha256} of the files its memory read while measured
 
 
-def declared(study, coords: dict) -> dict:
-    """What a stored value of each variable of ``study`` must be: ``{variable: (dtype, shape, finite)}``, from the
-    task's schema (``Task.schema``): the variable's dtype, its dimensions but seed and n at the sizes of ``coords``
-    (None, unchecked, for a dimension ``coords`` lacks), and whether it is ``finite`` (a value that cannot be NaN or
-    infinite when measured: a fraction of counts, a size, a time)."""
-    from capacity.tasks import get
-
-    schema = get(study.task.kind).schema(study)
+def declared(schema, coords: dict) -> dict:
+    """What a stored value of each variable must be: ``{variable: (dtype, shape, finite)}``, from the task's
+    ``Schema`` of the study: the variable's dtype, its dimensions but seed and n at the sizes of ``coords`` (None,
+    unchecked, for a dimension ``coords`` lacks), and whether it is ``finite`` (a value that cannot be NaN or infinite
+    when measured: a fraction of counts, a size, a time)."""
     shape = lambda own: None if set(own) - set(coords) - {"seed"} else tuple(len(coords[d]) for d in own if d != "seed")
     return {v: (np.dtype(var.dtype), shape(var.dims), var.finite) for v, var in schema.variables.items()}
 

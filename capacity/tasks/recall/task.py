@@ -233,7 +233,8 @@ class RecallTask(Task):
         make_keys = lambda n: drawn(keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)
         passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
         edges = age_edges(study) if study.task.age_bins else None
-        sized = grows(study)
+        schema = self.schema(study)
+        sized = "state_numel" in schema.variables  # a memory of the study grows (grows(study), decided once)
         rows, attrs = {}, {}
         for at in passes:
             K = make_keys(max(at))
@@ -263,7 +264,7 @@ class RecallTask(Task):
                     rows[n].update({s: stats[s].values for s in _STATS})
             if cv.feature_dim is not None:
                 attrs["feature_dim"] = int(cv.feature_dim)
-        order, schema = sorted(set(ns)), self.schema(study)
+        order = sorted(set(ns))
         data = {
             m: (("n", *v.dims), np.stack([rows[n][m] for n in order]).astype(v.dtype))
             for m, v in schema.variables.items()
