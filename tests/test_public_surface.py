@@ -33,7 +33,7 @@ SURFACE = {
         "RunResult",
         "EXECUTORS",
     ],
-    "capacity.tasks": ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Recall", "Mqar", "Needle", "Bill"],
+    "capacity.tasks": ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Measured", "Recall", "Mqar", "Needle", "Bill"],
     "capacity.variants": [
         "Variant",
         "get",

@@ -1,7 +1,8 @@
 """The study's Dataset (docs/results-schema.md) from its cells' stored points, with theory and provenance.
 
-Each cell's points become rows of a flat ``point`` dimension labelled by their grid coordinates; xarray's ``concat``
-joins them and ``unstack`` lays them out on the grid, which is then put in the study's order.
+A pass's ``Measured`` arrays are checked against the task's schema and cut into points (``split``: views, no copy);
+the study's arrays are allocated once over the grid and each cell's points are put in place (``assemble``), so a
+number goes from the probe's numpy array to JSON in its cell's file to the study's array, nothing in between.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from capacity.errors import CapacityError
 from capacity.sweep.config import Study, n_of
 
-__all__ = ["assemble", "cell_dataset", "split"]
+__all__ = ["assemble", "split"]
 
 _FLAGS = {
     "additive": "the write is S += k^T v and the read q S: T5, T7 and T10 apply",
@@ -25,83 +27,92 @@ _COORD_ATTRS = {
 }
 
 
-def split(ds: xr.Dataset, schema) -> dict:
-    """A pass's Dataset over (n, ...) as points ``{(seed, n): {variable: array over its dims but n and seed}}``
-    (``schema``: the task's ``Schema``), by numpy indexing (xarray's ``sel`` per point took 40% of the main job)."""
-    arrays = {}  # variable -> (array over (n, [seed], its own dims), whether it has a seed axis)
-    for v in ds.data_vars:
-        seeded = "seed" in ds[v].dims
-        order = ["n", *(["seed"] if seeded else []), *[d for d in schema.dims_of(v) if d != "seed"]]
-        arrays[v] = (ds[v].transpose(*order).values, seeded)
-    return {
-        (int(s), int(n)): {v: x[j, i, ...] if seeded else x[j, ...] for v, (x, seeded) in arrays.items()}
-        for i, s in enumerate(ds.seed.values.tolist())
-        for j, n in enumerate(ds.n.values.tolist())
-    }
-
-
-def cell_dataset(study: Study, schema, cell, points: dict) -> xr.Dataset:
-    """A cell's Dataset over (curve, ...) from its points ``{(seed, n): {variable: array}}`` (``schema``: the task's
-    ``Schema`` of the study, as the plan made it once)."""
-    curve, g = study.grid.curve, study.grid
-    coords = {**schema.dims, **schema.extra}
-    data = {}
-    for var, v in schema.variables.items():
-        own = v.dims
-        rows = []
-        for n in cell.ns(study):
-            per_seed = [points[s, n][var] for s in g.seed]
-            rows.append(np.stack(per_seed, axis=own.index("seed")) if "seed" in own else per_seed[0])
-        data[var] = ((curve, *own), np.stack(rows))
-    return xr.Dataset(data, coords={curve: list(g.curve_values), **coords})
-
-
-def _cell(study: Study, task, cell, label: str) -> dict:
-    """The grid coordinates a cell's points share, for the dimensions the study's Dataset has."""
-    g, out = study.grid, {"variant": label}
-    if task.key_axis:  # bill: one key family, a scalar; needle: haystacks
-        out["key_family"] = cell.keys.label
-    if g.feature:
-        out["feature"] = cell.feature.label
-    out["d"] = cell.d
-    for axis in _LAST:
-        if len(getattr(g, axis)) > 1:
-            out[axis] = getattr(cell, axis)
-    return out
+def split(measured, schema, task: str, seeds, ns) -> dict:
+    """A pass's ``Measured`` (``capacity.tasks.protocol``) as points ``{(seed, n): {variable: array over its dims but
+    seed}}`` (views of its arrays), after checking it against ``schema`` (the task's ``Schema``): every variable, no
+    other, each of its declared dtype and of shape ``(len(ns), *its dims)``. ``task``: the kind, for the message."""
+    order = sorted(set(ns))
+    got = getattr(measured, "values", None)
+    if not isinstance(got, dict):
+        raise CapacityError(
+            f"task {task!r}: measure() must return a capacity.tasks.Measured, got {type(measured).__name__}"
+        )
+    if sorted(got) != sorted(schema.variables):
+        raise CapacityError(
+            f"task {task!r}: measure() gave {', '.join(sorted(got)) or 'no variables'}; its schema declares {', '.join(sorted(schema.variables))}"
+        )
+    sizes = {**{k: len(v) for k, v in {**schema.dims, **schema.extra}.items()}, "seed": len(seeds)}
+    points: dict = {(int(s), int(n)): {} for s in seeds for n in order}
+    for name, var in schema.variables.items():
+        x, shape = got[name], (len(order), *(sizes[d] for d in var.dims))
+        if not isinstance(x, np.ndarray) or x.shape != shape or x.dtype != np.dtype(var.dtype):
+            have = f"{x.dtype} {x.shape}" if isinstance(x, np.ndarray) else type(x).__name__
+            raise CapacityError(
+                f"task {task!r}: measure() gave {name} as {have}; its schema declares {np.dtype(var.dtype)} {shape} over (n, {', '.join(var.dims)})"
+            )
+        at = var.dims.index("seed") if "seed" in var.dims else None
+        for j, n in enumerate(order):
+            for i, s in enumerate(seeds):  # basic indexing: a view
+                points[int(s), int(n)][name] = x[j] if at is None else x[(j, *[slice(None)] * at, i)]
+    return points
 
 
 _LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # cell axes after the seed
 
 
 def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
-    """One Dataset over the study's grid from every ``(cell, Dataset, cell attrs)``, plus theory variables."""
+    """One Dataset over the study's grid from every ``(cell, points, cell attrs)`` (points ``{(seed, n): {variable:
+    array}}``, every seed and n of the cell), plus theory variables. Each variable is one array, allocated once and
+    filled cell by cell, over ``(variant, [key_family], [feature], d, curve, *its own dims, *the cell axes with
+    more than one value)``; a scalar dimension of the schema (bill's seed) is held at its one value."""
     g, task, schema, curve = study.grid, plan.task, plan.schema, study.grid.curve
-    rows, feature_dim = [], {}
-    for cell, ds, cell_attrs in results:
-        labels = _cell(study, task, cell, plan.labels[cell.variant])
-        size = ds.sizes[curve]
-        flat = ds.rename({curve: "point"}).assign_coords(
-            {curve: ("point", ds[curve].values), **{k: ("point", [v] * size) for k, v in labels.items()}}
-        )
-        rows.append(flat)
+    scalars = schema.scalars  # e.g. bill's one key family and seed
+    grid = {"variant": [plan.labels[v] for v in g.variant]}  # the grid's dimensions, in order, with their values
+    if task.key_axis:  # bill: one key family, a scalar; needle: haystacks
+        grid["key_family"] = [k.label for k in g.keys]
+    if g.feature:
+        grid["feature"] = [f.label for f in g.feature]
+    grid.update(d=list(g.d), **{curve: list(g.curve_values)})
+    last = {axis: list(getattr(g, axis)) for axis in _LAST if len(getattr(g, axis)) > 1}
+    own = {**schema.dims, **schema.extra}
+    kept = [k for k in (*schema.dims, *schema.extra) if k not in scalars]  # a variable's own dims, in this order
+    arrays, layout = {}, {}
+    for name, v in schema.variables.items():
+        stray = [k for k in v.dims if k not in own]
+        if stray:
+            raise CapacityError(
+                f"task {task.name!r}: variable {name} has dimension(s) {stray} its schema does not declare"
+            )
+        dims = [k for k in kept if k in v.dims]
+        layout[name] = (dims, v.dims)
+        shape = [len(x) for x in grid.values()] + [len(own[k]) for k in dims] + [len(x) for x in last.values()]
+        arrays[name] = (["variant", *list(grid)[1:], *dims, *last], np.empty(shape, dtype=np.dtype(v.dtype)))
+    index = {"variant": list(g.variant), "key_family": list(g.keys), "feature": list(g.feature), "d": list(g.d)}
+    index.update({axis: list(getattr(g, axis)) for axis in last})
+    feature_dim = {}
+    for cell, points, cell_attrs in results:
+        at = tuple(index[k].index(getattr(cell, "keys" if k == "key_family" else k)) for k in grid if k != curve)
+        tail = tuple(index[k].index(getattr(cell, k)) for k in last)
+        ns = cell.ns(study)
+        for name, (dims, declared) in layout.items():
+            seeded = "seed" in declared
+            rows = [
+                np.stack([points[s, n][name] for s in g.seed], axis=declared.index("seed"))
+                if seeded
+                else points[g.seed[0], n][name]
+                for n in ns
+            ]
+            block, held = np.stack(rows), list(declared)  # over (curve, *held)
+            for k in [k for k in held if k not in dims]:  # a scalar dimension (bill's seed): its one value
+                block, held = np.take(block, 0, axis=1 + held.index(k)), [h for h in held if h != k]
+            block = block.transpose(0, *(1 + held.index(k) for k in dims))
+            arrays[name][1][(*at, slice(None), ..., *tail)] = block
         if cell.feature is not None and "feature_dim" in cell_attrs:
             feature_dim[(cell.feature.label, cell.d)] = int(cell_attrs["feature_dim"])
-    order = {"variant": [plan.labels[v] for v in g.variant], "key_family": [k.label for k in g.keys]}
-    order.update(feature=[f.label for f in g.feature], d=list(g.d), dtype=list(g.dtype), dv=list(g.dv))
-    order.update({axis: list(getattr(g, axis)) for axis in ("state_dtype", "rounding", "heads", "value_heads")})
-    order[curve] = list(g.curve_values)
-    dims = [k for k in ("variant", "key_family", "feature", "d", *_LAST) if k in rows[0].coords]
-    dims.insert(dims.index("d") + 1, curve)
-    out = xr.concat(rows, "point", combine_attrs="drop").set_index(point=dims).unstack("point")
-    out = out.reindex({k: order[k] for k in dims})  # unstack sorts; the study's order
-    scalars = schema.scalars  # e.g. bill's one key family and seed
-    extra = [k for k in schema.dims if k not in scalars] + list(schema.extra)
-    out = out.isel(seed=0, drop=True) if "seed" in scalars else out
-    out = out.transpose(
-        *[k for k in dims if k not in _LAST], *extra, ..., *[k for k in _LAST if k in dims]
-    )  # ...: a variable's own dimension (recall_at's k) after the seed
-    for name, v in schema.variables.items():
-        out[name].attrs = v.attrs
+    out = xr.Dataset(
+        {name: (dims, x, schema.variables[name].attrs) for name, (dims, x) in arrays.items()},
+        coords={**grid, **last, **{k: own[k] for k in kept}},
+    )
     out = out.assign_coords(schema.coords)
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions

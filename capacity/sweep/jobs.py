@@ -13,7 +13,7 @@ from capacity.base import _opened, _validate, plugins
 from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
 from capacity.sweep import provenance
-from capacity.tasks import _shared, probe
+from capacity.tasks import Measured, _shared, probe
 from capacity.tasks import get as tasks_get
 from capacity.variants import heads as heads_mod
 
@@ -23,7 +23,7 @@ READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the 
 
 
 def measure(job: dict) -> list:
-    """Run the passes of one job: ``[(key, Dataset), ...]`` in their order. ``job``: {"study", "device": str,
+    """Run the passes of one job: ``[(key, Measured), ...]`` in their order. ``job``: {"study", "device": str,
     "imports": [module, ...], "passes": [(key, pass, memory object, threads), ...]}.
 
     ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
@@ -39,10 +39,10 @@ def measure(job: dict) -> list:
                 torch.set_num_threads(threads)
             try:
                 with _opened.recording() as opened:  # files the memory reads (sweep.store checks them on reuse)
-                    ds = task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"]))
-                if opened:
-                    ds.attrs[READ_FILES] = json.dumps(provenance.files(opened), sort_keys=True)
-                out.append((key, ds))
+                    got = task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"]))
+                if opened and isinstance(got, Measured):
+                    got.attrs[READ_FILES] = json.dumps(provenance.files(opened), sort_keys=True)
+                out.append((key, got))
             finally:
                 torch.set_num_threads(before)
     return out

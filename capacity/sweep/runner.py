@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from capacity import variants as variants_mod
@@ -23,7 +24,7 @@ from capacity.base._progress import log as _log
 from capacity.errors import CapacityError
 from capacity.sweep import executors, provenance
 from capacity.sweep import store as store_mod
-from capacity.sweep.assemble import assemble, cell_dataset, split
+from capacity.sweep.assemble import assemble, split
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.jobs import READ_FILES, check, check_memory, measure, prepare
 from capacity.sweep.plan import Plan
@@ -152,7 +153,7 @@ def run(
                 raise CapacityError(
                     f"measured points of {plan.labels[c.variant]} {c.keys.label} d={c.d} are missing from {store.root}; run the same command again"
                 )
-            results.append((c, cell_dataset(study, plan.schema, c, points), attrs))
+            results.append((c, points, attrs))
         store.record(study.name, list(plan.keys.values()))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
     memories = {plan.labels[v]: plan.object(v) for v in study.grid.variant}
@@ -189,17 +190,17 @@ def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imp
             (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
         )
     jobs = [(ps[0][0], {**job, "passes": ps}) for ps in bundles.values()]
+    variables = {v: np.dtype(var.dtype).str for v, var in plan.schema.variables.items()}  # as split() checked
     stream = executors.execute(executor, measure, jobs, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
-        for k, ds in ((k, ds) for _, done in stream for k, ds in done):
+        for k, got in ((k, got) for _, done in stream for k, got in done):
             p = by_key[k]
             points, attrs = stored[p.cell]
-            read = json.loads(ds.attrs.pop(READ_FILES, "{}"))  # files the memory read (checked on reuse)
-            points.update(split(ds, plan.schema))
-            attrs.update(ds.attrs)
+            points.update(split(got, plan.schema, study.task.kind, p.seeds, p.ns))  # checked against the schema
+            read = json.loads(got.attrs.pop(READ_FILES, "{}"))  # files the memory read (checked on reuse)
+            attrs.update(got.attrs)
             if read:
                 attrs[store_mod.READ_FILES] = {**attrs.get(store_mod.READ_FILES, {}), **read}
-            variables = {v: ds[v].dtype.str for v in ds.data_vars}
             try:  # persisted before it counts as done
                 store.save(plan.keys[p.cell], points, attrs, variables, plan.coords)
             except OSError as exc:

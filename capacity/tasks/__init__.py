@@ -14,10 +14,10 @@ from capacity.errors import CapacityError
 from capacity.tasks.bill.task import Bill, BillTask
 from capacity.tasks.mqar.task import Mqar, MqarTask
 from capacity.tasks.needle.task import Needle, NeedleTask
-from capacity.tasks.protocol import Config, Schema, Task, Variable
+from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
 from capacity.tasks.recall.task import Recall, RecallTask
 
-__all__ = ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Recall", "Mqar", "Needle", "Bill"]
+__all__ = ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Measured", "Recall", "Mqar", "Needle", "Bill"]
 
 TASKS: dict[str, Task] = {t.name: t for t in (RecallTask(), BillTask(), MqarTask(), NeedleTask())}
 

@@ -6,8 +6,9 @@ built on ``Config`` below) and a ``Task`` subclass, and one line in ``capacity.t
 must be written by each task, and nothing is read through ``getattr`` defaults.
 
 The data a task measures is declared once, by ``Task.schema``: each variable's dimensions, dtype and attrs. The
-probe's numbers (``Task.measure``: one Dataset over ``(n, *dims)`` per pass), the store (which checks a stored cell
-against the schema before using it), the assembly of the study's Dataset and the figures all read that declaration.
+probe's numbers (``Task.measure``: one ``Measured``, numpy arrays over ``(n, *dims)``, per pass), the store (which
+checks a pass's arrays and a stored cell against the schema), the assembly of the study's Dataset and the figures all
+read that declaration.
 
 A config refuses, in one line, a field it does not have: a field of another task names that task
 (``Recall(vocab=8)`` -> ``vocab applies to mqar studies only (kind=mqar)``).
@@ -30,10 +31,10 @@ from typing import TYPE_CHECKING, ClassVar
 from capacity.errors import CapacityError
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import torch
-    import xarray as xr
 
-__all__ = ["Config", "Task", "Schema", "Variable", "config_class", "configs"]
+__all__ = ["Config", "Task", "Schema", "Variable", "Measured", "config_class", "configs"]
 
 
 class _Checked(type):
@@ -140,6 +141,18 @@ class Schema:
         return self.variables[name].dims
 
 
+@dataclass
+class Measured:
+    """What one pass measured, as numpy arrays: ``values``, variable name -> array over ``("n", *variable.dims)``,
+    with n the pass's pair counts in increasing order, seed the pass's seeds in the order given and every other
+    dimension the schema's values in order, each array of its declared dtype; ``attrs``, what the cell's file keeps
+    beside the points (recall's ``feature_dim``). The engine checks it against the schema, cuts it into points
+    without copying and saves them; the study's Dataset is filled from the points."""
+
+    values: dict[str, np.ndarray]
+    attrs: dict = field(default_factory=dict)
+
+
 class Task(abc.ABC):
     """One kind of measurement. Subclasses set the class attributes and write the abstract methods.
 
@@ -174,8 +187,9 @@ class Task(abc.ABC):
         """Tokens one pass writes per batch item, for the pair counts ``ns`` (sizes memory estimates)."""
 
     @abc.abstractmethod
-    def measure(self, study, cell, memory, seeds: list[int], ns: list[int], device: torch.device) -> xr.Dataset:
-        """One pass: a Dataset over ``(n, *schema.dims)`` (seed restricted to ``seeds``) with every variable."""
+    def measure(self, study, cell, memory, seeds: list[int], ns: list[int], device: torch.device) -> Measured:
+        """One pass: every variable of the schema over ``(n, *its dims)`` for the pair counts ``ns`` (increasing) and
+        the seeds ``seeds`` (see ``Measured``)."""
 
     @abc.abstractmethod
     def theory(self, study, n, d, dv) -> dict:

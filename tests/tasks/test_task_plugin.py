@@ -21,11 +21,10 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import xarray as xr
 
 from capacity.inputs import keys
 from capacity.inputs import values
-from capacity.tasks import Config, Schema, Task, Variable
+from capacity.tasks import Config, Measured, Schema, Task, Variable
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class LastReadTask(Task):
             S = memory.write(memory.init_state(len(seeds), cell.d, cell.dv, device=device), K, V)
             r = memory.read(S, K[:, -1:])
             out.append((study.task.scale * ((r - V[:, -1:]) ** 2).sum(-1)[:, 0]).double().numpy())
-        return xr.Dataset({"last_mse": (("n", "seed"), np.stack(out))}, coords={"n": sorted(set(ns)), "seed": list(seeds)})
+        return Measured({"last_mse": np.stack(out)})  # [n, seed]
 
     def theory(self, study, n, d, dv):
         return {}

@@ -14,14 +14,13 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import xarray as xr
 
 from capacity import theory
 from capacity.base import _validate
 from capacity.errors import CapacityError, user_code
 from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
-from capacity.tasks.protocol import Config, Schema, Task, Variable
+from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
 from capacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
 from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
@@ -116,7 +115,7 @@ class BillTask(Task):
     def writes(self, study, ns) -> int:
         return max(ns) + study.task.repeats
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
         """After each n writes: the numbers the state holds, and the median time of one decode step on a copy of it."""
         reps, seed = study.task.repeats, seeds[0]
         order, dtype, var = sorted(set(ns)), TORCH_DTYPES[cell.dtype], memory
@@ -143,11 +142,12 @@ class BillTask(Task):
                     sync()
                     times.append(time.perf_counter() - t0)
             seconds[n] = float(np.median(times[2:]))
-        data = {
-            "state_numel": (("n", "seed"), np.array([[numel[n]] for n in order], dtype=np.int64)),
-            "decode_seconds": (("n", "seed"), np.array([[seconds[n]] for n in order], dtype=np.float64)),
-        }
-        return xr.Dataset(data, coords={"n": order, "seed": [seed]})
+        return Measured(
+            {
+                "state_numel": np.array([[numel[n]] for n in order], dtype=np.int64),  # [n, seed]
+                "decode_seconds": np.array([[seconds[n]] for n in order], dtype=np.float64),
+            }
+        )
 
     def theory(self, study, n, d, dv) -> dict:
         b = theory.bill(n, d, dv)

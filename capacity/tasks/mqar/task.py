@@ -11,12 +11,11 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import xarray as xr
 
 from capacity.base import _validate, labels
 from capacity.errors import CapacityError
 from capacity.tasks.mqar import probe as mqar
-from capacity.tasks.protocol import Config, Schema, Task, Variable
+from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
 
 __all__ = ["Mqar", "MqarTask"]
 
@@ -83,7 +82,7 @@ class MqarTask(Task):
         p = study.task
         return max(ns) + mqar._overwrites(max(ns), max(p.overwrite)) + p.distractors
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
         p, parts = study.task, []
         for ow in p.overwrite:
             ds = mqar.mqar(
@@ -101,11 +100,7 @@ class MqarTask(Task):
                 device=device,
             )  # over (pairs, batch)
             parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values for m in mqar.METRICS})
-        data = {
-            m: (("n", "overwrite", "seed"), np.stack([part[m] for part in parts], axis=1).astype(np.float64))
-            for m in mqar.METRICS
-        }
-        return xr.Dataset(data, coords={"n": ns, "overwrite": list(p.overwrite), "seed": list(seeds)})
+        return Measured({m: np.stack([part[m] for part in parts], axis=1).astype(np.float64) for m in mqar.METRICS})
 
     def theory(self, study, n, d, dv) -> dict:
         attrs = {

@@ -11,12 +11,11 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import xarray as xr
 
 from capacity.base import _validate, labels
 from capacity.errors import CapacityError
 from capacity.tasks.needle import probe as needle
-from capacity.tasks.protocol import Config, Schema, Task, Variable
+from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
 
 __all__ = ["Needle", "NeedleTask"]
 
@@ -102,7 +101,7 @@ class NeedleTask(Task):
         """Tokens one pass writes per seed: every depth is its own sequence of the longest n."""
         return max(ns) * len(study.task.depth)
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
         p, schema, parts = study.task, self.schema(study), []
         for kind in p.haystack:
             nums = needle.measure(
@@ -118,12 +117,10 @@ class NeedleTask(Task):
                 device=device,
             )  # [n, depth, seed] (recall: [n, depth, seed, candidates])
             parts.append(nums)
-        data = {}
-        for m, v in schema.variables.items():
-            x = np.stack([part[m] for part in parts], axis=1).astype(v.dtype)  # [n, haystack, depth, seed(, C)]
-            data[m] = (("n", *v.dims), x)
-        coords = {"n": list(ns), **schema.dims, "seed": list(seeds), **schema.extra}
-        return xr.Dataset(data, coords=coords)
+        # each [n, haystack, depth, seed(, candidates)]
+        return Measured(
+            {m: np.stack([part[m] for part in parts], axis=1).astype(v.dtype) for m, v in schema.variables.items()}
+        )
 
     def theory(self, study, n, d, dv) -> dict:
         return {}  # no closed form for a needle among a haystack's interference (docs/needle.md)

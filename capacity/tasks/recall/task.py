@@ -12,7 +12,6 @@ from typing import ClassVar
 
 import numpy as np
 import torch
-import xarray as xr
 
 from capacity import theory
 from capacity.base import _validate, labels
@@ -21,7 +20,7 @@ from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
 from capacity.tasks import probe
 from capacity.tasks._shared import drawn
-from capacity.tasks.protocol import Config, Schema, Task, Variable
+from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
 from capacity.variants import heads, precision
 from capacity.variants._guard import guard
 
@@ -216,7 +215,7 @@ class RecallTask(Task):
         """Pairs one pass writes."""
         return max(ns)
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> xr.Dataset:
+    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
         """Draw keys and values for every seed at once, write them, read back at every n.
 
         Every point's numbers depend on its cell, seed and n alone: families whose prefixes are draws are drawn once at
@@ -265,12 +264,8 @@ class RecallTask(Task):
             if cv.feature_dim is not None:
                 attrs["feature_dim"] = int(cv.feature_dim)
         order = sorted(set(ns))
-        data = {
-            m: (("n", *v.dims), np.stack([rows[n][m] for n in order]).astype(v.dtype))
-            for m, v in schema.variables.items()
-        }
-        coords = {"n": order, "seed": list(seeds), **schema.extra}
-        return xr.Dataset(data, coords=coords, attrs=attrs)
+        arrays = {m: np.stack([rows[n][m] for n in order]).astype(v.dtype) for m, v in schema.variables.items()}
+        return Measured(arrays, attrs)
 
     def theory(self, study, n, d, dv) -> dict:
         """T5-T9 from n and d, T10 from n, d and dv (arrays that broadcast)."""
