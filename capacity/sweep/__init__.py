@@ -5,7 +5,7 @@ load = n/d (or n), seeds, dtypes and dv, plus probe settings. ``run`` measures t
 yet stored (one batched write pass per cell: variant, key family, d, ..., for its seeds and
 loads), persists each pass, and saves the combined Dataset (docs/results-schema.md) as
 ``<out>/<study>.nc``. Running it again resumes; adding a memory, a seed, a d or a load
-measures only what is new (``capacity.sweep.store.reuse_key`` says what decides reuse).
+measures only what is new (``capacity.sweep.plan.Plan.identity`` says what decides reuse).
 ``compare`` measures several memories (yours included, as objects or import paths) on the same
 keys and values. Named studies are in ``capacity.studies``.
 

@@ -305,5 +305,5 @@ class Study:
         return Study(self.name, self.description, Grid(**grid), config(**task))
 
     def config_hash(self) -> str:
-        """A hash of the configuration (recorded in result files; reuse is decided per cell, ``store.reuse_key``)."""
+        """A hash of the configuration (recorded in result files; reuse is decided per cell, ``plan.Plan.identity``)."""
         return digest(self.to_json())

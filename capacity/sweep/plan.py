@@ -3,7 +3,7 @@
 A cell is one value of every cell axis (variant, keys, feature, d, dtype, dv); a point is a cell at one seed and
 one pair count n. One write pass measures any pair counts of a cell for any of its seeds (all seeds in one batch).
 ``Plan`` resolves a study once per run: it builds and fingerprints each memory (``capacity.sweep.provenance``), names
-each cell's file in the store (``store.reuse_key``) and, from the points already stored, makes the passes that
+each cell by what computes its numbers (``identity``; the store names its file by that's hash) and, from the points already stored, makes the passes that
 measure the rest. A point is stored on its own, and so reused on its own, when its numbers depend on nothing but
 its cell, seed and n: always for the recall kind's pair counts (the probe writes in fixed blocks), for seeds when
 the memory reads the same bits alone as in a batch (``provenance.behaviour``). Otherwise the reuse key names the
@@ -22,6 +22,7 @@ from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
 from capacity.sweep import provenance
 from capacity.sweep.config import CELL_AXES, Spec, Study
+from capacity.sweep.store import reuse_key
 from capacity.tasks import get as tasks_get
 
 __all__ = ["Cell", "Memory", "Pass", "Plan", "cells"]
@@ -87,8 +88,6 @@ class Plan:
     ``imports``: the modules the run imports first (``--import``); their code is part of every key."""
 
     def __init__(self, study: Study, device: torch.device, imports=()):
-        from capacity.sweep.store import reuse_key
-
         self.study, self.device, self.task = study, device, tasks_get(study.task.kind)
         self.cells = cells(study)
         self.labels = {}
@@ -113,7 +112,36 @@ class Plan:
         self.numerics = provenance.numerics(device)
         self.schema = self.task.schema(study)
         self.coords = {k: list(v) for k, v in {**self.schema.dims, **self.schema.extra}.items() if k != "seed"}
-        self.keys = {c: reuse_key(self, c) for c in self.cells}
+        self.keys = {c: reuse_key(self.identity(c)) for c in self.cells}  # each cell's file in the store
+
+    def identity(self, cell: Cell) -> dict:
+        """Everything that computes ``cell``'s numbers: the store names the cell's file by its hash (``reuse_key``).
+
+        Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, state dtype and rounding, head layout,
+        key family and feature map with their parameters); the memory's full state (``provenance.describe``: every attribute, not
+        only ``params``), its behavioural fingerprint (``provenance.behaviour``: the bits of a tiny fixed probe), the
+        user's code it runs (``provenance.user_code``: the modules of its class, feature map, factory or import path
+        and every module of the user's they import) and the files its parameters name; the key family's fingerprint,
+        code and files; the seeds and pair counts when a point's numbers depend on the other points of its pass
+        (``per_seed``, ``per_n``) and the kind's other coordinates (``coords``); the package's sources and data files and the ``--import`` modules'
+        code; the versions of the numeric libraries loaded and of the distributions that hold plug-ins; the device
+        and its numeric settings; and the store adds its layout. Not covered (docs/sweeps.md): torch's thread count (the built-in memories give the same bits
+        on any), and a change that the tiny probe does not show in a file or library none of the above names.
+        """
+        plan, study, memory = self, self.study, self.memory(cell)
+        label = lambda spec: None if spec is None else spec.label
+        return {
+            "probe": study.task.to_json(),
+            "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.values if a != "variant"},
+            "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"], **memory.code},
+            "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},
+            "seeds": None if plan.per_seed(cell) else list(study.grid.seed),
+            "ns": None if plan.per_n(cell) else sorted(set(cell.ns(study))),
+            "coords": plan.coords,
+            "code": plan.code,
+            "libraries": plan.libraries,
+            "numerics": plan.numerics,
+        }
 
     def _resolve(self, variant: Spec, feature: Spec | None) -> Memory:
         """Build a memory, describe it, run its behavioural probe, and hash the user's code it runs."""

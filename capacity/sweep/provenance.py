@@ -1,6 +1,6 @@
 """What produced a result, and everything that would change its numbers.
 
-The sweep's reuse key (``capacity.sweep.store.reuse_key``) is built from these parts:
+The sweep's reuse key (``capacity.sweep.plan.Plan.identity``, hashed by ``store.reuse_key``) is built from these parts:
 
 - ``package()``: every source file of this package that computes numbers (not the plots) and its data files;
 - ``user_code(objects, modules)``: the source of the user's modules that define the memories, key families and

@@ -1,6 +1,7 @@
 """Measured points on disk: one JSON file per cell, named by what computes its numbers, checked on load.
 
-``reuse_key`` names a cell's file. A run reuses a stored point only from the file its cell's key names, after the
+``reuse_key`` names a cell's file from what computes its numbers (``capacity.sweep.plan.Plan.identity``, the one
+screen that says what decides reuse). A run reuses a stored point only from the file its cell's key names, after the
 file's key, checksum and contents are checked; anything else is measured again (with one line saying why). Each
 pass's points are merged into their cell's file, written under a temporary name, flushed, then renamed: readers see
 a whole file or none. JSON keeps every float64 exactly. ``manifest.json`` lists the cells the study's latest run
@@ -21,44 +22,17 @@ import numpy as np
 
 from capacity.base._files import atomic_write, clean_stale
 from capacity.errors import CapacityError, one_line
-from capacity.sweep.config import Spec, digest
+from capacity.sweep.config import digest
 
 __all__ = ["reuse_key", "Store", "SCHEMA"]
 
 SCHEMA = 2  # the layout of a cell file; a new layout is never mixed with files of an old one
 
 
-def reuse_key(plan, cell) -> str:
-    """The name of ``cell``'s file in the store: a hash of everything that computes its points' numbers.
-
-    Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, state dtype and rounding, head layout,
-    key family and feature map with their parameters); the memory's full state (``provenance.describe``: every attribute, not
-    only ``params``), its behavioural fingerprint (``provenance.behaviour``: the bits of a tiny fixed probe), the
-    user's code it runs (``provenance.user_code``: the modules of its class, feature map, factory or import path
-    and every module of the user's they import) and the files its parameters name; the key family's fingerprint,
-    code and files; the seeds and pair counts when a point's numbers depend on the other points of its pass
-    (``plan.per_seed``, ``plan.per_n``) and the kind's other coordinates (``plan.coords``); the package's sources and data files and the ``--import`` modules'
-    code; the versions of the numeric libraries loaded and of the distributions that hold plug-ins; the device
-    and its numeric settings; this store's layout. Not covered (docs/sweeps.md): torch's thread count (the built-in memories give the same bits
-    on any), and a change that the tiny probe does not show in a file or library none of the above names.
-    """
-    study, memory = plan.study, plan.memory(cell)
-    label = lambda spec: None if spec is None else spec.label
-    return digest(
-        {
-            "probe": study.task.to_json(),
-            "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.values if a != "variant"},
-            "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"], **memory.code},
-            "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},
-            "seeds": None if plan.per_seed(cell) else list(study.grid.seed),
-            "ns": None if plan.per_n(cell) else sorted(set(cell.ns(study))),
-            "coords": plan.coords,
-            "code": plan.code,
-            "libraries": plan.libraries,
-            "numerics": plan.numerics,
-            "schema": SCHEMA,
-        }
-    )
+def reuse_key(identity: dict) -> str:
+    """The name of a cell's file in the store: a hash of ``identity`` (``Plan.identity(cell)``: everything that
+    computes the cell's numbers, as the plan resolved it) and of this store's layout."""
+    return digest({**identity, "schema": SCHEMA})
 
 
 READ_FILES = "read_files"  # a cell's attr: {path: sha256} of the files its memory read while measured
