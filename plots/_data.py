@@ -10,6 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from capacity import variants
+from capacity.base import labels
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
 from capacity.tasks.metrics import HIGHER_IS_BETTER
@@ -242,6 +243,25 @@ def memory(ds, variant) -> tuple[str, dict] | None:
     if not type(built).__module__.startswith("capacity.variants."):
         return None
     return str(built.name), variants.params(built)
+
+
+def spec(ds, axis: str, label) -> tuple[str, dict]:
+    """(name, parameters) of the key family (``axis="keys"``) or feature map (``axis="feature"``) labelled ``label``
+    in ``ds``, as the results carry it: the study's configuration (``attrs["config"]``) lists each with its name and
+    parameters, so no figure parses a label. A Dataset made outside the sweep has no configuration: its label is read
+    by the label grammar (``capacity.base.labels``), the one the study's ``--set`` reads."""
+    try:
+        grid = json.loads(ds.attrs["config"])["grid"] if "config" in ds.attrs else {}
+        entries = grid.get(axis, []) if isinstance(grid, dict) else []
+    except (ValueError, TypeError, KeyError):
+        entries = []
+    for entry in entries:
+        if isinstance(entry, dict) and labels.format(entry.get("name", ""), entry.get("params", {})) == str(label):
+            return str(entry["name"]), dict(entry.get("params", {}))
+    try:
+        return labels.parse(str(label))
+    except CapacityError:
+        return str(label), {}
 
 
 def delta_beta(ds, variant) -> float | None:

@@ -44,7 +44,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     variants, thinned = _data.panels(ds, "variant")  # a row per variant: at most MAX_PANELS
     d_grid = [int(x) for x in ds["d"].values]
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
-    bases = {names.parse_label(k)[0]: k for k in fam_labels}
+    bases = {_data.spec(ds, "keys", k)[0]: k for k in fam_labels}
     colors = theme.palette(fam_labels)
     notes, t10 = [], {}
     with theme.style():
@@ -121,7 +121,7 @@ def _overlay(ds, criteria):
     colors = theme.palette(var_labels)
     kinds = [_data.reads(ds, v) for v in var_labels]
     any_additive, any_linear = any(a for a, _ in kinds), any(lr for _, lr in kinds)
-    base = names.parse_label(family)[0]
+    base = _data.spec(ds, "keys", family)[0]
     d_grid = [int(x) for x in ds["d"].values]
     notes, t10 = [], {}
     with theme.style():

@@ -87,7 +87,7 @@ def error_vs_load(ds, *, metric: str = "mse"):
                 beta = _data.delta_beta(ds, variant)
                 if (
                     beta is not None
-                    and any(names.parse_label(f)[0] == "gaussian" for f in fam_labels)
+                    and any(_data.spec(ds, "keys", f)[0] == "gaussian" for f in fam_labels)
                     and metric == "mse"
                 ):
                     delta_curve(
@@ -96,7 +96,7 @@ def error_vs_load(ds, *, metric: str = "mse"):
                         beta,
                         float(loads.min()),
                         float(loads.max()),
-                        color=colors.get(next(f for f in fam_labels if names.parse_label(f)[0] == "gaussian")),
+                        color=colors.get(next(f for f in fam_labels if _data.spec(ds, "keys", f)[0] == "gaussian")),
                     )
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)

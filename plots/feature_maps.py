@@ -31,18 +31,19 @@ __all__ = ["feature_maps"]
 THEORY_LABEL = "T25–T28 closed form of each map: (n − 1) ρ² (dashed, the map's colour)"
 
 
-def _unit_feature_linear(variant) -> bool:
+def _unit_feature_linear(ds, variant) -> bool:
     """Whether ``variant`` (a label, or None: no variant axis) is the linear memory with L2-normalised features and a
-    plain read, the memory T25-T28 describe."""
-    if variant is None:
+    plain read, the memory T25-T28 describe (its parameters as ``ds`` records them)."""
+    found = _data.memory(ds, variant)
+    if found is None:
         return False
-    name, params = names.parse_label(str(variant))
+    name, params = found
     return name == "linear" and params.get("normalize") is True and not params.get("normalize_read", False)
 
 
-def _crosstalk(feature: str, d: int):
-    """rho2 of the map a feature label names at key dimension d, or None where no closed form is known."""
-    base, params = names.parse_label(feature)
+def _crosstalk(ds, feature: str, d: int):
+    """rho2 of the map labelled ``feature`` in ``ds`` at key dimension d, or None where no closed form is known."""
+    base, params = _data.spec(ds, "feature", feature)
     params = {k: v for k, v in params.items() if k not in ("seed", "orthogonal")}  # T28 averages over the draw
     try:
         return float(theory.feature_crosstalk(base, d, **params))
@@ -95,8 +96,8 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
                 theory_curves(
                     ax, max(dims_at_d.values()), lo, hi, which=("T8",)
                 )  # a function of n / D alone: one line for every D
-                if _unit_feature_linear(variant):
-                    _map_lines(ax, feats, dims_at_d, d, lo, hi, colors, no_form)
+                if _unit_feature_linear(ds, variant):
+                    _map_lines(ds, ax, feats, dims_at_d, d, lo, hi, colors, no_form)
                 theme.mark_x(ax, 1.0, label="n = D", gid="marker:n=D")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)
@@ -120,9 +121,9 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
                 )
             all_dims = np.unique(np.asarray(fdim.values, dtype=float))
             dense = np.geomspace(all_dims.min(), all_dims.max(), 48) if all_dims.size > 1 else all_dims
-            if _unit_feature_linear(variant):
+            if _unit_feature_linear(ds, variant):
                 for f in feats:
-                    pts = [(int(fdim.sel(feature=f, d=d)), _crosstalk(f, d)) for d in d_grid]
+                    pts = [(int(fdim.sel(feature=f, d=d)), _crosstalk(ds, f, d)) for d in d_grid]
                     pts = [(D, 1.0 + eps / r) for D, r in pts if r is not None]
                     if pts:
                         xs, ys = zip(*pts)
@@ -146,7 +147,7 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
             )
             if text:
                 notes.append(text)
-        if any(_unit_feature_linear(v) for v, _ in rows):
+        if any(_unit_feature_linear(ds, v) for v, _ in rows):
             (proxy,) = axes[0, 0].plot([], [], ls="--", color="0.45", lw=1.0, label=THEORY_LABEL)
             proxy.set_gid("legend:T25-T28")
         theme.legend(fig, axes, title="feature map / theory")
@@ -164,7 +165,7 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
             )
         )
         head = f"{single}. " if single else ""
-        if any(_unit_feature_linear(v) for v, _ in rows):
+        if any(_unit_feature_linear(ds, v) for v, _ in rows):
             notes.append(
                 "Dashed: each map's closed form for L2-normalised features and random unit keys (T25 identity and "
                 "Taylor, exact; T26 ReLU exact, elu + 1 with Gaussian coordinates; T27 DPFP, ratio of exact moments; "
@@ -185,10 +186,10 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
     return theme.finish(fig, "feature-maps")
 
 
-def _map_lines(ax, feats, dims_at_d, d, lo, hi, colors, no_form):
+def _map_lines(ds, ax, feats, dims_at_d, d, lo, hi, colors, no_form):
     """Each map's (n - 1) rho2 against n / D on one panel (key dimension d)."""
     for f in feats:
-        rho2 = _crosstalk(f, d)
+        rho2 = _crosstalk(ds, f, d)
         if rho2 is None:
             no_form.append(names.feature_name(f))
             continue

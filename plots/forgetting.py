@@ -89,7 +89,7 @@ def forgetting(ds, *, d=None, n=None):
         sub = sub.isel({curve: at})
     nn = int(np.asarray(sub["n"].values).ravel()[0])
     keys = str(np.asarray(ds["key_family"].values).ravel()[0]) if "key_family" in ds.coords else "gaussian"
-    random_keys = names.parse_label(keys)[0] == "gaussian"
+    random_keys = _data.spec(ds, "keys", keys)[0] == "gaussian"
     seeds = "seed" if "seed" in sub.dims else "batch"
     lo, hi = _bins(sub)
     mid = np.array([(a + min(b, nn) - 1) / 2 for a, b in zip(lo, hi)])

@@ -73,9 +73,7 @@ def mqar_figure(ds, *, pairs=None):
                 name=names.variant_name,
                 colors=colors,
             )
-            additive = [
-                lab for lab in labels if names.parse_label(lab)[0] == "linear" and not names.parse_label(lab)[1]
-            ]
+            additive = [lab for lab in labels if _data.reads(ds, lab)[0]]  # T10 applies
             if additive and ds.attrs.get("keys") == "gaussian":
                 x = np.unique(np.round(np.geomspace(min(grid_pairs), max(grid_pairs), 48)))
                 theme.theory_line(

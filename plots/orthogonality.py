@@ -47,7 +47,8 @@ def orthogonality(ds, *, metric: str = "mse"):
     variants, thinned_v = _data.panels(ds, "variant")  # a row per (variant, d): at most MAX_PANELS of each
     d_grid, thinned_d = _data.panels(ds, "d")
     rows = [(v, int(d)) for v in variants for d in d_grid]
-    fam_bases = theme.ordered(names.parse_label(str(k))[0] for k in ds["key_family"].values)  # legend order
+    base_of = {str(k): _data.spec(ds, "keys", k)[0] for k in ds["key_family"].values}
+    fam_bases = theme.ordered(base_of.values())  # legend order
     markers = {b: _MARKERS[i % len(_MARKERS)] for i, b in enumerate(fam_bases)}
     loads = [float(x) for x in ds["load"].values]
     colors = theme.sequential(loads)
@@ -58,7 +59,7 @@ def orthogonality(ds, *, metric: str = "mse"):
             sub = _data.sel(ds, variant=variant, d=d)
             table = sub[[metric, *stats]].to_dataframe().reset_index()
             table = table[np.isfinite(table[metric])]
-            additive = variant is None or names.parse_label(str(variant))[0] == "linear"
+            additive = _data.reads(ds, variant)[0]
             for c, (stat, law, law_label) in enumerate(PANELS):
                 ax = axes[r, c]
                 ok = table[np.isfinite(table[stat]) & (table[stat] > 0) & (table[metric] >= FLOOR)]
@@ -66,7 +67,7 @@ def orthogonality(ds, *, metric: str = "mse"):
                 for load in loads:
                     at = ok[ok["load"] == load]
                     for base in fam_bases:
-                        pts = at[at["key_family"].map(lambda s: names.parse_label(str(s))[0]) == base]
+                        pts = at[at["key_family"].map(lambda s: base_of[str(s)]) == base]
                         if len(pts):
                             h = ax.scatter(
                                 pts[stat],

@@ -15,17 +15,13 @@ import numpy as np
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR, theory_curves
 
-__all__ = ["pretrained_keys", "tight_frame_coherence"]
+from capacity import theory
+
+__all__ = ["pretrained_keys"]
 
 
-def tight_frame_coherence(n, d):
-    """Mean squared coherence of a unit-norm tight frame of n vectors in R^d: max(n/d - 1, 0)/(n - 1) (T5)."""
-    n = np.asarray(n, dtype=float)
-    return np.maximum(n / d - 1.0, 0.0) / np.maximum(n - 1.0, 1.0)
-
-
-def _additive(variant) -> bool:
-    return variant is None or names.parse_label(str(variant))[0] == "linear"
+def _additive(ds, variant) -> bool:
+    return _data.reads(ds, variant)[0]
 
 
 def pretrained_keys(ds, *, metric: str = "mse"):
@@ -51,7 +47,7 @@ def pretrained_keys(ds, *, metric: str = "mse"):
                 below += int((df[metric] < FLOOR).sum())
                 if len(df):
                     theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
-                which = ("T5", "T7", "T8") if _additive(variant) else ("T8",)
+                which = ("T5", "T7", "T8") if _additive(ds, variant) else ("T8",)
                 theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)
@@ -72,7 +68,9 @@ def pretrained_keys(ds, *, metric: str = "mse"):
             theme.theory_line(ax, x, np.full_like(x, 1.0 / d), theorem="T7:coherence", label=label, ls=":")
             frame = x[x * d > d]
             label = "T5 tight frame: (n/d − 1)/(n − 1)"
-            theme.theory_line(ax, frame, tight_frame_coherence(frame * d, d), theorem="T5:coherence", label=label)
+            theme.theory_line(
+                ax, frame, theory.tight_frame_coherence(frame * d, d), theorem="T5:coherence", label=label
+            )
             theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
             theme.load_axis(ax)
             ax.set_ylim(bottom=FLOOR)

@@ -55,7 +55,7 @@ def variant_curves(ds):
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
-    bases = {names.parse_label(k)[0] for k in fam_labels}
+    bases = {_data.spec(ds, "keys", k)[0] for k in fam_labels}
     several = len(fam_labels) > 1
     loads = np.asarray(ds["load"].values, dtype=float)
     kinds = [_data.reads(ds, v) for v in var_labels]
@@ -136,7 +136,7 @@ def variant_curves(ds):
             text += f" No closed form for the mean error of: {', '.join(bare)} (T8 bounds those with a linear read)."
         if any(_softmax_scale(ds, v, 16) is not None for v in var_labels):
             text += " Recall: no closed form for softmax's argmax recall; T10 is the additive memory's."
-        if any(names.parse_label(v)[0] == "log_linear" for v in var_labels):
+        if any((_data.memory(ds, v) or ("",))[0] == "log_linear" for v in var_labels):
             text += (
                 " Log-linear attention: at n = 2^m every pair lies in one Fenwick level, so it reads as its base memory"
                 " (scaled) there and its recall coincides with the base's; only n between powers of two tell them apart."

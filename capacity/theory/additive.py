@@ -13,6 +13,7 @@ __all__ = [
     "crosstalk_error",
     "frame_bound",
     "welch_bound",
+    "tight_frame_coherence",
     "random_keys_error",
     "random_coherence_moments",
     "rank_bound",
@@ -82,6 +83,13 @@ def welch_bound(n, d):
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.sqrt(np.maximum(n - d, 0.0) / (d * np.maximum(n - 1.0, 1.0)))
     return _out(w)
+
+
+def tight_frame_coherence(n, d):
+    """T5, as a coherence: the mean squared coherence mean_{i != j} (k_i . k_j)^2 of n unit keys in R^d is at least
+    max(n/d - 1, 0) / (n - 1), with equality for unit-norm tight frames (n > d) and orthonormal keys (n <= d)."""
+    n, d = _counts(n=n, d=d)
+    return _out(np.maximum(n / d - 1.0, 0.0) / np.maximum(n - 1.0, 1.0))
 
 
 def random_keys_error(n, d):

@@ -218,7 +218,7 @@ def _xy(line):
 
 
 def test_tight_frame_coherence_is_that_of_tight_frames():
-    from capacity.plots.pretrained_keys import tight_frame_coherence
+    from capacity.theory import tight_frame_coherence
 
     for n in (24, 40, 8, 5):
         ds = keys.describe(keys.make("orthogonal", n, 8, batch=2, seed=3))
@@ -227,10 +227,11 @@ def test_tight_frame_coherence_is_that_of_tight_frames():
 
 def test_pretrained_keys_figure(tmp_path):
     """The figure of a small real run of the study (gaussian and orthogonal keys only: no model needed)."""
-    from capacity.plots.pretrained_keys import pretrained_keys, tight_frame_coherence
+    from capacity.plots.pretrained_keys import pretrained_keys
     from capacity.plots.render import figures
 
     from capacity import studies, sweep, theory
+    from capacity.theory import tight_frame_coherence
 
     sets = ["keys=gaussian,orthogonal", "d=8", "load=1/2,1,2,4", "seed=0,1", "dv=8"]
     study = studies.get("pretrained-keys").with_overrides(sets)
