@@ -172,37 +172,63 @@ def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: fl
     return right, wrong
 
 
-def _inputs(r: torch.Tensor, v: torch.Tensor, block: int | None):
-    """The decodes' checked inputs: (block, r32, v32, own, own_err).
+def _inputs(r: torch.Tensor, v: torch.Tensor, block: int | None, target: torch.Tensor | None = None):
+    """The decodes' checked inputs: (block, r32, v32, target, own, own_err).
 
-    r32, v32: float32 ``[B, c, dv]``; own: the own scores r_i . v_i as float32 sums, widened to float64 ``[B, c]``;
-    own_err: their rounding bound, |own - r_i . v_i| <= gamma_dv ||r_i|| ||v_i|| (norms enlarged by their own
-    rounding), plus dv 2^-120 for products flushed to zero ``[B, c]``; block: reads scored at a time.
+    r32: float32 ``[B, m, dv]``, v32: float32 ``[B, c, dv]``; target: read j's own value, long ``[m]`` (``arange(c)``
+    when not given: then m = c); own: the own scores r_j . v_target(j) as float32 sums, widened to float64 ``[B, m]``;
+    own_err: their rounding bound, |own - r_j . v_target(j)| <= gamma_dv ||r_j|| ||v_target(j)|| (norms enlarged by
+    their own rounding), plus dv 2^-120 for products flushed to zero ``[B, m]``; block: reads scored at a time.
     """
     _validate.tensor("r", r, ndim=3, finite=False)  # NaN reads end in the float64 stage; no device sync here
     _validate.tensor("v", v, ndim=3, finite=False)
-    if r.shape != v.shape:
+    if target is None and r.shape != v.shape:
         raise CapacityError(
             f"r [B, c, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)} must have the same shape"
         )
     if r.device != v.device:
         raise CapacityError(f"r and v must be on one device, got {r.device} and {v.device}")
-    B, c, dv = r.shape
+    B, c, dv = v.shape
+    if target is None:
+        target = torch.arange(c, device=r.device)
+    elif (
+        not isinstance(target, torch.Tensor)
+        or target.dtype != torch.long
+        or tuple(target.shape) != (r.shape[1],)
+        or (r.shape[0], r.shape[2]) != (B, dv)
+    ):
+        got = f"{target.dtype} {list(target.shape)}" if isinstance(target, torch.Tensor) else type(target).__name__
+        raise CapacityError(
+            f"own must be a long tensor [m] (read j's own value among the c stored) for r [B, m, dv] = {list(r.shape)} and v [B, c, dv] = {list(v.shape)}, got {got}"
+        )
+    elif target.numel() and (int(target.min()) < 0 or int(target.max()) >= c):
+        raise CapacityError(
+            f"own must index the c = {c} stored values, got indices {int(target.min())}..{int(target.max())}"
+        )
     block = max(1, (1 << 24) // (B * c)) if block is None else _validate.positive_int("block", block)
-    r32, v32 = r.float(), v.float()  # [B, c, dv]
-    own = (r32 * v32).sum(-1).double()  # [B, c]
+    r32, v32 = r.float(), v.float()  # [B, m, dv], [B, c, dv]
+    mine = v32[:, target]  # [B, m, dv]
+    own = (r32 * mine).sum(-1).double()  # [B, m]
     own_err = _gamma_k(dv, _U_SUM) * (1 + 2 * _gamma_k(dv + 2, _U_SUM)) ** 2
-    own_err = own_err * r32.norm(dim=-1).double() * v32.norm(dim=-1).double() + dv * _TINY  # [B, c]
-    return block, r32, v32, own, own_err
+    own_err = own_err * r32.norm(dim=-1).double() * mine.norm(dim=-1).double() + dv * _TINY  # [B, m]
+    return block, r32, v32, target, own, own_err
 
 
 def argmax_correct(
-    r: torch.Tensor, v: torch.Tensor, *, block: int | None = None, precision: str = "auto", bound_scale: float = 2.0
+    r: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    own: torch.Tensor | None = None,
+    block: int | None = None,
+    precision: str = "auto",
+    bound_scale: float = 2.0,
 ) -> torch.Tensor:
-    """1.0 where read i has its largest score with its own value v_i, else 0.0; float32 ``[B, c]``.
+    """1.0 where read i has its largest score with its own value v_i, else 0.0; float32 ``[B, c]`` (``[B, m]``).
 
     ``r``: reads ``[B, c, dv]``; ``v``: the stored values ``[B, c, dv]`` (row i is read i's own
-    value); any floating dtype, scored from their float32 values. ``block``: reads scored at a
+    value); any floating dtype, scored from their float32 values. ``own``: for reads of some of the
+    pairs only (a sample), r is ``[B, m, dv]`` and ``own`` (long ``[m]``) says which stored value is
+    read j's own; each read is still scored against all c values. ``block``: reads scored at a
     time (a score block holds at most block x c numbers; default about 16M numbers / B).
     ``precision``: ``"auto"`` (see ``screen_precision``), ``"bfloat16"`` or ``"float32"``: the
     precision of the first screen; the result does not depend on it. ``bound_scale``: the
@@ -216,13 +242,14 @@ def argmax_correct(
     after that are scored in float64.
     """
     # own scores summed on their own, and their rounding bound (added to every bound below)
-    block, r32, v32, own, own_err = _inputs(r, v, block)
-    B, c, dv = r.shape
+    block, r32, v32, target, own, own_err = _inputs(r, v, block, own)
+    (B, c, dv), m = v.shape, r.shape[1]
     prec = screen_precision(r.device, precision, dv)
     scale = _validate.in_range("bound_scale", bound_scale, 0.0, math.inf, high_open=True)
-    idx = torch.arange(c, device=r.device)
-    correct = torch.zeros(B, c, dtype=torch.bool, device=r.device)
-    unsure = torch.zeros(B, c, dtype=torch.bool, device=r.device)
+    diagonal = m == c and own is None  # read i's own value is value i: its scores lie on a diagonal
+    idx = torch.arange(m, device=r.device)
+    correct = torch.zeros(B, m, dtype=torch.bool, device=r.device)
+    unsure = torch.zeros(B, m, dtype=torch.bool, device=r.device)
     # stage 1: every read, in blocks, in the screening precision
     e = scale * (score_error_bound(r32, v32, prec) + own_err)  # [B, c]
     u_out = min(0.5, scale * _U_BF16) if prec == "bfloat16" else 0.0
@@ -230,19 +257,20 @@ def argmax_correct(
     rs, vs = r32.to(sdt), v32.to(sdt)  # [B, c, dv] each
     width = max(_WIDTH, -(-c // _MAX_PARTS))  # values scored at a time, while reads keep being decided
     for b in range(B):
-        for start in range(0, c, block):
-            stop = min(c, start + block)
+        for start in range(0, m, block):
+            stop = min(m, start + block)
             alive = idx[start:stop]  # reads of this block not yet decided
             best = torch.full((stop - start,), -math.inf, device=r.device)  # best other screened score so far
             for j0 in range(0, c, width):
                 j1 = min(c, j0 + width)
-                whole = alive.numel() == stop - start  # no read decided yet: the own scores lie on a diagonal
+                whole = alive.numel() == stop - start  # no read decided yet
                 s = _screen_matmul(rs[b, start:stop] if whole else rs[b, alive], vs[b, j0:j1].T)  # [m, w]
-                if whole:
+                if whole and diagonal:
                     s.diagonal(start - j0).fill_(-math.inf)  # leave out the own score (summed on its own)
                 else:
-                    mine = ((alive >= j0) & (alive < j1)).nonzero().flatten()
-                    s[mine, alive[mine] - j0] = -math.inf
+                    at = target[alive]
+                    mine = ((at >= j0) & (at < j1)).nonzero().flatten()
+                    s[mine, at[mine] - j0] = -math.inf
                 best = torch.maximum(best, s.amax(-1).float())
                 if j1 < c:  # reads another value surely beats are wrong: the later values cannot change that
                     _, wrong = _classify(best, own[b, alive], e[b, alive], u_out)
@@ -264,14 +292,14 @@ def argmax_correct(
             q = rows[i : i + step]  # [m] undecided reads of batch item b
             if e32 is not None:
                 s = r32[b, q] @ v32[b].T  # [m, c]
-                s[torch.arange(q.numel(), device=r.device), q] = -math.inf
+                s[torch.arange(q.numel(), device=r.device), target[q]] = -math.inf
                 right, wrong = _classify(s.amax(-1), own[b, q], e32[b, q], 0.0)
                 correct[b, q] = right
                 q = q[~(right | wrong)]
                 if q.numel() == 0:
                     continue
             s64 = r32[b, q].double() @ v32[b].double().T  # [m, c]; products exact, sums to dv 2^-53
-            correct[b, q] = s64.argmax(-1) == q
+            correct[b, q] = s64.argmax(-1) == target[q]
     return correct.float()
 
 
@@ -293,7 +321,7 @@ def topk_correct(r: torch.Tensor, v: torch.Tensor, k, *, block: int | None = Non
     some k is scored again in float64.
     """
     ks = _ks(k)
-    block, r32, v32, own, own_err = _inputs(r, v, block)
+    block, r32, v32, _, own, own_err = _inputs(r, v, block)
     B, c = r.shape[:2]
     e = 2.0 * (score_error_bound(r32, v32, "float32") + own_err)  # [B, c]
     kt = torch.tensor(ks, device=r.device)  # [K]

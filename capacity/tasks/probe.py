@@ -310,38 +310,6 @@ def _sample(c: int, m: int, seed: int, device: torch.device) -> torch.Tensor:
     return torch.randperm(c, generator=g)[:m].sort().values.to(device)
 
 
-def _argmax_sampled(r: torch.Tensor, v: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """1.0 where read j (of stored pair idx[j]) scores highest with its own value among all c stored values.
-
-    Shapes: r ``[B, m, dv]``, v ``[B, c, dv]``, idx ``[m]``; returns float32 ``[B, m]``. Scores in float32 blocks,
-    with every read whose best other score lies within twice the float32 error bound of its own
-    (2 dv 2^-24 |r| |v|max) decided again in float64: the answer is exact, as ``capacity.tasks.decode.argmax_correct``'s.
-    """
-    B, m, dv = r.shape
-    c = v.shape[1]
-    out = torch.zeros(B, m, device=r.device)
-    vmax = v.norm(dim=-1).amax(-1)  # [B]
-    block = max(1, (1 << 22) // c)
-    for b in range(B):
-        own = (r[b].double() * v[b, idx].double()).sum(-1)  # [m]
-        tol = 2.0 * dv * 2.0**-24 * r[b].norm(dim=-1).double() * float(vmax[b]) + 1e-30
-        for s0 in range(0, m, block):
-            sl = slice(s0, s0 + block)
-            sc = r[b, sl] @ v[b].T  # [blk, c] float32
-            rows = torch.arange(sc.shape[0], device=r.device)
-            sc[rows, idx[sl]] = -math.inf
-            best = sc.amax(-1).double()
-            right = best < own[sl] - tol[sl]
-            unsure = ~right & (best <= own[sl] + tol[sl])
-            res = right.float()
-            if bool(unsure.any()):
-                q = unsure.nonzero().flatten()
-                s64 = r[b, sl][q].double() @ v[b].double().T  # [u, c]
-                res[q] = (s64.argmax(-1) == idx[sl][q]).float()
-            out[b, sl] = res
-    return out
-
-
 def _measure(
     variant: Guarded,
     keys: torch.Tensor,
@@ -400,7 +368,7 @@ def _measure(
         else:
             per = _query_metrics(r.float(), values[:, idx].float(), max(1, (1 << 24) // c), False)
             if decode:
-                per["recall"] = _argmax_sampled(r.float(), values[:, :c].float(), idx)
+                per["recall"] = argmax_correct(r.float(), values[:, :c].float(), own=idx)
         for m, x in per.items():
             rows[m].append(x.mean(1))  # [B] ([B, K] for recall_at)
             if per_query:

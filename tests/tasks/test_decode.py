@@ -536,6 +536,14 @@ def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(mon
     tk = _rows(topk_correct, r, v, [1, 5])
     assert tk["float32"] == 200 and 0 < tk["float64"] <= fine and tk.keys() == {"float32", "float64"}
 
+    # reads of a sample of the pairs (``own``): the same stages, each read screened once, few left to float64
+    g = generator(24, "stages-own")
+    v = torch.randn(B, c, dv, generator=g)
+    own = torch.randint(c, (120,), generator=g)
+    r = v[:, own] + (c / dv) ** 0.5 * torch.randn(B, 120, dv, generator=g)
+    rows = _rows(argmax_correct, r, v, own=own, precision="float32")
+    assert rows["float32"] == B * 120 and rows.get("float64", 0) <= 4  # the own score left out of the screen's best
+
 
 def test_the_default_block_holds_about_2_to_the_24_scores():
     """The screen takes B x block <= 2^24 / c reads at a time: 4200 reads of 4200 values go in blocks of
@@ -669,3 +677,50 @@ def test_the_screen_decides_exactly_the_reads_outside_twice_the_derived_bound():
     assert within == B * c // 2
     assert _rows(argmax_correct, r, v, precision="float32") == {"float32": B * c, "float64": within}
     assert _rows(topk_correct, r, v, [1]) == {"float32": B * c, "float64": within}
+
+
+def exact_own(r, v, own):
+    """The float64 decode of reads whose own values are ``own`` (first index wins a tie)."""
+    r, v = r.float().double(), v.float().double()
+    return ((r @ v.transpose(1, 2)).argmax(-1) == own).float()
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_reads_of_some_pairs_decode_against_every_stored_value(precision):
+    """``own``: reads of a sample of the pairs (repeats, any order), each scored against all c values: the exact
+    decode, near ties and exact ties included, through every stage (c > 512: the screen scores values in parts)."""
+    B, c, dv = 2, 1100, 16
+    r_all, v = near_ties(B, c, dv, [2.0**-30, 2.0**-12, 0.3, -0.3, -(2.0**-12)], seed=5)
+    v[:, 700] = v[:, 20]  # an exact tie: a read of pair 700 (or 20) that is v_20 itself goes to index 20
+    r_all[:, 700] = v[:, 20]
+    r_all[:, 20] = v[:, 20]
+    g = generator(9, "own-sample")
+    own = torch.cat([torch.tensor([700, 20, 700]), torch.randint(c, (297,), generator=g)])  # [m]
+    r = r_all[:, own].clone()
+    p = torch.arange(3, 40)  # reads that sit on the value stored at their own position p, not on their own value
+    r[:, p] = v[:, p] + 0.5 * v[:, own[p]]
+    got = argmax_correct(r, v, own=own, precision=precision)
+    assert got[:, 3:40].sum() == 0  # value p beats the own value: every one is wrong
+    assert got.shape == (B, 300) and got.dtype == torch.float32
+    assert torch.equal(got, exact_own(r, v, own))
+    assert got[:, 0].tolist() == [0.0, 0.0] and got[:, 1].tolist() == [1.0, 1.0]  # ties: the first index
+    assert 0 < float(got[:, 40:].mean()) < 1
+    # the same reads in the stored order give what the full decode gives for those pairs
+    full = argmax_correct(r_all, v, precision=precision)
+    assert torch.equal(got[:, 40:], full[:, own[40:]])
+
+
+def test_own_is_checked():
+    v = torch.randn(1, 10, 4)
+    r = torch.randn(1, 3, 4)
+    for bad, what in [
+        (torch.tensor([0, 1]), "long tensor [m]"),
+        (torch.tensor([0.0, 1.0, 2.0]), "torch.float32 [3]"),
+        (torch.tensor([0, 1, 10]), "indices 0..10"),
+        ([0, 1, 2], "got list"),
+    ]:
+        with pytest.raises(CapacityError, match="own must") as err:
+            argmax_correct(r, v, own=bad)
+        assert what in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(CapacityError, match="must have the same shape"):
+        argmax_correct(r, v)

@@ -35,7 +35,7 @@ def test_sampled_recall_is_the_exact_decode_of_those_pairs():
     S = mem.write(mem.init_state(B, d, d), K, V)
     exact = decode.argmax_correct(mem.read(S, K), V)  # [B, n] over every stored pair
     idx = probe._sample(n, 50, 0, "cpu")
-    got = probe._argmax_sampled(mem.read(S, K[:, idx]), V, idx)
+    got = decode.argmax_correct(mem.read(S, K[:, idx]), V, own=idx)
     assert torch.equal(got, exact[:, idx])
     ds = probe.recall(mem, K, V, checkpoints=[n], queries=50)
     np.testing.assert_allclose(ds.recall.values[0], exact[:, idx].double().mean(-1).numpy(), atol=1e-7)
