@@ -14,57 +14,50 @@ import importlib
 import pkgutil
 
 from capacity.base import plugins
+from capacity.base.registry import Registry
 from capacity.errors import CapacityError
 
 __all__ = ["available", "get"]
 
 
-def _load() -> dict:
-    found = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        study = getattr(importlib.import_module(f"{__name__}.{info.name}"), "STUDY", None)
-        if study is not None:
-            found[study.name] = study
+def _accept(name: str, found: object):
+    from capacity.sweep.config import Study
+
+    if not isinstance(found, Study):
+        value = plugins.entry_points("capacity.studies")[name]
+        raise CapacityError(
+            f"plug-in {name!r} (entry point capacity.studies: {name} = {value}) is a {type(found).__name__}, "
+            "not a capacity.sweep.Study"
+        )
     return found
+
+
+_REGISTRY: Registry = Registry("capacity.studies", "study", path=None, accept=_accept)
+
+
+def _registry() -> Registry:
+    """The registry, filled on first use with every module here that defines ``STUDY``: the default study
+    (capacity-vs-d) first, then the others by name."""
+    if not _REGISTRY.own():
+        found = {}
+        for info in pkgutil.iter_modules(__path__):
+            study = getattr(importlib.import_module(f"{__name__}.{info.name}"), "STUDY", None)
+            if study is not None:
+                found[study.name] = study
+        for name in sorted(found, key=lambda n: (n != "capacity-vs-d", n)):
+            _REGISTRY.add(name, found[name])
+    return _REGISTRY
 
 
 def available() -> dict[str, str]:
     """Study name -> one-line description: the default study (capacity-vs-d) first, then the others, then plug-ins."""
-    found = _load()
-    order = sorted(found, key=lambda n: (n != "capacity-vs-d", n))
-    out = {n: found[n].description for n in order}
-    for name in plugins.entry_points("capacity.studies"):
-        if name not in out:
-            try:
-                out[name] = "(plug-in) " + _plugin(name).description
-            except CapacityError as exc:  # one broken plug-in does not hide the others
-                plugins.skip(exc)
-    return out
-
-
-def _plugin(name: str):
-    """The study an installed package declares as ``name`` (entry point group ``capacity.studies``), or None."""
-    from capacity.sweep.config import Study
-
-    study = plugins.entry_point("capacity.studies", name)
-    if study is not None and not isinstance(study, Study):
-        value = plugins.entry_points("capacity.studies")[name]
-        raise CapacityError(
-            f"plug-in {name!r} (entry point capacity.studies: {name} = {value}) is a {type(study).__name__}, "
-            "not a capacity.sweep.Study"
-        )
-    return study
+    reg = _registry()
+    own = reg.own()
+    return {n: ("" if n in own else "(plug-in) ") + study.description for n, study in reg.loaded().items()}
 
 
 def get(name: str):
     """The named study's default configuration (built in, or declared by a plug-in package)."""
     if not isinstance(name, str):
         raise CapacityError(f"a study is named by a string, got {name!r}")
-    found = _load()
-    if name in found:
-        return found[name]
-    study = _plugin(name)
-    if study is None:
-        known = sorted(set(found) | set(plugins.entry_points("capacity.studies")))
-        raise CapacityError(f"unknown study {name!r}; known: {', '.join(known)}")
-    return study
+    return _registry().get(name)

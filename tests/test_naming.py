@@ -215,7 +215,7 @@ def test_public_signatures_use_no_old_spelling():
     assert checked > 60
     # the registered memories: no old gate name; softmax's temperature is not beta (dplr's a, b: RWKV-7's vectors)
     for name in variants.available():
-        factory = variants._REGISTRY[name].factory if name in variants._REGISTRY else None
+        factory = variants._REGISTRY.own()[name].factory if name in variants._REGISTRY else None
         if factory is None:
             continue
         params = set(inspect.signature(factory).parameters)

@@ -34,11 +34,13 @@ import abc
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from capacity.base import _random, _validate, plugins
+from capacity.base import _random, _validate
+from capacity.base.registry import Registry
 from capacity.errors import CapacityError, user_code
 from capacity.kernels._batched import matmul
 
@@ -227,8 +229,12 @@ class _Entry:
     display: str  # the name figures give it
 
 
-# the registry's order is the order of figure legends (and of their colours)
-_MAPS: dict[str, _Entry] = {
+# the registry's order is the order of figure legends (and of their colours); plug-ins: entry point group
+# capacity.features, or module:Class (a FeatureMap class or instance)
+_MAPS: Registry[Any] = Registry(
+    "capacity.features", "feature map", path="module:Class"
+)  # own: _Entry; plug-ins: FeatureMap classes or instances
+for _name, _entry in {
     "identity": _Entry(Identity, (), "phi(x) = x, D = d (the plain linear memory)", "identity"),
     "elu1": _Entry(Elu1, (), "phi(x) = elu(x) + 1, D = d; strictly positive, so every pair interferes", "elu + 1"),
     "relu": _Entry(Relu, (), "phi(x) = max(x, 0), D = d; nonnegative", "ReLU"),
@@ -245,16 +251,15 @@ _MAPS: dict[str, _Entry] = {
         "FAVOR+ positive random features (m, seed), D = m; E phi(q).phi(k) = exp(q.k)",
         "Performer (random positive)",
     ),
-}
-PARAMS = {name: e.params for name, e in _MAPS.items()}  # each map's own parameter names
+}.items():
+    _MAPS.add(_name, _entry)
+PARAMS = {name: e.params for name, e in _MAPS.own().items()}  # each map's own parameter names
 
 
 def available() -> dict[str, str]:
     """The feature maps: name -> one-line description (plug-ins of entry point group ``capacity.features`` too)."""
-    out = {name: e.description for name, e in _MAPS.items()}
-    for name, value in sorted(plugins.entry_points("capacity.features").items()):
-        out.setdefault(name, f"(plug-in {value})")
-    return out
+    out = {name: e.description for name, e in _MAPS.own().items()}
+    return out | {name: f"(plug-in {value})" for name, value in _MAPS.declared().items()}
 
 
 def display_name(name: str) -> str:
@@ -265,9 +270,9 @@ def display_name(name: str) -> str:
     ('elu + 1', 'DPFP')
     """
     if name in _MAPS:
-        return _MAPS[name].display
+        return _MAPS.own()[name].display
     try:
-        found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.features", name)
+        found = _MAPS.find(name)
     except CapacityError:  # not importable here: figures still draw, under its name
         found = None
     shown = getattr(found, "display", None)
@@ -277,7 +282,7 @@ def display_name(name: str) -> str:
 def display_names() -> dict[str, str]:
     """Every built-in feature map -> its display name, in the registry's order (the order of figure legends;
     plug-ins, not loaded for this, come after)."""
-    return {name: e.display for name, e in _MAPS.items()}
+    return {name: e.display for name, e in _MAPS.own().items()}
 
 
 def get(name, **params) -> FeatureMap:
@@ -294,15 +299,10 @@ def get(name, **params) -> FeatureMap:
         return name
     if not isinstance(name, str):
         raise CapacityError(
-            f"a feature map is a name ({', '.join(_MAPS)}) or a capacity.features.FeatureMap, got {name!r}"
+            f"a feature map is a name ({', '.join(_MAPS.own())}) or a capacity.features.FeatureMap, got {name!r}"
         )
     if name not in _MAPS:  # a plug-in: an import path module:attr, or an entry point of group capacity.features
-        found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.features", name)
-        if found is None:
-            known = sorted(set(_MAPS) | set(plugins.entry_points("capacity.features")))
-            raise CapacityError(
-                f"unknown feature map {name!r}; known: {', '.join(known)}, or an import path module:Class"
-            )
+        found = _MAPS.get(name)
         with user_code(f"feature map {name!r}", "when built"):
             built = found(**params) if callable(found) and not isinstance(found, FeatureMap) else found
         if not isinstance(built, FeatureMap):
@@ -310,7 +310,7 @@ def get(name, **params) -> FeatureMap:
                 f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}"
             )
         return built
-    entry = _MAPS[name]
+    entry = _MAPS.own()[name]
     unknown = sorted(set(params) - set(entry.params))
     if unknown:
         allowed = ", ".join(entry.params) if entry.params else "none"

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity.base import _random, _validate, plugins
+from capacity.base import _random, _validate
 from capacity.base._types import Device, Seed
+from capacity.base.registry import Registry
 from capacity.errors import CapacityError, user_code
 from capacity.theory import welch_bound
 
@@ -202,65 +203,58 @@ def _pretrained_check(d: int, **params: object) -> None:
     pretrained.check(d, **params)
 
 
-_FAMILIES: dict[str, Family] = {
-    f.name: f
-    for f in [
-        Family(
-            "gaussian",
-            _gaussian,
-            (),
-            True,
-            "unit rows uniform on the sphere (E (k_i.k_j)^2 = 1/d, T7)",
-            display="random (Gaussian)",
-        ),
-        Family(
-            "orthogonal",
-            _orthogonal,
-            (),
-            False,
-            "orthonormal rows for n <= d; a unit-norm tight frame for n > d (T5 equality)",
-            display="tight frame (orthogonal)",
-        ),
-        Family(
-            "simplex",
-            _simplex,
-            (),
-            False,
-            "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)",
-            display="simplex (equiangular)",
-        ),
-        Family(
-            "correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"
-        ),
-        Family(
-            "anisotropic",
-            _anisotropic,
-            ("rank", "spectrum"),
-            True,
-            "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised",
-        ),
-        Family(
-            "pretrained",
-            _pretrained,
-            ("layer", "head", "text"),
-            True,
-            "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.inputs.pretrained; extra 'models')",
-            _pretrained_check,
-            display="pretrained (MiniLM)",
-        ),
-    ]
-}
-
-
-def _all() -> dict[str, Family]:
-    found = dict(_FAMILIES)
-    for name in plugins.entry_points("capacity.keys"):
-        if name not in found:
-            try:
-                found[name] = family(name)
-            except CapacityError as exc:  # one broken plug-in does not hide the others
-                plugins.skip(exc)
+def _accept(name: str, found: object) -> Family:
+    if not isinstance(found, Family):
+        raise CapacityError(f"key family {name!r} must be a capacity.keys.Family, got {type(found).__name__}")
     return found
+
+
+# the registry's order is the order of figure legends; plug-ins: entry point group capacity.keys, or module:attr
+_FAMILIES: Registry[Family] = Registry("capacity.keys", "key family", path="module:attr", accept=_accept)
+for _f in [
+    Family(
+        "gaussian",
+        _gaussian,
+        (),
+        True,
+        "unit rows uniform on the sphere (E (k_i.k_j)^2 = 1/d, T7)",
+        display="random (Gaussian)",
+    ),
+    Family(
+        "orthogonal",
+        _orthogonal,
+        (),
+        False,
+        "orthonormal rows for n <= d; a unit-norm tight frame for n > d (T5 equality)",
+        display="tight frame (orthogonal)",
+    ),
+    Family(
+        "simplex",
+        _simplex,
+        (),
+        False,
+        "vertices of the regular simplex: n <= d + 1 equiangular unit vectors (T6 equality at n = d + 1)",
+        display="simplex (equiangular)",
+    ),
+    Family("correlated", _correlated, ("rho",), True, "unit rows with mean pairwise inner product rho, rho in [0, 1)"),
+    Family(
+        "anisotropic",
+        _anisotropic,
+        ("rank", "spectrum"),
+        True,
+        "Gaussian with a decaying covariance spectrum (effective rank or explicit variances), rows normalised",
+    ),
+    Family(
+        "pretrained",
+        _pretrained,
+        ("layer", "head", "text"),
+        True,
+        "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.inputs.pretrained; extra 'models')",
+        _pretrained_check,
+        display="pretrained (MiniLM)",
+    ),
+]:
+    _FAMILIES.add(_f.name, _f)
 
 
 def available() -> dict[str, str]:
@@ -270,24 +264,12 @@ def available() -> dict[str, str]:
     >>> list(available())[:3]
     ['gaussian', 'orthogonal', 'simplex']
     """
-    return {name: fam.description for name, fam in _all().items()}
+    return {name: fam.description for name, fam in _FAMILIES.loaded().items()}
 
 
 def family(name: str) -> Family:
     """The key family ``name``: built in, declared by an entry point (group ``capacity.keys``), or ``module:attr``."""
-    if not isinstance(name, str):
-        raise CapacityError(
-            f"unknown key family {name!r}; known: {', '.join(sorted(_FAMILIES))}, or an import path module:attr"
-        )
-    if name in _FAMILIES:
-        return _FAMILIES[name]
-    found = plugins.load_path(name) if ":" in name else plugins.entry_point("capacity.keys", name)
-    if found is None:
-        known = sorted(set(_FAMILIES) | set(plugins.entry_points("capacity.keys")))
-        raise CapacityError(f"unknown key family {name!r}; known: {', '.join(known)}, or an import path module:attr")
-    if not isinstance(found, Family):
-        raise CapacityError(f"key family {name!r} must be a capacity.keys.Family, got {type(found).__name__}")
-    return found
+    return _FAMILIES.get(name)
 
 
 def display_name(name: str) -> str:
@@ -307,7 +289,7 @@ def display_name(name: str) -> str:
 def display_names() -> dict[str, str]:
     """Every built-in key family -> its display name, in the registry's order (the order of figure legends; plug-in
     families, not loaded for this, come after)."""
-    return {name: f.display or name for name, f in _FAMILIES.items()}
+    return {name: f.display or name for name, f in _FAMILIES.own().items()}
 
 
 def make(

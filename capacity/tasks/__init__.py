@@ -9,7 +9,7 @@ and ``_shared`` (draws shared by the memories of one cell). Adding a task is one
 
 from __future__ import annotations
 
-from capacity.base import plugins
+from capacity.base.registry import Registry
 from capacity.errors import CapacityError
 from capacity.tasks.bill.task import Bill, BillTask
 from capacity.tasks.mqar.task import Mqar, MqarTask
@@ -19,24 +19,22 @@ from capacity.tasks.recall.task import Recall, RecallTask
 
 __all__ = ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Measured", "Recall", "Mqar", "Needle", "Bill"]
 
-TASKS: dict[str, Task] = {t.name: t for t in (RecallTask(), BillTask(), MqarTask(), NeedleTask())}
+
+def _accept(kind: str, found: object) -> Task:
+    task = found() if isinstance(found, type) and issubclass(found, Task) else found
+    if not isinstance(task, Task) or task.name != kind:
+        raise CapacityError(f"plug-in task {kind!r} is not a capacity.tasks.Task named {kind!r}, got {found!r}")
+    return task
 
 
-_PLUGINS: dict[str, Task] = {}
+# the built-in tasks; a package's: a Task subclass or instance named as its entry point (group capacity.tasks)
+_REGISTRY: Registry[Task] = Registry("capacity.tasks", "task kind", path=None, accept=_accept)
+for _task in (RecallTask(), BillTask(), MqarTask(), NeedleTask()):
+    _REGISTRY.add(_task.name, _task)
+TASKS: dict[str, Task] = _REGISTRY.own()
 
 
 def get(kind: str) -> Task:
     """The task of ``kind``: a built-in (``TASKS``) or a package's, declared by the entry point group
     ``capacity.tasks`` (``name = "mypkg.task:MyTask"``, a ``Task`` subclass or instance named ``name``)."""
-    if kind in TASKS:
-        return TASKS[kind]
-    if kind not in _PLUGINS:
-        found = plugins.entry_point("capacity.tasks", kind) if isinstance(kind, str) else None
-        if found is None:
-            known = [*TASKS, *sorted(plugins.entry_points("capacity.tasks"))]
-            raise CapacityError(f"unknown task kind {kind!r}; available: {', '.join(known)}")
-        task = found() if isinstance(found, type) and issubclass(found, Task) else found
-        if not isinstance(task, Task) or task.name != kind:
-            raise CapacityError(f"plug-in task {kind!r} is not a capacity.tasks.Task named {kind!r}, got {found!r}")
-        _PLUGINS[kind] = task
-    return _PLUGINS[kind]
+    return _REGISTRY.get(kind)

@@ -59,11 +59,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 from capacity.base import labels, plugins
+from capacity.base.registry import Registry
 from capacity.errors import CapacityError, user_code
 
 __all__ = [
@@ -104,7 +105,9 @@ class _Entry:
     display: str  # the name figures give it
 
 
-_REGISTRY: dict[str, _Entry] = {}
+# the built-ins (registration order: the order of figure legends) and the session's (``register``); plug-ins are
+# factories declared by entry point (group capacity.variants); import paths are resolved by ``resolve``
+_REGISTRY: Registry[Any] = Registry("capacity.variants", "variant", path="module:Class")  # own: _Entry
 
 
 def _own_display(obj) -> str | None:
@@ -122,16 +125,14 @@ def register(name: str, factory: Callable[..., Variant], description: str, *, di
         raise CapacityError(f"a variant name must be a non-empty string, got {name!r}")
     if display is not None and (not isinstance(display, str) or not display):
         raise CapacityError(f"a variant's display name must be a non-empty string, got {display!r}")
-    _REGISTRY[name] = _Entry(factory, description, display or _own_display(factory) or name)
+    _REGISTRY.add(name, _Entry(factory, description, display or _own_display(factory) or name))
 
 
 def available() -> dict[str, str]:
     """The variants known by name: built in, registered, or declared by a plug-in package (entry point
     group ``capacity.variants``): name -> one-line description."""
-    out = {name: entry.description for name, entry in sorted(_REGISTRY.items())}
-    for name, value in sorted(plugins.entry_points("capacity.variants").items()):
-        out.setdefault(name, f"(plug-in {value})")
-    return out
+    out = {name: entry.description for name, entry in sorted(_REGISTRY.own().items())}
+    return out | {name: f"(plug-in {value})" for name, value in _REGISTRY.declared().items()}
 
 
 def display_name(name: str) -> str:
@@ -143,11 +144,10 @@ def display_name(name: str) -> str:
     >>> display_name("delta"), display_name("lsq"), display_name("mymem:Longhorn")
     ('DeltaNet (delta)', 'lsq', 'Longhorn')
     """
-    entry = _REGISTRY.get(name)
-    if entry is not None:
-        return entry.display
+    if name in _REGISTRY:
+        return _REGISTRY.own()[name].display
     try:
-        found = plugins.load_path(name) if labels.is_path(name) else plugins.entry_point("capacity.variants", name)
+        found = plugins.load_path(name) if labels.is_path(name) else _REGISTRY.find(name)
     except CapacityError:  # not importable here: figures still draw, under its name
         found = None
     return _own_display(found) or name.rpartition(":")[2]
@@ -156,18 +156,13 @@ def display_name(name: str) -> str:
 def display_names() -> dict[str, str]:
     """Every registered variant -> its display name, in registration order (the built-ins first): the order of
     figure legends. Plug-ins declared by entry points are not loaded for this; legends put them after."""
-    return {name: entry.display for name, entry in _REGISTRY.items()}
+    return {name: entry.display for name, entry in _REGISTRY.own().items()}
 
 
 def _factory(name: str):
     """The factory registered (or declared by an installed package's entry point) as ``name``."""
-    if name in _REGISTRY:
-        return _REGISTRY[name].factory
-    found = plugins.entry_point("capacity.variants", name)
-    if found is not None:
-        return found
-    known = sorted(set(_REGISTRY) | set(plugins.entry_points("capacity.variants")))
-    raise CapacityError(f"unknown variant {name!r}; known: {', '.join(known)}, or an import path module:Class")
+    found = _REGISTRY.get(name)
+    return found.factory if name in _REGISTRY else found
 
 
 def _build(factory, what: str, params: dict) -> Variant:
@@ -306,9 +301,9 @@ def _registered_name(variant) -> str | None:
     """The name a memory's class is registered (or declared by an entry point) under: its own ``name`` if that one
     builds its class, else the first name that does; None for a class no name builds."""
     cls, own = type(variant), getattr(variant, "name", None)
-    names = [n for n, e in _REGISTRY.items() if e.factory is cls]
+    names = [n for n, e in _REGISTRY.own().items() if e.factory is cls]
     path = f"{cls.__module__}:{cls.__qualname__}"
-    declared = {n: value for n, value in plugins.entry_points("capacity.variants").items() if n not in _REGISTRY}
+    declared = _REGISTRY.declared()
     names += [n for n, value in declared.items() if value == path]
     if not names:  # an entry point may name a re-export of the class (mypkg:Mem for mypkg.memories:Mem)
         for n, value in declared.items():
@@ -465,6 +460,6 @@ def _register_builtins() -> None:
 
 
 _register_builtins()
-BUILT_IN = frozenset(_REGISTRY)  # the names registered by the package itself (anything else is a plug-in's)
+BUILT_IN = frozenset(_REGISTRY.own())  # the names registered by the package itself (anything else is a plug-in's)
 
 from capacity.variants.fla import from_fla  # noqa: E402  (needs the registry-free core above only)

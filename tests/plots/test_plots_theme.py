@@ -58,7 +58,7 @@ def _legend(fig) -> list[str]:
 @pytest.fixture
 def fresh_registry(monkeypatch):
     """Registrations made by a test end with it."""
-    monkeypatch.setattr(variants, "_REGISTRY", dict(variants._REGISTRY))
+    monkeypatch.setattr(variants, "_REGISTRY", variants._REGISTRY.copy())
 
 
 # ---------------------------------------------------------------- display names live on the registry entries

@@ -170,11 +170,11 @@ def test_an_edited_import_module_is_measured_again(user_dir, tmp_path):
     run = lambda out: sweep.run(study, out=out, device="cpu", executor="serial", progress=False, imports=["regmem"])
     first = run(tmp_path / "r")
     _module(user_dir, "regmem", register.format(c=0.5))
-    variants._REGISTRY.pop("scale")
+    variants._REGISTRY.remove("scale")
     again = run(tmp_path / "r")
     assert again.reused == 0 and not _same(again, first)
     assert _same(again, run(tmp_path / "fresh"))
-    variants._REGISTRY.pop("scale")
+    variants._REGISTRY.remove("scale")
 
 
 def test_an_edited_data_file_is_measured_again(tmp_path, monkeypatch):

@@ -49,7 +49,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         Study.from_dict({**base, "task": {"kind": "recall", "metric": "mse"}})
     with pytest.raises(CapacityError, match=r"^vocab applies to mqar studies only \(kind=mqar\)$"):
         Study.from_dict({**base, "task": {"vocab": 8}})  # a field of another task names it
-    with pytest.raises(CapacityError, match=r"unknown task kind 'recal'; available: recall, bill, mqar, needle"):
+    with pytest.raises(CapacityError, match=r"unknown task kind 'recal'; known: bill, mqar, needle, recall"):
         Study.from_dict({**base, "task": {"kind": "recal"}})
     with pytest.raises(CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, queries$"):
         studies.get("capacity-vs-d").with_overrides(["width=3"])
@@ -65,7 +65,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         ("seed=-2", "seed must be a whole number >= 0"),
         ("dtype=float64", "unknown dtype 'float64'; known: bfloat16, float16, float32"),
         ("values=uniform", "unknown value family 'uniform'; known: gaussian, orthonormal"),
-        ("kind=train", "unknown task kind 'train'; available: recall, bill, mqar, needle"),
+        ("kind=train", "unknown task kind 'train'; known: bill, mqar, needle, recall"),
         ("key_stats=maybe", "key_stats must be true or false"),
         ("variant=", "grid axis variant must list at least one value"),
         ("seed=1,1", "seed lists 1 more than once"),
@@ -358,7 +358,7 @@ class _KVCache:
 
 
 def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
-    monkeypatch.setattr(variants, "_REGISTRY", dict(variants._REGISTRY))
+    monkeypatch.setattr(variants, "_REGISTRY", variants._REGISTRY.copy())
     variants.register("kv-cache", _KVCache, "test: keeps every pair")
     study = Study(
         "bill-test",
