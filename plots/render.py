@@ -25,6 +25,7 @@ from capacity.plots.feature_maps import feature_maps
 from capacity.plots.forgetting import forgetting
 from capacity.plots.frontier import frontier
 from capacity.plots.heads import heads_capacity
+from capacity.plots.log_linear import log_linear_bytes
 from capacity.plots.mqar import mqar_figure
 from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
@@ -64,6 +65,7 @@ FIGURES: dict[str, Callable] = {
     "needle-depth": needle_depth,
     "precision": precision_curves,
     "heads": heads_capacity,
+    "log-linear": log_linear_bytes,
 }
 
 
@@ -80,6 +82,8 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["bill"]
     if ds.attrs.get("study") == "closed-form":
         return ["closed-form"]
+    if ds.attrs.get("study") == "log-linear" and _has(ds, "recall", "state_numel") and "n" in ds.dims:
+        return ["log-linear"]  # log-linear attention beside its base at the same bytes
     if _has(ds, "accuracy") and "overwrite" in ds.dims:
         return ["mqar"]
     if _has(ds, "mse") and _several(ds, "state_dtype") and "n" in ds.dims:

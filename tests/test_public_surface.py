@@ -163,6 +163,8 @@ SURFACE = {
         "quantised_final_error",
         "quantised_step_error",
         "quantised_crossover",
+        "log_linear_error",
+        "log_linear_level_error",
     ],
 }
 

@@ -22,13 +22,24 @@ a closed form patched re-evaluates only the expected values.
 from __future__ import annotations
 
 from capacity.base import _validate
-from capacity.check import additive, argmax, decay, delta, features, forgetting, precision, quantised, softmax
+from capacity.check import (
+    additive,
+    argmax,
+    decay,
+    delta,
+    features,
+    forgetting,
+    log_linear,
+    precision,
+    quantised,
+    softmax,
+)
 from capacity.check._rows import _CACHE, Check
 from capacity.errors import CapacityError
 
 __all__ = ["Check", "run_checks", "format_table"]
 
-MODULES = (additive, argmax, decay, delta, softmax, precision, forgetting, features, quantised)
+MODULES = (additive, argmax, decay, delta, softmax, precision, forgetting, features, quantised, log_linear)
 _GROUPS = [group for module in MODULES for group in module.GROUPS]
 
 

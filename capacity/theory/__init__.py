@@ -14,7 +14,19 @@ return the same kind.
 0.5
 """
 
-from capacity.theory import additive, argmax, decay, delta, features, forgetting, heads, precision, quantised, softmax
+from capacity.theory import (
+    additive,
+    argmax,
+    decay,
+    delta,
+    features,
+    forgetting,
+    heads,
+    log_linear,
+    precision,
+    quantised,
+    softmax,
+)
 from capacity.theory import bill as _bill
 from capacity.theory.additive import *  # noqa: F403
 from capacity.theory.argmax import *  # noqa: F403
@@ -24,6 +36,7 @@ from capacity.theory.delta import *  # noqa: F403
 from capacity.theory.features import *  # noqa: F403
 from capacity.theory.forgetting import *  # noqa: F403
 from capacity.theory.heads import *  # noqa: F403
+from capacity.theory.log_linear import *  # noqa: F403
 from capacity.theory.precision import *  # noqa: F403
 from capacity.theory.quantised import *  # noqa: F403
 from capacity.theory.softmax import *  # noqa: F403
@@ -31,6 +44,19 @@ from capacity.theory.softmax import *  # noqa: F403
 # the names of every topic module, listed once: in that module's __all__
 __all__ = [
     name
-    for module in (additive, argmax, _bill, decay, delta, forgetting, features, softmax, precision, heads, quantised)
+    for module in (
+        additive,
+        argmax,
+        _bill,
+        decay,
+        delta,
+        forgetting,
+        features,
+        softmax,
+        precision,
+        heads,
+        quantised,
+        log_linear,
+    )
     for name in module.__all__
 ]

@@ -26,7 +26,8 @@ levels of the bits of n that are zero are kept as zeros, as a kernel's fixed lev
 int64 ``[B]`` token counter marked bookkeeping (``capacity.variants.precision.bookkeeping``, defined in ``capacity.variants._bookkeeping``), so that a state stored in bfloat16
 still counts past 256. ``state_numel(d, dv, n)`` = L d dv; ``numel(state)`` measures it.
 
-At n = 2^m all n pairs lie in one bucket, so the read is lam_(m+1) times the base memory's: its argmax recall equals
+Its expected error with random unit keys, pair by pair and level by level, is T34 (``capacity.theory.log_linear_error``
+and ``log_linear_level_error``, from T7 and T11; docs/theory.md). At n = 2^m all n pairs lie in one bucket, so the read is lam_(m+1) times the base memory's: its argmax recall equals
 the base memory's exactly at powers of two, and differs between them (docs/memories.md).
 
 >>> import torch
@@ -48,10 +49,11 @@ import torch
 
 from capacity.base import _validate
 from capacity.errors import CapacityError
+from capacity.theory.log_linear import level_weights
 from capacity.variants._bookkeeping import bookkeeping
 from capacity.variants._memory import GATE, RATE, Memory, unit
 
-__all__ = ["LogLinear", "LogLinearState", "level_weights", "random_keys_error"]
+__all__ = ["LogLinear", "LogLinearState", "level_weights"]
 
 BASES = ("linear", "gated_delta")
 
@@ -62,44 +64,6 @@ class LogLinearState:
 
     levels: torch.Tensor
     tokens: torch.Tensor = bookkeeping()
-
-
-def level_weights(lam, count: int) -> list[float]:
-    """lam_1 .. lam_count for ``lam`` a number r (r^(l-1)) or a sequence (its last entry repeated)."""
-    if isinstance(lam, (int, float)) and not isinstance(lam, bool):
-        return [float(lam) ** j for j in range(count)]
-    lam = [float(x) for x in lam]
-    return [lam[min(j, len(lam) - 1)] for j in range(count)]
-
-
-def random_keys_error(n: int, d: int, lam=0.5, alpha: float = 1.0) -> tuple[float, dict[int, float]]:
-    """The expected mean read error of log-linear attention over linear attention with a constant gate ``alpha``
-    after n writes of independent uniform unit keys and unit values independent of them (T7 and T11, level by
-    level): (mean over the n pairs, {level l: mean over its pairs}).
-
-    Pair i, in the bucket of level l(i) and of age a_i = n - 1 - i, reads lam_l(i) alpha^a_i v_i plus the crosstalk
-    of every other pair c, lam_l(c) alpha^a_c (k_i . k_c) v_c; with E (k_i . k_c)^2 = 1/d and the cross terms of
-    independent values zero in expectation,
-
-        e_i = (1 - lam_l(i) alpha^a_i)^2 + (W - lam_l(i)^2 alpha^(2 a_i)) / d,   W = sum_c lam_l(c)^2 alpha^(2 a_c).
-
-    With every lam = 1 and alpha = 1 this is T7, (n - 1) / d; with lam = 1 it is T11's decayed crosstalk.
-    """
-    n = _validate.positive_int("n", n)
-    d = _validate.positive_int("d", d)
-    lam_l = level_weights(lam, n.bit_length() + 1)
-    weight, level = [], []
-    start = 0
-    for j in reversed(range(n.bit_length())):  # the buckets from the oldest (largest) to the newest
-        if n >> j & 1:
-            for c in range(start, start + (1 << j)):
-                weight.append(lam_l[j] * alpha ** (n - 1 - c))  # fla level j + 1 has weight lam_(j+1)
-                level.append(j + 1)
-            start += 1 << j
-    w2 = sum(w * w for w in weight)
-    errs = [(1.0 - w) ** 2 + (w2 - w * w) / d for w in weight]
-    per = {lv: sum(e for e, x in zip(errs, level) if x == lv) / level.count(lv) for lv in sorted(set(level))}
-    return sum(errs) / n, per
 
 
 class LogLinear(Memory):

@@ -1,12 +1,12 @@
 """Numbers and figures of docs/memories.md for the memories of 2025-2026.
 
-1. The ``log-linear`` study (studies/log_linear.py): argmax recall and mean error of log-linear attention against n,
-   at and between powers of two, next to linear attention and the gated delta rule (d = 32, 3 seeds); its figures go
-   to docs/figures/ (``log-linear_*.png``).
+1. The ``log-linear`` study (studies/log_linear.py): argmax recall of log-linear attention against n, at and between
+   powers of two, next to linear attention and the gated delta rule at d = 32 and at the same state bytes (3 seeds);
+   its figure goes to docs/figures/ (``log-linear_log-linear.png``).
 2. The frontier of every new memory beside the older ones at their true state bytes (d = 16, 32; 2 seeds):
    ``docs/figures/memories-2026_frontier.png``, and each memory's capacity (mean error <= 0.5) with its bytes.
 
-    python docs/scripts/memories_2026.py [--out docs/figures]
+    python docs/scripts/memories_2026.py [--out docs/figures] [--only log-linear|frontier]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from capacity.plots.frontier import _bytes, frontier
+from capacity.plots.log_linear import equal_bytes
 from capacity.plots.render import save_all
 
 from capacity import plots, studies, sweep, variants
@@ -42,28 +43,51 @@ FRONTIER = (  # ten bases: the palette's ten colours (kda and precond_kda at a s
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "figures"))
+    ap.add_argument("--only", choices=("log-linear", "frontier"), default=None)
     args = ap.parse_args()
     out = Path(args.out)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}")
+    if args.only != "frontier":
+        log_linear(out)
+    if args.only != "log-linear":
+        frontier_table(out)
 
+
+def log_linear(out: Path) -> None:
+    """The log-linear study: recall at d = 32 and at the same bytes, and its figure."""
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         res = sweep.run(studies.get("log-linear"), out=tmp, device="cpu", progress=False)
-    ds = res.dataset.squeeze("key_family", drop=True).sel(d=32)
-    print(f"## log-linear study ({time.time() - t0:.0f} s): mean recall over 3 seeds, d = 32")
-    labels = [str(v) for v in ds.variant.values]
-    print("| n | " + " | ".join(labels) + " |")
-    print("|---|" + "---|" * len(labels))
-    for n in ds.n.values:
-        row = ds.recall.sel(n=n).mean("seed")
+    ds = res.dataset.squeeze("key_family", drop=True)
+    print(f"## log-linear study ({time.time() - t0:.0f} s): mean recall over 3 seeds, d = 32 and at the same bytes")
+    pairs = [("log_linear", "linear"), ("log_linear(alpha=0.99, base=gated_delta)", "gated_delta(alpha=0.99)")]
+    same = {ll: equal_bytes(ds, ll, base) for ll, base in pairs}
+    head = ["n", "log-linear KiB"]
+    for ll, base in pairs:
+        head += [f"{base}, d = 32", ll, f"{base}, same bytes (d)"]
+    print("| " + " | ".join(head) + " |")
+    print("|---" * len(head) + "|")
+    rec = ds.recall.mean("seed")
+    for i, n in enumerate(ds.n.values):
         power = f" (2^{int(np.log2(n))})" if int(n) & (int(n) - 1) == 0 else ""
-        print(f"| {int(n)}{power} | " + " | ".join(f"{float(row.sel(variant=v)):.4f}" for v in labels) + " |")
+        cells = [f"{int(n)}{power}", f"{same[pairs[0][0]][1][i] * 4 / 1024:g}"]
+        for ll, base in pairs:
+            dd = int(same[ll][0][i])
+            cells += [
+                f"{float(rec.sel(variant=base, d=32, n=n)):.4f}",
+                f"{float(rec.sel(variant=ll, d=32, n=n)):.4f}",
+                f"{float(rec.sel(variant=base, d=dd, n=n)):.4f} ({dd})" if dd else "-",
+            ]
+        print("| " + " | ".join(cells) + " |")
     paths = plots.render(res.dataset, out=out)
     for p in paths:  # docs/figures keeps the PNGs
         if p.suffix == ".pdf":
             p.unlink()
     print("figures:", ", ".join(p.name for p in paths if p.suffix == ".png"))
 
+
+def frontier_table(out: Path) -> None:
+    """Every memory's capacity at its bytes, and the frontier figure."""
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         res = sweep.compare(

@@ -41,8 +41,8 @@ def rows(checked):
 def test_every_check_holds(rows):
     assert rows and all(r.passed for r in rows), check.format_table(rows)
     # T1-T13, and each topic's range (T14-T20: precision and heads; T21-T24: forgetting; T25-T30: feature maps,
-    # softmax with random keys, recall@k; T31-T33: integer states)
-    assert {r.theorem for r in rows} == {f"T{i}" for i in range(1, 34)}
+    # softmax with random keys, recall@k; T31-T33: integer states; T34: log-linear attention)
+    assert {r.theorem for r in rows} == {f"T{i}" for i in range(1, 35)}
     table = check.format_table(rows)
     assert f"{len(rows)} of {len(rows)} checks hold" in table and "FAIL" not in table
 

@@ -498,14 +498,14 @@ def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width():
 def test_log_linear_random_key_error_per_level_matches_the_probe(n, alpha):
     """T7 and T11 level by level: the expected error of each Fenwick level's pairs, against the probe's per-query
     errors of 512 draws (3 standard errors)."""
-    from capacity.variants.log_linear import random_keys_error
+    from capacity import theory
 
     d, B, lam = 16, 512, [1.0, 0.6, 0.3, 0.2, 0.1]
     K = keys.make("gaussian", n, d, batch=B, seed=0)
     V = values.make("gaussian", n, 8, batch=B, seed=1)
     ds = probe.recall(variants.get("log_linear", alpha=alpha, lam=lam), K, V, checkpoints=[n], per_query=True)
     err = ds.mse_q.isel(n=0).values  # [B, n]
-    mean, per = random_keys_error(n, d, lam, alpha)
+    mean, per = theory.log_linear_error(n, d, lam, alpha), theory.log_linear_level_error(n, d, lam, alpha)
     item = err.mean(1)
     assert abs(item.mean() - mean) < 3 * item.std() / B**0.5, (item.mean(), mean)
     start = 0
@@ -514,7 +514,7 @@ def test_log_linear_random_key_error_per_level_matches_the_probe(n, alpha):
             x = err[:, start : start + (1 << j)].mean(1)
             assert abs(x.mean() - per[j + 1]) < 3 * x.std() / B**0.5 + 1e-9, (j, x.mean(), per[j + 1])
             start += 1 << j
-    assert random_keys_error(n, d, 1.0, 1.0)[0] == pytest.approx((n - 1) / d)  # T7
+    assert theory.log_linear_error(n, d, 1.0, 1.0) == pytest.approx((n - 1) / d)  # T7
 
 
 def test_fla_md_lists_every_op_of_fla_core():

@@ -1,0 +1,48 @@
+"""The log-linear figure (plots.log_linear): log-linear attention beside its base memory at the same state bytes."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from capacity.plots.log_linear import equal_bytes, log_linear_bytes
+
+from capacity import CapacityError, plots, studies, sweep
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The log-linear study at d0 = 8, dv = 8: n = 4, 6 (3 levels: d = 24 at the same bytes) and 8 (4 levels: 32)."""
+    study = studies.get("log-linear")
+    grid = dataclasses.replace(
+        study.grid, variant=("linear", "log_linear(lam=0.5)"), d=(8, 24, 32), dv=(8,), n=(4, 6, 8), seed=(0, 1)
+    )
+    res = sweep.run(dataclasses.replace(study, grid=grid), out=tmp_path_factory.mktemp("ll"), progress=False)
+    return res.dataset
+
+
+def test_the_base_is_read_at_the_d_that_holds_the_log_linear_state_bytes(small):
+    chosen, ll, base = equal_bytes(small.squeeze("key_family", drop=True), "log_linear", "linear")
+    assert list(chosen) == [24, 24, 32]  # d0 (floor(log2 n) + 1)
+    assert list(ll) == [3 * 64, 3 * 64, 4 * 64] and list(base) == list(ll)  # numbers: levels x d0 dv = d x dv
+
+
+def test_the_figure_draws_the_base_at_the_same_bytes_and_at_d0(small):
+    assert plots.choose(small) == ["log-linear"]
+    fig = log_linear_bytes(small)
+    top = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in top.get_lines()}
+    rec = small.recall.squeeze("key_family", drop=True)
+    same = [float(rec.sel(variant="linear", d=dd, n=n).mean("seed")) for dd, n in ((24, 4), (24, 6), (32, 8))]
+    np.testing.assert_allclose(lines["linear at the same bytes"].get_ydata(), same)
+    np.testing.assert_allclose(lines["linear, d = 8"].get_ydata(), rec.sel(variant="linear", d=8).mean("seed"))
+    np.testing.assert_allclose(
+        lines["log_linear, d = 8 (grows)"].get_ydata(), rec.sel(variant="log_linear", d=8).mean("seed")
+    )
+    # at n = 4 and 8 (powers of two) log-linear recalls as its base at d0, between them it need not
+    ll, lin = lines["log_linear, d = 8 (grows)"].get_ydata(), lines["linear, d = 8"].get_ydata()
+    assert ll[0] == lin[0] and ll[2] == lin[2]
+
+
+def test_the_figure_needs_a_log_linear_memory_and_its_base(small):
+    with pytest.raises(CapacityError, match="needs a log_linear memory and its base"):
+        log_linear_bytes(small.sel(variant=["log_linear"]))
