@@ -38,3 +38,48 @@ def pytest_collection_modifyitems(config, items):
                     have[name] = check()
                 if not have[name]:
                     item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# The command line as a user runs it, in a fresh interpreter: the one way tests start ``capacity`` as a process.
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+PLUGIN_PKG = Path(__file__).resolve().parent / "plugin_pkg"  # user modules the tests import by path
+
+
+class Cli:
+    """``python -m capacity.cli`` in a fresh interpreter (the fixture ``cli``).
+
+    ``cli(*args, env=None, timeout=300, **kw)``: run to the end, stdout and stderr captured as text (a
+    ``CompletedProcess``); ``cli.start(*args, env=None, **kw)``: a ``Popen`` in a session of its own, for tests that
+    send signals or watch children; ``cli.one_line(code, err, *fragments, status=2)``: check that a run ended with
+    ``status`` and one line on stderr (no traceback) holding every fragment, and return the line. The environment is
+    the test's with one torch thread and ``tests/plugin_pkg`` on PYTHONPATH; ``env`` adds to it (or, with
+    ``env=...`` holding ``PYTHONPATH``, replaces it)."""
+
+    def env(self, extra: dict | None = None) -> dict:
+        path = os.pathsep.join(p for p in (str(PLUGIN_PKG), os.environ.get("PYTHONPATH", "")) if p)
+        return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", **(extra or {})}
+
+    def __call__(self, *args, env: dict | None = None, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
+        return subprocess.run(cmd, env=self.env(env), capture_output=True, text=True, timeout=timeout, **kw)
+
+    def start(self, *args, env: dict | None = None, **kw) -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
+        return subprocess.Popen(cmd, env=self.env(env), text=True, start_new_session=True, **kw)
+
+    @staticmethod
+    def one_line(code: int, err: str, *fragments: str, status: int = 2) -> str:
+        lines = err.strip().splitlines()
+        assert code == status, err
+        assert len(lines) == 1 and "Traceback" not in err, err
+        for f in fragments:
+            assert f in lines[0], lines[0]
+        return lines[0]
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()

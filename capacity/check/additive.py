@@ -116,6 +116,13 @@ def _bounds(dev, seed, rows):
     what = "tight frame (orthogonal keys), n = 3d: mse = n/d - 1 (worst item)"
     rows.append(eq("T5", what, _worst(mse, bound), bound, 1e-5, function="frame_bound"))
 
+    def frame_coherence():
+        return keys.describe(keys.make("orthogonal", n, d, batch=B, seed=seed, device=dev)).mean_sq_coherence.values
+
+    coh, tf = measured(("coherence", "orthogonal"), frame_coherence), theory.tight_frame_coherence(n, d)
+    what = "tight frame (orthogonal keys), n = 3d: mean squared coherence = (n/d - 1)/(n - 1) (worst item)"
+    rows.append(eq("T5", what, _worst(coh, tf), tf, 1e-6, function="tight_frame_coherence"))
+
     def identity():
         Kn = keys.make("orthogonal", d, d, batch=B, seed=seed, device=dev)
         V = values.make("orthonormal", d, d, batch=B, seed=seed, device=dev)
