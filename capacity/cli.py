@@ -491,6 +491,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status (docs/errors.md).
+
+    Every command treats a reader that goes away alike (``capacity.base._stdout``): it does all it was asked, and a
+    status of 0 becomes 141 when some of its output could not be written."""
+    from capacity.base import _stdout
+
+    with _stdout.watched() as out:
+        code = _main(argv)
+    return PIPE_CLOSED if out.cut and code == 0 else code
+
+
+def _main(argv: list[str] | None) -> int:
     show_traceback = _traceback_asked(argv)
     previous = _handle_stops() if _main_thread() else None
     mpl_home, saved_env = None, {}
