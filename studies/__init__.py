@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from capacity.base import plugins
 from capacity.errors import CapacityError
 
+if TYPE_CHECKING:  # at run time the engine loads only when a plug-in is looked up (capacity list stays light)
+    from capacity.sweep.config import Study
+
 __all__ = ["available", "get"]
 
 
-def _load() -> dict:
-    found = {}
+def _load() -> dict[str, Study]:
+    found: dict[str, Study] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         study = getattr(importlib.import_module(f"{__name__}.{info.name}"), "STUDY", None)
         if study is not None:
@@ -36,13 +40,16 @@ def available() -> dict[str, str]:
     for name in plugins.entry_points("capacity.studies"):
         if name not in out:
             try:
-                out[name] = "(plug-in) " + _plugin(name).description
+                study = _plugin(name)
             except CapacityError as exc:  # one broken plug-in does not hide the others
                 plugins.skip(exc)
+                continue
+            if study is not None:  # declared: not None (None: no installed package declares it)
+                out[name] = "(plug-in) " + study.description
     return out
 
 
-def _plugin(name: str):
+def _plugin(name: str) -> Study | None:
     """The study an installed package declares as ``name`` (entry point group ``capacity.studies``), or None."""
     from capacity.sweep.config import Study
 
@@ -56,7 +63,7 @@ def _plugin(name: str):
     return study
 
 
-def get(name: str):
+def get(name: str) -> Study:
     """The named study's default configuration (built in, or declared by a plug-in package)."""
     if not isinstance(name, str):
         raise CapacityError(f"a study is named by a string, got {name!r}")
