@@ -23,9 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import torch
-
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.check import additive, argmax, decay, delta, features, forgetting, precision, quantised, softmax
 from capacity.check._rows import _CACHE, Check
 from capacity.errors import CapacityError
@@ -38,7 +37,7 @@ _GROUPS = [group for module in MODULES for group in module.GROUPS]
 
 def run_checks(
     *,
-    device: str | torch.device | None = None,
+    device: Device = None,
     seed: int = 0,
     only: Iterable[str] | None = None,
     cache: dict[tuple[object, ...], object] | None = None,
