@@ -164,7 +164,7 @@ try:
         time.sleep(0.05)
 except BaseException as exc:  # the stop, raised once; a second one would interrupt the sleep below
     print(type(exc).__name__, flush=True)
-    time.sleep(1.0)
+    time.sleep(0.5)
     print("unwound", flush=True)
 """
 
@@ -176,7 +176,7 @@ def test_a_stop_signal_reaches_the_command_once(signum, raised, to):
     proc = _supervised(HANG, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         child = int(proc.stdout.readline())
-        time.sleep(0.5)  # the handlers are in place
+        time.sleep(0.3)  # the handlers are in place
         (os.kill if to == "the process" else os.killpg)(proc.pid, signum)
         out, err = proc.communicate(timeout=10)
     finally:
