@@ -66,14 +66,19 @@ def supervise() -> None:
         signal.signal(signal.SIGCHLD, old_chld)
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         return
-    os._exit(_wait(pid, shared, forward, waited))
+    early = set(signal.sigpending()) & forward  # arrived before the fork: the child never saw them, send them on
+    os._exit(_wait(pid, shared, forward, waited, early))
 
 
-def _wait(pid: int, shared: mmap.mmap, forward: set[signal.Signals], waited: set[signal.Signals]) -> int:
-    """Wait for the child ``pid``, forwarding the stop signals sent to this process; its exit status as a shell's."""
+def _wait(
+    pid: int, shared: mmap.mmap, forward: set[signal.Signals], waited: set[signal.Signals], early: set[signal.Signals]
+) -> int:
+    """Wait for the child ``pid``, forwarding the stop signals sent to this process (and ``early``, those pending since
+    before the fork, whoever sent them); its exit status as a shell's."""
     while True:
         info = signal.sigtimedwait(waited, 1.0)  # a timeout too: a SIGCHLD merged with another is still seen
-        if info is not None and info.si_signo in forward and info.si_code != SI_KERNEL:
+        if info is not None and info.si_signo in forward and (info.si_code != SI_KERNEL or info.si_signo in early):
+            early.discard(signal.Signals(info.si_signo))
             try:
                 os.kill(pid, info.si_signo)
             except ProcessLookupError:

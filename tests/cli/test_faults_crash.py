@@ -210,3 +210,51 @@ def test_kill_9_of_the_supervisor_leaves_no_process():
             os.kill(child, signal.SIGKILL)
         except (ProcessLookupError, UnboundLocalError):
             pass
+
+
+def test_ctrl_c_at_a_terminal_stops_the_command_once():
+    """Ctrl-C at a terminal: the kernel signals the whole foreground group (SI_KERNEL), child included; the
+    supervisor does not send it again, and the command stops once, as an unsupervised one would."""
+    import fcntl
+    import select
+    import termios
+
+    master, slave = os.openpty()
+
+    def terminal() -> None:  # the pty as controlling terminal of a new session: its foreground group is ours
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISED.format(body=HANG)],
+        env=ENV,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=terminal,
+    )
+    os.close(slave)
+    seen = b""
+
+    def read_until(word: bytes, timeout: float) -> None:
+        nonlocal seen
+        end = time.monotonic() + timeout
+        while word not in seen and time.monotonic() < end:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:  # the terminal's last writer is gone
+                    return
+
+    try:
+        read_until(b"\n", 30)  # the child's pid: the handlers are in place right after
+        time.sleep(0.3)
+        os.write(master, b"\x03")  # what the terminal sends for Ctrl-C
+        read_until(b"unwound", 10)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        os.close(master)
+    lines = seen.decode().replace("^C", "").split()  # the terminal echoes Ctrl-C as ^C
+    assert proc.returncode == 0 and lines[1:] == ["KeyboardInterrupt", "unwound"], seen
