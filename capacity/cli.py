@@ -48,12 +48,17 @@ _STOPPED = {
 }
 
 
-def _end_anyway(signum: int) -> None:
+def _end_anyway(signum: int) -> bool:
     """After a stop signal: if the command has not ended within ``GRACE`` seconds (code that swallowed the exception,
     or C code that never returns to Python), end it with the signal's status and line. Every finished point is on
-    disk already; worker processes die with this one (PR_SET_PDEATHSIG, the Dask nannies' watchdog)."""
+    disk already; worker processes die with this one (PR_SET_PDEATHSIG, the Dask nannies' watchdog). False when the
+    same signal is already being handled (sent to the process group and forwarded by the supervisor too: the stop is
+    raised once, not again while the command unwinds)."""
     import threading
 
+    if signum in _STOPPING:
+        return False
+    _STOPPING.add(signum)
     code, line = _STOPPED[signum]
     unwound = threading.Event()
     _ARMED.append(unwound)
@@ -67,20 +72,22 @@ def _end_anyway(signum: int) -> None:
             _EXIT(code)
 
     threading.Thread(target=later, daemon=True, name="capacity-stop").start()
+    return True
 
 
 _EXIT = os._exit  # taken at import: inside user code, capacity.errors.user_code replaces os._exit for a while
 _ARMED: list = []  # the events of the stop watchdogs started by this command (set when main returns)
+_STOPPING: set = set()  # the stop signals this command is handling (cleared when main returns)
 
 
 def _on_sigterm(signum, frame):
-    _end_anyway(signal.SIGTERM)
-    raise Terminated()
+    if _end_anyway(signal.SIGTERM):
+        raise Terminated()
 
 
 def _on_sigint(signum, frame):
-    _end_anyway(signal.SIGINT)
-    raise KeyboardInterrupt()
+    if _end_anyway(signal.SIGINT):
+        raise KeyboardInterrupt()
 
 
 def _log(msg: str) -> None:
@@ -484,6 +491,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status (docs/errors.md).
+
+    Every command treats a reader that goes away alike (``capacity.base._stdout``): it does all it was asked, and a
+    status of 0 becomes 141 when some of its output could not be written."""
+    from capacity.base import _stdout
+
+    with _stdout.watched() as out:
+        code = _main(argv)
+    return PIPE_CLOSED if out.cut and code == 0 else code
+
+
+def _main(argv: list[str] | None) -> int:
     show_traceback = _traceback_asked(argv)
     previous = _handle_stops() if _main_thread() else None
     mpl_home, saved_env = None, {}
@@ -539,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         while _ARMED:
             _ARMED.pop().set()
+        _STOPPING.clear()
         if previous is not None:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -569,7 +589,12 @@ def _main_thread() -> bool:
 
 
 def entry() -> None:
-    """The console script: ``main`` with an interrupt during the package's own start-up caught too."""
+    """The console script: ``main`` with an interrupt during the package's own start-up caught too, run in a forked
+    child that the process the user started supervises, so that a crash (a segfault, ``abort()`` in user code) is one
+    line too (``capacity.base._supervise``)."""
+    from capacity.base import _supervise
+
+    _supervise.supervise()  # returns in the child; the parent ends with the child's status
     for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
         try:
             stream.reconfigure(errors="backslashreplace")

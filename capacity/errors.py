@@ -111,7 +111,7 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
     import os
     import threading
 
-    from capacity.base import _opened
+    from capacity.base import _crumb, _opened
 
     if _patch is None:
         _patch = threading.Lock()
@@ -123,6 +123,7 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
                 _first_exit.append(_real_exit)
         _depth += 1
     _opened.enter()
+    crumb = _crumb.mark(who, where)  # what a crash of the process would name (capacity.base._supervise)
     try:
         yield
     except CapacityError:
@@ -146,6 +147,7 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
             raise UserCodeError(f"{who} {exc} {where}", details) from None
         raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc
     finally:
+        _crumb.restore(crumb)
         _opened.leave()
         with _patch:
             _depth -= 1

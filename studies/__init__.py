@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from capacity.base import plugins
 from capacity.base.registry import Registry
 from capacity.errors import CapacityError
 
+if TYPE_CHECKING:  # at run time the engine loads only when a plug-in is looked up (capacity list stays light)
+    from capacity.sweep.config import Study
+
 __all__ = ["available", "get"]
 
 
-def _accept(name: str, found: object):
+def _accept(name: str, found: object) -> Study:
     from capacity.sweep.config import Study
 
     if not isinstance(found, Study):
@@ -32,14 +36,14 @@ def _accept(name: str, found: object):
     return found
 
 
-_REGISTRY: Registry = Registry("capacity.studies", "study", path=None, accept=_accept)
+_REGISTRY: Registry[Study] = Registry("capacity.studies", "study", path=None, accept=_accept)
 
 
-def _registry() -> Registry:
+def _registry() -> Registry[Study]:
     """The registry, filled on first use with every module here that defines ``STUDY``: the default study
     (capacity-vs-d) first, then the others by name."""
     if not _REGISTRY.own():
-        found = {}
+        found: dict[str, Study] = {}
         for info in pkgutil.iter_modules(__path__):
             study = getattr(importlib.import_module(f"{__name__}.{info.name}"), "STUDY", None)
             if study is not None:
@@ -56,7 +60,7 @@ def available() -> dict[str, str]:
     return {n: ("" if n in own else "(plug-in) ") + study.description for n, study in reg.loaded().items()}
 
 
-def get(name: str):
+def get(name: str) -> Study:
     """The named study's default configuration (built in, or declared by a plug-in package)."""
     if not isinstance(name, str):
         raise CapacityError(f"a study is named by a string, got {name!r}")

@@ -22,6 +22,35 @@ def conformance(name: str) -> bool:
     return report.passed
 
 
+def closed_forms_keep_the_kind(K: torch.Tensor) -> tuple[torch.Tensor, bytes, float]:
+    """Key matrices: a tensor in, a tensor out; a numpy array in, a float64 array out; numbers in, a float out."""
+    signal, leak = capacity.theory.decomposition(K, K)
+    err = capacity.theory.crosstalk_error(K.numpy())
+    return leak.detach() - signal, err.tobytes(), float(capacity.theory.welch_bound(3, 2))
+
+
+class Mine:
+    """A user's memory (the protocol of capacity.variants, its name a class attribute): a Variant to type checkers."""
+
+    name = "mine"
+
+    def init_state(self, batch: int, d: int, dv: int, *, device: str | torch.device | None = None) -> torch.Tensor:
+        return torch.zeros(batch, d, dv, device=device)
+
+    def write(self, state: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return state + k.transpose(1, 2) @ v
+
+    def read(self, state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        return q @ state
+
+    def state_numel(self, d: int, dv: int) -> int:
+        return d * dv
+
+
+def my_memory_is_a_variant() -> capacity.variants.Variant:
+    return Mine()
+
+
 def bad_input_is_a_value_error() -> type[ValueError]:
     return capacity.CapacityError
 

@@ -21,7 +21,10 @@ a closed form patched re-evaluates only the expected values.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.check import (
     additive,
     argmax,
@@ -43,7 +46,13 @@ MODULES = (additive, argmax, decay, delta, softmax, precision, forgetting, featu
 _GROUPS = [group for module in MODULES for group in module.GROUPS]
 
 
-def run_checks(*, device=None, seed: int = 0, only=None, cache: dict | None = None) -> list[Check]:
+def run_checks(
+    *,
+    device: Device = None,
+    seed: int = 0,
+    only: Iterable[str] | None = None,
+    cache: dict[tuple[object, ...], object] | None = None,
+) -> list[Check]:
     """Run the checks (all, or those of the theorems in ``only``, e.g. ``["T5", "T7"]``); returns the rows.
 
     ``cache``: a dict that keeps the rows' measurements of package code between runs (keyed by group,

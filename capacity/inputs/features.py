@@ -60,7 +60,7 @@ class FeatureMap(abc.ABC):
     positive_kernel: bool = False
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         return {}
 
     @property
@@ -88,10 +88,10 @@ class FeatureMap(abc.ABC):
 class Identity(FeatureMap):
     name = "identity"
 
-    def feature_dim(self, d):
+    def feature_dim(self, d: int) -> int:
         return int(d)
 
-    def map(self, x):
+    def map(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
 
@@ -99,10 +99,10 @@ class Elu1(FeatureMap):
     name = "elu1"
     positive_kernel = True
 
-    def feature_dim(self, d):
+    def feature_dim(self, d: int) -> int:
         return int(d)
 
-    def map(self, x):
+    def map(self, x: torch.Tensor) -> torch.Tensor:
         return F.elu(x) + 1.0
 
 
@@ -110,10 +110,10 @@ class Relu(FeatureMap):
     name = "relu"
     positive_kernel = True
 
-    def feature_dim(self, d):
+    def feature_dim(self, d: int) -> int:
         return int(d)
 
-    def map(self, x):
+    def map(self, x: torch.Tensor) -> torch.Tensor:
         return F.relu(x)
 
 
@@ -123,17 +123,17 @@ class Dpfp(FeatureMap):
     name = "dpfp"
     positive_kernel = True
 
-    def __init__(self, nu: int = 1):
+    def __init__(self, nu: int = 1) -> None:
         self.nu = _validate.positive_int("dpfp: nu", nu)
 
     @property
-    def params(self):
+    def params(self) -> dict[str, object]:
         return {"nu": self.nu}
 
-    def feature_dim(self, d):
+    def feature_dim(self, d: int) -> int:
         return 2 * int(d) * self.nu
 
-    def map(self, x):
+    def map(self, x: torch.Tensor) -> torch.Tensor:
         r = torch.cat([F.relu(x), F.relu(-x)], dim=-1)  # [..., 2d]
         if self.nu > r.shape[-1] - 1:
             raise CapacityError(
@@ -148,11 +148,11 @@ class Taylor2(FeatureMap):
     name = "taylor2"
     positive_kernel = True  # 1 + s + s^2/2 >= 1/2 for every real s
 
-    def feature_dim(self, d):
+    def feature_dim(self, d: int) -> int:
         d = int(d)
         return 1 + d + d * (d + 1) // 2
 
-    def map(self, x):
+    def map(self, x: torch.Tensor) -> torch.Tensor:
         d = x.shape[-1]
         i, j = torch.triu_indices(d, d, device=x.device)  # pairs i <= j, row-major
         scale = torch.where(i == j, 1.0 / math.sqrt(2.0), 1.0).to(x.dtype)  # x_i^2/sqrt(2); x_i x_j for i < j
@@ -171,7 +171,7 @@ class Performer(FeatureMap):
     name = "performer"
     positive_kernel = True
 
-    def __init__(self, m: int = 256, seed: int = 0, orthogonal: bool = True):
+    def __init__(self, m: int = 256, seed: int = 0, orthogonal: bool = True) -> None:
         self.m = _validate.positive_int("performer: m", m)
         # the projections for d = 1 are the least any use allocates (float64 [m, d], three copies at the peak)
         _validate.check_alloc(f"performer (m = {self.m}): projections", (self.m, 1), torch.float64, "cpu", copies=3)
@@ -183,10 +183,10 @@ class Performer(FeatureMap):
         self._cache: dict[int, torch.Tensor] = {}
 
     @property
-    def params(self):
+    def params(self) -> dict[str, object]:
         return {"m": self.m, "seed": self.seed, "orthogonal": self.orthogonal}
 
-    def feature_dim(self, d):
+    def feature_dim(self, d: int) -> int:
         return self.m
 
     def projection(self, d: int) -> torch.Tensor:
@@ -208,7 +208,7 @@ class Performer(FeatureMap):
             self._cache[d] = w.float()
         return self._cache[d]
 
-    def map(self, x):
+    def map(self, x: torch.Tensor) -> torch.Tensor:
         _validate.check_alloc(
             f"performer (m = {self.m}): features", (*x.shape[:-1], self.m), torch.float32, x.device, copies=3
         )
@@ -270,7 +270,8 @@ def display_name(name: str) -> str:
     ('elu + 1', 'DPFP')
     """
     if name in _MAPS:
-        return _MAPS.own()[name].display
+        own: _Entry = _MAPS.own()[name]
+        return own.display
     try:
         found = _MAPS.find(name)
     except CapacityError:  # not importable here: figures still draw, under its name
@@ -285,7 +286,7 @@ def display_names() -> dict[str, str]:
     return {name: e.display for name, e in _MAPS.own().items()}
 
 
-def get(name, **params) -> FeatureMap:
+def get(name: str | FeatureMap, **params: object) -> FeatureMap:
     """The feature map ``name`` with its parameters; a FeatureMap instance is returned as is.
 
     >>> get("taylor2").feature_dim(64)
@@ -310,7 +311,7 @@ def get(name, **params) -> FeatureMap:
                 f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}"
             )
         return built
-    entry = _MAPS.own()[name]
+    entry: _Entry = _MAPS.own()[name]
     unknown = sorted(set(params) - set(entry.params))
     if unknown:
         allowed = ", ".join(entry.params) if entry.params else "none"

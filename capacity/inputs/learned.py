@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from capacity import variants
@@ -31,7 +32,7 @@ from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.inputs import values as value_families
 from capacity.inputs.keys import Family
-from capacity.variants._guard import guard
+from capacity.variants._guard import Guarded, guard
 
 __all__ = ["optimise", "LearnedKeys", "FAMILY"]
 
@@ -44,19 +45,19 @@ class LearnedKeys:
 
     keys: torch.Tensor
     gain: torch.Tensor
-    mse: np.ndarray
-    history: np.ndarray
+    mse: npt.NDArray[np.float64]
+    history: npt.NDArray[np.float64]
     values: torch.Tensor
 
 
-def _variant(variant):
+def _variant(variant: str | variants.Variant) -> Guarded:
     try:
         return guard(variants.resolve(variant))
     except CapacityError as exc:
         raise CapacityError(f"learned keys: {exc}") from None
 
 
-def _targets(spec, batch: int, n: int, dv, g: torch.Generator) -> torch.Tensor:
+def _targets(spec: str | torch.Tensor, batch: int, n: int, dv: int | None, g: torch.Generator) -> torch.Tensor:
     if isinstance(spec, torch.Tensor):
         V = spec.detach().float().cpu()
         if V.ndim == 2:
@@ -74,27 +75,28 @@ def _targets(spec, batch: int, n: int, dv, g: torch.Generator) -> torch.Tensor:
     return value_families.make(spec, n, dv, batch=batch, seed=g)
 
 
-def _loss(mem, P, c, V) -> torch.Tensor:
+def _loss(mem: Guarded, P: torch.Tensor, c: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     """Per batch item mean_i ||c r_i - v_i||^2, float32 [B], differentiable in P and c."""
     K = P / P.norm(dim=-1, keepdim=True)  # [B, n, d] unit rows
     B, n, d = K.shape
     state = mem.write(mem.init_state(B, d, V.shape[2]), K, V)
     r = mem.read(state, K) * c[:, None, None]  # [B, n, dv]
-    return ((r - V) ** 2).sum(-1).mean(-1)
+    loss: torch.Tensor = ((r - V) ** 2).sum(-1).mean(-1)
+    return loss
 
 
 def optimise(
     n: int,
     d: int,
     *,
-    variant="linear",
-    values="orthonormal",
-    dv=None,
+    variant: str | variants.Variant = "linear",
+    values: str | torch.Tensor = "orthonormal",
+    dv: int | None = None,
     steps: int = 300,
     lr: float = 0.05,
     gain: bool = False,
     batch: int = 1,
-    seed=0,
+    seed: int | torch.Generator = 0,
 ) -> LearnedKeys:
     """Keys ``[batch, n, d]`` optimised by Adam for retrieval through ``variant``.
 
@@ -122,7 +124,7 @@ def optimise(
         for step in range(steps):
             opt.zero_grad(set_to_none=True)
             per_item = _loss(mem, P, c, V)
-            per_item.sum().backward()  # items are independent: each gets its own gradient
+            torch.autograd.backward(per_item.sum())  # items are independent: each gets its own gradient
             history[step] = float(per_item.detach().mean())
             opt.step()
     with torch.no_grad():
@@ -139,7 +141,14 @@ _PARAMS = ("variant", "values", "dv", "steps", "lr", "gain")
 
 
 def _check(
-    d: int, *, variant="linear", values="orthonormal", dv=None, steps: int = 300, lr: float = 0.05, gain: bool = False
+    d: int,
+    *,
+    variant: str | variants.Variant = "linear",
+    values: str | torch.Tensor = "orthonormal",
+    dv: int | None = None,
+    steps: int = 300,
+    lr: float = 0.05,
+    gain: bool = False,
 ) -> None:
     """The family's parameters, checked without optimising anything."""
     _variant(variant)
@@ -159,15 +168,40 @@ STEP_SECONDS = 5e-4  # fixed cost of one Adam step through autograd (2-core VM u
 RATE = 2e10  # multiply-adds per second of one step's products on one CPU core (same measurement)
 
 
-def _cost(batch, n, d, *, variant="linear", values="orthonormal", dv=None, steps=300, **params) -> float:
+def _cost(
+    batch: int,
+    n: int,
+    d: int,
+    *,
+    variant: str | variants.Variant = "linear",
+    values: str | torch.Tensor = "orthonormal",
+    dv: int | None = None,
+    steps: int = 300,
+    **params: object,
+) -> float:
     """Estimated seconds of one draw on one CPU core: steps x (fixed step cost + forward and backward products,
     about 6 B n d dv multiply-adds for an additive write and read). An estimate to warn by, not a benchmark."""
     dv = (n if values == "orthonormal" else 64) if dv is None else dv
     return float(steps) * (STEP_SECONDS + 6.0 * batch * n * d * float(dv) / RATE)
 
 
-def _draw(batch, n, d, g, **params):
-    return optimise(n, d, batch=batch, seed=g, **params).keys.to(torch.float64)
+def _draw(
+    batch: int,
+    n: int,
+    d: int,
+    g: torch.Generator,
+    *,
+    variant: str | variants.Variant = "linear",
+    values: str | torch.Tensor = "orthonormal",
+    dv: int | None = None,
+    steps: int = 300,
+    lr: float = 0.05,
+    gain: bool = False,
+) -> torch.Tensor:
+    keys = optimise(
+        n, d, variant=variant, values=values, dv=dv, steps=steps, lr=lr, gain=gain, batch=batch, seed=g
+    ).keys
+    return keys.to(torch.float64)
 
 
 # the key family "learned", declared to capacity.keys through the entry point group capacity.keys (pyproject.toml)

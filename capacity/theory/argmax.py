@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
+
 import numpy as np
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _numbers, _out, _scipy
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = [
     "argmax_recall",
@@ -18,14 +21,14 @@ __all__ = [
 ]
 
 
-def _score_spreads(n, d, dv):
+def _score_spreads(n: FloatArray, d: FloatArray, dv: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Standard deviations of the correct score and of each wrong score (Gaussian approximation)."""
     sigma_c = np.sqrt((n - 1.0) / (d * dv))
     sigma_w = np.sqrt(1.0 / dv + 1.0 / d + np.maximum(n - 2.0, 0.0) / (d * dv))
     return sigma_c, sigma_w
 
 
-def argmax_recall(n, d, dv):
+def argmax_recall(n: Numbers, d: Numbers, dv: Numbers) -> Floats:
     """T10: predicted argmax recall for n random unit keys in R^d and random unit values in R^dv.
 
     The read r_i = v_i + sum_{j != i} G_ij v_j is decoded as argmax_l r_i . v_l over the n
@@ -52,16 +55,17 @@ def argmax_recall(n, d, dv):
     n, d, dv = (a.ravel() for a in (n, d, dv))
     sigma_c, sigma_w = _score_spreads(n, d, dv)
 
-    def integrand(z):
+    def integrand(z: float) -> FloatArray:
         log_cdf = special.log_ndtr((1.0 + sigma_c * z) / sigma_w)  # [points]
-        return np.exp(-0.5 * z * z + (n - 1.0) * log_cdf) / np.sqrt(2.0 * np.pi)
+        got: FloatArray = np.exp(-0.5 * z * z + (n - 1.0) * log_cdf) / np.sqrt(2.0 * np.pi)
+        return got
 
     value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
     value = np.where(n <= 1, 1.0, np.clip(value, 0.0, 1.0))
     return _out(value.reshape(shape))
 
 
-def argmax_capacity(d, dv, tau=0.9):
+def argmax_capacity(d: Numbers, dv: Numbers, tau: Numbers = 0.9) -> Floats:
     """T10: the largest (real-valued) n whose predicted argmax recall is >= tau, for each (d, dv).
 
     Grows much faster than d: roughly d dv / (2 ln n). Uses the Gaussian ``argmax_recall``, so
@@ -75,15 +79,24 @@ def argmax_capacity(d, dv, tau=0.9):
     return _out(_solve_capacity(argmax_recall, d, dv, float(tau_a)))
 
 
-def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
+def _solve_capacity(
+    recall: Callable[[float, float, float], Floats],
+    d: FloatArray,
+    dv: FloatArray,
+    tau: float,
+    start: Callable[[float, float], Floats] | None = None,
+    xtol: float = 1e-10,
+) -> FloatArray:
     """The real n with recall(n, d, dv) = tau, for each (d, dv) (recall decreasing in n).
 
     ``start(d, dv)``: a first guess to bracket from (default 2); ``xtol``: the tolerance on ln n.
     """
     integrate, optimize, special = _scipy()
 
-    def one(dd, vv):
-        f = lambda log_n: recall(np.exp(log_n), dd, vv) - tau
+    def one(dd: float, vv: float) -> float:
+        def f(log_n: float) -> Floats:
+            return recall(float(np.exp(log_n)), dd, vv) - tau
+
         if f(np.log(2.0)) < 0:
             return 1.0
         lo = np.log(2.0) if start is None else max(np.log(2.0), np.log(start(dd, vv)))
@@ -95,10 +108,11 @@ def _solve_capacity(recall, d, dv, tau, start=None, xtol=1e-10):
             lo, hi = hi, hi + step
         return float(np.exp(optimize.brentq(f, lo, hi, xtol=xtol)))
 
-    return np.vectorize(one, otypes=[np.float64])(d, dv)
+    got: FloatArray = np.vectorize(one, otypes=[np.float64])(d, dv)
+    return got
 
 
-def _coordinate_nodes(m, count):
+def _coordinate_nodes(m: float, count: int) -> tuple[FloatArray, FloatArray]:
     """Gauss-Jacobi nodes and weights (summing to 1) for one coordinate x of a uniform unit vector in R^m.
 
     Its density is proportional to (1 - x^2)^((m - 3)/2) on [-1, 1], a Jacobi weight.
@@ -109,24 +123,26 @@ def _coordinate_nodes(m, count):
     return x, w / w.sum()
 
 
-def _coordinate_sf(x, m):
+def _coordinate_sf(x: FloatArray, m: float) -> FloatArray:
     """P(u > x) for one coordinate u of a uniform unit vector in R^m: (u + 1)/2 ~ Beta((m-1)/2, (m-1)/2)."""
     integrate, optimize, special = _scipy()
     a = (m - 1.0) / 2.0
-    return special.betainc(a, a, (1.0 - np.clip(x, -1.0, 1.0)) / 2.0)
+    got: FloatArray = special.betainc(a, a, (1.0 - np.clip(x, -1.0, 1.0)) / 2.0)
+    return got
 
 
-def _within(n, k, p, special):
+def _within(n: float, k: int, p: FloatArray, special: ModuleType) -> FloatArray:
     """P(fewer than k of n - 1 independent wrong values beat the correct one), each with probability p:
     the binomial CDF at k - 1, I_(1-p)(n - k, k) (real n; 1 when n - 1 < k)."""
     if n - 1.0 < k:
         return np.ones_like(p)
     if k == 1:
         return np.exp((n - 1.0) * np.log1p(-np.minimum(p, 1.0 - 1e-16)))
-    return special.betainc(n - k, k, np.clip(1.0 - p, 0.0, 1.0))
+    got: FloatArray = special.betainc(n - k, k, np.clip(1.0 - p, 0.0, 1.0))
+    return got
 
 
-def _refined_one(n, d, dv, k=1):
+def _refined_one(n: float, d: float, dv: float, k: int = 1) -> float:
     """``argmax_recall_refined`` (k = 1) and ``recall_at_refined`` for scalar n, d, dv (d, dv >= 2)."""
     integrate, optimize, special = _scipy()
     if n <= k:
@@ -146,7 +162,7 @@ def _refined_one(n, d, dv, k=1):
     return float(np.clip(((p * wy).sum(-1) * wz).sum(), 0.0, 1.0))
 
 
-def argmax_recall_refined(n, d, dv):
+def argmax_recall_refined(n: Numbers, d: Numbers, dv: Numbers) -> Floats:
     """T10 (refined): predicted argmax recall of the additive memory, random unit keys and values.
 
     The prediction to compare measurements with (``argmax_recall`` is the conservative bound).
@@ -175,7 +191,7 @@ def argmax_recall_refined(n, d, dv):
     return _out(np.vectorize(_refined_one, otypes=[np.float64])(n, d, dv))
 
 
-def argmax_capacity_refined(d, dv, tau=0.9):
+def argmax_capacity_refined(d: Numbers, dv: Numbers, tau: float = 0.9) -> Floats:
     """T10 (refined): the real n at which ``argmax_recall_refined`` equals tau, for each (d, dv).
 
     The prediction of the measured tau-recall capacity of the additive memory with random unit
@@ -192,14 +208,14 @@ def argmax_capacity_refined(d, dv, tau=0.9):
     )
 
 
-def _k(k) -> int:
+def _k(k: Numbers) -> int:
     kk = _numbers("k", k)
     if kk.ndim != 0 or not np.isfinite(kk) or kk < 1 or kk != np.round(kk):
         raise CapacityError(f"k must be a whole number >= 1, got {k!r}")
     return int(kk)
 
 
-def recall_at(n, d, dv, k):
+def recall_at(n: Numbers, d: Numbers, dv: Numbers, k: Numbers) -> Floats:
     """T30: predicted recall@k (the own value among the top k of the decode), Gaussian model as in T10.
 
     With the correct score N(1, s_c^2) and the n - 1 wrong scores N(0, s_w^2), independent given it (T10's model),
@@ -217,17 +233,18 @@ def recall_at(n, d, dv, k):
     n, d, dv = (a.ravel() for a in (n, d, dv))
     sigma_c, sigma_w = _score_spreads(n, d, dv)
 
-    def integrand(z):
+    def integrand(z: float) -> FloatArray:
         win = special.ndtr((1.0 + sigma_c * z) / sigma_w)  # P(a wrong score stays below), [points]
         inside = np.where(n - 1.0 < kk, 1.0, special.betainc(np.maximum(n - kk, 1e-300), kk, np.clip(win, 0.0, 1.0)))
-        return np.exp(-0.5 * z * z) * inside / np.sqrt(2.0 * np.pi)
+        got: FloatArray = np.exp(-0.5 * z * z) * inside / np.sqrt(2.0 * np.pi)
+        return got
 
     value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
     value = np.where(n <= kk, 1.0, np.clip(value, 0.0, 1.0))
     return _out(value.reshape(shape))
 
 
-def recall_at_refined(n, d, dv, k):
+def recall_at_refined(n: Numbers, d: Numbers, dv: Numbers, k: Numbers) -> Floats:
     """T30 (refined): predicted recall@k of the additive memory, random unit keys and values.
 
     ``argmax_recall_refined``'s model with its n - 1 wrong values independent given the read's crosstalk: the own
@@ -241,7 +258,7 @@ def recall_at_refined(n, d, dv, k):
     return _out(np.vectorize(lambda a, b, c: _refined_one(a, b, c, kk), otypes=[np.float64])(n, d, dv))
 
 
-def recall_at_capacity_refined(d, dv, k, tau=0.9):
+def recall_at_capacity_refined(d: Numbers, dv: Numbers, k: Numbers, tau: float = 0.9) -> Floats:
     """T30 (refined): the real n at which ``recall_at_refined`` equals tau, for each (d, dv)."""
     kk = _k(k)
     d, dv = _counts(d=d, dv=dv)

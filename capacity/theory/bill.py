@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _out
+from capacity.theory._common import Floats, Numbers, _counts, _out
 
 __all__ = ["bill", "break_even_n"]
 
 
-def bill(n, d, dv=None):
+def bill(n: Numbers, d: Numbers, dv: Numbers | None = None) -> dict[str, Floats]:
     """T13: what each memory keeps and spends per head, as a dict of arrays over broadcast (n, d, dv).
 
     - ``softmax_cache``: n (d + dv) numbers (keys and values; 2 n d when dv = d);
@@ -26,7 +26,7 @@ def bill(n, d, dv=None):
     }
 
 
-def break_even_n(d, dv=None, *, measure="cache"):
+def break_even_n(d: Numbers, dv: Numbers | None = None, *, measure: str = "cache") -> Floats:
     """T13: the n at which softmax's cost equals linear attention's.
 
     ``measure="cache"``: n (d + dv) = d dv, so n = d dv / (d + dv) (d/2 when dv = d).

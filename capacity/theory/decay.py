@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _gram, _matrix, _numbers
+from capacity.theory._common import Array, FloatArray, Numbers, _gram, _matrix, _numbers
 
 __all__ = ["decay_readout"]
 
 
-def decay_readout(K, V, alpha):
+@overload
+def decay_readout(K: torch.Tensor, V: torch.Tensor, alpha: Numbers) -> torch.Tensor: ...
+@overload
+def decay_readout(K: npt.ArrayLike, V: npt.ArrayLike, alpha: Numbers) -> FloatArray: ...
+def decay_readout(K: Numbers, V: Numbers, alpha: Numbers) -> Array:
     """T11: reads of every stored key after writing n pairs into S_t = alpha S_{t-1} + k_t^T v_t.
 
     r_i = sum_j alpha^(n-j) G_ij v_j (tokens numbered 1..n), so old tokens fade by the gate alpha per step

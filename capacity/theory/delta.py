@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _numbers, _out
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = ["delta_rule_error", "delta_rule_capacity"]
 
 
-def _delta_trajectory(n_max, d, beta):
+def _delta_trajectory(n_max: int, d: FloatArray, beta: FloatArray) -> FloatArray:
     """Expected mean error after t = 1..n_max writes for each (d, beta); returns ``[n_max, U]``.
 
     ``d``, ``beta``: float arrays ``[U]``. Runs the exact second-moment recursion of
@@ -36,7 +36,7 @@ def _delta_trajectory(n_max, d, beta):
     return out
 
 
-def delta_rule_error(n, d, beta=1.0, dv=None):
+def delta_rule_error(n: Numbers, d: Numbers, beta: Numbers = 1.0, dv: Numbers | None = None) -> Floats:
     """T12: expected mean error mean_i ||k_i S_n - v_i||^2 of the delta rule after n writes (exact, recursion).
 
     S_t = (I - b k_t^T k_t) S_{t-1} + b k_t^T v_t with i.i.d. unit keys uniform on the sphere in R^d
@@ -85,7 +85,7 @@ def delta_rule_error(n, d, beta=1.0, dv=None):
     return _out(value.reshape(n.shape))
 
 
-def delta_rule_capacity(eps, d, beta=1.0):
+def delta_rule_capacity(eps: Numbers, d: Numbers, beta: Numbers = 1.0) -> Floats:
     """Capacity under the delta rule's exact mean error: the largest n with ``delta_rule_error(n, d, beta) <= eps``.
 
     Whole numbers for each broadcast (eps, d, beta); 0 when even one pair misses (eps < (1 - b)^2); inf when the

@@ -24,11 +24,17 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _numbers, _out, _scipy
+
+if TYPE_CHECKING:  # the feature maps' types (capacity.inputs loads only where a map is given by name, in _map)
+    from capacity.inputs.features import Dpfp, FeatureMap, Performer
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = [
     "sphere_moment",
@@ -42,7 +48,7 @@ __all__ = [
 ]
 
 
-def sphere_moment(d, p):
+def sphere_moment(d: Numbers, p: int) -> Floats:
     """E s^p for one coordinate s of a uniform unit vector in R^d (= the dot product of two independent ones).
 
     Odd p: 0; even p = 2q: (2q - 1)!! / (d (d + 2) ... (d + 2q - 2)). Broadcasts over d.
@@ -62,7 +68,7 @@ def sphere_moment(d, p):
     return _out(out)
 
 
-def _coefficients(coefficients) -> np.ndarray:
+def _coefficients(coefficients: Sequence[float] | Numbers) -> FloatArray:
     c = _numbers("coefficients", coefficients)
     if c.ndim != 1 or c.size == 0 or not np.all(np.isfinite(c)):
         raise CapacityError(
@@ -71,7 +77,9 @@ def _coefficients(coefficients) -> np.ndarray:
     return c
 
 
-def polynomial_kernel_error(n, d, coefficients, normalize=True):
+def polynomial_kernel_error(
+    n: Numbers, d: Numbers, coefficients: Sequence[float] | Numbers, normalize: bool = True
+) -> Floats:
     """T25: mean error of the linear memory whose features have the dot-product kernel kappa(s) = sum_p c_p s^p.
 
     phi(q) . phi(k) = kappa(q . k) (identity: [0, 1]; the ``taylor2`` map: [1, 1, 1/2]; the monomial kernel x^p:
@@ -107,7 +115,7 @@ def polynomial_kernel_error(n, d, coefficients, normalize=True):
 
 
 @functools.lru_cache(maxsize=1)
-def _normal_nodes():
+def _normal_nodes() -> tuple[FloatArray, FloatArray]:
     """Nodes and weights of E f(g), g ~ N(0, 1), for functions smooth on each half-line (kinks at 0 allowed)."""
     integrate, optimize, special = _scipy()
     t, w = special.roots_legendre(160)
@@ -145,14 +153,15 @@ def _coordinatewise_crosstalk(name: str, d: int) -> float:
     return d * i2 * i2 + d * (d - 1) * i1 * i1
 
 
-def _crosstalk_over_d(name, d):
-    (d,) = _counts(d=d)
-    if np.any(d != np.round(d)):
-        raise CapacityError(f"d must be a whole number, got {d!r}")
-    return np.vectorize(lambda x: _coordinatewise_crosstalk(name, int(x)), otypes=[np.float64])(d)
+def _crosstalk_over_d(name: str, d: Numbers) -> FloatArray:
+    (dd,) = _counts(d=d)
+    if np.any(dd != np.round(dd)):
+        raise CapacityError(f"d must be a whole number, got {dd!r}")
+    got: FloatArray = np.vectorize(lambda x: _coordinatewise_crosstalk(name, int(x)), otypes=[np.float64])(dd)
+    return got
 
 
-def relu_feature_error(n, d):
+def relu_feature_error(n: Numbers, d: Numbers) -> Floats:
     """T26: mean error of the linear memory through ReLU features, L2-normalised, random unit keys: (n - 1) rho2.
 
     ReLU is homogeneous, so cos(relu(k), relu(k')) depends on the directions only and Gaussian keys give the sphere's
@@ -164,7 +173,7 @@ def relu_feature_error(n, d):
     return _out((n - 1.0) * _crosstalk_over_d("relu", d))
 
 
-def elu1_feature_error(n, d):
+def elu1_feature_error(n: Numbers, d: Numbers) -> Floats:
     """T26: mean error of the linear memory through elu + 1 features, L2-normalised, random unit keys: (n - 1) rho2.
 
     phi(x) = elu(x) + 1 is close to 1 + x for the small coordinates of a unit key, so every feature vector lies near
@@ -179,7 +188,7 @@ def elu1_feature_error(n, d):
 # ---------------------------------------------------------------- DPFP
 
 
-def _half_normal_moments(kmax: int) -> np.ndarray:
+def _half_normal_moments(kmax: int) -> FloatArray:
     """E[g^k; g > 0] for k = 0..kmax, g ~ N(0, 1): E[max(g, 0)^k] for k >= 1 (P(g > 0) = 1/2 at k = 0)."""
     k = np.arange(kmax + 1, dtype=np.float64)
     return 2.0 ** (k / 2.0 - 1.0) * np.exp([math.lgamma((x + 1.0) / 2.0) for x in k]) / math.sqrt(math.pi)
@@ -197,11 +206,17 @@ def _dpfp_moments(d: int, nu: int) -> tuple[float, float]:
     D = 2 * d * nu
     a = np.tile(np.arange(2 * d), nu)  # feature f = (j, a), j-major as in capacity.features
     b = (a - np.repeat(np.arange(1, nu + 1), 2 * d)) % (2 * d)
-    coord = lambda idx: idx % d
-    sign = lambda idx: np.where(idx < d, 1, -1)
+
+    def coord(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return idx % d
+
+    def sign(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.where(idx < d, 1, -1)
+
     h = _half_normal_moments(2)
 
-    def moment(idxs):  # idxs: list of index arrays (broadcast), the r entries multiplied
+    def moment(idxs: list[npt.NDArray[np.int64]]) -> FloatArray:
+        """``idxs``: index arrays (broadcast), the r entries multiplied."""
         cs = [coord(i) for i in idxs]
         ss = [sign(i) for i in idxs]
         out = np.ones(np.broadcast(*idxs).shape)
@@ -225,7 +240,7 @@ def _dpfp_moments(d: int, nu: int) -> tuple[float, float]:
     return cross, norm2 * norm2
 
 
-def dpfp_error(n, d, nu=1):
+def dpfp_error(n: Numbers, d: Numbers, nu: int = 1) -> Floats:
     """T27: mean error of the linear memory through DPFP(nu) features, random unit keys: (n - 1) rho2.
 
     rho2 = sum_{f,f'} E[phi_f phi_f']^2 / (E |phi|^2)^2, from the exact moments of DPFP's sparse products (a
@@ -241,7 +256,7 @@ def dpfp_error(n, d, nu=1):
     if nu < 1 or np.any(nu > 2 * dd - 1):
         raise CapacityError(f"dpfp: nu must lie in [1, 2 d - 1], got nu = {nu} for d = {d!r}")
 
-    def one(x):
+    def one(x: float) -> float:
         cross, norm = _dpfp_moments(int(x), nu)
         return cross / norm
 
@@ -289,7 +304,7 @@ def _performer_crosstalk(d: int, m: int) -> float:
     return total
 
 
-def performer_error(n, d, m=256):
+def performer_error(n: Numbers, d: Numbers, m: int = 256) -> Floats:
     """T28: mean error of the linear memory through Performer (FAVOR+) features, L2-normalised, random unit keys.
 
     (n - 1) rho2, rho2 = E cos^2(phi(k), phi(k')) averaged over keys AND over the draw of m independent Gaussian
@@ -309,7 +324,7 @@ def performer_error(n, d, m=256):
 # ---------------------------------------------------------------- dispatch
 
 
-def _map(feature, params):
+def _map(feature: str | FeatureMap, params: dict[str, object]) -> FeatureMap:
     from capacity.inputs import features as feature_maps
 
     phi = feature_maps.get(feature, **params) if isinstance(feature, str) else feature
@@ -318,7 +333,7 @@ def _map(feature, params):
     return phi
 
 
-def feature_crosstalk(feature, d, **params):
+def feature_crosstalk(feature: str | FeatureMap, d: Numbers, **params: object) -> Floats:
     """rho2 = E cos^2(phi(k), phi(k')) of a built-in feature map for random unit keys in R^d (T25-T28).
 
     ``feature``: a name of ``capacity.features`` (with its parameters, e.g. ``nu=2``, ``m=256``) or a built-in
@@ -337,13 +352,13 @@ def feature_crosstalk(feature, d, **params):
     if name == "elu1":
         return elu1_feature_error(2, d)
     if name == "dpfp":
-        return dpfp_error(2, d, phi.nu)
+        return dpfp_error(2, d, cast("Dpfp", phi).nu)
     if name == "performer":
-        return performer_error(2, d, phi.m)
+        return performer_error(2, d, cast("Performer", phi).m)
     raise CapacityError(f"no closed form is known for the feature map {phi.label!r} (built-ins: T25-T28)")
 
 
-def feature_map_error(feature, n, d, **params):
+def feature_map_error(feature: str | FeatureMap, n: Numbers, d: Numbers, **params: object) -> Floats:
     """Mean error (n - 1) rho2 of the linear memory with L2-normalised features of ``feature`` (see
     ``feature_crosstalk``), random unit keys and values: what the feature-maps study measures."""
     n, _ = _counts(n=n, d=d)

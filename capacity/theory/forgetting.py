@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _numbers, _out, _scipy
+from capacity.theory._common import FloatArray, Floats, Numbers, _numbers, _out, _scipy
 
 __all__ = ["forgetting_signal", "forgetting_error", "forgetting_horizon", "mamba2_step_moments"]
 
@@ -52,7 +52,7 @@ RULES = {
 QUANTITIES = ("signal", "energy", "trace")
 
 
-def _scalar(name: str, x, low: float, high: float, *, high_open: bool, low_open: bool = True) -> float:
+def _scalar(name: str, x: Numbers, low: float, high: float, *, high_open: bool, low_open: bool = True) -> float:
     a = _numbers(name, x)
     if a.ndim != 0 or not np.isfinite(a):
         raise CapacityError(f"{name} must be one finite number, got {x!r}")
@@ -64,14 +64,14 @@ def _scalar(name: str, x, low: float, high: float, *, high_open: bool, low_open:
     return v
 
 
-def _dim(d) -> int:
+def _dim(d: Numbers) -> int:
     a = _numbers("d", d)
     if a.ndim != 0 or not np.isfinite(a) or a != np.round(a) or a < 2:
         raise CapacityError(f"d must be one whole number >= 2 (unit keys in R^d), got {d!r}")
     return int(a)
 
 
-def mamba2_step_moments(d, A=1.0, dt=0.01, w_std=1.0) -> dict[str, float]:
+def mamba2_step_moments(d: Numbers, A: Numbers = 1.0, dt: Numbers = 0.01, w_std: Numbers = 1.0) -> dict[str, float]:
     """T24: moments of the mamba2 step for unit keys uniform on the sphere in R^d (exact, by quadrature).
 
     dt = softplus(x + bias) with bias = log(expm1(dt)) (so that dt is the step of a key orthogonal to w) and
@@ -92,10 +92,11 @@ def mamba2_step_moments(d, A=1.0, dt=0.01, w_std=1.0) -> dict[str, float]:
     scale = w_std * math.sqrt(d)
     log_norm = -special.betaln(0.5, (d - 1) / 2.0)
 
-    def moments(u):
+    def moments(u: float) -> FloatArray:
         step = np.logaddexp(0.0, scale * u + bias)  # softplus, stable
         density = np.exp(log_norm + (d - 3) / 2.0 * np.log1p(-u * u))
-        return np.array([step, step * step, np.exp(-A * step), np.exp(-2.0 * A * step)]) * density
+        out: FloatArray = np.array([step, step * step, np.exp(-A * step), np.exp(-2.0 * A * step)]) * density
+        return out
 
     if scale == 0.0:
         step = math.log1p(math.exp(bias))
@@ -105,7 +106,7 @@ def mamba2_step_moments(d, A=1.0, dt=0.01, w_std=1.0) -> dict[str, float]:
     return {"omega": float(vals[0]), "omega2": float(vals[1]), "alpha": float(vals[2]), "alpha2": float(vals[3])}
 
 
-def _rule(rule: str, d: int, params: dict) -> dict[str, float]:
+def _rule(rule: str, d: int, params: dict[str, Numbers | None]) -> dict[str, float]:
     """The per-token moments of ``rule``: {alpha, alpha2, omega, omega2, b}."""
     if rule not in RULES:
         raise CapacityError(f"unknown rule {rule!r}; known: {', '.join(RULES)}")
@@ -126,14 +127,24 @@ def _rule(rule: str, d: int, params: dict) -> dict[str, float]:
     return {"alpha": a, "alpha2": a * a, "omega": omega, "omega2": omega * omega, "b": b}
 
 
-def _ages(age) -> np.ndarray:
+def _ages(age: Numbers) -> FloatArray:
     a = _numbers("age", age)
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a != np.round(a)):
         raise CapacityError(f"age must hold whole numbers >= 0 (writes since the pair was stored), got {age!r}")
     return a
 
 
-def forgetting_signal(age, d, rule: str = "delta", *, alpha=None, beta=None, A=None, dt=None, w_std=None):
+def forgetting_signal(
+    age: Numbers,
+    d: Numbers,
+    rule: str = "delta",
+    *,
+    alpha: Numbers | None = None,
+    beta: Numbers | None = None,
+    A: Numbers | None = None,
+    dt: Numbers | None = None,
+    w_std: Numbers | None = None,
+) -> Floats:
     """T21-T24: expected read-back coefficient E <k_i S, v_i> of a pair of the given age (exact).
 
     signal = E[omega] (E[alpha] (1 - b/d))^age: delta beta (1 - beta/d)^age; decay alpha^age; gated_delta
@@ -150,7 +161,7 @@ def forgetting_signal(age, d, rule: str = "delta", *, alpha=None, beta=None, A=N
     return _out(m["omega"] * (m["alpha"] * (1.0 - m["b"] / d)) ** a)
 
 
-def _moments(n: int, d: int, m: dict) -> tuple[np.ndarray, np.ndarray]:
+def _moments(n: int, d: int, m: dict[str, float]) -> tuple[FloatArray, FloatArray]:
     """Signal and E ||r||^2 of every stored pair after n writes, ``[n]`` each, index = age."""
     b, aa, w2 = m["b"], m["alpha2"], m["omega2"]
     m2, m4 = 1.0 / d, 3.0 / (d * (d + 2.0))
@@ -164,11 +175,23 @@ def _moments(n: int, d: int, m: dict) -> tuple[np.ndarray, np.ndarray]:
         R[:t] = keep * R[:t] + aa * kap * F + w2 * m2
         F = shrink * F + w2
         R[t] = new
-    s = m["omega"] * (m["alpha"] * (1.0 - b / d)) ** np.arange(n)
-    return s, R[::-1].copy()  # index = age
+    s = m["omega"] * (m["alpha"] * (1.0 - b / d)) ** np.arange(n, dtype=np.float64)
+    by_age: FloatArray = R[::-1].copy()  # index = age
+    return s, by_age
 
 
-def forgetting_error(age, n, d, rule: str = "delta", *, alpha=None, beta=None, A=None, dt=None, w_std=None):
+def forgetting_error(
+    age: Numbers,
+    n: Numbers,
+    d: Numbers,
+    rule: str = "delta",
+    *,
+    alpha: Numbers | None = None,
+    beta: Numbers | None = None,
+    A: Numbers | None = None,
+    dt: Numbers | None = None,
+    w_std: Numbers | None = None,
+) -> Floats:
     """T21-T24: expected squared error E ||k_i S_n - v_i||^2 of the pair of the given age after n writes.
 
     Runs the second-moment recursion of the module docstring (O(n^2) numbers, vectorised over pairs); exact for
@@ -194,8 +217,16 @@ def forgetting_error(age, n, d, rule: str = "delta", *, alpha=None, beta=None, A
 
 
 def forgetting_horizon(
-    d, rule: str = "delta", *, quantity: str = "signal", alpha=None, beta=None, A=None, dt=None, w_std=None
-):
+    d: Numbers,
+    rule: str = "delta",
+    *,
+    quantity: str = "signal",
+    alpha: Numbers | None = None,
+    beta: Numbers | None = None,
+    A: Numbers | None = None,
+    dt: Numbers | None = None,
+    w_std: Numbers | None = None,
+) -> float:
     """T21-T24: the time constant tau (in writes) over which ``quantity`` of a pair falls by e.
 
     ``quantity``: ``"signal"`` (the read-back coefficient, which sets error and recall; tau =

@@ -17,12 +17,12 @@ from __future__ import annotations
 import numpy as np
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _numbers, _out
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = ["heads_random_keys_error", "heads_capacity", "heads_state_numel", "heads_effective_d"]
 
 
-def _layout(heads, value_heads):
+def _layout(heads: Numbers, value_heads: Numbers | None) -> FloatArray:
     H, HV = _counts(heads=heads, value_heads=heads if value_heads is None else value_heads)
     lo, hi = np.minimum(H, HV), np.maximum(H, HV)
     if np.any(np.mod(hi, lo) != 0):
@@ -30,20 +30,20 @@ def _layout(heads, value_heads):
     return lo
 
 
-def heads_effective_d(d, heads, value_heads=None):
+def heads_effective_d(d: Numbers, heads: Numbers, value_heads: Numbers | None = None) -> Floats:
     """T20: d / min(H, HV), the key dimension a single head would need for the same random-key error."""
     (d,) = _counts(d=d)
     return _out(d / _layout(heads, value_heads))
 
 
-def heads_random_keys_error(n, d, heads, value_heads=None):
+def heads_random_keys_error(n: Numbers, d: Numbers, heads: Numbers, value_heads: Numbers | None = None) -> Floats:
     """T20: expected mean error of the additive memory in H key and HV value heads, random unit keys and values:
     (n - 1) min(H, HV) / d (T7 with d / min(H, HV) for d). ``value_heads`` defaults to ``heads``."""
     n, d = _counts(n=n, d=d)
     return _out((n - 1.0) * _layout(heads, value_heads) / d)
 
 
-def heads_capacity(eps, d, heads, value_heads=None):
+def heads_capacity(eps: Numbers, d: Numbers, heads: Numbers, value_heads: Numbers | None = None) -> Floats:
     """T20: the largest n with expected error <= eps: 1 + eps d / min(H, HV)."""
     eps = _numbers("eps", eps)
     if np.any(~np.isfinite(eps)) or np.any(eps < 0):
@@ -52,7 +52,7 @@ def heads_capacity(eps, d, heads, value_heads=None):
     return _out(1.0 + eps * d / _layout(heads, value_heads))
 
 
-def heads_state_numel(d, dv, heads, value_heads=None):
+def heads_state_numel(d: Numbers, dv: Numbers, heads: Numbers, value_heads: Numbers | None = None) -> Floats:
     """T20: numbers the layout keeps: max(H, HV) states of (d/H) x (dv/HV), i.e. d dv / min(H, HV)."""
     d, dv = _counts(d=d, dv=dv)
     return _out(d * dv / _layout(heads, value_heads))

@@ -24,26 +24,28 @@ True
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
 from capacity.base import _validate
 from capacity.errors import CapacityError
+from capacity.theory._common import FloatArray
 
 __all__ = ["log_linear_error", "log_linear_level_error"]
 
 
-def level_weights(lam, count: int) -> list[float]:
+def level_weights(lam: float | Sequence[float], count: int) -> list[float]:
     """lam_1 .. lam_count for ``lam`` a number r (lam_l = r^(l-1)) or a sequence (its last entry repeated)."""
     if isinstance(lam, numbers.Real) and not isinstance(lam, bool):
         return [float(lam) ** j for j in range(count)]
     try:
-        lam = [float(x) for x in lam]
+        weights = [float(x) for x in lam]  # type: ignore[union-attr]  # a non-number that is not a sequence: below
     except (TypeError, ValueError):
         raise CapacityError(f"lam must be a number or a non-empty sequence of per-level weights, got {lam!r}") from None
-    if not lam:
+    if not weights:
         raise CapacityError("lam must be a number or a non-empty sequence of per-level weights, got an empty one")
-    return [lam[min(j, len(lam) - 1)] for j in range(count)]
+    return [weights[min(j, len(weights) - 1)] for j in range(count)]
 
 
 def buckets(n: int) -> list[tuple[int, int, int]]:
@@ -56,7 +58,9 @@ def buckets(n: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def _pair_errors(n, d, lam, alpha) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+def _pair_errors(
+    n: int, d: int, lam: float | Sequence[float], alpha: float
+) -> tuple[FloatArray, list[tuple[int, int, int]]]:
     """e_i for the n pairs, float64 ``[n]``, and the buckets that hold them."""
     n = _validate.positive_int("n", n)
     d = _validate.positive_int("d", d)
@@ -72,7 +76,7 @@ def _pair_errors(n, d, lam, alpha) -> tuple[np.ndarray, list[tuple[int, int, int
     return (1.0 - w) ** 2 + (total - w * w) / d, held
 
 
-def log_linear_error(n, d, lam=0.5, alpha=1.0) -> float:
+def log_linear_error(n: int, d: int, lam: float | Sequence[float] = 0.5, alpha: float = 1.0) -> float:
     """T34: the expected mean read error over the n stored pairs of log-linear attention over linear attention with
     a constant gate ``alpha``, per-level weights ``lam`` (a number r: lam_l = r^(l-1); or a sequence, its last entry
     repeated), random unit keys in d dimensions and unit values: the mean of e_i (see the module)."""
@@ -80,7 +84,7 @@ def log_linear_error(n, d, lam=0.5, alpha=1.0) -> float:
     return float(e.mean())
 
 
-def log_linear_level_error(n, d, lam=0.5, alpha=1.0) -> dict[int, float]:
+def log_linear_level_error(n: int, d: int, lam: float | Sequence[float] = 0.5, alpha: float = 1.0) -> dict[int, float]:
     """T34 level by level: {level l: the expected mean error of the pairs of level l's bucket} after n writes (the
     levels of the set bits of n; level l holds 2^(l-1) pairs). Same settings as ``log_linear_error``."""
     e, held = _pair_errors(n, d, lam, alpha)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TypeAlias
 
 import numpy as np
+import torch
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _numbers, _out
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = [
     "unit_roundoff",
@@ -47,24 +49,26 @@ FORMATS = {
     "float8_e4m3fn": (4, -6, 448.0),
     "float8_e5m2": (3, -14, 57344.0),
 }
+Dtype: TypeAlias = "str | torch.dtype"  # a format's name ("bfloat16") or the torch dtype
+Trajectory: TypeAlias = "tuple[FloatArray, FloatArray, FloatArray]"  # (s grid, V_s, the stored spread)
 MEMORIES = ("linear", "decay", "delta", "gated_delta")
 _CELLS = 4096  # quantile cells of an increment's distribution
 
 
-def _format(dtype) -> tuple[int, int, float]:
+def _format(dtype: Dtype) -> tuple[int, int, float]:
     name = str(dtype).replace("torch.", "")
     if name not in FORMATS:
         raise CapacityError(f"unknown state dtype {dtype!r}; known: {', '.join(FORMATS)}")
     return FORMATS[name]
 
 
-def unit_roundoff(dtype) -> float:
+def unit_roundoff(dtype: Dtype) -> float:
     """u = 2^-p for a format with p significand bits: half an ulp of 1 (2^-8 bfloat16, 2^-11 float16, 2^-4
     float8_e4m3fn, 2^-3 float8_e5m2, 2^-24 float32); round-to-nearest has |fl(x) - x| <= u |x| for normal x."""
     return 2.0 ** -_format(dtype)[0]
 
 
-def _binades(sigma: np.ndarray, dtype):
+def _binades(sigma: FloatArray, dtype: Dtype) -> tuple[FloatArray, FloatArray]:
     """Probabilities that |x|, x ~ N(0, sigma^2), lies in each binade, and the binades' ulps.
 
     Returns ``(P [..., E], q [E])``; the first bin holds everything below it (subnormals share the spacing of the
@@ -85,7 +89,7 @@ def _binades(sigma: np.ndarray, dtype):
     return P, q
 
 
-def rounding_variance(sigma, dtype, *, stochastic: bool = False):
+def rounding_variance(sigma: Numbers, dtype: Dtype, *, stochastic: bool = False) -> Floats:
     """T14: E (fl(x) - x)^2 for x ~ N(0, sigma^2) rounded once to ``dtype``: about E q(x)^2 / 12 (round-to-nearest)
     or E q(x)^2 / 6 (stochastic rounding), q the ulp of x; about 0.18 u^2 sigma^2 (0.36 for stochastic rounding),
     the factor rippling by a few percent with log2 sigma. Computed exactly in the Gaussian model, every cell of the
@@ -103,7 +107,7 @@ def rounding_variance(sigma, dtype, *, stochastic: bool = False):
     return _out(out.reshape(s.shape))
 
 
-def _cells_variance(sigma: np.ndarray, dtype, stochastic: bool) -> np.ndarray:
+def _cells_variance(sigma: FloatArray, dtype: Dtype, stochastic: bool) -> FloatArray:
     """E (fl(x) - x)^2 for x ~ N(0, sigma^2), integrated exactly over every rounding cell of the format: with
     only 4 (float8_e5m2) or 8 (float8_e4m3fn) numbers a binade the Gaussian density changes across a cell, and the
     uniform-error value q^2/12 is 1.2% high for float8_e5m2 (T14). The numbers from 2^lo to 2^hi are enumerated
@@ -122,7 +126,7 @@ def _cells_variance(sigma: np.ndarray, dtype, stochastic: bool) -> np.ndarray:
     v = np.concatenate([below, binades.ravel(), [2.0**hi]])  # [V] every non-negative number, sorted
     sg = sigma[:, None]
 
-    def moments(a, b):
+    def moments(a: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """P, int x phi, int x^2 phi over [a, b] for x ~ N(0, sigma^2), times 2 (both signs)."""
         za, zb = a / sg, b / sg
         pa = np.exp(-0.5 * za * za) / math.sqrt(2.0 * math.pi)
@@ -137,16 +141,18 @@ def _cells_variance(sigma: np.ndarray, dtype, stochastic: bool) -> np.ndarray:
     if stochastic:
         a, b = v[None, :-1], v[None, 1:]
         P, M1, M2 = moments(a, b)
-        return (-M2 + (a + b) * M1 - a * b * P).sum(-1)
+        got: FloatArray = (-M2 + (a + b) * M1 - a * b * P).sum(-1)
+        return got
     mids = 0.5 * (v[1:] + v[:-1])
     a = np.concatenate([[0.0], mids])[None, :]
     b = np.concatenate([mids, [np.inf]])[None, :]
     c = v[None, :]
     P, M1, M2 = moments(a, b)
-    return (M2 - 2.0 * c * M1 + c * c * P).sum(-1)
+    got = (M2 - 2.0 * c * M1 + c * c * P).sum(-1)
+    return got
 
 
-def _check_memory(memory, alpha, beta):
+def _check_memory(memory: str, alpha: float, beta: float) -> tuple[float, float]:
     if memory not in MEMORIES:
         raise CapacityError(f"memory must be one of {', '.join(MEMORIES)}, got {memory!r}")
     a = 1.0 if memory in ("linear", "delta") else float(alpha)
@@ -158,13 +164,13 @@ def _check_memory(memory, alpha, beta):
     return a, b
 
 
-def _contraction(memory, d, alpha, beta) -> float:
+def _contraction(memory: str, d: Floats, alpha: float, beta: float) -> Floats:
     """c: E ||E_t||^2 = c E ||E_{t-1}||^2 + (new rounding error) for a state error E (and the same for the state)."""
     a, b = _check_memory(memory, alpha, beta)
     return a * a * (1.0 - (2.0 * b - b * b) / d) if memory in ("delta", "gated_delta") else a * a
 
 
-def _moment(memory, s, d, alpha, beta):
+def _moment(memory: str, s: Floats, d: Floats, alpha: float, beta: float) -> Floats:
     """m_s = E ||S_s||_F^2 after s writes of random unit keys and values (m_s = c m_{s-1} + (b or 1)^2)."""
     a, b = _check_memory(memory, alpha, beta)
     c = _contraction(memory, d, alpha, beta)
@@ -173,7 +179,7 @@ def _moment(memory, s, d, alpha, beta):
     return w * s if c == 1.0 else w * (1.0 - c**s) / (1.0 - c)
 
 
-def _psi_integral(y, stochastic: bool):
+def _psi_integral(y: FloatArray, stochastic: bool) -> FloatArray:
     """Antiderivative (up to a constant: the table uses differences only) of the rounding error's normalised
     variance: psi(y) = (y - round(y))^2 (round-to-nearest) or f (1 - f), f = y - floor(y) (stochastic rounding), both
     periodic with period 1."""
@@ -186,7 +192,7 @@ def _psi_integral(y, stochastic: bool):
 
 
 @functools.lru_cache(maxsize=64)
-def _increment_table(d: int, dv: int, stochastic: bool):
+def _increment_table(d: int, dv: int, stochastic: bool) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
     """Statistics of z = |k_a v_b| (k, v uniform unit vectors in R^d, R^dv; E z^2 = 1/(d dv)) against a grid of
     spacings rho: (log rho, error variance of rounding z to the grid rho Z, P(z < rho/2), E[z rho round(z/rho)],
     E z^2). z is represented by 4096 equally likely quantile cells, each taken uniform between its ends, so that
@@ -225,22 +231,24 @@ def _increment_table(d: int, dv: int, stochastic: bool):
     return np.log(rho), var, lost, kept, float(z2c.mean())
 
 
-def _cross(y):
+def _cross(y: FloatArray) -> FloatArray:
     return y * (np.round(y) - y)
 
 
-def _cross_integral(y):
+def _cross_integral(y: FloatArray) -> FloatArray:
     """Antiderivative of y (round(y) - y): with k = round(y), t = y - k, it is -k/12 - k (t^2 - 1/4)/2 - t^3/3."""
     k = np.floor(y + 0.5)
     t = y - k
     return -k / 12.0 - k * (t * t - 0.25) / 2.0 - t**3 / 3.0
 
 
-def _interp(log_rho, table, rho):
+def _interp(log_rho: FloatArray, table: FloatArray, rho: FloatArray) -> FloatArray:
     return np.interp(np.log(np.clip(rho, np.exp(log_rho[0]), np.exp(log_rho[-1]))), log_rho, table)
 
 
-def _step_stats(sigma, scale, d, dv, dtype, stochastic):
+def _step_stats(
+    sigma: FloatArray, scale: FloatArray, d: int, dv: int, dtype: Dtype, stochastic: bool
+) -> tuple[FloatArray, FloatArray]:
     """One step's rounding error, per entry: (variance, E[delta e]) for stored entries N(0, sigma^2) and increments
     delta = scale * z; e = fl(S + delta) - (S + delta). Arrays over steps ``[S]``."""
     log_rho, var, _, kept, z2 = _increment_table(int(d), int(dv), bool(stochastic))
@@ -258,7 +266,7 @@ def _step_stats(sigma, scale, d, dv, dtype, stochastic):
     return (P * v).sum(-1), cov
 
 
-def _grid(n_max: int) -> np.ndarray:
+def _grid(n_max: int) -> FloatArray:
     """Step counts the trajectory is evaluated at: every step to 512, then geometric (ratio 1.005) up to n_max."""
     exact = np.arange(1, min(n_max, 512) + 1, dtype=np.float64)
     if n_max <= 512:
@@ -267,7 +275,9 @@ def _grid(n_max: int) -> np.ndarray:
     return np.unique(np.concatenate([exact, geo, [float(n_max)]]))
 
 
-def _trajectory(memory, n_max, d, dv, dtype, alpha, beta, stochastic):
+def _trajectory(
+    memory: str, n_max: int, d: int, dv: int, dtype: Dtype, alpha: float, beta: float, stochastic: bool
+) -> Trajectory:
     """(s grid, V_s): the per-entry variance of the accumulated rounding error after s step-rounded writes.
 
     The stored state's spread, which sets the ulps, is the float32 state's plus the error's and twice their
@@ -282,7 +292,7 @@ def _trajectory(memory, n_max, d, dv, dtype, alpha, beta, stochastic):
     else:
         scale = np.ones_like(s)
     # fixed point: the ulps follow the stored spread, which follows the errors; a few passes converge
-    spreads = m.copy()
+    spreads = np.array(m, dtype=np.float64)  # a copy (m: an array, s being one)
     for _ in range(12):
         w, cv = _step_stats(np.sqrt(np.maximum(spreads, 1e-300)), scale, d, dv, dtype, stochastic)
         V, C = _accumulate(s, w, c), _accumulate(s, cv, c)
@@ -296,7 +306,7 @@ def _trajectory(memory, n_max, d, dv, dtype, alpha, beta, stochastic):
     return s, V, spreads
 
 
-def _accumulate(s, w, c):
+def _accumulate(s: FloatArray, w: FloatArray, c: Floats) -> FloatArray:
     """X_i = c^(s_i - s_(i-1)) X_(i-1) + (the gap's steps of w, each decayed by c): w per step, on the grid s."""
     out = np.empty_like(w)
     acc, prev_s, prev_w = 0.0, 0.0, None
@@ -310,12 +320,22 @@ def _accumulate(s, w, c):
     return out
 
 
-def _memory_args(n, d, dv):
-    n, d, dv = _counts(n=n, d=d, dv=dv)
-    return n, d, dv
+def _memory_args(n: Numbers, d: Numbers, dv: Numbers) -> tuple[FloatArray, FloatArray, FloatArray]:
+    nn, dd, vv = _counts(n=n, d=d, dv=dv)
+    return nn, dd, vv
 
 
-def final_rounding_error(n, d, dv, dtype, *, memory: str = "linear", alpha=1.0, beta=1.0, stochastic: bool = False):
+def final_rounding_error(
+    n: Numbers,
+    d: Numbers,
+    dv: Numbers,
+    dtype: Dtype,
+    *,
+    memory: str = "linear",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    stochastic: bool = False,
+) -> Floats:
     """T14: the mean squared deviation one rounding of the finished state to ``dtype`` adds to a read by a unit
     query, after n float32 writes of random unit keys and values: dv E (fl(S_ab) - S_ab)^2 = dv rounding_variance(
     sigma_n), sigma_n^2 = E ||S_n||_F^2 / (d dv) (n / (d dv) for the linear memory). About 0.18 u^2 n / d for the
@@ -326,7 +346,17 @@ def final_rounding_error(n, d, dv, dtype, *, memory: str = "linear", alpha=1.0, 
     return _out(dv * np.asarray(var))
 
 
-def step_rounding_error(n, d, dv, dtype, *, memory: str = "linear", alpha=1.0, beta=1.0, stochastic: bool = False):
+def step_rounding_error(
+    n: Numbers,
+    d: Numbers,
+    dv: Numbers,
+    dtype: Dtype,
+    *,
+    memory: str = "linear",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    stochastic: bool = False,
+) -> Floats:
     """T15 (and T18, T19): the mean squared deviation of a unit query's read from the float32 read after n writes,
     the state rounded to ``dtype`` after every write: dv V_n, V_n = sum_s c^(n - s) w_s, with w_s the variance of
     step s's rounding error (the state's entries N(0, m_s/(d dv)), the increment's exact distribution) and c the
@@ -347,7 +377,9 @@ def step_rounding_error(n, d, dv, dtype, *, memory: str = "linear", alpha=1.0, b
     return _out(dv0 * np.interp(n, s, V))
 
 
-def rounding_crossover(d, dv, dtype, *, stochastic: bool = True, ratio: float = 1.0, n_max: float = 1e9):
+def rounding_crossover(
+    d: Numbers, dv: Numbers, dtype: Dtype, *, stochastic: bool = True, ratio: float = 1.0, n_max: float = 1e9
+) -> Floats:
     """T16: the number of writes n at which the linear memory's step-rounding deviation (T15) reaches ``ratio``
     times its crosstalk (n - 1)/d (``ratio=1``: where it overtakes the crosstalk).
 
@@ -381,7 +413,7 @@ def rounding_crossover(d, dv, dtype, *, stochastic: bool = True, ratio: float = 
     return _out(out)
 
 
-def _stall_at(n: float, traj, d: int, dv: int, dtype):
+def _stall_at(n: float, traj: Trajectory, d: int, dv: int, dtype: Dtype) -> tuple[float, float]:
     """(lost fraction, retained fraction) of the n-th write, the stored spread before it from ``traj``."""
     s, _, spreads = traj
     log_rho, _, lost, kept, z2 = _increment_table(d, dv, False)
@@ -390,12 +422,12 @@ def _stall_at(n: float, traj, d: int, dv: int, dtype):
     return float((P[0] * _interp(log_rho, lost, q)).sum()), float((P[0] * _interp(log_rho, kept, q)).sum() / z2)
 
 
-def _stall_stats(n, d, dv, dtype):
+def _stall_stats(n: Numbers, d: Numbers, dv: Numbers, dtype: Dtype) -> tuple[FloatArray, FloatArray]:
     """(lost fraction, retained fraction) of the n-th write of random unit pairs into a round-to-nearest linear
     state, whose entries before it are taken N(0, spread): the stored state's spread from ``_trajectory``."""
     n, d, dv = _memory_args(n, d, dv)
     lost_all, kept_all = np.empty(n.shape), np.empty(n.shape)
-    cache: dict = {}
+    cache: dict[tuple[int, int], Trajectory] = {}
     for idx in np.ndindex(n.shape):
         dd, vv = int(d[idx]), int(dv[idx])
         if (dd, vv) not in cache:
@@ -404,7 +436,7 @@ def _stall_stats(n, d, dv, dtype):
     return lost_all, kept_all
 
 
-def stall_fraction(n, d, dv, dtype):
+def stall_fraction(n: Numbers, d: Numbers, dv: Numbers, dtype: Dtype) -> Floats:
     """T17: the fraction of the state's entries that the n-th write leaves unchanged under round-to-nearest:
     P(|k_a v_b| < q(S_ab)/2), S after n - 1 writes of random unit keys and values (entries N(0, (n - 1)/(d dv))).
     Measured 0.935-0.976 of it from u^2 n = 1/4 to 1 in every format (2026-12-03, docs/precision-accuracy.md).
@@ -414,14 +446,14 @@ def stall_fraction(n, d, dv, dtype):
     return _out(_stall_stats(n, d, dv, dtype)[0])
 
 
-def retained_fraction(n, d, dv, dtype):
+def retained_fraction(n: Numbers, d: Numbers, dv: Numbers, dtype: Dtype) -> Floats:
     """T17: the part of the n-th write's increment that a round-to-nearest state keeps, E[delta R(delta)] / E
     delta^2 with R(delta) = fl(S + delta) - S (delta = k_a v_b): 1 while the increments span many ulps, falling
     as u^2 n grows. Same assumptions as ``stall_fraction``."""
     return _out(_stall_stats(n, d, dv, dtype)[1])
 
 
-def stall_onset(d, dv, dtype, *, fraction: float = 0.5):
+def stall_onset(d: Numbers, dv: Numbers, dtype: Dtype, *, fraction: float = 0.5) -> Floats:
     """T17: the number of writes after which round-to-nearest leaves ``fraction`` of a write's entries unchanged
     (``stall_fraction`` = fraction), found by bisection in log n. About 0.7/u^2 at fraction 0.5 (0.76/u^2 at d = 16).
     The measured onset differs by 10-27% (2026-12-03, d = 16: 0.96/u^2 in bfloat16, 213 against 194 writes in
@@ -447,7 +479,7 @@ def stall_onset(d, dv, dtype, *, fraction: float = 0.5):
     return _out(out)
 
 
-def decay_rounding_floor(d, dv, dtype, alpha, *, stochastic: bool = False):
+def decay_rounding_floor(d: Numbers, dv: Numbers, dtype: Dtype, alpha: float, *, stochastic: bool = False) -> Floats:
     """T18: the limit as n grows of the decay memory's step-rounding deviation (T15 with c = alpha^2):
     dv w_inf / (1 - alpha^2), w_inf the rounding variance of the stationary state (entries N(0, 1/(d dv (1 -
     alpha^2)))). About 0.18 u^2 / (d (1 - alpha^2)^2): bounded, where the linear memory's grows like n^2.
@@ -462,7 +494,9 @@ def decay_rounding_floor(d, dv, dtype, alpha, *, stochastic: bool = False):
     return step_rounding_error(n, d, dv, dtype, memory="decay", alpha=a, stochastic=stochastic)
 
 
-def delta_rounding_floor(d, dv, dtype, *, beta=1.0, alpha=1.0, stochastic: bool = False):
+def delta_rounding_floor(
+    d: Numbers, dv: Numbers, dtype: Dtype, *, beta: float = 1.0, alpha: float = 1.0, stochastic: bool = False
+) -> Floats:
     """T19: the limit of the delta rule's step-rounding deviation: the write contracts the state error along each
     key, E ||E_t||^2 = alpha^2 (1 - (2 beta - beta^2)/d) E ||E_{t-1}||^2 + d dv w_t, so it is bounded at
     dv w_inf / (1 - c), about 0.18 u^2 d beta / ((2 - beta)(2 beta - beta^2)) at alpha = 1 (0.18 u^2 d at beta =

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _out
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _out
 from capacity.theory.precision import _check_memory, _contraction, _moment
 
 __all__ = [
@@ -48,15 +48,15 @@ def _kappa(m: int) -> float:
         return 1.0
 
     # E M^2 = int_0^inf 2x P(M > x) dx, P(M <= x) = erf(x / sqrt 2)^m
-    def f(x):
-        return 2.0 * x * (1.0 - erf(x / math.sqrt(2.0)) ** m)
+    def f(x: float) -> float:
+        return float(2.0 * x * (1.0 - erf(x / math.sqrt(2.0)) ** m))
 
     top = math.sqrt(2.0 * math.log(max(m, 2))) + 12.0
     val, _ = integrate.quad(f, 0.0, top, limit=400, epsabs=1e-13, epsrel=1e-12)
     return float(val)
 
 
-def scale_moment(group):
+def scale_moment(group: Numbers) -> Floats:
     """kappa_m = E max_{i <= m} z_i^2 for m = ``group`` independent standard normal z: the mean squared largest
     magnitude of a group, in units of its entries' variance (1, 3.46, 5.71, 11.96 at m = 1, 8, 32, 1024)."""
     (m,) = _counts(group=group)
@@ -65,13 +65,13 @@ def scale_moment(group):
     return _out(np.vectorize(lambda x: _kappa(int(x)))(m))
 
 
-def _q(bits) -> int:
+def _q(bits: int) -> int:
     if bits not in (8, 4):
         raise CapacityError(f"bits must be 8 or 4, got {bits!r}")
     return (1 << (int(bits) - 1)) - 1
 
 
-def _group(scope: str, d, dv, group):
+def _group(scope: str, d: FloatArray, dv: FloatArray, group: Numbers | None) -> FloatArray:
     if scope not in SCOPES:
         raise CapacityError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     if scope == "group":
@@ -82,13 +82,14 @@ def _group(scope: str, d, dv, group):
     return {"tensor": d * dv, "row": dv * np.ones_like(d), "col": d * np.ones_like(dv)}[scope]
 
 
-def _w(sigma2, m, bits, stochastic):
+def _w(sigma2: Floats, m: Floats, bits: int, stochastic: bool) -> Floats:
     """One rounding's variance per entry of a group of m with entries N(0, sigma2)."""
     kappa = np.vectorize(lambda x: _kappa(int(x)))(m)
-    return (m - 1.0) / m * kappa * sigma2 / ((6.0 if stochastic else 12.0) * _q(bits) ** 2)
+    got: Floats = (m - 1.0) / m * kappa * sigma2 / ((6.0 if stochastic else 12.0) * _q(bits) ** 2)
+    return got
 
 
-def quantised_rounding_variance(sigma, group, bits=8, *, stochastic: bool = False):
+def quantised_rounding_variance(sigma: Numbers, group: Numbers, bits: int = 8, *, stochastic: bool = False) -> Floats:
     """T31: E (fl(x) - x)^2 per entry when ``group`` entries N(0, sigma^2) share a symmetric scale M / Q:
     (m - 1)/m kappa_m sigma^2 / (12 Q^2) (stochastic rounding: / 6). Holds while the grid is fine against the
     entries' spread (Q^2 >> kappa_m, so int4 too: its Delta is about sigma / 3 at m = 32)."""
@@ -100,8 +101,18 @@ def quantised_rounding_variance(sigma, group, bits=8, *, stochastic: bool = Fals
 
 
 def quantised_final_error(
-    n, d, dv, bits=8, scope="row", *, group=None, memory="linear", alpha=1.0, beta=1.0, stochastic=False
-):
+    n: Numbers,
+    d: Numbers,
+    dv: Numbers,
+    bits: int = 8,
+    scope: str = "row",
+    *,
+    group: Numbers | None = None,
+    memory: str = "linear",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    stochastic: bool = False,
+) -> Floats:
     """T31: the mean squared deviation of a unit query's read after one rounding of the finished state (n float32
     writes of random unit keys and values) to ``bits`` with ``scope`` scales: dv w(sigma_n), sigma_n^2 = E ||S_n||^2
     / (d dv). For the linear memory at int8 per row, d = dv = 32: 2.86e-5 n / d, 2.9e-5 times the crosstalk."""
@@ -115,16 +126,19 @@ _QUANTILES = 256  # equally likely values of a group's largest magnitude
 
 
 @functools.lru_cache(maxsize=64)
-def _max_quantiles(m: int) -> np.ndarray:
+def _max_quantiles(m: int) -> FloatArray:
     """256 equally likely values of max_{i <= m} |z_i|, z ~ N(0, 1), scaled so that their mean square is kappa_m."""
     from scipy.special import erfinv
 
     u = (np.arange(_QUANTILES) + 0.5) / _QUANTILES
     x = math.sqrt(2.0) * erfinv(u ** (1.0 / m))  # P(max <= x) = erf(x / sqrt 2)^m
-    return x * math.sqrt(_kappa(m) / float(np.mean(x * x)))
+    got: FloatArray = x * math.sqrt(_kappa(m) / float(np.mean(x * x)))
+    return got
 
 
-def _grid_variance(sig2, scale, d, dv, m, bits, stochastic):
+def _grid_variance(
+    sig2: FloatArray, scale: FloatArray, d: int, dv: int, m: float, bits: int, stochastic: bool
+) -> FloatArray:
     """Per entry and step: the variance of rounding an increment delta = scale k_a v_b to the grid Delta = M / Q
     (the stored entry on the grid; M the group's largest magnitude, entries N(0, sig2)), over the distribution of
     M, times (m - 1)/m. Arrays over steps ``[S]``; Delta^2 / 12 (/ 6) while Delta is far below the increments."""
@@ -143,13 +157,24 @@ def _grid_variance(sig2, scale, d, dv, m, bits, stochastic):
     return (m - 1.0) / m * out
 
 
-def _step(n_max: int, d: int, dv: int, m: float, bits, memory, alpha, beta, stochastic, feedback):
+def _step(
+    n_max: int,
+    d: int,
+    dv: int,
+    m: float,
+    bits: int,
+    memory: str,
+    alpha: float,
+    beta: float,
+    stochastic: bool,
+    feedback: bool,
+) -> FloatArray:
     """Deviations of a unit query's read after s = 1 .. n_max writes, the state rounded after every write."""
     a, b = _check_memory(memory, alpha, beta)
-    c = _contraction(memory, d, alpha, beta)
+    c = float(_contraction(memory, d, alpha, beta))  # d is one number, and so is c
     N = d * dv
     s = np.arange(1, n_max + 1, dtype=np.float64)
-    sig = _moment(memory, s, d, alpha, beta) / N  # the float32 state's entry variance after s writes
+    sig = np.asarray(_moment(memory, s, d, alpha, beta)) / N  # the float32 state's entry variance after s writes
     A = float(_w(1.0, np.float64(m), bits, stochastic))  # w = A sigma^2
     out = np.empty(n_max)
     e = 0.0
@@ -177,19 +202,19 @@ def _step(n_max: int, d: int, dv: int, m: float, bits, memory, alpha, beta, stoc
 
 
 def quantised_step_error(
-    n,
-    d,
-    dv,
-    bits=8,
-    scope="row",
+    n: Numbers,
+    d: Numbers,
+    dv: Numbers,
+    bits: int = 8,
+    scope: str = "row",
     *,
-    group=None,
+    group: Numbers | None = None,
     feedback: bool = False,
-    memory="linear",
-    alpha=1.0,
-    beta=1.0,
-    stochastic=False,
-):
+    memory: str = "linear",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    stochastic: bool = False,
+) -> Floats:
     """T32: the mean squared deviation of a unit query's read from the float32 read after n writes, the state
     quantised after every write.
 
@@ -215,7 +240,7 @@ def quantised_step_error(
     n, d, dv = _counts(n=n, d=d, dv=dv)
     m = _group(scope, d, dv, group)
     out = np.empty(n.shape)
-    cache: dict = {}
+    cache: dict[tuple[int, int, float], FloatArray] = {}
     n_max = int(np.max(n))
     for idx in np.ndindex(n.shape):
         key = (int(d[idx]), int(dv[idx]), float(m[idx]))
@@ -225,7 +250,16 @@ def quantised_step_error(
     return _out(out)
 
 
-def quantised_crossover(d, dv, bits=8, scope="row", *, group=None, stochastic=False, ratio=1.0):
+def quantised_crossover(
+    d: Numbers,
+    dv: Numbers,
+    bits: int = 8,
+    scope: str = "row",
+    *,
+    group: Numbers | None = None,
+    stochastic: bool = False,
+    ratio: float = 1.0,
+) -> Floats:
     """T33: the number of writes at which the linear memory's deviation without feedback reaches ``ratio`` times
     its crosstalk (n - 1)/d, each rounding's error taken uniform over the grid (T31's w at the float32 spread):
     A n (n + 1) / (2 d) = r (n - 1)/d, the larger root of A n^2 + (A - 2 r) n + 2 r = 0, about 2 r / A = 24 r Q^2 /

@@ -20,23 +20,24 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from capacity.errors import CapacityError
-from capacity.theory._common import _counts, _numbers, _out, _scipy
+from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = ["exp_kernel_error", "softmax_error", "softmax_weight"]
 
 
-def _scale(scale) -> np.ndarray:
+def _scale(scale: Numbers) -> FloatArray:
     b = _numbers("scale", scale)
     if not np.all(np.isfinite(b)) or np.any(b <= 0):
         raise CapacityError(f"scale (the inverse temperature) must be > 0 and finite, got {scale!r}")
     return b
 
 
-def exp_kernel_error(n, d, scale):
+def exp_kernel_error(n: Numbers, d: Numbers, scale: Numbers) -> Floats:
     """T29: mean error of the exponential-kernel read r_i = sum_j exp(beta (k_i . k_j - 1)) v_j, random unit keys.
 
     (n - 1) e^(-2 beta) M_d(2 beta), exactly (see the module docstring; evaluated with scipy's scaled Bessel function).
@@ -55,7 +56,7 @@ def exp_kernel_error(n, d, scale):
 
 
 @functools.lru_cache(maxsize=64)
-def _sphere_nodes(d: int):
+def _sphere_nodes(d: int) -> tuple[FloatArray, FloatArray]:
     """Nodes y = 1 - s in (0, 2) and log weights of one coordinate s of a uniform unit vector in R^d.
 
     y = 2 / (1 + e^-t) on an even grid of t in [-75, 75]: the density of y, y^a (2 - y)^a / (2^(2a+1) B(a+1, a+1))
@@ -80,7 +81,7 @@ def _log_tilted_mean(d: int, a: float) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _laplace_parts(d: int, beta: float):
+def _laplace_parts(d: int, beta: float) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """t nodes and weights and, at each t, L = E e^(-t X), B1 = E[X e^(-t X)], B2 = E[X^2 e^(-t X)], 1 - L."""
     y, log_w = _sphere_nodes(d)
     w = np.exp(log_w)
@@ -97,7 +98,7 @@ def _laplace_parts(d: int, beta: float):
     return t, wt, one_minus_l, B1, B2
 
 
-def _per_point(fn, n, d, scale):
+def _per_point(fn: Callable[[float, int, float], float], n: Numbers, d: Numbers, scale: Numbers) -> Floats:
     n, d = _counts(n=n, d=d)
     b = _scale(scale)
     n, d, b = np.broadcast_arrays(n, d, b)
@@ -106,7 +107,7 @@ def _per_point(fn, n, d, scale):
     return _out(np.vectorize(lambda nn, dd, bb: fn(nn, int(dd), float(bb)), otypes=[np.float64])(n, d, b))
 
 
-def _error_one(n, d, beta):
+def _error_one(n: float, d: int, beta: float) -> float:
     if n <= 1:
         return 0.0
     t, wt, one_minus_l, B1, B2 = _laplace_parts(d, beta)
@@ -117,7 +118,7 @@ def _error_one(n, d, beta):
     return float((wt * t * np.exp(-t) * core).sum())
 
 
-def _weight_one(n, d, beta):
+def _weight_one(n: float, d: int, beta: float) -> float:
     if n <= 1:
         return 1.0
     t, wt, one_minus_l, B1, B2 = _laplace_parts(d, beta)
@@ -125,7 +126,7 @@ def _weight_one(n, d, beta):
     return float((wt * np.exp(-t + (n - 1.0) * log_l)).sum())
 
 
-def softmax_error(n, d, scale):
+def softmax_error(n: Numbers, d: Numbers, scale: Numbers) -> Floats:
     """T29: mean error of softmax attention over n random unit keys at scale beta, read at the stored keys.
 
     E[(Z^2 + Q) / (1 + Z)^2] with Z = sum_{j != i} e^(beta (s_j - 1)), Q = sum_{j != i} e^(2 beta (s_j - 1)),
@@ -138,7 +139,7 @@ def softmax_error(n, d, scale):
     return _per_point(_error_one, n, d, scale)
 
 
-def softmax_weight(n, d, scale):
+def softmax_weight(n: Numbers, d: Numbers, scale: Numbers) -> Floats:
     """T29: the mean softmax weight on the correct value, E p_ii = E[1 / (1 + Z)], random unit keys (exact).
 
     The probe's ``signal`` measures it: E signal = E p_ii for values with E v_j . v_i = 0.

@@ -59,11 +59,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 
 import torch
 
 from capacity.base import labels, plugins
+from capacity.base._types import Device
 from capacity.base.registry import Registry
 from capacity.errors import CapacityError, user_code
 
@@ -87,13 +88,15 @@ __all__ = [
 class Variant(Protocol):
     """What the probe needs from a memory; see the module docstring for shapes."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # a class attribute or an instance's: read only
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None): ...
+    # the state is the memory's own (a tensor, a dataclass of tensors, ...): Any, whatever each memory makes it
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any: ...
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor): ...
+    def write(self, state: Any, k: torch.Tensor, v: torch.Tensor) -> Any: ...
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor: ...
+    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor: ...
 
     def state_numel(self, d: int, dv: int) -> int: ...
 
@@ -110,7 +113,7 @@ class _Entry:
 _REGISTRY: Registry[Any] = Registry("capacity.variants", "variant", path="module:Class")  # own: _Entry
 
 
-def _own_display(obj) -> str | None:
+def _own_display(obj: object) -> str | None:
     """The ``display`` a class (or object) declares for figures, or None."""
     shown = getattr(obj, "display", None)
     return shown if isinstance(shown, str) and shown else None
@@ -145,7 +148,8 @@ def display_name(name: str) -> str:
     ('DeltaNet (delta)', 'lsq', 'Longhorn')
     """
     if name in _REGISTRY:
-        return _REGISTRY.own()[name].display
+        own: _Entry = _REGISTRY.own()[name]
+        return own.display
     try:
         found = plugins.load_path(name) if labels.is_path(name) else _REGISTRY.find(name)
     except CapacityError:  # not importable here: figures still draw, under its name
@@ -159,13 +163,13 @@ def display_names() -> dict[str, str]:
     return {name: entry.display for name, entry in _REGISTRY.own().items()}
 
 
-def _factory(name: str):
+def _factory(name: str) -> object:
     """The factory registered (or declared by an installed package's entry point) as ``name``."""
     found = _REGISTRY.get(name)
     return found.factory if name in _REGISTRY else found
 
 
-def _build(factory, what: str, params: dict) -> Variant:
+def _build(factory: object, what: str, params: dict[str, object]) -> Variant:
     """Call ``factory(**params)``; unknown parameters and a result that is no variant are one-line errors."""
     if is_variant(factory):
         if params:
@@ -205,7 +209,7 @@ def _build(factory, what: str, params: dict) -> Variant:
     return variant
 
 
-def get(name: str, **params) -> Variant:
+def get(name: str, **params: object) -> Variant:
     """The variant registered (or declared by a plug-in package) as ``name``, built with ``params``.
 
     >>> get("gated_delta", alpha=0.9, beta=("uniform", 0.5, 1.0), seed=2).params
@@ -216,14 +220,14 @@ def get(name: str, **params) -> Variant:
     return _build(_factory(name), name, params)
 
 
-def is_variant(obj) -> bool:
+def is_variant(obj: object) -> TypeGuard[Variant]:
     """True for an object with the protocol's methods (a built variant, not a class)."""
     return not isinstance(obj, type) and all(
         callable(getattr(obj, m, None)) for m in ("init_state", "write", "read", "state_numel")
     )
 
 
-def resolve(spec, **params) -> Variant:
+def resolve(spec: str | dict[str, object] | Variant, **params: object) -> Variant:
     """A variant from anything that names one: a variant object, a label ``name(k=v)``, or ``module:attr(k=v)``.
 
     ``module:attr`` is a class or factory (called with the parameters) or a variant object. Registered names and
@@ -238,8 +242,11 @@ def resolve(spec, **params) -> Variant:
         if params:
             raise CapacityError(f"variant {label(spec)!r} is already built; it takes no parameters")
         return spec
-    if isinstance(spec, dict):
-        spec = labels.format(str(spec.get("name")), spec.get("params") or {})
+    if isinstance(spec, dict):  # as a results file's JSON names it: {"name": ..., "params": {...}}
+        given_params = spec.get("params") or {}
+        if not isinstance(given_params, dict):
+            raise CapacityError(f"a variant's params are a dict of name -> value, got {given_params!r}")
+        spec = labels.format(str(spec.get("name")), given_params)
     name, given = labels.parse(spec)
     clash = sorted(set(given) & set(params))
     if clash:
@@ -250,7 +257,7 @@ def resolve(spec, **params) -> Variant:
     return get(name, **given)
 
 
-def params(variant) -> dict:
+def params(variant: object) -> dict[str, object]:
     """Every parameter of a memory: its ``params`` where it has them, else its constructor's arguments read back from
     the attributes of the same names (what a class that stores its arguments holds).
 
@@ -268,7 +275,7 @@ def params(variant) -> dict:
     return {p: getattr(variant, p) for p, spec in sig.parameters.items() if spec.kind in kinds and hasattr(variant, p)}
 
 
-def _defaults(cls) -> dict:
+def _defaults(cls: type) -> dict[str, object]:
     try:
         sig = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -276,14 +283,14 @@ def _defaults(cls) -> dict:
     return {p: spec.default for p, spec in sig.parameters.items() if spec.default is not spec.empty}
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     try:
         return bool(a == b) and type(a) is type(b) or (isinstance(a, float) and isinstance(b, int) and a == b)
     except Exception:  # tensors, arrays: never taken for a default
         return False
 
 
-def _shown(value):
+def _shown(value: object) -> object:
     """A parameter value as a label writes it: numbers, strings, booleans and lists as they are, others by name."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -297,7 +304,7 @@ def _shown(value):
     return f"{getattr(value, '__module__', None) or type(value).__module__}.{name}" if callable(value) else str(name)
 
 
-def _registered_name(variant) -> str | None:
+def _registered_name(variant: object) -> str | None:
     """The name a memory's class is registered (or declared by an entry point) under: its own ``name`` if that one
     builds its class, else the first name that does; None for a class no name builds."""
     cls, own = type(variant), getattr(variant, "name", None)
@@ -315,7 +322,7 @@ def _registered_name(variant) -> str | None:
     return own if own in names else (names[0] if names else None)
 
 
-def build(variant, feature=None) -> Variant:
+def build(variant: labels.Spec, feature: labels.Spec | None = None) -> Variant:
     """The memory a sweep's spec names (``capacity.sweep.Spec``: a registered name or import path with parameters,
     or the object itself), with the feature map ``feature`` (a spec too, or None) handed to it."""
     if variant.obj is not None:
@@ -323,7 +330,7 @@ def build(variant, feature=None) -> Variant:
             raise CapacityError(
                 f"variant {variant.label!r} is an object; feature maps go to registered variants (feature={feature.label!r})"
             )
-        return variant.obj
+        return cast(Variant, variant.obj)  # the sweep puts only variant objects there (is_variant)
     kwargs = variant.kwargs
     if feature is not None:
         clash = sorted(set(kwargs) & (set(feature.kwargs) | {"feature"}))
@@ -335,7 +342,7 @@ def build(variant, feature=None) -> Variant:
     return resolve(variant.name, **kwargs)
 
 
-def label(variant) -> str:
+def label(variant: object) -> str:
     """The one label of a memory, whether it came as an object, a name or an import path: ``name(params)`` for a
     registered class, ``module:Class(params)`` otherwise (a memory's own ``label`` string wins), showing every
     parameter that differs from the constructor's default, whatever its value.

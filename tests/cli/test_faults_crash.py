@@ -1,0 +1,260 @@
+"""A crash of the command's own process is one line, exit 2, naming the code that ran (issue 31).
+
+A segfault (``ctypes.string_at(0)``) or ``os.abort()`` in a memory's ``write``, met in the behavioural fingerprint
+(plan time) or in the measurement under ``--executor serial``: both run in the command's process, which the crash
+ends; the process the user started (``capacity.base._supervise``) names the memory and the call from the breadcrumb
+``capacity.errors.user_code`` leaves. And the supervisor on its own: stop signals forwarded once, the child's status
+passed on, no process left when it is killed. Subprocesses only: the process itself is what is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor forks (Linux)")
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+MEMORY = """
+import ctypes, os
+import torch
+
+
+class Mem:
+    name = "mem"
+
+    def __init__(self, c=1.0):
+        self.c = c
+
+    @property
+    def params(self):
+        return {{"c": self.c}}
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return torch.zeros(batch, d, dv, device=device)
+
+    def write(self, state, k, v):
+        if {when}:
+            {crash}
+        return state + k.float().transpose(1, 2) @ v.float()
+
+    def read(self, state, q):
+        return self.c * (q.float() @ state)
+
+    def state_numel(self, d, dv):
+        return d * dv
+"""
+
+CRASHES = {"segfault": ("ctypes.string_at(0)", "SIGSEGV"), "abort": ("os.abort()", "SIGABRT")}
+WHEN = {
+    "fingerprint": "True",  # the first write of all: the behavioural fingerprint, at plan time
+    "serial": "k.shape[1] > 24",  # past the fingerprint's 24 pairs: the measurement, in the command's process
+}
+
+
+def _cli(tmp_path, *args, **kw) -> subprocess.CompletedProcess:
+    env = {**ENV, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, "-m", "capacity.cli", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
+
+
+@pytest.mark.slow  # a process of its own: about 5 s each on the shared 2-core VM, most of it importing torch
+@pytest.mark.parametrize("crash", sorted(CRASHES))
+@pytest.mark.parametrize("where", sorted(WHEN))
+def test_a_crash_in_the_users_write_is_one_line_naming_the_memory(tmp_path, crash, where):
+    line, signame = CRASHES[crash]
+    mod = f"crashmod_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{mod}.py").write_text(textwrap.dedent(MEMORY.format(when=WHEN[where], crash=line)))
+    argv = ["compare", f"{mod}:Mem", "--d", "8", "--load", "4", "--seeds", "1", "--quiet", "--executor", "serial"]
+    proc = _cli(tmp_path, *argv, "--out", tmp_path / "o")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"capacity: error: memory '{mod}:Mem") and "in write()" in lines[0], lines[0]
+    assert signame in lines[0], lines[0]
+    assert proc.stdout == ""
+
+
+# ---------------------------------------------------------------- the supervisor on its own (no torch: fast)
+
+SUPERVISED = """
+import os, signal, sys, time
+from capacity.base import _supervise
+from capacity.errors import user_code
+
+_supervise.supervise()
+print(os.getpid(), flush=True)
+{body}
+"""
+
+
+def _supervised(body: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", SUPERVISED.format(body=textwrap.dedent(body))],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    "body,status,line",
+    [
+        ("sys.exit(7)", 7, None),  # the child's status, passed on
+        ("os.kill(os.getpid(), signal.SIGTERM)", 143, "capacity: terminated (SIGTERM)"),  # no handler: the status
+        (  # the closed pipe's status, quietly
+            "signal.signal(signal.SIGPIPE, signal.SIG_DFL)\nos.kill(os.getpid(), signal.SIGPIPE)",
+            141,
+            None,
+        ),
+        (
+            "with user_code(\"key family 'mine'\", 'in draw()'):\n    os.abort()",
+            2,
+            "capacity: error: key family 'mine' ended the process with SIGABRT (Aborted) in draw(); ",
+        ),
+        (  # the guarded block was left: the crash is not blamed on it
+            "with user_code(\"memory 'm'\", 'in write()'):\n    pass\nos.kill(os.getpid(), signal.SIGSEGV)",
+            2,
+            "capacity: error: the command's process crashed (SIGSEGV (Segmentation fault)) outside your code",
+        ),
+        (  # nested blocks: the inner one is named, and once left, the outer one again
+            "with user_code(\"memory 'outer'\", 'in read()'):\n"
+            "    with user_code(\"feature map 'inner'\", 'when built'):\n        pass\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)",
+            2,
+            "capacity: error: memory 'outer' ended the process with SIGKILL (Killed) in read(); ",
+        ),
+    ],
+)
+def test_the_supervisor_passes_the_status_on_and_names_a_crash(body, status, line):
+    proc = _supervised(body)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    child = int(out.split()[0])
+    assert child != proc.pid  # the body ran in the child
+    if line is None:
+        assert err == ""
+    else:
+        assert len(err.splitlines()) == 1 and err.startswith(line), err
+
+
+HANG = """
+from capacity import cli
+
+cli._handle_stops()  # the command's own handlers (what capacity.cli.main installs)
+try:
+    while True:
+        time.sleep(0.05)
+except BaseException as exc:  # the stop, raised once; a second one would interrupt the sleep below
+    print(type(exc).__name__, flush=True)
+    time.sleep(0.5)
+    print("unwound", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum,raised", [(signal.SIGINT, "KeyboardInterrupt"), (signal.SIGTERM, "Terminated")])
+@pytest.mark.parametrize("to", ["the process", "the group"])
+def test_a_stop_signal_reaches_the_command_once(signum, raised, to):
+    """kill of the process the user started is forwarded; kill of the group (both get it) stops the command once."""
+    proc = _supervised(HANG, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        child = int(proc.stdout.readline())
+        time.sleep(0.3)  # the handlers are in place
+        (os.kill if to == "the process" else os.killpg)(proc.pid, signum)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out.split() == [raised, "unwound"], (out, err)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def test_kill_9_of_the_supervisor_leaves_no_process():
+    proc = _supervised("while True:\n    time.sleep(0.05)")
+    try:
+        child = int(proc.stdout.readline())
+        assert _alive(child)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        end = time.monotonic() + 5
+        while _alive(child) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not _alive(child)
+    finally:
+        proc.kill()
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
+
+
+def test_ctrl_c_at_a_terminal_stops_the_command_once():
+    """Ctrl-C at a terminal: the kernel signals the whole foreground group (SI_KERNEL), child included; the
+    supervisor does not send it again, and the command stops once, as an unsupervised one would."""
+    import fcntl
+    import select
+    import termios
+
+    master, slave = os.openpty()
+
+    def terminal() -> None:  # the pty as controlling terminal of a new session: its foreground group is ours
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISED.format(body=HANG)],
+        env=ENV,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=terminal,
+    )
+    os.close(slave)
+    seen = b""
+
+    def read_until(word: bytes, timeout: float) -> None:
+        nonlocal seen
+        end = time.monotonic() + timeout
+        while word not in seen and time.monotonic() < end:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:  # the terminal's last writer is gone
+                    return
+
+    try:
+        read_until(b"\n", 30)  # the child's pid: the handlers are in place right after
+        time.sleep(0.3)
+        os.write(master, b"\x03")  # what the terminal sends for Ctrl-C
+        read_until(b"unwound", 10)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        os.close(master)
+    lines = seen.decode().replace("^C", "").split()  # the terminal echoes Ctrl-C as ^C
+    assert proc.returncode == 0 and lines[1:] == ["KeyboardInterrupt", "unwound"], seen
