@@ -51,24 +51,31 @@ PLUGIN_PKG = Path(__file__).resolve().parent / "plugin_pkg"  # user modules the 
 class Cli:
     """``python -m capacity.cli`` in a fresh interpreter (the fixture ``cli``).
 
-    ``cli(*args, env=None, timeout=300, **kw)``: run to the end, stdout and stderr captured as text (a
-    ``CompletedProcess``); ``cli.start(*args, env=None, **kw)``: a ``Popen`` in a session of its own, for tests that
-    send signals or watch children; ``cli.one_line(code, err, *fragments, status=2)``: check that a run ended with
-    ``status`` and one line on stderr (no traceback) holding every fragment, and return the line. The environment is
-    the test's with one torch thread and ``tests/plugin_pkg`` on PYTHONPATH; ``env`` adds to it (or, with
-    ``env=...`` holding ``PYTHONPATH``, replaces it)."""
+    ``cli(*args, env=None, path=(), timeout=300, **kw)``: run to the end, stdout and stderr captured as text (a
+    ``CompletedProcess``); ``cli.start(*args, env=None, path=(), **kw)``: a ``Popen`` in a session of its own, for
+    tests that send signals or watch children; ``cli.one_line(code, err, *fragments, status=2)``: check that a run
+    ended with ``status`` and one line on stderr (no traceback) holding every fragment, and return the line;
+    ``cli.fails(proc, *fragments, status=2)``: the same for a finished process. The environment is the test's with
+    one torch thread and ``tests/plugin_pkg`` on PYTHONPATH, after the folders ``path``; ``env`` adds to it."""
 
-    def env(self, extra: dict | None = None) -> dict:
-        path = os.pathsep.join(p for p in (str(PLUGIN_PKG), os.environ.get("PYTHONPATH", "")) if p)
-        return {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", **(extra or {})}
+    def env(self, extra: dict | None = None, path=()) -> dict:
+        folders = [*map(str, path), str(PLUGIN_PKG), os.environ.get("PYTHONPATH", "")]
+        return {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(f for f in folders if f),
+            "OMP_NUM_THREADS": "1",
+            **(extra or {}),
+        }
 
-    def __call__(self, *args, env: dict | None = None, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    def __call__(
+        self, *args, env: dict | None = None, path=(), timeout: float = 300, **kw
+    ) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
-        return subprocess.run(cmd, env=self.env(env), capture_output=True, text=True, timeout=timeout, **kw)
+        return subprocess.run(cmd, env=self.env(env, path), capture_output=True, text=True, timeout=timeout, **kw)
 
-    def start(self, *args, env: dict | None = None, **kw) -> subprocess.Popen:
+    def start(self, *args, env: dict | None = None, path=(), **kw) -> subprocess.Popen:
         cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
-        return subprocess.Popen(cmd, env=self.env(env), text=True, start_new_session=True, **kw)
+        return subprocess.Popen(cmd, env=self.env(env, path), text=True, start_new_session=True, **kw)
 
     @staticmethod
     def one_line(code: int, err: str, *fragments: str, status: int = 2) -> str:
@@ -78,6 +85,9 @@ class Cli:
         for f in fragments:
             assert f in lines[0], lines[0]
         return lines[0]
+
+    def fails(self, proc: subprocess.CompletedProcess, *fragments: str, status: int = 2) -> str:
+        return self.one_line(proc.returncode, proc.stderr, *fragments, status=status)
 
 
 @pytest.fixture

@@ -103,6 +103,7 @@ def test_the_pages_have_examples_to_run():
     assert len(PAGES) >= 8 and len(RUN) >= 10, [_rel(p) for p in PAGES]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code,printed", RUN)
 def test_python_example_runs(code, printed, tmp_path, monkeypatch, capsys):
     """Each example runs; where the page shows what it prints, it prints that."""

@@ -77,6 +77,7 @@ def test_resolve_takes_names_objects_and_import_paths():
         variants.resolve("capacity.theory:frame_bound(n=2, d=1)")
 
 
+@pytest.mark.slow
 def test_an_object_in_a_grid_measures_what_the_probe_measures(tmp_path):
     obj = usermem.GainMemory(0.5)
     study = Study(
@@ -103,18 +104,12 @@ def test_a_class_from_main_runs_serially_and_is_refused_by_workers(tmp_path):
     assert sweep.run(study, out=tmp_path, device="cpu", progress=False).measured == 1  # auto: in this process
 
 
-def _cli(*args, cwd, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "capacity.cli", *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("executor", ["auto", "processes", "dask"])
-def test_compare_a_user_module_with_workers_that_never_ran_the_script(tmp_path, executor):
+def test_compare_a_user_module_with_workers_that_never_ran_the_script(cli, tmp_path, executor):
     """The module is on PYTHONPATH only: workers import it by path, nothing registered it."""
     out = tmp_path / "out"
-    proc = _cli(
+    proc = cli(
         "compare",
         "usermem:GainMemory(c=0.5)",
         "linear",
@@ -212,10 +207,10 @@ def test_plugins_load_path_errors_are_one_line():
 
 
 @pytest.mark.slow
-def test_import_registers_a_plugin_in_every_worker(tmp_path):
+def test_import_registers_a_plugin_in_every_worker(cli, tmp_path):
     """--import MODULE: the module registers its variant on import, here and in every worker process."""
     out = tmp_path / "out"
-    proc = _cli(
+    proc = cli(
         "run",
         "capacity-vs-d",
         "--import",
@@ -242,7 +237,7 @@ def test_import_registers_a_plugin_in_every_worker(tmp_path):
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(out / "capacity-vs-d.nc") as ds:
         assert list(ds.variant.values) == ["registered-gain(c=0.5)", "linear"]
-    missing = _cli("run", "capacity-vs-d", "--import", "nosuchplugin", "--out", str(out), cwd=tmp_path)
+    missing = cli("run", "capacity-vs-d", "--import", "nosuchplugin", "--out", str(out), cwd=tmp_path)
     assert missing.returncode == 2 and "--import nosuchplugin" in missing.stderr and "Traceback" not in missing.stderr
 
 

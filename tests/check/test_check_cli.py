@@ -165,6 +165,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
     assert len(err) == 1 and err[0].startswith("capacity: error:") and match in err[0]
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_no_traceback():
     proc = subprocess.run(
         [sys.executable, "-m", "capacity.cli", "check", "--seed", "-3"], capture_output=True, text=True

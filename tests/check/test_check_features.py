@@ -20,6 +20,7 @@ ROWS = {  # theorem -> the functions of capacity.theory its rows name
 BOUNDS = {"recall_at"}  # also named by a bound row (">="), which a 3% larger or smaller bound need not fail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("theorem", list(ROWS))
 def test_a_formula_off_by_three_percent_fails_its_row(monkeypatch, theorem):
     for name in ROWS[theorem]:

@@ -219,6 +219,7 @@ def _same(a: xr.Dataset, b: xr.Dataset) -> list[str]:
     return [m for m in a.data_vars if not np.array_equal(a[m].values, b[m].values, equal_nan=True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SPECS))
 @pytest.mark.parametrize("d,n", [(16, 64), (33, 132), (256, 300)])
 def test_a_seed_reads_the_same_bits_alone_and_in_any_batch(name, d, n):

@@ -30,21 +30,6 @@ SMALL = ["variant=linear,delta", "keys=gaussian", "d=8", "load=1/2,1,2", "seed=0
 SLOW = ["slowmem:SlowMemory(sleep=0.25)", "--d", "8,12,16,24,32,48", "--load", "1/2,1,2", "--seeds", "1"]
 
 
-def _cli(*args, env=ENV, timeout=300, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "capacity.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
-
-
-def _one_line(proc, code=2, *fragments):
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == code, proc.stderr
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
-    return lines[0]
-
-
 def _children(pid: int) -> set[int]:
     """Every live descendant of ``pid`` (from /proc)."""
     parent = {}
@@ -147,7 +132,8 @@ def test_a_code_change_invalidates_every_stored_point(reference, tmp_path, monke
     assert again.reused == 0 and again.measured == 12
 
 
-def test_editing_a_user_variant_changes_the_numbers(tmp_path):
+@pytest.mark.slow
+def test_editing_a_user_variant_changes_the_numbers(cli, tmp_path):
     mod = tmp_path / "editmem.py"
     mod.write_text((PKG / "usermem.py").read_text())
     env = {**ENV, "PYTHONPATH": str(tmp_path) + os.pathsep + ENV["PYTHONPATH"]}
@@ -164,13 +150,13 @@ def test_editing_a_user_variant_changes_the_numbers(tmp_path):
         str(tmp_path / "o"),
         "--quiet",
     ]
-    assert _cli(*args, env=env).returncode == 0
+    assert cli(*args, env=env).returncode == 0
     with xr.open_dataset(tmp_path / "o" / "compare.nc") as ds:
         before = ds.mse.values.copy()
     mod.write_text(
         mod.read_text().replace("return self.c * (q.float() @ state)", "return 2 * self.c * (q.float() @ state)")
     )
-    proc = _cli(*args, env=env)
+    proc = cli(*args, env=env)
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(tmp_path / "o" / "compare.nc") as ds:
         assert not np.allclose(ds.mse.values, before)
@@ -189,6 +175,7 @@ def test_checking_learned_keys_optimises_nothing(monkeypatch):
         check(studies.get("capacity-vs-d").with_overrides(["keys=learned(steps=0)"]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sets,fragments",
     [
@@ -201,12 +188,12 @@ def test_checking_learned_keys_optimises_nothing(monkeypatch):
         (["variant=nosuch:Thing"], ("cannot import 'nosuch'",)),
     ],
 )
-def test_bad_values_stop_before_any_work(tmp_path, sets, fragments):
+def test_bad_values_stop_before_any_work(cli, tmp_path, sets, fragments):
     args = ["run", "capacity-vs-d", "--out", str(tmp_path / "o"), "--device", "cpu"]
     for s in sets:
         args += ["--set", s]
     t0 = time.perf_counter()
-    _one_line(_cli(*args), 2, *fragments)
+    cli.fails(cli(*args), *fragments)
     assert not (tmp_path / "o" / ".sweep" / "capacity-vs-d").exists() or not any(
         (tmp_path / "o" / ".sweep" / "capacity-vs-d").glob("*.json")
     )
@@ -221,25 +208,27 @@ def test_a_study_name_cannot_escape_the_output_folder():
 # ---------------------------------------------------------------- paths
 
 
-def test_bad_output_paths_are_one_line(tmp_path):
+@pytest.mark.slow
+def test_bad_output_paths_are_one_line(cli, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
     small = [a for s in SMALL for a in ("--set", s)]
-    _one_line(_cli("run", "capacity-vs-d", *small, "--out", str(afile)), 2, "is a file, not a folder")
+    cli.fails(cli("run", "capacity-vs-d", *small, "--out", str(afile)), "is a file, not a folder")
     (tmp_path / "o" / "capacity-vs-d.nc").mkdir(parents=True)
-    _one_line(_cli("run", "capacity-vs-d", *small, "--out", str(tmp_path / "o")), 2, "is a folder")
+    cli.fails(cli("run", "capacity-vs-d", *small, "--out", str(tmp_path / "o")), "is a folder")
     if Path("/sys/kernel").is_dir():  # a folder that even root cannot write
-        _one_line(_cli("run", "capacity-vs-d", *small, "--out", "/sys/kernel"), 2, "cannot write")
-    _one_line(_cli("plot", str(tmp_path / "missing.nc")), 2, "no such results file")
+        cli.fails(cli("run", "capacity-vs-d", *small, "--out", "/sys/kernel"), "cannot write")
+    cli.fails(cli("plot", str(tmp_path / "missing.nc")), "no such results file")
 
 
-def test_plot_onto_a_file_and_figures_written_whole(reference, tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_plot_onto_a_file_and_figures_written_whole(cli, reference, tmp_path, monkeypatch):
     _, ref = reference
     path = tmp_path / "r.nc"
     ref.to_netcdf(path, engine="h5netcdf")
     afile = tmp_path / "afile"
     afile.write_text("x")
-    _one_line(_cli("plot", str(path), "--out", str(afile)), 2, "is a file")
+    cli.fails(cli("plot", str(path), "--out", str(afile)), "is a file")
     from capacity import plots
 
     real = Path.write_bytes
@@ -276,6 +265,7 @@ def test_an_output_folder_that_fails_mid_run_keeps_what_was_saved(reference, tmp
     assert again.reused == 6 and again.dataset.drop_attrs().equals(ref.drop_attrs())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv,fragments",
     [
@@ -284,17 +274,18 @@ def test_an_output_folder_that_fails_mid_run_keeps_what_was_saved(reference, tmp
         (["check", "--only", ","], ("no theorem selected",)),
     ],
 )
-def test_bad_devices_and_selections_are_one_line(argv, fragments):
-    _one_line(_cli(*argv), 2, *fragments)
+def test_bad_devices_and_selections_are_one_line(cli, argv, fragments):
+    cli.fails(cli(*argv), *fragments)
 
 
 # ---------------------------------------------------------------- processes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "executor,moment", [("processes", "after a group"), ("processes", "at start-up"), ("dask", "after a group")]
 )
-def test_kill_9_of_the_run_leaves_no_worker_behind(tmp_path, executor, moment):
+def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, executor, moment):
     proc = _start_slow(tmp_path / "o", "--executor", executor, "--workers", "2")
     try:
         if moment == "at start-up":  # workers spawned, none finished
@@ -313,12 +304,13 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(tmp_path, executor, moment):
         assert not _alive(kids), f"left behind: {_alive(kids)}"
     finally:
         proc.kill()
-    resumed = _cli("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
+    resumed = cli("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
     assert resumed.returncode == 0 and "measured in" in resumed.stderr
     if moment == "after a group":
         assert " 0 reused" not in resumed.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_run_in_one_line_and_takes_the_workers(tmp_path):
     proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
     try:
@@ -336,6 +328,7 @@ def test_sigterm_ends_the_run_in_one_line_and_takes_the_workers(tmp_path):
         proc.kill()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
     proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
     try:
@@ -357,6 +350,7 @@ def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
         proc.kill()
 
 
+@pytest.mark.slow
 def test_two_runs_into_one_folder_measure_each_point_once(tmp_path):
     a = _start_slow(tmp_path / "o", "--executor", "serial")
     time.sleep(0.5)

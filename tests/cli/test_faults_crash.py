@@ -60,27 +60,15 @@ WHEN = {
 }
 
 
-def _cli(tmp_path, *args, **kw) -> subprocess.CompletedProcess:
-    env = {**ENV, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run(
-        [sys.executable, "-m", "capacity.cli", *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **kw,
-    )
-
-
 @pytest.mark.slow  # a process of its own: about 5 s each on the shared 2-core VM, most of it importing torch
 @pytest.mark.parametrize("crash", sorted(CRASHES))
 @pytest.mark.parametrize("where", sorted(WHEN))
-def test_a_crash_in_the_users_write_is_one_line_naming_the_memory(tmp_path, crash, where):
+def test_a_crash_in_the_users_write_is_one_line_naming_the_memory(cli, tmp_path, crash, where):
     line, signame = CRASHES[crash]
     mod = f"crashmod_{uuid.uuid4().hex[:10]}"
     (tmp_path / f"{mod}.py").write_text(textwrap.dedent(MEMORY.format(when=WHEN[where], crash=line)))
     argv = ["compare", f"{mod}:Mem", "--d", "8", "--load", "4", "--seeds", "1", "--quiet", "--executor", "serial"]
-    proc = _cli(tmp_path, *argv, "--out", tmp_path / "o")
+    proc = cli(*argv, "--out", tmp_path / "o", path=[tmp_path], timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr

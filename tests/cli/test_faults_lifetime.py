@@ -87,25 +87,6 @@ def _main(capsys, *argv):
     return code, out, err
 
 
-def _one_line(code, err, *fragments, status=2) -> str:
-    lines = err.strip().splitlines()
-    assert code == status, err
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for f in fragments:
-        assert f in lines[0], lines[0]
-    return lines[0]
-
-
-def _cli(*args, env=None, **kw):
-    return subprocess.Popen(
-        [sys.executable, "-m", "capacity.cli", *map(str, args)],
-        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
-        text=True,
-        start_new_session=True,
-        **kw,
-    )
-
-
 def _alive(pid: int) -> bool:
     """The process runs (a zombie, killed and not yet reaped, does not)."""
     try:
@@ -134,26 +115,26 @@ def _cells(root: Path, *keys: str) -> None:
         store.save(key, {(0, 8): {"mse": np.float64(1.0)}}, {}, {"mse": "<f8"}, {})
 
 
-def test_prune_refuses_while_a_run_holds_the_store(tmp_path, capsys):
+def test_prune_refuses_while_a_run_holds_the_store(cli, tmp_path, capsys):
     root = tmp_path / "o" / ".sweep" / "compare"
     root.mkdir(parents=True)
     _cells(root, "a" * 64, "b" * 64)
     Store(root).record("compare", ["a" * 64])
     with _files.lock(root):  # what a run holds from before it loads the store until its manifest is written
         code, _, err = _main(capsys, "store", tmp_path / "o", "--prune")
-    _one_line(code, err, f"a run is writing {root}", "nothing was removed")
+    cli.one_line(code, err, f"a run is writing {root}", "nothing was removed")
     assert (root / f"{'b' * 64}.json").exists()
 
 
 @pytest.mark.slow  # two small runs in this process: about 5 s on the shared 2-core VM
-def test_prune_keeps_what_a_cut_short_run_resumes_from_unless_all(tmp_path, monkeypatch, capsys):
+def test_prune_keeps_what_a_cut_short_run_resumes_from_unless_all(cli, tmp_path, monkeypatch, capsys):
     """A run that fails after storing some cells (as after kill -9: no finished run) leaves cells that the same
     command reuses; prune keeps them."""
     mod = _memory(tmp_path, monkeypatch, write="if k.shape[1] > 24 and k.shape[2] == 16: raise ValueError('broken')")
     out = tmp_path / "o"
     argv = _compare(out, "linear", f"{mod}:Mem", load="4", d="8,16", extra=("--executor", "serial"))
     code, _, err = _main(capsys, *argv)
-    _one_line(code, err, "ValueError in write(): broken")
+    cli.one_line(code, err, "ValueError in write(): broken")
     root = out / ".sweep" / "compare"
     cells = lambda: sorted(p.name for p in root.glob("*.json") if p.name != "manifest.json")
     saved = cells()
@@ -184,7 +165,7 @@ def test_prune_all_removes_cells_of_unfinished_runs(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("manifest", ["{not json", '{"cells": 3}', "fifo", "folder"])
-def test_prune_refuses_a_manifest_it_cannot_read(tmp_path, capsys, manifest):
+def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, capsys, manifest):
     root = tmp_path / "o" / ".sweep" / "s"
     root.mkdir(parents=True)
     _cells(root, "a" * 64, "b" * 64)
@@ -196,7 +177,7 @@ def test_prune_refuses_a_manifest_it_cannot_read(tmp_path, capsys, manifest):
     else:
         path.write_text(manifest)
     code, _, err = _main(capsys, "store", tmp_path / "o", "--prune")
-    _one_line(code, err, f"cannot read the store's manifest {path}", "nothing was removed")
+    cli.one_line(code, err, f"cannot read the store's manifest {path}", "nothing was removed")
     assert len(list(root.glob("?" * 64 + ".json"))) == 2
     code, printed, err = _main(capsys, "store", tmp_path / "o")  # a listing shows what it can, and says so
     assert code == 0 and printed.splitlines()[1].split()[:3] == ["s", "2", "?"], printed
@@ -206,20 +187,20 @@ def test_prune_refuses_a_manifest_it_cannot_read(tmp_path, capsys, manifest):
 # ---------------------------------------------------------------- user code that ends the process or hangs
 
 
-def test_system_exit_in_write_is_one_line_naming_the_memory(tmp_path, monkeypatch, capsys):
+def test_system_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch, capsys):
     """The behavioural fingerprint runs write at plan time: it too runs it under the guard."""
     mod = _memory(tmp_path, monkeypatch, write="raise SystemExit(7)")
     code, _, err = _main(capsys, *_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial")))
-    _one_line(code, err, f"memory '{mod}:Mem", "SystemExit in write(): 7", HINT)
+    cli.one_line(code, err, f"memory '{mod}:Mem", "SystemExit in write(): 7", HINT)
 
 
 @pytest.mark.slow  # a process of its own (about 6 s here, most of it importing torch)
 @pytest.mark.parametrize("executor", ["serial", "processes"])
-def test_os_exit_in_write_is_one_line_naming_the_memory(tmp_path, monkeypatch, executor):
+def test_os_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch, executor):
     mod = _memory(tmp_path, monkeypatch, write="os._exit(3)")
-    proc = _cli(*_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", executor)), stderr=subprocess.PIPE)
+    proc = cli.start(*_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", executor)), stderr=subprocess.PIPE)
     _, err = proc.communicate(timeout=120)
-    _one_line(proc.returncode, err, f"memory '{mod}:Mem", "called os._exit(3) in write()")
+    cli.one_line(proc.returncode, err, f"memory '{mod}:Mem", "called os._exit(3) in write()")
 
 
 HANG = """if {when}:
@@ -244,12 +225,12 @@ def _default_sigint():
     ],
 )
 def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
-    tmp_path, monkeypatch, signum, status, when, word
+    cli, tmp_path, monkeypatch, signum, status, when, word
 ):
     """The memory swallows every Exception while it hangs: the stop is a BaseException, and never its fault."""
     mod = _memory(tmp_path, monkeypatch, write=HANG.format(when=when, caught="Exception"))
     argv = _compare(tmp_path / "o", f"{mod}:Mem", load="4", extra=("--executor", "serial"))
-    proc = _cli(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+    proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     try:
         _wait_for(lambda: (tmp_path / "entered").exists(), 60, "the memory's write")
         proc.send_signal(signum)
@@ -265,11 +246,11 @@ def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
 @pytest.mark.parametrize(
     "signum,status,word", [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted")]
 )
-def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(tmp_path, monkeypatch, signum, status, word):
+def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_path, monkeypatch, signum, status, word):
     """A write that catches BaseException too: after capacity.cli.GRACE seconds the command ends anyway."""
     mod = _memory(tmp_path, monkeypatch, write=HANG.format(when="True", caught="BaseException"))
     argv = _compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial"))
-    proc = _cli(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+    proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     try:
         _wait_for(lambda: (tmp_path / "entered").exists(), 60, "the memory's write")
         proc.send_signal(signum)
@@ -279,22 +260,22 @@ def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(tmp_path, mo
     assert proc.returncode == status and word in err and "Traceback" not in err, err
 
 
-def test_the_needle_task_runs_the_memory_as_user_code(tmp_path, monkeypatch, capsys):
+def test_the_needle_task_runs_the_memory_as_user_code(cli, tmp_path, monkeypatch, capsys):
     mod = _memory(tmp_path, monkeypatch, read="if q.shape[1] == 1: raise IndexError('read past the end')")
     sets = [f"variant={mod}:Mem", "haystack=random", "depth=0,1", "n=16", "d=8", "seed=0", "candidates=16"]
     argv = ["run", "needle", "--out", tmp_path / "o", "--quiet", "--executor", "serial"]
     code, _, err = _main(capsys, *argv, *[x for s in sets for x in ("--set", s)])
-    _one_line(code, err, f"memory '{mod}:Mem", "IndexError in read(): read past the end", HINT)
+    cli.one_line(code, err, f"memory '{mod}:Mem", "IndexError in read(): read past the end", HINT)
 
 
-def test_an_allocation_failure_in_the_users_write_names_the_memory(tmp_path, monkeypatch, capsys):
+def test_an_allocation_failure_in_the_users_write_names_the_memory(cli, tmp_path, monkeypatch, capsys):
     mod = _memory(
         tmp_path,
         monkeypatch,
         write="if k.shape[1] > 24: raise RuntimeError('DefaultCPUAllocator: can\\'t allocate memory: you tried to allocate 10^12')",
     )
     code, _, err = _main(capsys, *_compare(tmp_path / "o", f"{mod}:Mem", load="4", extra=("--executor", "serial")))
-    line = _one_line(code, err, f"memory '{mod}:Mem", "in write() could not allocate memory", "can't allocate")
+    line = cli.one_line(code, err, f"memory '{mod}:Mem", "in write() could not allocate memory", "can't allocate")
     assert not line.startswith("capacity: error: probe"), line
 
 
@@ -479,13 +460,13 @@ def test_a_file_read_while_built_or_fingerprinted_is_in_the_reuse_key(tmp_path, 
 # ---------------------------------------------------------------- one line each, named for what failed
 
 
-def test_top_k_nan_is_refused_by_name(tmp_path, capsys):
+def test_top_k_nan_is_refused_by_name(cli, tmp_path, capsys):
     code, _, err = _main(capsys, "run", "capacity-vs-d", "--set", "top_k=nan", "--out", tmp_path)
-    _one_line(code, err, "top_k must be a whole number >= 1, got nan")
+    cli.one_line(code, err, "top_k must be a whole number >= 1, got nan")
 
 
 @pytest.mark.parametrize("how", ["before Python starts", "after"])
-def test_list_with_stdout_closed_is_one_line(how):
+def test_list_with_stdout_closed_is_one_line(cli, how):
     """Closed before Python starts (``capacity list >&-``: sys.stdout is None) or after (a descriptor closed)."""
     code = "import os; os.close(1); " if how == "after" else ""
     proc = subprocess.run(
@@ -496,14 +477,14 @@ def test_list_with_stdout_closed_is_one_line(how):
         timeout=60,
         preexec_fn=(lambda: os.close(1)) if how != "after" else None,
     )
-    _one_line(proc.returncode, proc.stderr, "standard output is closed: 'capacity list' has nowhere to print")
+    cli.one_line(proc.returncode, proc.stderr, "standard output is closed: 'capacity list' has nowhere to print")
 
 
 @pytest.mark.slow
-def test_run_piped_into_head_draws_its_figures_and_ends_as_list_does(tmp_path):
+def test_run_piped_into_head_draws_its_figures_and_ends_as_list_does(cli, tmp_path):
     """141 without a message, as every command whose reader went away (tests/cli/test_faults_pipe.py), after all of
     its work: the figures are drawn, no false warning."""
-    proc = _cli(
+    proc = cli.start(
         *_compare(tmp_path / "o", "linear", extra=("--executor", "serial")),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -518,14 +499,14 @@ def test_run_piped_into_head_draws_its_figures_and_ends_as_list_does(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_unwritable_mplconfigdir_leaves_no_folder_behind(tmp_path, stored):
+def test_an_unwritable_mplconfigdir_leaves_no_folder_behind(cli, tmp_path, stored):
     """MPLCONFIGDIR below a file: matplotlib would make its own folder in TMPDIR and leave it (the command ends
     without the interpreter's teardown)."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     (tmp_path / "file").write_text("")
     env = {"MPLCONFIGDIR": str(tmp_path / "file" / "mpl"), "TMPDIR": str(temp)}
-    proc = _cli("plot", stored[0] / "compare.nc", "--out", tmp_path / "figs", env=env, stderr=subprocess.PIPE)
+    proc = cli.start("plot", stored[0] / "compare.nc", "--out", tmp_path / "figs", env=env, stderr=subprocess.PIPE)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and err == "", err
     assert list(temp.iterdir()) == []

@@ -37,27 +37,6 @@ def _main(capsys, *argv):
     return code, out, err
 
 
-def _one_line(code, err, *fragments) -> str:
-    lines = err.strip().splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for f in fragments:
-        assert f in lines[0], lines[0]
-    return lines[0]
-
-
-def _cli(*args, env=ENV, timeout=300, preexec_fn=None, **kw):
-    return subprocess.run(
-        [sys.executable, "-m", "capacity.cli", *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=preexec_fn,
-        **kw,
-    )
-
-
 def _store_files(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in (out / ".sweep" / "compare").glob("*.json")}
 
@@ -65,15 +44,16 @@ def _store_files(out: Path) -> dict[str, bytes]:
 # ---------------------------------------------------------------- the disk
 
 
-def test_a_file_size_limit_while_the_results_are_written_is_one_line_with_the_store_intact(tmp_path, capsys):
+@pytest.mark.slow
+def test_a_file_size_limit_while_the_results_are_written_is_one_line_with_the_store_intact(cli, tmp_path, capsys):
     out = tmp_path / "o"
     limit = 16 * 1024  # above a group's file (about 2 KB), below the results file (about 30 KB)
 
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    proc = _cli(*SMALL, "--out", out, "--quiet", preexec_fn=small_files)
-    _one_line(proc.returncode, proc.stderr, f"cannot write {out / 'compare.nc'}", "File too large", "run the same")
+    proc = cli(*SMALL, "--out", out, "--quiet", preexec_fn=small_files)
+    cli.one_line(proc.returncode, proc.stderr, f"cannot write {out / 'compare.nc'}", "File too large", "run the same")
     stored = _store_files(out)
     assert stored and all(len(b) < limit for b in stored.values())
     assert not (out / "compare.nc").exists() and not list(out.glob(".*.tmp"))
@@ -84,18 +64,19 @@ def test_a_file_size_limit_while_the_results_are_written_is_one_line_with_the_st
         assert np.isfinite(ds.mse.values).all()
 
 
-def test_a_file_size_limit_while_a_group_is_saved_is_one_line(tmp_path):
+@pytest.mark.slow
+def test_a_file_size_limit_while_a_group_is_saved_is_one_line(cli, tmp_path):
     def tiny_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
 
-    proc = _cli(*SMALL, "--out", tmp_path / "o", "--quiet", preexec_fn=tiny_files)
-    _one_line(proc.returncode, proc.stderr, "cannot save measured points", "File too large")
+    proc = cli(*SMALL, "--out", tmp_path / "o", "--quiet", preexec_fn=tiny_files)
+    cli.one_line(proc.returncode, proc.stderr, "cannot save measured points", "File too large")
     left = [p.name for p in (tmp_path / "o" / ".sweep" / "compare").iterdir()]
     assert left == ["manifest.json"]  # no partial group, no temporary file; the manifest lists the cells pending
 
 
 def test_a_full_disk_while_the_results_are_written_is_one_line_and_leaves_no_partial_file(
-    tmp_path, monkeypatch, capsys
+    cli, tmp_path, monkeypatch, capsys
 ):
     out = tmp_path / "o"
     assert _main(capsys, *SMALL, "--out", out, "--quiet")[0] == 0  # the groups are stored
@@ -111,7 +92,7 @@ def test_a_full_disk_while_the_results_are_written_is_one_line_and_leaves_no_par
 
     monkeypatch.setattr(Path, "write_bytes", fills_half_way)
     code, _, err = _main(capsys, *SMALL, "--out", out, "--quiet")
-    _one_line(code, err, "cannot write", "No space left on device", "the measured points are saved")
+    cli.one_line(code, err, "cannot write", "No space left on device", "the measured points are saved")
     assert not (out / "compare.nc").exists() and not list(out.glob(".*.tmp"))
     assert _store_files(out) == stored
 
@@ -121,6 +102,7 @@ def _dead_pid() -> int:
     return int(proc.stdout)
 
 
+@pytest.mark.slow
 def test_temporary_files_of_killed_writes_are_removed_by_the_next_run(tmp_path, capsys):
     out, dead = tmp_path / "o", _dead_pid()
     (out / "figures").mkdir(parents=True)
@@ -180,8 +162,9 @@ class _Silent:
             c.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", [False, True], ids=["silent listener", "HTTP server"])
-def test_a_scheduler_that_never_answers_is_one_line_within_the_timeout(tmp_path, capsys, http):
+def test_a_scheduler_that_never_answers_is_one_line_within_the_timeout(cli, tmp_path, capsys, http):
     import dask
 
     server, box = _Silent(http), {}
@@ -196,7 +179,7 @@ def test_a_scheduler_that_never_answers_is_one_line_within_the_timeout(tmp_path,
             took = time.perf_counter() - t0
         assert not th.is_alive(), "still waiting for the scheduler after 60 s"
         out, err = capsys.readouterr()
-        _one_line(box["code"], err, address, "did not answer within 2 s" if not http else "Dask scheduler")
+        cli.one_line(box["code"], err, address, "did not answer within 2 s" if not http else "Dask scheduler")
         assert took < 30, took
         from distributed.client import _get_global_client
 
@@ -221,9 +204,10 @@ def test_a_closed_pipe_ends_quietly_with_the_shells_status():
     assert proc.returncode == PIPE_CLOSED and proc.stderr == b"", proc.stderr
 
 
-def test_paths_print_whatever_the_output_encoding(tmp_path):
+@pytest.mark.slow
+def test_paths_print_whatever_the_output_encoding(cli, tmp_path):
     out = tmp_path / "résultats-π"
-    proc = _cli(*SMALL, "--out", out, "--quiet", env={**ENV, "PYTHONIOENCODING": "ascii"})
+    proc = cli(*SMALL, "--out", out, "--quiet", env={**ENV, "PYTHONIOENCODING": "ascii"})
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     printed = proc.stdout.splitlines()
     assert printed[0] == str(out / "compare.nc").encode("ascii", "backslashreplace").decode()
@@ -231,13 +215,14 @@ def test_paths_print_whatever_the_output_encoding(tmp_path):
     assert (out / "compare.nc").exists() and "compare_error-vs-load.png" in figures and len(printed) == 1 + len(figures)
 
 
-def test_quiet_prints_nothing_with_an_unwritable_home_and_leaves_no_temporary_files(tmp_path):
+@pytest.mark.slow
+def test_quiet_prints_nothing_with_an_unwritable_home_and_leaves_no_temporary_files(cli, tmp_path):
     home, tmp = tmp_path / "home-is-a-file", tmp_path / "tmp"
     home.write_text("")  # no folder can be made under it, not even by root
     tmp.mkdir()
     env = {k: v for k, v in ENV.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
     env.update(HOME=str(home), TMPDIR=str(tmp))
-    proc = _cli(*SMALL, "--out", tmp_path / "o", "--quiet", env=env)
+    proc = cli(*SMALL, "--out", tmp_path / "o", "--quiet", env=env)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert (tmp_path / "o" / "figures" / "compare_error-vs-load.png").exists()
     assert not list(tmp.iterdir()), list(tmp.iterdir())
@@ -255,12 +240,12 @@ def test_quiet_prints_nothing_with_an_unwritable_home_and_leaves_no_temporary_fi
         ("--load", "0", "load must be a finite number > 0, got 0"),
     ],
 )
-def test_compare_reads_numbers_as_run_set_does(tmp_path, capsys, flag, value, fragment):
+def test_compare_reads_numbers_as_run_set_does(cli, tmp_path, capsys, flag, value, fragment):
     code, _, err = _main(capsys, "compare", "linear", flag, value, "--out", tmp_path / "o")
-    line = _one_line(code, err, fragment)
+    line = cli.one_line(code, err, fragment)
     key = flag.lstrip("-")
     code, _, err = _main(capsys, "run", "capacity-vs-d", "--set", f"{key}={value}", "--out", tmp_path / "o")
-    assert _one_line(code, err) == line  # the same words through --set
+    assert cli.one_line(code, err) == line  # the same words through --set
 
 
 def test_with_overrides_takes_one_assignment_or_a_dict():
@@ -275,7 +260,7 @@ def test_with_overrides_takes_one_assignment_or_a_dict():
             base.with_overrides(bad)
 
 
-def test_plot_of_a_results_file_whose_numbers_are_text_is_one_line(tmp_path, capsys):
+def test_plot_of_a_results_file_whose_numbers_are_text_is_one_line(cli, tmp_path, capsys):
     code, _, err = _main(capsys, *SMALL, "--out", tmp_path / "o", "--quiet")
     assert code == 0, err
     with xr.open_dataset(tmp_path / "o" / "compare.nc", engine="h5netcdf") as f:
@@ -283,7 +268,7 @@ def test_plot_of_a_results_file_whose_numbers_are_text_is_one_line(tmp_path, cap
     ds["mse"] = ds["mse"].astype(str)
     ds.to_netcdf(tmp_path / "text.nc", engine="h5netcdf")
     code, _, err = _main(capsys, "plot", tmp_path / "text.nc", "--out", tmp_path / "figs")
-    _one_line(code, err, "text.nc", "variable 'mse' holds", "not numbers")
+    cli.one_line(code, err, "text.nc", "variable 'mse' holds", "not numbers")
 
 
 def test_a_performer_map_too_large_is_refused_before_it_allocates(monkeypatch):
@@ -299,9 +284,9 @@ def test_a_performer_map_too_large_is_refused_before_it_allocates(monkeypatch):
     assert time.perf_counter() - t0 < 10
 
 
-def test_distractors_beyond_memory_are_refused_up_front_in_one_line(tmp_path, capsys):
+def test_distractors_beyond_memory_are_refused_up_front_in_one_line(cli, tmp_path, capsys):
     code, _, err = _main(capsys, "run", "mqar", "--set", "distractors=1000000000000", "--out", tmp_path / "o")
-    _one_line(code, err, "needs about", "tokens written", "fewer distractors")
+    cli.one_line(code, err, "needs about", "tokens written", "fewer distractors")
     assert not list((tmp_path / "o" / ".sweep" / "mqar").glob("*.json"))
 
 
@@ -330,6 +315,7 @@ def _note(fig) -> str:
     return fig._supxlabel.get_text().replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_figures_of_many_values_of_d_draw_a_few_panels(tmp_path):
     from capacity import plots, sweep
 

@@ -73,16 +73,6 @@ def _main(capsys, *argv):
     return code, out, err
 
 
-def _one_line(code, err, *fragments) -> str:
-    lines = err.strip().splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and "Traceback" not in err, err
-    assert lines[0].startswith("capacity: error: "), lines[0]
-    for f in fragments:
-        assert f in lines[0], lines[0]
-    return lines[0]
-
-
 def _compare(tmp_path, variant, *extra):
     return ["compare", variant, "--d", "8", "--load", "1,2", "--seeds", "1", "--out", tmp_path / "o", "--quiet", *extra]
 
@@ -110,13 +100,14 @@ def _compare(tmp_path, variant, *extra):
     ],
 )
 def test_a_plugin_memory_that_fails_is_one_line_naming_it_and_the_method(
-    tmp_path, monkeypatch, capsys, method, code, fragments
+    cli, tmp_path, monkeypatch, capsys, method, code, fragments
 ):
     mod = _memory(tmp_path, monkeypatch, **{method: code})
     status, _, err = _main(capsys, *_compare(tmp_path, f"{mod}:Mem", "--executor", "serial"))
-    _one_line(status, err, f"memory '{mod}:Mem", *fragments)
+    cli.one_line(status, err, f"memory '{mod}:Mem", *fragments)
 
 
+@pytest.mark.slow
 def test_an_error_in_a_worker_process_crosses_whole_and_traceback_shows_the_users_line(tmp_path, monkeypatch, capsys):
     mod = _memory(tmp_path, monkeypatch, write="return 1 / 0")
     args = _compare(tmp_path, f"{mod}:Mem", "--executor", "processes", "--workers", "1")
@@ -157,12 +148,12 @@ def test_user_code_errors_survive_pickling_with_their_traceback():
         ("import nosuchdependency_xyz\n", ("raised ModuleNotFoundError at import", "nosuchdependency_xyz")),
     ],
 )
-def test_a_module_that_fails_at_import_is_one_line(tmp_path, monkeypatch, capsys, source, fragments):
+def test_a_module_that_fails_at_import_is_one_line(cli, tmp_path, monkeypatch, capsys, source, fragments):
     mod = _module(tmp_path, monkeypatch, source)
     status, _, err = _main(capsys, *_compare(tmp_path, "linear", "--import", mod))
-    _one_line(status, err, f"module '{mod}'", *fragments)
+    cli.one_line(status, err, f"module '{mod}'", *fragments)
     status, _, err = _main(capsys, "run", "capacity-vs-d", "--set", f"variant={mod}:Mem", "--out", tmp_path / "o")
-    _one_line(status, err, f"module '{mod}'", *fragments)
+    cli.one_line(status, err, f"module '{mod}'", *fragments)
 
 
 @pytest.mark.parametrize(
@@ -173,12 +164,12 @@ def test_a_module_that_fails_at_import_is_one_line(tmp_path, monkeypatch, capsys
         ("nosuchplugin_xyz", ("cannot import 'nosuchplugin_xyz'", "PYTHONPATH")),
     ],
 )
-def test_import_names_that_are_no_modules_are_one_line(tmp_path, capsys, name, fragments):
+def test_import_names_that_are_no_modules_are_one_line(cli, tmp_path, capsys, name, fragments):
     status, _, err = _main(capsys, *_compare(tmp_path, "linear", "--import", name))
-    _one_line(status, err, *fragments)
+    cli.one_line(status, err, *fragments)
 
 
-def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(tmp_path, monkeypatch, capsys):
+def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(cli, tmp_path, monkeypatch, capsys):
     mod = _module(
         tmp_path,
         monkeypatch,
@@ -203,9 +194,9 @@ def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(tmp_p
     )
     run = ["run", "capacity-vs-d", "--set", "d=8", "--set", "load=1", "--set", "seed=0", "--out", tmp_path / "o"]
     status, _, err = _main(capsys, *run, "--set", f"keys={mod}:FAM")
-    _one_line(status, err, "key family 'mine' raised ValueError in draw(): no keys today")
+    cli.one_line(status, err, "key family 'mine' raised ValueError in draw(): no keys today")
     status, _, err = _main(capsys, *run, "--set", "variant=linear", "--set", f"feature={mod}:Phi")
-    _one_line(status, err, f"feature map '{mod}:Phi' raised OSError when built: weights not found")
+    cli.one_line(status, err, f"feature map '{mod}:Phi' raised OSError when built: weights not found")
 
 
 @pytest.fixture
@@ -251,12 +242,12 @@ def test_capacity_list_warns_about_broken_entry_points_and_lists_the_rest(broken
         (["run", "capacity-vs-d", "--set", "keys=syntaxkeys"], ("plug-in 'syntaxkeys'", "raised SyntaxError")),
     ],
 )
-def test_using_a_broken_entry_point_is_one_line(broken_plugins, tmp_path, capsys, argv, fragments):
+def test_using_a_broken_entry_point_is_one_line(cli, broken_plugins, tmp_path, capsys, argv, fragments):
     status, _, err = _main(capsys, *argv, "--out", tmp_path / "o")
-    _one_line(status, err, *fragments)
+    cli.one_line(status, err, *fragments)
 
 
-def test_an_unexpected_exception_is_still_one_line_with_its_type(tmp_path, monkeypatch, capsys):
+def test_an_unexpected_exception_is_still_one_line_with_its_type(cli, tmp_path, monkeypatch, capsys):
     from capacity.sweep import runner
 
     def broken(*args, **kwargs):
@@ -264,10 +255,11 @@ def test_an_unexpected_exception_is_still_one_line_with_its_type(tmp_path, monke
 
     monkeypatch.setattr(runner, "assemble", broken)
     status, _, err = _main(capsys, *_compare(tmp_path, "linear", "--executor", "serial"))
-    _one_line(status, err, "ZeroDivisionError: a bug in assembly", "unexpected", HINT)
+    cli.one_line(status, err, "ZeroDivisionError: a bug in assembly", "unexpected", HINT)
 
 
-def test_the_console_script_ends_a_user_error_in_one_line(tmp_path):
+@pytest.mark.slow
+def test_the_console_script_ends_a_user_error_in_one_line(cli, tmp_path):
     """The same through a subprocess: exit status 2, no traceback, from the interpreter's point of view."""
     (tmp_path / "failmem.py").write_text("class Mem:\n    def __init__(self):\n        raise RuntimeError('nope')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -278,4 +270,4 @@ def test_the_console_script_ends_a_user_error_in_one_line(tmp_path):
         text=True,
         timeout=300,
     )
-    _one_line(proc.returncode, proc.stderr, "memory 'failmem:Mem' raised RuntimeError in __init__(): nope", HINT)
+    cli.one_line(proc.returncode, proc.stderr, "memory 'failmem:Mem' raised RuntimeError in __init__(): nope", HINT)

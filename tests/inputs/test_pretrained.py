@@ -82,6 +82,7 @@ def _unit(x):
     return x / x.norm(dim=-1, keepdim=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layer", [0, 3, 5])
 def test_token_keys_equal_two_independent_computations(hf, text, layer):
     ref1, ref2 = _hooked(hf, text, layer), _by_hand(hf, text, layer)

@@ -450,6 +450,7 @@ def test_render_writes_every_study_and_is_deterministic(tmp_path, cvd, orth, var
     assert b"CreationDate" not in again[1].read_bytes() and b"matplotlib" not in again[0].read_bytes()
 
 
+@pytest.mark.slow
 def test_render_chooses_figures_from_the_data(cvd, tmp_path):
     """A study the plots never heard of renders by what it holds; a Dataset nothing fits is one line."""
     paths = render(cvd.assign_attrs(study="my-own"), out=tmp_path)
@@ -514,6 +515,7 @@ def test_cli_plot_bad_paths(tmp_path, capsys):
     assert rc == 2 and "not a readable netCDF" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_cli_plot_writes_figures_beside_the_results(tmp_path, capsys, cf):
     cf.to_netcdf(tmp_path / "closed-form.nc", engine="h5netcdf")
     rc, out, err = _run_cli(capsys, tmp_path)

@@ -256,6 +256,7 @@ def test_drawing_the_main_figures_imports_no_seaborn(tmp_path):
 # ---------------------------------------------------------------- save: one layout, one draw per file
 
 
+@pytest.mark.slow
 def test_save_draws_each_file_once_and_writes_what_savefig_writes(tmp_path, monkeypatch):
     ds = _results(["linear", "delta"], ["gaussian", "orthogonal"], seed=4)
     reference = error_vs_load(ds)

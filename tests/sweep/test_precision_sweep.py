@@ -41,6 +41,7 @@ def test_defaults_keep_the_dataset_as_it_was(tmp_path):
     assert "mse_se" not in ds
 
 
+@pytest.mark.slow
 def test_each_setting_has_its_own_reuse_key(tmp_path):
     st = _study(state_dtype=("float32", "bfloat16"), rounding=("step", "final"), heads=(1, 2), value_heads=(2, 4))
     keyed = list(Plan(st, torch.device("cpu")).keys.values())
@@ -72,6 +73,7 @@ def test_other_kinds_refuse_the_axes():
         studies.get("bill").with_overrides(["state_dtype=bfloat16"])
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_the_precision_study_small(tmp_path, capsys):
     argv = ["run", "precision", "--out", str(tmp_path), "--device", "cpu", "--quiet"]
     argv += ["--set", "variant=linear", "--set", "n=16,64", "--set", "seed=0", "--set", "state_dtype=float32,bfloat16"]

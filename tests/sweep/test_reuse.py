@@ -144,6 +144,7 @@ class NoParams:
         return d * dv
 
 
+@pytest.mark.slow
 def test_an_object_built_with_other_arguments_is_measured_again(tmp_path):
     first = _run(tmp_path / "r", NoParams(1.0))
     again = _run(tmp_path / "r", NoParams(0.5))
@@ -212,9 +213,7 @@ def test_a_monkeypatch_no_source_shows_is_seen_by_the_behaviour(tmp_path, monkey
 # ---------------------------------------------------------------- the same paths through the command line
 
 
-def _cli(*args, env=None):
-    cmd = [sys.executable, "-m", "capacity.cli", *args, "--device", "cpu", "--executor", "serial", "--verbose"]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+SERIAL = ("--device", "cpu", "--executor", "serial", "--verbose")
 
 
 def _summary(proc) -> tuple[int, int]:
@@ -225,25 +224,26 @@ def _summary(proc) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-def test_the_command_line_measures_edited_user_code_again(user_dir, tmp_path):
+def test_the_command_line_measures_edited_user_code_again(cli, user_dir, tmp_path):
     _module(user_dir, "gainhelper", "GAIN = 1.0\n")
     _module(user_dir, "scaledmem", SCALED.format(helper="gainhelper"))
     _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
     args = ["compare", "scaledmem:Scaled", "presets:SLOW", "--d", "16", "--load", "1/2,2", "--seeds", "2"]
     args += ["--out", str(tmp_path / "r")]
-    first = _cli(*args)
+    first = cli(*args, *SERIAL)
     assert first.returncode == 0, first.stderr
     assert _summary(first) == (2 * 2 * 2, 0)
-    assert _summary(_cli(*args)) == (0, 8)
+    assert _summary(cli(*args, *SERIAL)) == (0, 8)
     _module(user_dir, "gainhelper", "GAIN = 0.5\n")  # the helper of one memory
-    assert _summary(_cli(*args)) == (4, 4)
+    assert _summary(cli(*args, *SERIAL)) == (4, 4)
     _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
-    assert _summary(_cli(*args)) == (4, 4)
+    assert _summary(cli(*args, *SERIAL)) == (4, 4)
 
 
 # ---------------------------------------------------------------- reuse per point
 
 
+@pytest.mark.slow
 def test_adding_a_memory_a_seed_a_d_or_a_load_measures_only_what_is_new(tmp_path):
     out = tmp_path / "r"
     first = _run(out, "linear", "delta")

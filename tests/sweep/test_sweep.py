@@ -380,6 +380,7 @@ def test_bill_measures_state_size_and_decode_time(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- never mixed in
 
 
+@pytest.mark.slow
 def test_a_different_configuration_is_never_mixed_in(tmp_path):
     study = studies.get("capacity-vs-d").with_overrides(
         ["variant=linear,delta", "keys=gaussian", "d=16", "load=1/2,2", "seed=0,1"]

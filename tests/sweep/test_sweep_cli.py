@@ -40,6 +40,7 @@ def test_list_shows_the_studies_first(capsys):
     assert "variants:" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_run_writes_the_dataset_then_renders_the_figures(tmp_path, capsys):
     out = tmp_path / "res"
     assert cli.main(["run", "capacity-vs-d", *SETS, "--out", str(out), "--executor", "serial", "--device", "cpu"]) == 0

@@ -44,6 +44,7 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
         assert again.measured == 0 and again.dataset.equals(ref.dataset)
 
 
+@pytest.mark.slow
 def test_local_processes_equal_serial(tmp_path, serial, monkeypatch):
     """... and while the workers measure, this process imports what the assembly needs (capacity.sweep.jobs.prepare), once."""
     import sys
@@ -56,6 +57,7 @@ def test_local_processes_equal_serial(tmp_path, serial, monkeypatch):
     assert calls == ["prepare"]
 
 
+@pytest.mark.slow
 def test_meanwhile_runs_once_here_after_the_tasks_are_handed_out_and_its_errors_are_ignored():
     import os
 

@@ -74,6 +74,7 @@ def _script(tmp_path: Path, prelude: str = "") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_sigkill_part_way_then_resume(tmp_path, reference):
     study, ref = reference
     out = tmp_path / "killed"

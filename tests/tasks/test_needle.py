@@ -14,6 +14,7 @@ from capacity.tasks import Mqar, Needle, Recall
 from capacity.tasks.needle import probe as needle
 
 
+@pytest.mark.slow
 def test_recall_among_matches_drawn_candidates():
     rng = np.random.default_rng(0)
     for dv, m in ((8, 5), (16, 50), (64, 100)):
@@ -129,6 +130,7 @@ def test_text_haystack_windows_and_held_out_needles(monkeypatch):
         needle.haystack("text", 1, 8, 512, 8, seed=0)
 
 
+@pytest.mark.slow
 def test_text_haystack_with_the_real_model():
     pytest.importorskip("transformers")
     HK, HV, NK, NV = needle.haystack("text", 2, 64, 48, 8, seed=0)
@@ -145,6 +147,7 @@ def _run(study, tmp_path):
     return sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
 
 
+@pytest.mark.slow
 def test_needle_study_runs_resumes_and_draws(tmp_path):
     study = studies.get("needle").with_overrides(
         ["n=32,64", "d=16", "dv=16", "haystack=random,repeat", "seed=0,1", "depth=0,1", "candidates=2,1e6"]

@@ -48,6 +48,7 @@ def test_top1_recall_falls_across_the_conjectured_threshold():
     assert r[high][0] < 0.2  # well above it: few (0.12)
 
 
+@pytest.mark.slow
 def test_top1_needs_d2_of_order_n_log_n_and_listwise_d2_of_order_n():
     """At a fixed n / d^2 top-1 recall falls as d grows (the log factor), list-wise recall hardly moves; at
     d^2 = 2 n ln n top-1 is about the same for both d, and its fall there is steeper for the larger d."""

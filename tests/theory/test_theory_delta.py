@@ -52,6 +52,7 @@ def test_delta_rule_error_matches_the_probe_through_the_delta_variant():
         assert np.all(np.abs(mse.mean(1) - pred) <= 3.5 * se), (mse.mean(1), pred, se)
 
 
+@pytest.mark.slow
 def test_delta_rule_error_exact_limits():
     # n = 1: the read after one write is b v, so the error is (1 - b)^2 |v|^2, whatever d
     for b in (0.1, 0.5, 1.0, 1.7):
@@ -94,6 +95,7 @@ def test_delta_rule_error_rejects_bad_input(kwargs, match):
         theory.delta_rule_error(**kwargs)
 
 
+@pytest.mark.slow
 def test_capacity_check_catches_a_wrong_delta_formula(monkeypatch):
     cache = {}  # the probe runs once; the patched runs recompute only the expected values
     rows = check.run_checks(seed=0, only=["T12"], cache=cache)
@@ -143,6 +145,7 @@ def test_argmax_recall_refined_predicts_the_real_decode(n, d, dv):
     assert gaussian < refined  # the Gaussian model stays the conservative bound
 
 
+@pytest.mark.slow
 def test_argmax_capacity_refined_solves_its_recall_and_sits_above_the_bound():
     for d, dv in [(16, 16), (64, 16), (32, 128)]:
         c = theory.argmax_capacity_refined(d, dv)

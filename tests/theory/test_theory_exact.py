@@ -414,6 +414,7 @@ def test_delta_rule_capacity_is_the_last_n_within_eps(d, beta):
     assert type(theory.delta_rule_capacity(0.5, 8)) is float
 
 
+@pytest.mark.slow
 def test_delta_rule_capacity_near_the_limiting_error():
     """Past 64 d pairs: eps = 1.97 at d = 8 is first exceeded at n = 534 (the error tends to 2 like 2 - 2d/n)."""
     curve = _delta_per_pair(700, 8, 1.0)

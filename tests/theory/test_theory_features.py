@@ -102,6 +102,7 @@ def test_coordinatewise_and_dpfp_crosstalk_against_monte_carlo(name, d, fn, mode
     _within(c2, fn(d), model=model)
 
 
+@pytest.mark.slow
 def test_dpfp_moments_are_exact_for_features_scaled_by_a_constant():
     """For phi / sqrt(E |phi|^2) the crosstalk E (phi . phi')^2 / (E |phi|^2)^2 is exact (no ratio inside)."""
     rng = np.random.default_rng(11)
@@ -132,6 +133,7 @@ def test_the_mean_error_is_n_minus_one_times_the_crosstalk():
         theory.feature_crosstalk("softplus", 16)
 
 
+@pytest.mark.slow
 def test_performer_crosstalk_against_monte_carlo_over_the_projections():
     """E cos^2 over keys and over i.i.d. N(0, I) projections, the features spelled out here."""
     rng = np.random.default_rng(3)
@@ -160,6 +162,7 @@ def _softmax_sim(rng, n, d, scale, B):
     return err, weight, kern
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,d,scale", [(64, 32, 4.0), (256, 16, 2.0), (128, 64, 8.0)])
 def test_softmax_error_weight_and_kernel_against_simulation(n, d, scale):
     rng = np.random.default_rng(n + d)

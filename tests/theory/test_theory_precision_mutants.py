@@ -29,6 +29,7 @@ def _stochastic_f32(x, rng):
     return np.where(up, hi, lo)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stochastic", [False, True])
 def test_t15_float32_state_against_a_float64_simulation(stochastic):
     """T15 for a float32 state (u = 2^-24): every increment spans millions of ulps, where each step's error is uniform
@@ -104,6 +105,7 @@ def _log_log_root(n0, r0, n1, r1, ratio):
     return math.exp(math.log(n0) + (math.log(ratio) - math.log(r0)) * math.log(n1 / n0) / math.log(r1 / r0))
 
 
+@pytest.mark.slow
 def test_t16_crossover_is_the_first_crossing_interpolated_in_log_log():
     """T16 solves deviation / crosstalk = ratio: the first integer n past the crossing is found here by scanning T15
     (float8_e5m2 keeps it below 512, where the trajectory has every step), and the root is interpolated linearly in
@@ -272,6 +274,7 @@ def test_t14_one_rounding_of_tiny_numbers(dtype):
     assert abs(m - want) <= 4 * se and 4 * se < 0.03 * want, (m, want, se)
 
 
+@pytest.mark.slow
 def test_one_step_of_round_to_nearest_is_its_model_drawn_by_monte_carlo():
     """One step's rounding error (precision._step_stats) in the model it states, drawn here: stored entries S ~ N(0,
     sigma^2) whose ulp q(S) is that of their binade (the lowest normal one below it), increments delta = scale k_a

@@ -68,6 +68,7 @@ def test_final_rounding_error_is_one_rounding_of_the_state_each_memory_reaches(s
         assert got == pytest.approx(want, rel=1e-12), memory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stochastic", [True, False])
 def test_the_rounding_floors_are_the_limits_of_the_step_rounding_error(stochastic):
     """T18, T19: each floor is step_rounding_error at an n where the contraction c^n has died out, with the floor's

@@ -292,6 +292,7 @@ def test_t16_crossover_solves_its_equation_and_corrects_12_over_u2():
     assert abs(theory.step_rounding_error(n64, d, d, "bfloat16") * d / (n64 - 1) * 64 - 1) < 0.01
 
 
+@pytest.mark.slow
 def test_t17_stall_fraction_and_kept_part_against_a_simulation():
     n, d, B, extra = 16384, 16, 24, 24
     K, V = _pairs(n + extra, d, d, B, seed=4)
