@@ -16,10 +16,11 @@ from capacity.tasks.mqar.task import Mqar, MqarTask
 from capacity.tasks.needle.task import Needle, NeedleTask
 from capacity.tasks.protocol import Config, Schema, Task, Variable
 from capacity.tasks.recall.task import Recall, RecallTask
+from capacity.tasks.trained.task import TrainedTask
 
 __all__ = ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Recall", "Mqar", "Needle", "Bill"]
 
-TASKS: dict[str, Task] = {t.name: t for t in (RecallTask(), BillTask(), MqarTask(), NeedleTask())}
+TASKS: dict[str, Task] = {t.name: t for t in (RecallTask(), BillTask(), MqarTask(), NeedleTask(), TrainedTask())}
 
 
 _PLUGINS: dict[str, Task] = {}
