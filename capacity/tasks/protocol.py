@@ -156,6 +156,7 @@ class Task(abc.ABC):
     key_axis: ClassVar[bool]
     grid_axes: ClassVar[tuple[str, ...]]
     figures: ClassVar[tuple[str, ...]]
+    pass_per_n: ClassVar[bool] = False  # a per-point task whose passes are long: one pass per n (parallel, resumable)
 
     @abc.abstractmethod
     def check_grid(self, study) -> None:

@@ -131,6 +131,7 @@ class TrainedTask(Task):
     )
     Config = Trained
     per_point = True  # a point's training depends only on its cell, seed and pairs
+    pass_per_n = True  # a pass trains: one per pair count, so that workers share them and each is saved as it ends
     key_axis = False
     grid_axes = ()
     figures = ("trained",)
