@@ -31,6 +31,7 @@ from capacity.plots.orthogonality import orthogonality
 from capacity.plots.precision import precision_curves
 from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import check_folder, encode, save, write
+from capacity.plots.trained import trained_figure
 from capacity.plots.variants import variant_curves
 
 from capacity.errors import CapacityError
@@ -64,6 +65,7 @@ FIGURES: dict[str, Callable] = {
     "needle-depth": needle_depth,
     "precision": precision_curves,
     "heads": heads_capacity,
+    "trained": trained_figure,
 }
 
 
@@ -80,6 +82,8 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["bill"]
     if ds.attrs.get("study") == "closed-form":
         return ["closed-form"]
+    if _has(ds, "accuracy_best", "ceiling_random") and "lr" in ds.dims:
+        return ["trained"]
     if _has(ds, "accuracy") and "overwrite" in ds.dims:
         return ["mqar"]
     if _has(ds, "mse") and _several(ds, "state_dtype") and "n" in ds.dims:
