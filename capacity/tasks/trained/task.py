@@ -44,7 +44,7 @@ class Trained(Config):
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.999
-    test: int = 128
+    test: int = 64
     learned_steps: int = 100
     learned_lr: float = 0.05
 
