@@ -96,11 +96,12 @@ def test_trained_reaches_the_ceiling_at_few_pairs_and_never_beats_the_best_one(t
         + ["test=64", "learned_steps=40", "lr=0.03,0.1,0.3"]
     )
     ds = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False).dataset
-    ceiling = np.maximum(ds.ceiling_random, ds.ceiling_learned).mean("seed")
     best = ds.accuracy_best
     se = best.std("seed", ddof=1) / np.sqrt(best.sizes["seed"])
-    assert (best.mean("seed") <= ceiling + se + 1e-12).all()
-    assert (best.mean("seed") >= ceiling - 0.05).all(), best.values
+    for ceiling in (ds.ceiling_random, ds.ceiling_learned):  # at 4 pairs in d = 16 both ceilings hold every pair
+        assert (best.mean("seed") <= ceiling.mean("seed") + se + 1e-12).all(), (best.values, ceiling.values)
+    higher = np.maximum(ds.ceiling_random, ds.ceiling_learned).mean("seed")
+    assert (best.mean("seed") >= higher - 0.05).all(), best.values
 
 
 @pytest.mark.parametrize(
