@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 import xarray as xr
-
 from capacity.plots.trained import standard_error
+
 from capacity.tasks.trained.task import best
 
 
