@@ -49,7 +49,7 @@ def trained_figure(ds):
             one = ds.sel(variant=lab)
             top, bottom = axes[0, j], axes[1, j]
             best = one["accuracy_best"]
-            top.errorbar(
+            bars = top.errorbar(
                 pairs,
                 best.mean("seed").values,
                 yerr=standard_error(best).values,
@@ -58,8 +58,8 @@ def trained_figure(ds):
                 ms=4,
                 capsize=2,
                 label="trained, best over lr (± SE)",
-                gid=f"measured:{lab}",
             )
+            bars.lines[0].set_gid(f"measured:{lab}")  # the means (the caps and bars are the container's others)
             for var, ls, text in (
                 ("ceiling_random", "--", "ceiling: random keys (identity projections)"),
                 ("ceiling_learned", ":", "ceiling: keys learned through the memory"),
@@ -71,7 +71,7 @@ def trained_figure(ds):
             theme.log2_x(top)
             for n in pairs:
                 acc = one["accuracy"].sel(n=n)
-                bottom.errorbar(
+                window = bottom.errorbar(
                     [float(x) for x in one["lr"].values],
                     acc.mean("seed").values,
                     yerr=standard_error(acc).values,
@@ -80,8 +80,8 @@ def trained_figure(ds):
                     ms=3,
                     capsize=2,
                     label=f"{n} pairs",
-                    gid=f"window:{lab}|{n}",
                 )
+                window.lines[0].set_gid(f"window:{lab}|{n}")
             bottom.set_xscale("log")
             for ax in (top, bottom):
                 ax.set_ylim(-0.03, 1.03)
