@@ -65,7 +65,6 @@ def test_identity_projections_are_the_probe(name):
     assert float(acc[0]) == pytest.approx(right / (B * n), abs=1e-6)
 
 
-@pytest.mark.slow
 def test_adamw_is_torchs_with_one_group_per_model():
     """The vectorised AdamW (one lr per model) takes torch.optim.AdamW's steps, one parameter group per model."""
     g = torch.Generator().manual_seed(0)
@@ -148,7 +147,6 @@ def test_too_many_pairs_and_a_memory_without_gradients_are_refused(tmp_path):
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.slow
 def test_every_training_setting_is_in_the_reuse_key(tmp_path):
     """The same study reuses every point; changing any training setting measures every point again; a new pair
     count measures only its own points."""
