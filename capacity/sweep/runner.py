@@ -140,7 +140,7 @@ def run(
         parallel = 1 if executor == "serial" else (workers or executors.cores())
         check_memory(plan, todo, parallel=min(parallel, max(1, len(todo))))
         if progress and work + drawing > executors.LONG:  # after every check: only work that will run is announced
-            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))), training=training)
+            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))), training)
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda p: -p.cost())
         total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)
