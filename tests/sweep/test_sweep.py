@@ -136,6 +136,7 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         "precision",
         "heads",
         "log-linear",
+        "trained",
     }
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()
