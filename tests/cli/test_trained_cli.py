@@ -20,6 +20,7 @@ def test_capacity_run_trained_with_set(tmp_path):
     assert (tmp_path / "figures" / "trained_trained.png").is_file()
 
 
+@pytest.mark.slow
 def test_a_bad_training_setting_is_one_line(tmp_path):
     proc = _cli("run", "trained", "--set", "vocabulary=15", "--out", str(tmp_path))
     _one_line(proc, 2, "vocabulary must be even")
