@@ -21,7 +21,7 @@ from capacity import __version__
 from capacity.errors import CapacityError, Terminated, UserCodeError
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
-SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, age_bins, top_k, queries, repeats, vocab, overwrite, distractors, haystack, depth, needles, candidates"  # Study.settable_keys()
+SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, age_bins, top_k, queries, repeats, vocab, overwrite, distractors, haystack, depth, needles, candidates, vocabulary, lr, steps, batch, weight_decay, beta1, beta2, test, learned_steps, learned_lr"  # Study.settable_keys()
 
 
 class _Parser(argparse.ArgumentParser):

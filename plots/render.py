@@ -32,6 +32,7 @@ from capacity.plots.orthogonality import orthogonality
 from capacity.plots.precision import precision_curves
 from capacity.plots.pretrained_keys import pretrained_keys
 from capacity.plots.save import check_folder, encode, save, write
+from capacity.plots.trained import trained_figure
 from capacity.plots.variants import variant_curves
 
 from capacity.errors import CapacityError
@@ -66,6 +67,7 @@ FIGURES: dict[str, Callable] = {
     "precision": precision_curves,
     "heads": heads_capacity,
     "log-linear": log_linear_bytes,
+    "trained": trained_figure,
 }
 
 
@@ -84,6 +86,8 @@ def choose(ds: xr.Dataset) -> list[str]:
         return ["closed-form"]
     if ds.attrs.get("study") == "log-linear" and _has(ds, "recall", "state_numel") and "n" in ds.dims:
         return ["log-linear"]  # log-linear attention beside its base at the same bytes
+    if _has(ds, "accuracy_best", "ceiling_random") and "lr" in ds.dims:
+        return ["trained"]
     if _has(ds, "accuracy") and "overwrite" in ds.dims:
         return ["mqar"]
     if _has(ds, "mse") and _several(ds, "state_dtype") and "n" in ds.dims:

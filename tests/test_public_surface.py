@@ -45,6 +45,7 @@ SURFACE = {
         "Mqar",
         "Needle",
         "Bill",
+        "Trained",
     ],
     "capacity.variants": [
         "Variant",

@@ -65,10 +65,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def announce(name: str, work: float, drawing: float, parallel: int) -> None:
+def announce(name: str, work: float, drawing: float, parallel: int, training: float = 0.0) -> None:
     """One line on stderr before long work starts, under --quiet too: the estimate (``work`` seconds of writing and
-    reading, ``drawing`` seconds of key draws, on one core), and what most of it is."""
+    reading, ``training`` of them spent training models, ``drawing`` seconds of key draws, on one core), and what
+    most of it is."""
     most = "optimising the learned keys" if drawing > work else "writing and reading the pairs"
+    most = "training the models" if training > max(drawing, work - training) else most
     wall = f", about {_duration((work + drawing) / parallel)} on {parallel} workers" if parallel > 1 else ""
     print(
         f"capacity: {name}: estimated work about {_duration(work + drawing)} of one CPU core{wall}, most of it "

@@ -195,9 +195,8 @@ class Plan:
             for s, ns in by_seed.items():
                 together.setdefault(tuple(sorted(ns)), []).append(s)
             for ns, seeds in together.items():
-                split = (
-                    [(n,) for n in ns] if self.task.per_point and not keys_mod.family(c.keys.name).iid_rows else [ns]
-                )
+                by_n = self.task.per_point and (self.task.pass_per_n or not keys_mod.family(c.keys.name).iid_rows)
+                split = [(n,) for n in ns] if by_n else [ns]
                 seeds = tuple(s for s in self.study.grid.seed if s in seeds)
                 out += [Pass(c, seeds, part, self.task.queries(self.study)) for part in split]
         return out

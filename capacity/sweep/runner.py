@@ -131,13 +131,17 @@ def run(
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
         work = sum(p.cost() for p in todo) / RATE
         drawing = sum(plan.draw_seconds(p) for p in todo)
+        training = sum(  # a task's own work beyond writing and reading (the trained task's training)
+            plan.task.seconds(study, p.cell, plan.memory(p.cell).obj, list(p.seeds), list(p.ns)) for p in todo
+        )
+        work += training
         executor = executors.resolve(
             executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors.cores())
         check_memory(plan, todo, parallel=min(parallel, max(1, len(todo))))
         if progress and work + drawing > executors.LONG:  # after every check: only work that will run is announced
-            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))))
+            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))), training)
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda p: -p.cost())
         total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)

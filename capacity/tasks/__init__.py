@@ -1,7 +1,7 @@
 """Tasks: the kinds of measurement, one folder each, behind one protocol (``capacity.tasks.protocol``).
 
 ``TASKS`` maps each kind to its ``Task``; a study's settings are its task's ``Config`` (``Recall``, ``Mqar``,
-``Needle``, ``Bill``). Shared measuring code sits beside the folders: ``probe`` (write, read back, score),
+``Needle``, ``Bill``, ``Trained``). Shared measuring code sits beside the folders: ``probe`` (write, read back, score),
 ``decode`` (the exact argmax decoder), ``metrics`` (capacity from a curve), ``published`` (papers' trained results)
 and ``_shared`` (draws shared by the memories of one cell). Adding a task is one folder and one line below
 (docs/architecture.md).
@@ -16,8 +16,22 @@ from capacity.tasks.mqar.task import Mqar, MqarTask
 from capacity.tasks.needle.task import Needle, NeedleTask
 from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
 from capacity.tasks.recall.task import Recall, RecallTask
+from capacity.tasks.trained.task import Trained, TrainedTask
 
-__all__ = ["TASKS", "get", "Task", "Config", "Schema", "Variable", "Measured", "Recall", "Mqar", "Needle", "Bill"]
+__all__ = [
+    "TASKS",
+    "get",
+    "Task",
+    "Config",
+    "Schema",
+    "Variable",
+    "Measured",
+    "Recall",
+    "Mqar",
+    "Needle",
+    "Bill",
+    "Trained",
+]
 
 
 def _accept(kind: str, found: object) -> Task:
@@ -29,7 +43,7 @@ def _accept(kind: str, found: object) -> Task:
 
 # the built-in tasks; a package's: a Task subclass or instance named as its entry point (group capacity.tasks)
 _REGISTRY: Registry[Task] = Registry("capacity.tasks", "task kind", path=None, accept=_accept)
-for _task in (RecallTask(), BillTask(), MqarTask(), NeedleTask()):
+for _task in (RecallTask(), BillTask(), MqarTask(), NeedleTask(), TrainedTask()):
     _REGISTRY.add(_task.name, _task)
 TASKS: dict[str, Task] = _REGISTRY.own()
 

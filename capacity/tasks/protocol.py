@@ -15,7 +15,7 @@ A config refuses, in one line, a field it does not have: a field of another task
 
 >>> from capacity.tasks import TASKS
 >>> sorted(TASKS)
-['bill', 'mqar', 'needle', 'recall']
+['bill', 'mqar', 'needle', 'recall', 'trained']
 >>> from capacity.tasks.mqar.task import Mqar
 >>> Mqar(vocab=64).to_json()["vocab"], Mqar().kind
 (64, 'mqar')
@@ -169,6 +169,7 @@ class Task(abc.ABC):
     key_axis: ClassVar[bool]
     grid_axes: ClassVar[tuple[str, ...]]
     figures: ClassVar[tuple[str, ...]]
+    pass_per_n: ClassVar[bool] = False  # a per-point task whose passes are long: one pass per n (parallel, resumable)
 
     @abc.abstractmethod
     def check_grid(self, study) -> None:
@@ -202,6 +203,11 @@ class Task(abc.ABC):
     def queries(self, study) -> int:
         """Reads per pair count (0: every stored pair); schedules and estimates passes."""
         return 0
+
+    def seconds(self, study, cell, memory, seeds: list[int], ns: list[int]) -> float:
+        """Estimated seconds of one pass on one CPU core beyond the writes and reads the engine counts itself (a
+        task that trains, say); the run's estimate before it starts adds them. 0: nothing beyond them."""
+        return 0.0
 
     def key_stats(self, study) -> bool:
         """Whether a pass also describes its keys (their Gram matrix: a memory estimate's term)."""

@@ -1,0 +1,265 @@
+"""Continuous MQAR and a one-layer model whose mixer is a memory of the toolkit, trained with AdamW.
+
+The task (zoology's continuous MQAR, HazyResearch/zoology ``zoology/data/stacked_mqar.py``): a vocabulary of
+``vocabulary`` fixed random unit vectors in R^d (zoology's ``spherical`` embeddings: Gaussian rows scaled to unit
+length), the first half key embeddings, the second half value embeddings. A sequence holds ``pairs`` key-value
+pairs, distinct keys and distinct values drawn from the whole key and value halves, each pair token the
+concatenation ``[e_key; e_value]`` in R^2d; then every key once more as a query token ``[e_key; 0]``, in a random
+order. The answer to a query is its key's value, scored over all ``vocabulary / 2`` value embeddings.
+
+The model (row vectors; M models trained at once, one per learning rate, each with its own weights):
+
+    k = x_pair W_k,  v = x_pair W_v,  q = x_query W_q          W_* [M, 2d, d], no bias
+    S = memory.write(init_state, k, v)                           the pairs, in order
+    o = memory.read(S, q)                                        [M, B, pairs, d]
+    logits = o E_value^T,  loss = cross-entropy(logits, answer)  over the value vocabulary
+
+With the identity projections W_k = W_q = [I; 0] and W_v = [0; I] the model *is* the probe: the key embeddings
+written with their value embeddings, read back at the keys and decoded by argmax over the value vocabulary
+(``identity``). ``learned_keys`` reads with keys optimised through the same memory (``capacity.learned``).
+
+Every draw comes from ``capacity.base._random.generator(seed, stream)``: the embeddings and the test sequences are
+the same for every memory at one (seed, d, pairs), and so is the weights' start for every learning rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from capacity.base import _random
+from capacity.errors import CapacityError
+from capacity.inputs import learned
+
+__all__ = ["Sequences", "embeddings", "sequences", "identity", "forward", "score", "train", "learned_keys"]
+
+
+@dataclass
+class Sequences:
+    """A batch of continuous-MQAR sequences: ``pairs`` float32 ``[B, n, 2d]`` (``[e_key; e_value]``), ``queries``
+    float32 ``[B, n, 2d]`` (``[e_key; 0]``), ``answers`` int64 ``[B, n]`` (the value index of each query's key),
+    ``written`` int64 ``[B, n]`` (the value index of each pair, in written order)."""
+
+    pairs: torch.Tensor
+    queries: torch.Tensor
+    answers: torch.Tensor
+    written: torch.Tensor
+
+
+def embeddings(vocabulary: int, d: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fixed embeddings: key and value halves, float32 ``[vocabulary / 2, d]`` each, unit rows (zoology's
+    ``spherical`` initialisation: Gaussian rows divided by their norms)."""
+    g = _random.generator(seed, f"trained/embeddings/d={d}")
+    E = torch.randn(vocabulary, d, generator=g, dtype=torch.float32)
+    E = E / E.norm(dim=1, keepdim=True)
+    half = vocabulary // 2
+    return E[:half].to(device), E[half:].to(device)
+
+
+def sequences(keys: torch.Tensor, values: torch.Tensor, n: int, batch: int, g: torch.Generator) -> Sequences:
+    """``batch`` sequences of ``n`` pairs: n distinct keys and n distinct values of the vocabulary per sequence,
+    paired at random and written in a random order, then every key queried once in another random order."""
+    half, d = keys.shape
+    key_idx = torch.rand(batch, half, generator=g).argsort(dim=1)[:, :n]  # a uniform ordered subset per row
+    val_idx = torch.rand(batch, half, generator=g).argsort(dim=1)[:, :n]
+    order = torch.rand(batch, n, generator=g).argsort(dim=1)  # the query order
+    key_idx, val_idx, order = (t.to(keys.device) for t in (key_idx, val_idx, order))
+    ek, ev = keys[key_idx], values[val_idx]  # [B, n, d]
+    pairs = torch.cat([ek, ev], dim=-1)
+    qk = torch.take_along_dim(ek, order.unsqueeze(-1), dim=1)
+    queries = torch.cat([qk, torch.zeros_like(qk)], dim=-1)
+    return Sequences(pairs, queries, torch.take_along_dim(val_idx, order, dim=1), val_idx)
+
+
+def identity(d: int, device=None) -> dict[str, torch.Tensor]:
+    """The identity projections ``[1, 2d, d]``: keys and queries are the key embeddings, values the value ones."""
+    top = torch.cat([torch.eye(d), torch.zeros(d, d)])
+    bottom = torch.cat([torch.zeros(d, d), torch.eye(d)])
+    return {"q": top[None].to(device), "k": top[None].to(device), "v": bottom[None].to(device)}
+
+
+def forward(memory, W: dict[str, torch.Tensor], seqs: Sequences) -> torch.Tensor:
+    """The reads of M models at the query positions, float32 ``[M, B, n, d]``. ``W``: ``{"q", "k", "v"}`` each
+    ``[M, 2d, d]``; the memory's batch axis carries M x B (model-major)."""
+    M, B, n = W["k"].shape[0], seqs.pairs.shape[0], seqs.pairs.shape[1]
+    d = W["k"].shape[2]
+    proj = lambda x, w: torch.einsum("bti,mid->mbtd", x, w).reshape(M * B, n, d)
+    k, v, q = proj(seqs.pairs, W["k"]), proj(seqs.pairs, W["v"]), proj(seqs.queries, W["q"])
+    state = memory.write(memory.init_state(M * B, d, d, device=k.device), k, v)
+    o = memory.read(state, q)
+    if not isinstance(o, torch.Tensor) or tuple(o.shape) != (M * B, n, d):
+        got = tuple(o.shape) if isinstance(o, torch.Tensor) else type(o).__name__
+        raise CapacityError(f"the memory's read returned {got}, expected [batch, m, dv] = {(M * B, n, d)}")
+    return o.float().reshape(M, B, n, d)
+
+
+def score(o: torch.Tensor, values: torch.Tensor, answers: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per model: the mean cross-entropy over the value vocabulary and the top-1 accuracy, float32 ``[M]`` each.
+
+    ``o`` ``[M, B, n, d]``, ``values`` ``[V, d]``, ``answers`` ``[B, n]``. A read that is not finite is wrong."""
+    logits = o @ values.T  # [M, B, n, V]
+    M = o.shape[0]
+    target = answers.unsqueeze(0).expand(M, -1, -1)
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 2), target.flatten(), reduction="none")
+    loss = loss.reshape(M, -1).mean(1)
+    right = (logits.argmax(-1) == target) & torch.isfinite(logits).all(-1)
+    return loss, right.float().flatten(1).mean(1)
+
+
+@dataclass
+class Trained:
+    """What ``train`` returns per learning rate: test ``accuracy`` and ``loss``, the last ``train_loss`` (the mean
+    over the last tenth of the steps), float64 ``[M]``; ``weights``: the trained ``{"q", "k", "v"}``."""
+
+    accuracy: np.ndarray
+    loss: np.ndarray
+    train_loss: np.ndarray
+    weights: dict
+
+
+class AdamW:
+    """AdamW (Loshchilov and Hutter; ``torch.optim.AdamW``'s update) over parameters with a leading model axis
+    ``[M, ...]``, each model with its own learning rate: one vectorised update for all M (torch.optim would need a
+    parameter group per model, and importing it loads torch's compiler, seconds per worker process).
+
+    Per model m, at step t with learning rate lr_m * ``scale``: p <- p (1 - lr wd); m1 <- b1 m1 + (1 - b1) g;
+    m2 <- b2 m2 + (1 - b2) g^2; p <- p - lr (m1 / (1 - b1^t)) / (sqrt(m2 / (1 - b2^t)) + eps)."""
+
+    def __init__(self, params: list, lrs, *, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.01):
+        self.params, self.betas, self.eps, self.wd, self.t = params, betas, eps, weight_decay, 0
+        self.lrs = torch.tensor([float(x) for x in lrs], dtype=torch.float32, device=params[0].device)
+        self.m1 = [torch.zeros_like(p) for p in params]
+        self.m2 = [torch.zeros_like(p) for p in params]
+
+    def step(self, grads, scale: float = 1.0) -> None:
+        """One update with ``grads`` (one per parameter) at the learning rates times ``scale``."""
+        self.t += 1
+        b1, b2 = self.betas
+        c1, c2 = 1 - b1**self.t, 1 - b2**self.t
+        with torch.no_grad():
+            for p, g, m1, m2 in zip(self.params, grads, self.m1, self.m2):
+                lr = (self.lrs * scale).reshape(-1, *([1] * (p.ndim - 1)))
+                p.mul_(1 - lr * self.wd)
+                m1.lerp_(g, 1 - b1)
+                m2.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.sub_(lr / c1 * m1 / ((m2 / c2).sqrt() + self.eps))
+
+
+def _start(d: int, models: int, seed: int) -> dict[str, torch.Tensor]:
+    """nn.Linear's initialisation U(-1/sqrt(2d), 1/sqrt(2d)), the same draw for every model (every lr)."""
+    g = _random.generator(seed, f"trained/start/d={d}")
+    bound = 1.0 / math.sqrt(2 * d)
+    one = {w: (torch.rand(2 * d, d, generator=g) * 2 - 1) * bound for w in ("q", "k", "v")}
+    return {w: x.expand(models, -1, -1).clone() for w, x in one.items()}
+
+
+def train(
+    memory,
+    *,
+    d: int,
+    n: int,
+    lrs,
+    vocabulary: int,
+    steps: int,
+    batch: int,
+    test: int,
+    weight_decay: float,
+    betas: tuple[float, float],
+    seed: int,
+    device,
+) -> Trained:
+    """Train one model per learning rate in ``lrs`` (each its own AdamW parameter group, cosine decay to 0 over
+    ``steps``) on fresh batches of ``batch`` sequences, and score each on ``test`` held-out sequences."""
+    keys, values = embeddings(vocabulary, d, seed, device)
+    W = {w: x.to(device).requires_grad_(True) for w, x in _start(d, len(lrs), seed).items()}
+    opt = AdamW(list(W.values()), lrs, betas=betas, weight_decay=weight_decay)
+    g = _random.generator(seed, f"trained/train/d={d}/n={n}")
+    tail = max(1, steps // 10)
+    seen = torch.zeros(len(lrs), dtype=torch.float64)
+    with torch.enable_grad():
+        for step in range(steps):
+            seqs = sequences(keys, values, n, batch, g)
+            loss, _ = score(forward(memory, W, seqs), values, seqs.answers)
+            grads = torch.autograd.grad(loss.sum(), list(W.values()))  # each model: the gradient of its own loss
+            opt.step(grads, 0.5 * (1.0 + math.cos(math.pi * step / steps)))
+            if step >= steps - tail:
+                seen += loss.detach().double().cpu()
+    W = {w: x.detach() for w, x in W.items()}
+    acc, test_loss = evaluate(memory, W, keys, values, n=n, test=test, d=d, seed=seed)
+    return Trained(acc, test_loss, (seen / tail).numpy(), W)
+
+
+def test_set(keys, values, *, n: int, test: int, d: int, seed: int) -> Sequences:
+    """The held-out sequences of (seed, d, n): the same for every memory and learning rate."""
+    return sequences(keys, values, n, test, _random.generator(seed, f"trained/test/d={d}/n={n}"))
+
+
+def evaluate(memory, W, keys, values, *, n: int, test: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Test accuracy and loss of the models ``W`` (``[M, 2d, d]`` each), float64 ``[M]`` each."""
+    seqs = test_set(keys, values, n=n, test=test, d=d, seed=seed)
+    with torch.no_grad():
+        loss, acc = score(forward(memory, W, seqs), values, seqs.answers)
+    return acc.double().cpu().numpy(), loss.double().cpu().numpy()
+
+
+def ceiling_identity(memory, *, d: int, n: int, vocabulary: int, test: int, seed: int, device) -> float:
+    """Test accuracy of the model with identity projections (the probe: random unit keys), on the test set."""
+    keys, values = embeddings(vocabulary, d, seed, device)
+    acc, _ = evaluate(memory, identity(d, device), keys, values, n=n, test=test, d=d, seed=seed)
+    return float(acc[0])
+
+
+def learned_keys(
+    memory, *, d: int, n: int, vocabulary: int, test: int, steps: int, lr: float, seed: int, device
+) -> float:
+    """Test accuracy with keys optimised through the memory (``capacity.learned``, the key family ``learned``):
+    for each test sequence, n unit keys that read its value embeddings back best (mean squared error, Adam), then
+    read at those keys and decoded over the value vocabulary as the model's reads are. On the CPU (learned keys
+    optimise there)."""
+    keys, values = embeddings(vocabulary, d, seed, "cpu")
+    seqs = test_set(keys, values, n=n, test=test, d=d, seed=seed)
+    V = seqs.pairs[..., d:]  # the value embeddings in written order [test, n, d]
+    res = learned.optimise(n, d, variant=memory, values=V, steps=steps, lr=lr, batch=test, seed=seed)
+    K = res.keys  # [test, n, d] unit rows, written with V in order
+    with torch.no_grad():
+        state = memory.write(memory.init_state(test, d, d), K, V)
+        o = memory.read(state, K).float()  # read at every written key, in written order
+        _, acc = score(o[None], values, seqs.written)
+    return float(acc[0])
+
+
+def differentiable(memory, label: str) -> None:
+    """Refuse, in one line, a memory that cannot be trained through: its write and read must pass gradients to the
+    keys, values and queries (a tiny write and read, differentiated)."""
+    k = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+    v = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(True)
+    why = None
+    try:
+        with torch.enable_grad():
+            o = memory.read(memory.write(memory.init_state(1, 4, 4), k, v), k)
+            grads = torch.autograd.grad(o.float().sum(), [k, v], allow_unused=True)
+        if any(g is None or not torch.isfinite(g).all() or not g.abs().sum() > 0 for g in grads):
+            why = "no gradient reaches its keys or values"
+    except (RuntimeError, CapacityError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if why is not None:
+        raise CapacityError(
+            f"the trained task trains through the memory's write and read, and {label}'s are not differentiable ({why}); use a memory with a torch write (the built-ins with backend='auto' or 'torch')"
+        )
+
+
+# Seconds of CPU time of one training step per sequence of n pairs (forward and backward through the memory, whose
+# CPU products run one batch item at a time): c0 + c1 n, fitted to d = 32 steps on the 2-core VM (2026-12-03) and
+# scaled so that the default study's estimate (9.9 minutes of one core) matches the CPU time it took there (9 min 41 s
+# of user and system time). An estimate to warn by.
+_STEP = {"additive": (2.4e-4, 5.4e-6), "delta": (2.2e-4, 2.2e-5)}
+
+
+def step_seconds(memory, n: int, d: int) -> float:
+    """Estimated seconds of one step per sequence of ``n`` pairs at key dimension ``d`` (scaled by (d/32)^2 past
+    the per-item overhead)."""
+    c0, c1 = _STEP["delta" if getattr(memory, "delta_rule", False) else "additive"]
+    return c0 + c1 * n * max(1.0, (d / 32) ** 2)

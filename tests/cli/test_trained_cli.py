@@ -1,0 +1,27 @@
+"""`capacity run trained` from the command line: a tiny study runs, saves its Dataset and draws its figure; a bad
+training setting is one line and exit 2."""
+
+import pytest
+import xarray as xr
+
+SETS = ["variant=linear", "d=8", "n=2,4", "seed=0", "vocabulary=16", "steps=3", "batch=2", "test=4"]
+SETS += ["learned_steps=2", "lr=0.01,0.1"]
+
+
+@pytest.mark.slow
+def test_capacity_run_trained_with_set(cli, tmp_path):
+    args = [a for s in SETS for a in ("--set", s)]
+    proc = cli("run", "trained", *args, "--out", str(tmp_path), "--quiet", "--executor", "serial")
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(tmp_path / "trained.nc") as ds:
+        assert ds.accuracy.sizes["lr"] == 2 and list(ds.n.values) == [2, 4]
+        assert ds.attrs["steps"] == 3 and ds.attrs["vocabulary"] == 16
+    assert (tmp_path / "figures" / "trained_trained.png").is_file()
+
+
+@pytest.mark.slow
+def test_a_bad_training_setting_is_one_line(cli, tmp_path):
+    proc = cli("run", "trained", "--set", "vocabulary=15", "--out", str(tmp_path))
+    cli.fails(proc, "vocabulary must be even")
+    proc = cli("run", "trained", "--set", "lr=0.1,-1", "--out", str(tmp_path))
+    cli.fails(proc, "lr must lie in (0, 10]")
