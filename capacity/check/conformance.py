@@ -37,6 +37,9 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
   measured point, so it never exceeds the capacity of a bound that every measured point respects.
 
 Why one module of over 500 lines: ``check_variant`` is one report whose rows share their inputs and their judgement of a result; split, a row could drift from the rest.
+
+Why one module of over 500 lines: ``check_variant`` is one report; its checks share the memory under test, its
+draws and the bounds it is measured against, and each is a few lines that read in order.
 """
 
 from __future__ import annotations
