@@ -110,6 +110,7 @@ def _damage(study, out: Path, how):
     path.write_text(json.dumps(data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["number", "truncated", "point", "variable", "coordinate", "dtype"])
 def test_damaged_cells_are_measured_again(reference, tmp_path, capsys, how):
     study, ref = reference
@@ -362,6 +363,7 @@ def test_two_runs_into_one_folder_measure_each_point_once(tmp_path):
     assert any("waiting for it" in err for _, err in outs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])  # after the interpreter's own start-up (site), which Python handles
 def test_an_interrupt_at_start_up_is_one_line(tmp_path, delay):
     proc = subprocess.Popen(

@@ -389,6 +389,7 @@ FORGERIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgery", list(FORGERIES) + ["fifo", "folder", "not json"])
 def test_a_cell_that_is_not_what_the_schema_declares_is_measured_again_naming_the_file(stored, capsys, forgery):
     out, ref, cell, original = stored

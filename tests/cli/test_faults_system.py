@@ -75,6 +75,7 @@ def test_a_file_size_limit_while_a_group_is_saved_is_one_line(cli, tmp_path):
     assert left == ["manifest.json"]  # no partial group, no temporary file; the manifest lists the cells pending
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_the_results_are_written_is_one_line_and_leaves_no_partial_file(
     cli, tmp_path, monkeypatch, capsys
 ):

@@ -76,6 +76,7 @@ def run_case(mode, B, T, d, dv, dtype=torch.float32, *, seed=0, init=True, norma
 # ------------------------------------------------------------------ interpreter (CPU)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d, dv", SHAPES)
 @pytest.mark.parametrize("mode", ["linear", "delta", "kda"])
 def test_update_all_shapes(mode, d, dv):
@@ -83,6 +84,7 @@ def test_update_all_shapes(mode, d, dv):
     run_case(mode, 2, T, d, dv, seed=d)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: str(t).replace("torch.", ""))
 @pytest.mark.parametrize("mode", reference.MODES)
 def test_update_every_mode_dtype(mode, dtype):
@@ -96,6 +98,7 @@ def test_update_without_normalisation(mode):
     run_case(mode, 1, 6, 20, 33, torch.bfloat16, seed=4, normalize=False, init=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["linear", "kda"])
 def test_update_many_states(mode):
     """B = 97 states in one launch, tiny d and T: every program finds its own state.
@@ -206,6 +209,7 @@ def read_case(B, m, d, dv, dtype=torch.float32, *, seed=0, normalize=True, devic
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d, dv", SHAPES)
 def test_read_error_all_shapes(d, dv):
     read_case(2, 37, d, dv, seed=d)
@@ -217,6 +221,7 @@ def test_read_error_dtypes(dtype, normalize):
     read_case(1, 5, 33, 70, dtype, seed=11, normalize=normalize)
 
 
+@pytest.mark.slow
 def test_read_error_many_states():
     read_case(
         97, 2, 3, 2, seed=12

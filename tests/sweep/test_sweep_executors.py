@@ -25,6 +25,7 @@ def serial(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_equals_serial(tmp_path, serial):
     distributed = pytest.importorskip("distributed")
     study, ref = serial

@@ -205,3 +205,15 @@ def test_defaults_fit_the_machine():
     s = studies.get("trained")
     assert s.grid.d == (32,) and s.grid.n == (4, 8, 16, 32, 64) and s.task == Trained()
     assert [v.label for v in s.grid.variant] == ["linear", "delta", "gated_delta", "kda"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["processes", "dask"])
+def test_worker_processes_and_dask_train_what_one_process_trains(tmp_path, executor):
+    """Many training runs go to worker processes or a local Dask cluster: the same numbers, bit for bit."""
+    study = _study()
+    alone = sweep.run(study, out=tmp_path / "serial", device="cpu", executor="serial", progress=False).dataset
+    got = sweep.run(study, out=tmp_path / executor, device="cpu", executor=executor, workers=2, progress=False)
+    assert got.measured == 4
+    for name in alone.data_vars:
+        np.testing.assert_array_equal(got.dataset[name].values, alone[name].values)

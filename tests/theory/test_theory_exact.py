@@ -302,6 +302,7 @@ def _refined_recall(n, d, dv, nodes=(161, 30, 80)):
     return float((((1 - lose) ** (n - 1)) * wy).sum(-1) @ wz)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "n,d,dv", [(13, 16, 16), (52, 32, 32), (44, 64, 16), (33, 16, 64), (190, 64, 64), (20, 16, 32)]
 )

@@ -83,6 +83,7 @@ def _features(name, x, **p):
     raise ValueError(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name,d,fn,model",
     [

@@ -62,6 +62,7 @@ def _simulate(rule, params, n, d, dv, trials, seed):
     return signal, error, energy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", list(RULES))
 def test_signal_error_and_trace_energy_match_a_float64_simulation(rule):
     params, n, d, dv, trials = RULES[rule], 40, 12, 6, 3000
