@@ -1,7 +1,7 @@
 """trained: one-layer models trained on continuous MQAR beside the training-free ceilings of the same memory.
 
 zoology's continuous MQAR (fixed unit embeddings of 512 tokens, n key-value pairs then every key queried) at d = 32,
-4-64 pairs: for each memory, d, pairs and seed, one model per learning rate (learned q/k/v projections, the memory
+4-64 pairs: for each memory, d, pairs and seed, one model per learning rate (0.003-1; learned q/k/v projections, the memory
 as mixer, AdamW with cosine decay, 200 steps of 16 sequences), scored on 64 held-out sequences beside the probe
 with random keys (identity projections) and with keys learned through the memory. Sized for a 2-core CPU; larger
 through --set (steps=2000 d=64 n=4,16,64,128 ...).

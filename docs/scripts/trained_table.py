@@ -1,7 +1,7 @@
 """The trained study's numbers as docs/trained.md prints them: per memory and pairs, the trained accuracy (best over
 the learning rates, mean over seeds, standard error), the best lr, and the two ceilings of the same memory.
 
-    capacity run trained --out results            # the study (its estimate: about 10 minutes of one CPU core)
+    capacity run trained --out results            # the study (its estimate: about 11 minutes of one CPU core)
     python docs/scripts/trained_table.py results/trained.nc
 """
 

@@ -38,7 +38,7 @@ class Trained(Config):
 
     kind: ClassVar[str] = "trained"
     vocabulary: int = 512
-    lr: tuple = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+    lr: tuple = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
     steps: int = 200
     batch: int = 16
     weight_decay: float = 0.1
