@@ -87,14 +87,15 @@ class Registry(Generic[T]):
             return self._own[name]
         if name in self._loaded:
             return self._loaded[name]
-        if self.path and ":" in name:
+        is_path = bool(self.path) and ":" in name
+        if is_path:
             found = plugins.load_path(name)
         else:
             found = plugins.entry_point(self.group, name)
             if found is None:
                 return None
         entry = self._accept(name, found) if self._accept is not None else found
-        if not (self.path and ":" in name):  # entry points are fixed for the session; import paths are re-read
+        if not is_path:  # entry points are fixed for the session; import paths are re-read
             self._loaded[name] = entry
         return entry
 

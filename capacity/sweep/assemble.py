@@ -86,7 +86,7 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
         dims = [k for k in kept if k in v.dims]
         layout[name] = (dims, v.dims)
         shape = [len(x) for x in grid.values()] + [len(own[k]) for k in dims] + [len(x) for x in last.values()]
-        arrays[name] = (["variant", *list(grid)[1:], *dims, *last], np.empty(shape, dtype=np.dtype(v.dtype)))
+        arrays[name] = ([*grid, *dims, *last], np.empty(shape, dtype=np.dtype(v.dtype)))
     index = {"variant": list(g.variant), "key_family": list(g.keys), "feature": list(g.feature), "d": list(g.d)}
     index.update({axis: list(getattr(g, axis)) for axis in last})
     feature_dim = {}
