@@ -15,6 +15,7 @@ that turns a fault into one line, so what a user types and what they are told ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -83,14 +84,37 @@ _ARMED: list = []  # the events of the stop watchdogs started by this command (s
 _STOPPING: set = set()  # the stop signals this command is handling (cleared when main returns)
 
 
-def _on_sigterm(signum, frame):
-    if _end_anyway(signal.SIGTERM):
-        raise Terminated()
+_HELD: list = []  # while torch is imported (``_uninterrupted``): the stop signals that arrived meanwhile
+_HOLDING = False
 
 
-def _on_sigint(signum, frame):
-    if _end_anyway(signal.SIGINT):
-        raise KeyboardInterrupt()
+def _stop(signum: int) -> None:
+    """Raise the stop of ``signum``: ``KeyboardInterrupt`` for SIGINT, ``Terminated`` for SIGTERM."""
+    raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+
+
+def _on_stop(signum, frame):
+    if _end_anyway(signum):
+        if _HOLDING:
+            _HELD.append(signum)
+        else:
+            _stop(signum)
+
+
+@contextlib.contextmanager
+def _uninterrupted():
+    """Hold the stop signals while torch is imported, and raise them after: torch runs part of its import in C++
+    (``torch._C._c10d_init``), and an exception a signal handler raises in there ends the process with ``abort()``
+    (an interrupt 1.5 s into ``capacity check`` on a loaded machine did, 2026-12-03). ``GRACE`` still bounds the
+    wait."""
+    global _HOLDING
+    _HOLDING = True
+    try:
+        yield
+    finally:
+        _HOLDING = False
+    if _HELD:
+        _stop(_HELD.pop(0))
 
 
 def _log(msg: str) -> None:
@@ -529,6 +553,9 @@ def _main(argv: list[str] | None) -> int:
             if args.command in ("run", "compare", "plot"):
                 saved_env.setdefault("MPLCONFIGDIR", os.environ.get("MPLCONFIGDIR"))
                 mpl_home = _matplotlib_home()
+            if args.command in ("run", "compare", "plot", "check"):  # the commands that import torch
+                with _uninterrupted():
+                    import torch  # noqa: F401
             return args.func(args)
     except BrokenPipeError as exc:  # the reader went away (| head): end quietly, like a shell tool
         if _output_closed():
@@ -562,6 +589,7 @@ def _main(argv: list[str] | None) -> int:
         while _ARMED:
             _ARMED.pop().set()
         _STOPPING.clear()
+        _HELD.clear()
         if previous is not None:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -579,9 +607,9 @@ def _main(argv: list[str] | None) -> int:
 def _handle_stops() -> dict:
     """SIGTERM raises ``Terminated``; SIGINT (where Python's own handler is in place) ``KeyboardInterrupt``; either ends
     the command within ``GRACE`` seconds whatever the code it interrupts does. Returns the handlers it replaced."""
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop)}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when SIGINT is ignored (nohup, &)
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_stop)
     return previous
 
 

@@ -44,8 +44,17 @@ def pytest_collection_modifyitems(config, items):
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 PLUGIN_PKG = Path(__file__).resolve().parent / "plugin_pkg"  # user modules the tests import by path
+
+
+class Ran(NamedTuple):
+    """What a command run in this process gave (``cli.here``): unpacks as ``code, out, err``."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 class Cli:
@@ -56,7 +65,13 @@ class Cli:
     tests that send signals or watch children; ``cli.one_line(code, err, *fragments, status=2)``: check that a run
     ended with ``status`` and one line on stderr (no traceback) holding every fragment, and return the line;
     ``cli.fails(proc, *fragments, status=2)``: the same for a finished process. The environment is the test's with
-    one torch thread and ``tests/plugin_pkg`` on PYTHONPATH, after the folders ``path``; ``env`` adds to it."""
+    one torch thread and ``tests/plugin_pkg`` on PYTHONPATH, after the folders ``path``; ``env`` adds to it.
+    ``cli.here(*args)``: the same command in this process (``capacity.cli.main``, what the console script runs
+    after its supervisor's fork), its output read through pytest's ``capsys``, as a ``Ran`` (``code, out, err``;
+    ``cli.fails`` takes it): for refusals and quick commands, without a fresh interpreter's second of start-up."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]):
+        self._capsys = capsys
 
     def env(self, extra: dict | None = None, path=()) -> dict:
         folders = [*map(str, path), str(PLUGIN_PKG), os.environ.get("PYTHONPATH", "")]
@@ -77,6 +92,15 @@ class Cli:
         cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
         return subprocess.Popen(cmd, env=self.env(env, path), text=True, start_new_session=True, **kw)
 
+    def here(self, *args) -> Ran:
+        from capacity import cli as _cli
+
+        argv = [str(a) for a in args]
+        self._capsys.readouterr()  # what the test printed before is not the command's
+        code = _cli.main(argv)
+        out, err = self._capsys.readouterr()
+        return Ran(code, out, err)
+
     @staticmethod
     def one_line(code: int, err: str, *fragments: str, status: int = 2) -> str:
         lines = err.strip().splitlines()
@@ -86,10 +110,10 @@ class Cli:
             assert f in lines[0], lines[0]
         return lines[0]
 
-    def fails(self, proc: subprocess.CompletedProcess, *fragments: str, status: int = 2) -> str:
+    def fails(self, proc: subprocess.CompletedProcess | Ran, *fragments: str, status: int = 2) -> str:
         return self.one_line(proc.returncode, proc.stderr, *fragments, status=status)
 
 
 @pytest.fixture
-def cli() -> Cli:
-    return Cli()
+def cli(capsys) -> Cli:
+    return Cli(capsys)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from capacity.kernels import reference
 
-from capacity import CapacityError, cli, kernels, plots, studies, sweep, theory, variants
+from capacity import CapacityError, kernels, plots, studies, sweep, theory, variants
 from capacity.base import labels
 from capacity.inputs import features, keys, values
 from capacity.tasks import probe
@@ -64,13 +64,11 @@ def test_the_old_listings_are_gone():
     assert not importlib.util.find_spec("capacity._deprecated")
 
 
-def test_the_command_line_lists_what_available_lists(capsys):
-    assert cli.main(["list", "keys"]) == 0
-    printed = capsys.readouterr().out
-    assert all(f"  {name}" in printed for name in keys.available())
-    assert cli.main(["list", "values"]) == 0
-    printed = capsys.readouterr().out
-    assert all(f"  {name}" in printed for name in values.available())
+def test_the_command_line_lists_what_available_lists(cli):
+    code, printed, _ = cli.here("list", "keys")
+    assert code == 0 and all(f"  {name}" in printed for name in keys.available())
+    code, printed, _ = cli.here("list", "values")
+    assert code == 0 and all(f"  {name}" in printed for name in values.available())
 
 
 # ------------------------------------------------------------------ the old spellings are errors, in one line
@@ -130,6 +128,8 @@ def test_the_built_in_studies_use_the_new_names():
 
 
 def test_the_executor_default_is_the_same_in_python_and_on_the_command_line():
+    from capacity import cli
+
     default = inspect.signature(sweep.run).parameters["executor"].default
     assert default == "auto"
     for command in (["run", "capacity-vs-d"], ["compare", "linear"]):

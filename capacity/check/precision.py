@@ -9,10 +9,12 @@ deviation of a read by a random unit query.
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from capacity import theory, variants
-from capacity.check._rows import eq, mean_se
+from capacity.check._rows import eq, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.tasks import probe
 from capacity.variants import heads, precision
@@ -25,7 +27,13 @@ def _pairs(n, d, dv, B, seed, dev):
 
 
 def _deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
-    """Per item: ||S_stored - S_float32||_F^2 / d after n writes, through the wrapper's and the memory's reads."""
+    """Per item: ||S_stored - S_float32||_F^2 / d after n writes, through the wrapper's and the memory's reads
+    (measured once per ``run_checks`` cache)."""
+    key = ("deviation", label, dtype, rounding, n, d, dv, B, seed)
+    return measured(key, lambda: _measure_deviation(label, dtype, rounding, n, d, dv, B, seed, dev))
+
+
+def _measure_deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
     K, V = _pairs(n, d, dv, B, seed, dev)
     base = variants.resolve(label)
     mem = precision.stored(base, dtype, rounding, seed=seed)
@@ -66,9 +74,9 @@ def _t16(dev, seed, rows):
     rows.append(eq("T16", what, m, 1.0, 3 * se, function="rounding_crossover"))
 
 
-def _t17(dev, seed, rows):
-    """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/16 (bfloat16), 32 writes measured."""
-    n, d, B, extra = 4096, 32, 64, 32
+def _stalls(n, d, B, extra, seed, dev):
+    """T17's measurement: per item [B], the fraction of state entries a write left unchanged and the part of the
+    write's increment kept, each averaged over the ``extra`` writes after the first ``n``."""
     K, V = _pairs(n + extra, d, d, B, seed, dev)
     mem = precision.stored(variants.get("linear"), "bfloat16", "step")
     st = mem.write(mem.init_state(B, d, d, device=dev), K[:, :n], V[:, :n])
@@ -80,7 +88,14 @@ def _t17(dev, seed, rows):
         change = st.inner - before
         lost.append((change == 0).double().mean((1, 2)))  # [B]
         kept.append((change * inc).double().sum((1, 2)) / (inc.double() ** 2).sum((1, 2)))
-    m, se = mean_se(torch.stack(lost).mean(0))
+    return torch.stack(lost).mean(0), torch.stack(kept).mean(0)
+
+
+def _t17(dev, seed, rows):
+    """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/16 (bfloat16), 32 writes measured."""
+    n, d, B, extra = 4096, 32, 64, 32
+    lost, kept = measured(("stall", n, d, B, extra, seed), lambda: _stalls(n, d, B, extra, seed, dev))
+    m, se = mean_se(lost)
     want = theory.stall_fraction(n + extra / 2 + 0.5, d, d, "bfloat16")
     rows.append(
         eq(
@@ -92,7 +107,7 @@ def _t17(dev, seed, rows):
             function="stall_fraction",
         )
     )
-    m, se = mean_se(torch.stack(kept).mean(0))
+    m, se = mean_se(kept)
     want = theory.retained_fraction(n + extra / 2 + 0.5, d, d, "bfloat16")
     rows.append(
         eq(
@@ -140,15 +155,19 @@ def _t19(dev, seed, rows):
     )
 
 
+def _heads_mse(H, HV, K, V, n):
+    """Per item [B]: the additive memory split into H key and HV value heads, its read error after n writes."""
+    mem = heads.split(variants.get("linear"), heads=H, value_heads=HV)
+    return torch.as_tensor(probe.recall(mem, K, V, checkpoints=[n], decode=False).mse.values[0])
+
+
 def _t20(dev, seed, rows):
     """T20: the additive memory in heads: mean error (n - 1) min(H, HV) / d for random keys."""
     n, d, B = 128, 64, 128
     K, V = _pairs(n, d, d, B, seed, dev)
     eps = 0.25
     for H, HV in ((4, 4), (2, 8), (8, 2)):
-        mem = heads.split(variants.get("linear"), heads=H, value_heads=HV)
-        mse = torch.as_tensor(probe.recall(mem, K, V, checkpoints=[n], decode=False).mse.values[0])
-        m, se = mean_se(mse)
+        m, se = mean_se(measured(("heads", H, HV, n, d, B, seed), partial(_heads_mse, H, HV, K, V, n)))
         want = theory.heads_random_keys_error(n, d, heads=H, value_heads=HV)
         layout = f"linear in H = {H} key, HV = {HV} value heads, d = {d}"
         rows.append(eq("T20", f"{layout}, n = {n}: mse (3 s.e.)", m, want, 3 * se, function="heads_random_keys_error"))
@@ -194,12 +213,21 @@ def _t20(dev, seed, rows):
         )
 
 
+def _largest_error(x, dt):
+    return float((precision.round_(x.clone()[None], dt)[0] - x).abs().max())
+
+
+def _squared_errors(z, sr, seed):
+    """[N]: the squared error of each number of ``z`` [1, N] rounded to bfloat16."""
+    return ((precision.round_(z.clone(), "bfloat16", stochastic=sr, seed=int(seed)) - z).double() ** 2)[0]
+
+
 def _formats(dev, seed, rows):
     """T14's ingredients on the rounding code itself: u, half an ulp of 1, is the largest error of rounding the
     numbers in [1, 2); the mean squared error of rounding Gaussian numbers once is rounding_variance."""
     x = 1 + torch.arange(2**16, device=dev, dtype=torch.float32) / 2**16  # [1, 2) in steps of 2^-16
     for dt in ("bfloat16", "float8_e4m3fn"):
-        err = float((precision.round_(x.clone()[None], dt)[0] - x).abs().max())
+        err = measured(("largest rounding error", dt), partial(_largest_error, x, dt))
         want = theory.unit_roundoff(dt)
         rows.append(
             eq("T14", f"{dt}: largest rounding error in [1, 2) = u (exact)", err, want, 0.0, function="unit_roundoff")
@@ -208,7 +236,10 @@ def _formats(dev, seed, rows):
     g = torch.Generator(device=dev).manual_seed(int(seed))
     z = torch.randn(1, N, generator=g, device=dev) * sigma  # [1, N]
     for sr in (False, True):
-        e2 = ((precision.round_(z.clone(), "bfloat16", stochastic=sr, seed=int(seed)) - z).double() ** 2)[0]
+        e2 = measured(
+            ("rounding of N(0, sigma^2)", sigma, N, sr, seed),
+            partial(_squared_errors, z, sr, seed),
+        )
         m, se = mean_se(e2)
         want = theory.rounding_variance(sigma, "bfloat16", stochastic=sr)
         how = "stochastic rounding" if sr else "round-to-nearest"

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from capacity import cli, studies, variants
+from capacity import studies, variants
 from capacity.base import catalog, plugins
 from capacity.inputs import features, keys, values
 
@@ -42,7 +42,7 @@ def test_capacity_list_prints_the_registries_without_importing_torch(tmp_path):
     assert done.stdout == expected
 
 
-def test_a_plug_in_of_another_package_is_read_from_its_registry(monkeypatch, capsys):
+def test_a_plug_in_of_another_package_is_read_from_its_registry(monkeypatch, cli):
     real = plugins.entry_points
 
     def with_one_more(group):
@@ -53,8 +53,8 @@ def test_a_plug_in_of_another_package_is_read_from_its_registry(monkeypatch, cap
     listed = catalog.available("variants")
     assert listed["zz_mem"] == "(plug-in zzpkg.mem:Mem)" and list(listed.items()) == list(variants.available().items())
     assert "zz_mem" not in catalog.available("features")  # another group: the file
-    assert cli.main(["list", "variants"]) == 0
-    assert "zz_mem" in capsys.readouterr().out
+    code, out, _ = cli.here("list", "variants")
+    assert code == 0 and "zz_mem" in out
 
 
 def test_without_the_file_the_registry_answers(monkeypatch, tmp_path):

@@ -5,14 +5,13 @@ the expected values are computed again.
 """
 
 import importlib.util
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from capacity import CapacityError, check, cli, theory
+from capacity import CapacityError, check, theory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -140,13 +139,11 @@ def test_only_selects_theorems_and_rejects_unknown_ones(checked):
         check.run_checks(only=["T99"])
 
 
-def test_cli_check_and_list(capsys):
-    assert cli.main(["check", "--only", "T2,T11"]) == 0
-    out = capsys.readouterr().out
-    assert "checks hold" in out and "T11" in out and "T7" not in out and "decay_readout" in out
-    assert cli.main(["list", "keys"]) == 0
-    out = capsys.readouterr().out
-    assert "orthogonal" in out and "simplex" in out
+def test_cli_check_and_list(cli):
+    code, out, _ = cli.here("check", "--only", "T2,T11")
+    assert code == 0 and "checks hold" in out and "T11" in out and "T7" not in out and "decay_readout" in out
+    code, out, _ = cli.here("list", "keys")
+    assert code == 0 and "orthogonal" in out and "simplex" in out
 
 
 @pytest.mark.parametrize(
@@ -159,16 +156,10 @@ def test_cli_check_and_list(capsys):
         (["list", "nothing"], "invalid choice"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(argv, match, capsys):
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("capacity: error:") and match in err[0]
+def test_bad_input_is_one_line_and_exit_2(argv, match, cli):
+    assert cli.fails(cli.here(*argv), match).startswith("capacity: error:")
 
 
 @pytest.mark.slow
-def test_the_installed_command_prints_no_traceback():
-    proc = subprocess.run(
-        [sys.executable, "-m", "capacity.cli", "check", "--seed", "-3"], capture_output=True, text=True
-    )
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0 and "seed must be" in proc.stderr
+def test_the_installed_command_prints_no_traceback(cli):
+    cli.fails(cli("check", "--seed", "-3"), "seed must be")

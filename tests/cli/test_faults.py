@@ -383,6 +383,35 @@ def test_an_interrupt_at_start_up_is_one_line(tmp_path, delay):
         assert proc.returncode == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
 
+INTERRUPTED_IN_TORCH = """
+import os, signal, sys
+
+class Interrupt:  # SIGINT to this process as torch's import reaches torch.distributed (its C++ part comes next)
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch.distributed":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.meta_path.insert(0, Interrupt())
+from capacity import cli
+
+code = cli.main(["{command}", *{args!r}])
+print(code, "torch.distributed" in sys.modules, "capacity.check" in sys.modules or "capacity.sweep" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("command, args", [("check", ["--only", "T2"]), ("compare", ["linear", "--d", "8"])])
+def test_an_interrupt_while_torch_is_imported_is_held_until_the_import_ends(tmp_path, command, args):
+    """torch's import runs C++ (torch._C._c10d_init) that aborts the process when a signal handler raises in it: an
+    interrupt during the import ends the command after the import, before any work, with status 130 and one line."""
+    script = INTERRUPTED_IN_TORCH.format(
+        command=command, args=[*args, *(["--out", str(tmp_path)] if command == "compare" else [])]
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["130", "True", "False"], done  # torch whole, the command's own modules never loaded
+    assert done.stderr.startswith("capacity: interrupted") and done.stderr.count("\n") == 1, done.stderr
+
+
 def test_sweep_run_refuses_a_name_or_no_folder_in_one_line(reference):
     study, _ = reference
     with pytest.raises(CapacityError, match=r"takes a capacity.sweep.Study \(capacity.studies.get\(name\)"):

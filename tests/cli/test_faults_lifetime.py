@@ -81,12 +81,6 @@ def _compare(out, *variants, load="1,2", d="8", extra=()):
     return ["compare", *variants, "--d", d, "--load", load, "--seeds", "1", "--out", str(out), *loud, *extra]
 
 
-def _main(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _alive(pid: int) -> bool:
     """The process runs (a zombie, killed and not yet reaped, does not)."""
     try:
@@ -115,41 +109,41 @@ def _cells(root: Path, *keys: str) -> None:
         store.save(key, {(0, 8): {"mse": np.float64(1.0)}}, {}, {"mse": "<f8"}, {})
 
 
-def test_prune_refuses_while_a_run_holds_the_store(cli, tmp_path, capsys):
+def test_prune_refuses_while_a_run_holds_the_store(cli, tmp_path):
     root = tmp_path / "o" / ".sweep" / "compare"
     root.mkdir(parents=True)
     _cells(root, "a" * 64, "b" * 64)
     Store(root).record("compare", ["a" * 64])
     with _files.lock(root):  # what a run holds from before it loads the store until its manifest is written
-        code, _, err = _main(capsys, "store", tmp_path / "o", "--prune")
+        code, _, err = cli.here("store", tmp_path / "o", "--prune")
     cli.one_line(code, err, f"a run is writing {root}", "nothing was removed")
     assert (root / f"{'b' * 64}.json").exists()
 
 
 @pytest.mark.slow  # two small runs in this process: about 5 s on the shared 2-core VM
-def test_prune_keeps_what_a_cut_short_run_resumes_from_unless_all(cli, tmp_path, monkeypatch, capsys):
+def test_prune_keeps_what_a_cut_short_run_resumes_from_unless_all(cli, tmp_path, monkeypatch):
     """A run that fails after storing some cells (as after kill -9: no finished run) leaves cells that the same
     command reuses; prune keeps them."""
     mod = _memory(tmp_path, monkeypatch, write="if k.shape[1] > 24 and k.shape[2] == 16: raise ValueError('broken')")
     out = tmp_path / "o"
     argv = _compare(out, "linear", f"{mod}:Mem", load="4", d="8,16", extra=("--executor", "serial"))
-    code, _, err = _main(capsys, *argv)
+    code, _, err = cli.here(*argv)
     cli.one_line(code, err, "ValueError in write(): broken")
     root = out / ".sweep" / "compare"
     cells = lambda: sorted(p.name for p in root.glob("*.json") if p.name != "manifest.json")
     saved = cells()
     assert len(saved) == 2  # d = 8 of both memories (one task), before d = 16 failed
-    code, printed, _ = _main(capsys, "store", out, "--prune")
+    code, printed, _ = cli.here("store", out, "--prune")
     assert code == 0 and "kept 2 cells of a run that did not finish" in printed, printed
     assert cells() == saved
-    code, _, err = _main(capsys, *_compare(out, "linear", load="4", extra=("--verbose", "--executor", "serial")))
+    code, _, err = cli.here(*_compare(out, "linear", load="4", extra=("--verbose", "--executor", "serial")))
     assert code == 0 and "0 measured in 0 passes, 1 reused" in err, err  # what prune kept is what resumes
     _cells(root, "c" * 64)  # a cell no run lists (of older code, say)
-    code, printed, _ = _main(capsys, "store", out, "--prune", "--dry-run")
+    code, printed, _ = cli.here("store", out, "--prune", "--dry-run")
     assert code == 0 and f"would remove {root / ('c' * 64)}.json" in printed and "kept 1 cells" in printed, printed
 
 
-def test_prune_all_removes_cells_of_unfinished_runs(tmp_path, capsys):
+def test_prune_all_removes_cells_of_unfinished_runs(tmp_path, cli):
     root = tmp_path / "o" / ".sweep" / "s"
     root.mkdir(parents=True)
     keys = [k * 64 for k in "abcd"]
@@ -157,15 +151,15 @@ def test_prune_all_removes_cells_of_unfinished_runs(tmp_path, capsys):
     store = Store(root)
     store.record("s", [keys[0]])  # the latest finished run used a
     store.start([keys[1], keys[2]])  # a run that measured b and c was cut short
-    code, printed, _ = _main(capsys, "store", tmp_path / "o", "--prune")
+    code, printed, _ = cli.here("store", tmp_path / "o", "--prune")
     assert code == 0 and "kept 2 cells" in printed
     assert sorted(p.stem for p in root.glob("*.json") if p.stem != "manifest") == keys[:3]
-    code, printed, _ = _main(capsys, "store", tmp_path / "o", "--prune", "--all")
+    code, printed, _ = cli.here("store", tmp_path / "o", "--prune", "--all")
     assert code == 0 and sorted(p.stem for p in root.glob("*.json") if p.stem != "manifest") == keys[:1]
 
 
 @pytest.mark.parametrize("manifest", ["{not json", '{"cells": 3}', "fifo", "folder"])
-def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, capsys, manifest):
+def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, manifest):
     root = tmp_path / "o" / ".sweep" / "s"
     root.mkdir(parents=True)
     _cells(root, "a" * 64, "b" * 64)
@@ -176,10 +170,10 @@ def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, capsys, manifest
         path.mkdir()
     else:
         path.write_text(manifest)
-    code, _, err = _main(capsys, "store", tmp_path / "o", "--prune")
+    code, _, err = cli.here("store", tmp_path / "o", "--prune")
     cli.one_line(code, err, f"cannot read the store's manifest {path}", "nothing was removed")
     assert len(list(root.glob("?" * 64 + ".json"))) == 2
-    code, printed, err = _main(capsys, "store", tmp_path / "o")  # a listing shows what it can, and says so
+    code, printed, err = cli.here("store", tmp_path / "o")  # a listing shows what it can, and says so
     assert code == 0 and printed.splitlines()[1].split()[:3] == ["s", "2", "?"], printed
     assert "manifest of" in err and "cannot be read" in err
 
@@ -187,10 +181,10 @@ def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, capsys, manifest
 # ---------------------------------------------------------------- user code that ends the process or hangs
 
 
-def test_system_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch, capsys):
+def test_system_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch):
     """The behavioural fingerprint runs write at plan time: it too runs it under the guard."""
     mod = _memory(tmp_path, monkeypatch, write="raise SystemExit(7)")
-    code, _, err = _main(capsys, *_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial")))
+    code, _, err = cli.here(*_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial")))
     cli.one_line(code, err, f"memory '{mod}:Mem", "SystemExit in write(): 7", HINT)
 
 
@@ -260,21 +254,21 @@ def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_pat
     assert proc.returncode == status and word in err and "Traceback" not in err, err
 
 
-def test_the_needle_task_runs_the_memory_as_user_code(cli, tmp_path, monkeypatch, capsys):
+def test_the_needle_task_runs_the_memory_as_user_code(cli, tmp_path, monkeypatch):
     mod = _memory(tmp_path, monkeypatch, read="if q.shape[1] == 1: raise IndexError('read past the end')")
     sets = [f"variant={mod}:Mem", "haystack=random", "depth=0,1", "n=16", "d=8", "seed=0", "candidates=16"]
     argv = ["run", "needle", "--out", tmp_path / "o", "--quiet", "--executor", "serial"]
-    code, _, err = _main(capsys, *argv, *[x for s in sets for x in ("--set", s)])
+    code, _, err = cli.here(*argv, *[x for s in sets for x in ("--set", s)])
     cli.one_line(code, err, f"memory '{mod}:Mem", "IndexError in read(): read past the end", HINT)
 
 
-def test_an_allocation_failure_in_the_users_write_names_the_memory(cli, tmp_path, monkeypatch, capsys):
+def test_an_allocation_failure_in_the_users_write_names_the_memory(cli, tmp_path, monkeypatch):
     mod = _memory(
         tmp_path,
         monkeypatch,
         write="if k.shape[1] > 24: raise RuntimeError('DefaultCPUAllocator: can\\'t allocate memory: you tried to allocate 10^12')",
     )
-    code, _, err = _main(capsys, *_compare(tmp_path / "o", f"{mod}:Mem", load="4", extra=("--executor", "serial")))
+    code, _, err = cli.here(*_compare(tmp_path / "o", f"{mod}:Mem", load="4", extra=("--executor", "serial")))
     line = cli.one_line(code, err, f"memory '{mod}:Mem", "in write() could not allocate memory", "can't allocate")
     assert not line.startswith("capacity: error: probe"), line
 
@@ -461,8 +455,8 @@ def test_a_file_read_while_built_or_fingerprinted_is_in_the_reuse_key(tmp_path, 
 # ---------------------------------------------------------------- one line each, named for what failed
 
 
-def test_top_k_nan_is_refused_by_name(cli, tmp_path, capsys):
-    code, _, err = _main(capsys, "run", "capacity-vs-d", "--set", "top_k=nan", "--out", tmp_path)
+def test_top_k_nan_is_refused_by_name(cli, tmp_path):
+    code, _, err = cli.here("run", "capacity-vs-d", "--set", "top_k=nan", "--out", tmp_path)
     cli.one_line(code, err, "top_k must be a whole number >= 1, got nan")
 
 

@@ -31,12 +31,6 @@ SMALL = ["compare", "linear", "--d", "8", "--load", "1,2", "--seeds", "1", "--ex
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
-def _main(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _store_files(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in (out / ".sweep" / "compare").glob("*.json")}
 
@@ -45,7 +39,7 @@ def _store_files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_a_file_size_limit_while_the_results_are_written_is_one_line_with_the_store_intact(cli, tmp_path, capsys):
+def test_a_file_size_limit_while_the_results_are_written_is_one_line_with_the_store_intact(cli, tmp_path):
     out = tmp_path / "o"
     limit = 16 * 1024  # above a group's file (about 2 KB), below the results file (about 30 KB)
 
@@ -57,7 +51,7 @@ def test_a_file_size_limit_while_the_results_are_written_is_one_line_with_the_st
     stored = _store_files(out)
     assert stored and all(len(b) < limit for b in stored.values())
     assert not (out / "compare.nc").exists() and not list(out.glob(".*.tmp"))
-    code, _, err = _main(capsys, *SMALL, "--out", out, "--verbose")  # no limit: every group reused, the file written
+    code, _, err = cli.here(*SMALL, "--out", out, "--verbose")  # no limit: every group reused, the file written
     assert code == 0 and "0 measured in 0 passes, 2 reused" in err, err
     assert _store_files(out) == stored
     with xr.open_dataset(out / "compare.nc", engine="h5netcdf") as ds:
@@ -76,11 +70,9 @@ def test_a_file_size_limit_while_a_group_is_saved_is_one_line(cli, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_full_disk_while_the_results_are_written_is_one_line_and_leaves_no_partial_file(
-    cli, tmp_path, monkeypatch, capsys
-):
+def test_a_full_disk_while_the_results_are_written_is_one_line_and_leaves_no_partial_file(cli, tmp_path, monkeypatch):
     out = tmp_path / "o"
-    assert _main(capsys, *SMALL, "--out", out, "--quiet")[0] == 0  # the groups are stored
+    assert cli.here(*SMALL, "--out", out, "--quiet")[0] == 0  # the groups are stored
     (out / "compare.nc").unlink()
     stored = _store_files(out)
     real = Path.write_bytes
@@ -92,7 +84,7 @@ def test_a_full_disk_while_the_results_are_written_is_one_line_and_leaves_no_par
         return real(self, data)
 
     monkeypatch.setattr(Path, "write_bytes", fills_half_way)
-    code, _, err = _main(capsys, *SMALL, "--out", out, "--quiet")
+    code, _, err = cli.here(*SMALL, "--out", out, "--quiet")
     cli.one_line(code, err, "cannot write", "No space left on device", "the measured points are saved")
     assert not (out / "compare.nc").exists() and not list(out.glob(".*.tmp"))
     assert _store_files(out) == stored
@@ -104,7 +96,7 @@ def _dead_pid() -> int:
 
 
 @pytest.mark.slow
-def test_temporary_files_of_killed_writes_are_removed_by_the_next_run(tmp_path, capsys):
+def test_temporary_files_of_killed_writes_are_removed_by_the_next_run(tmp_path, cli):
     out, dead = tmp_path / "o", _dead_pid()
     (out / "figures").mkdir(parents=True)
     (out / ".sweep" / "compare").mkdir(parents=True)
@@ -119,7 +111,7 @@ def test_temporary_files_of_killed_writes_are_removed_by_the_next_run(tmp_path, 
     elsewhere = out / f".compare.nc.{dead}@another-host.fedcba98.tmp"  # another host's, recent: left alone
     for p in [*stale, live, elsewhere]:
         p.write_bytes(b"half a file")
-    code, _, err = _main(capsys, *SMALL, "--d", "8,16", "--out", out, "--quiet")
+    code, _, err = cli.here(*SMALL, "--d", "8,16", "--out", out, "--quiet")
     assert code == 0, err
     assert not any(p.exists() for p in stale), [p.name for p in stale if p.exists()]
     assert live.exists() and elsewhere.exists()
@@ -241,11 +233,11 @@ def test_quiet_prints_nothing_with_an_unwritable_home_and_leaves_no_temporary_fi
         ("--load", "0", "load must be a finite number > 0, got 0"),
     ],
 )
-def test_compare_reads_numbers_as_run_set_does(cli, tmp_path, capsys, flag, value, fragment):
-    code, _, err = _main(capsys, "compare", "linear", flag, value, "--out", tmp_path / "o")
+def test_compare_reads_numbers_as_run_set_does(cli, tmp_path, flag, value, fragment):
+    code, _, err = cli.here("compare", "linear", flag, value, "--out", tmp_path / "o")
     line = cli.one_line(code, err, fragment)
     key = flag.lstrip("-")
-    code, _, err = _main(capsys, "run", "capacity-vs-d", "--set", f"{key}={value}", "--out", tmp_path / "o")
+    code, _, err = cli.here("run", "capacity-vs-d", "--set", f"{key}={value}", "--out", tmp_path / "o")
     assert cli.one_line(code, err) == line  # the same words through --set
 
 
@@ -261,14 +253,14 @@ def test_with_overrides_takes_one_assignment_or_a_dict():
             base.with_overrides(bad)
 
 
-def test_plot_of_a_results_file_whose_numbers_are_text_is_one_line(cli, tmp_path, capsys):
-    code, _, err = _main(capsys, *SMALL, "--out", tmp_path / "o", "--quiet")
+def test_plot_of_a_results_file_whose_numbers_are_text_is_one_line(cli, tmp_path):
+    code, _, err = cli.here(*SMALL, "--out", tmp_path / "o", "--quiet")
     assert code == 0, err
     with xr.open_dataset(tmp_path / "o" / "compare.nc", engine="h5netcdf") as f:
         ds = f.load()
     ds["mse"] = ds["mse"].astype(str)
     ds.to_netcdf(tmp_path / "text.nc", engine="h5netcdf")
-    code, _, err = _main(capsys, "plot", tmp_path / "text.nc", "--out", tmp_path / "figs")
+    code, _, err = cli.here("plot", tmp_path / "text.nc", "--out", tmp_path / "figs")
     cli.one_line(code, err, "text.nc", "variable 'mse' holds", "not numbers")
 
 
@@ -285,13 +277,13 @@ def test_a_performer_map_too_large_is_refused_before_it_allocates(monkeypatch):
     assert time.perf_counter() - t0 < 10
 
 
-def test_distractors_beyond_memory_are_refused_up_front_in_one_line(cli, tmp_path, capsys):
-    code, _, err = _main(capsys, "run", "mqar", "--set", "distractors=1000000000000", "--out", tmp_path / "o")
+def test_distractors_beyond_memory_are_refused_up_front_in_one_line(cli, tmp_path):
+    code, _, err = cli.here("run", "mqar", "--set", "distractors=1000000000000", "--out", tmp_path / "o")
     cli.one_line(code, err, "needs about", "tokens written", "fewer distractors")
     assert not list((tmp_path / "o" / ".sweep" / "mqar").glob("*.json"))
 
 
-def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on(tmp_path, monkeypatch, cli):
     from capacity.sweep import executors
 
     assert learned.FAMILY.cost(1, 64, 64, steps=10**7) > 3600  # keys=learned(steps=10000000): hours
@@ -301,7 +293,7 @@ def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on
     monkeypatch.setattr(learned, "optimise", lambda *a, **k: (events.append("optimised"), real_optimise(*a, **k))[1])
     sets = ["keys=learned(steps=100)", "variant=linear", "d=8", "load=1,2", "seed=0"]
     args = ["run", "capacity-vs-d", *[x for s in sets for x in ("--set", s)], "--out", tmp_path / "o", "--quiet"]
-    code, out, err = _main(capsys, *args, "--executor", "serial")
+    code, out, err = cli.here(*args, "--executor", "serial")
     assert code == 0, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "estimated work about" in lines[0] and "learned keys" in lines[0], err

@@ -17,7 +17,6 @@ import pytest
 
 from capacity import CapacityError
 from capacity.base import plugins
-from capacity.cli import main
 
 HINT = "run with --traceback for the full traceback"
 
@@ -67,12 +66,6 @@ def _memory(tmp_path, monkeypatch, **methods) -> str:
     return _module(tmp_path, monkeypatch, MEMORY.format(**body))
 
 
-def _main(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _compare(tmp_path, variant, *extra):
     return ["compare", variant, "--d", "8", "--load", "1,2", "--seeds", "1", "--out", tmp_path / "o", "--quiet", *extra]
 
@@ -100,29 +93,29 @@ def _compare(tmp_path, variant, *extra):
     ],
 )
 def test_a_plugin_memory_that_fails_is_one_line_naming_it_and_the_method(
-    cli, tmp_path, monkeypatch, capsys, method, code, fragments
+    cli, tmp_path, monkeypatch, method, code, fragments
 ):
     mod = _memory(tmp_path, monkeypatch, **{method: code})
-    status, _, err = _main(capsys, *_compare(tmp_path, f"{mod}:Mem", "--executor", "serial"))
+    status, _, err = cli.here(*_compare(tmp_path, f"{mod}:Mem", "--executor", "serial"))
     cli.one_line(status, err, f"memory '{mod}:Mem", *fragments)
 
 
 @pytest.mark.slow
-def test_an_error_in_a_worker_process_crosses_whole_and_traceback_shows_the_users_line(tmp_path, monkeypatch, capsys):
+def test_an_error_in_a_worker_process_crosses_whole_and_traceback_shows_the_users_line(tmp_path, monkeypatch, cli):
     mod = _memory(tmp_path, monkeypatch, write="return 1 / 0")
     args = _compare(tmp_path, f"{mod}:Mem", "--executor", "processes", "--workers", "1")
-    status, _, err = _main(capsys, "--traceback", *args)
+    status, _, err = cli.here("--traceback", *args)
     assert status == 2 and "Traceback" in err and f"{mod}.py" in err and "return 1 / 0" in err, err
     last = err.strip().splitlines()[-1]  # the one line still ends it (no hint: the traceback is there)
     assert last == f"capacity: error: memory '{mod}:Mem' raised ZeroDivisionError in write(): division by zero"
 
 
-def test_capacity_traceback_in_the_environment_and_the_flag_after_the_command(tmp_path, monkeypatch, capsys):
+def test_capacity_traceback_in_the_environment_and_the_flag_after_the_command(tmp_path, monkeypatch, cli):
     mod = _memory(tmp_path, monkeypatch, read="raise IndexError('read past the end')")
-    status, _, err = _main(capsys, *_compare(tmp_path, f"{mod}:Mem", "--executor", "serial", "--traceback"))
+    status, _, err = cli.here(*_compare(tmp_path, f"{mod}:Mem", "--executor", "serial", "--traceback"))
     assert status == 2 and "Traceback" in err and "IndexError: read past the end" in err, err
     monkeypatch.setenv("CAPACITY_TRACEBACK", "1")
-    status, _, err = _main(capsys, *_compare(tmp_path, f"{mod}:Mem", "--executor", "serial"))
+    status, _, err = cli.here(*_compare(tmp_path, f"{mod}:Mem", "--executor", "serial"))
     assert status == 2 and "Traceback" in err and err.strip().splitlines()[-1].startswith("capacity: error: memory")
 
 
@@ -148,11 +141,11 @@ def test_user_code_errors_survive_pickling_with_their_traceback():
         ("import nosuchdependency_xyz\n", ("raised ModuleNotFoundError at import", "nosuchdependency_xyz")),
     ],
 )
-def test_a_module_that_fails_at_import_is_one_line(cli, tmp_path, monkeypatch, capsys, source, fragments):
+def test_a_module_that_fails_at_import_is_one_line(cli, tmp_path, monkeypatch, source, fragments):
     mod = _module(tmp_path, monkeypatch, source)
-    status, _, err = _main(capsys, *_compare(tmp_path, "linear", "--import", mod))
+    status, _, err = cli.here(*_compare(tmp_path, "linear", "--import", mod))
     cli.one_line(status, err, f"module '{mod}'", *fragments)
-    status, _, err = _main(capsys, "run", "capacity-vs-d", "--set", f"variant={mod}:Mem", "--out", tmp_path / "o")
+    status, _, err = cli.here("run", "capacity-vs-d", "--set", f"variant={mod}:Mem", "--out", tmp_path / "o")
     cli.one_line(status, err, f"module '{mod}'", *fragments)
 
 
@@ -164,12 +157,12 @@ def test_a_module_that_fails_at_import_is_one_line(cli, tmp_path, monkeypatch, c
         ("nosuchplugin_xyz", ("cannot import 'nosuchplugin_xyz'", "PYTHONPATH")),
     ],
 )
-def test_import_names_that_are_no_modules_are_one_line(cli, tmp_path, capsys, name, fragments):
-    status, _, err = _main(capsys, *_compare(tmp_path, "linear", "--import", name))
+def test_import_names_that_are_no_modules_are_one_line(cli, tmp_path, name, fragments):
+    status, _, err = cli.here(*_compare(tmp_path, "linear", "--import", name))
     cli.one_line(status, err, *fragments)
 
 
-def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(cli, tmp_path, monkeypatch, capsys):
+def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(cli, tmp_path, monkeypatch):
     mod = _module(
         tmp_path,
         monkeypatch,
@@ -193,9 +186,9 @@ def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(cli, 
         """,
     )
     run = ["run", "capacity-vs-d", "--set", "d=8", "--set", "load=1", "--set", "seed=0", "--out", tmp_path / "o"]
-    status, _, err = _main(capsys, *run, "--set", f"keys={mod}:FAM")
+    status, _, err = cli.here(*run, "--set", f"keys={mod}:FAM")
     cli.one_line(status, err, "key family 'mine' raised ValueError in draw(): no keys today")
-    status, _, err = _main(capsys, *run, "--set", "variant=linear", "--set", f"feature={mod}:Phi")
+    status, _, err = cli.here(*run, "--set", "variant=linear", "--set", f"feature={mod}:Phi")
     cli.one_line(status, err, f"feature map '{mod}:Phi' raised OSError when built: weights not found")
 
 
@@ -222,8 +215,8 @@ def broken_plugins(tmp_path, monkeypatch):
     plugins.entry_points.cache_clear()
 
 
-def test_capacity_list_warns_about_broken_entry_points_and_lists_the_rest(broken_plugins, capsys):
-    status, out, err = _main(capsys, "list")
+def test_capacity_list_warns_about_broken_entry_points_and_lists_the_rest(broken_plugins, cli):
+    status, out, err = cli.here("list")
     assert status == 0, err
     assert "goodstudy" in out and "capacity-vs-d" in out and "gaussian" in out and "linear" in out
     assert "notastudy" not in out and "raisingstudy" not in out and "syntaxkeys" not in out
@@ -242,19 +235,19 @@ def test_capacity_list_warns_about_broken_entry_points_and_lists_the_rest(broken
         (["run", "capacity-vs-d", "--set", "keys=syntaxkeys"], ("plug-in 'syntaxkeys'", "raised SyntaxError")),
     ],
 )
-def test_using_a_broken_entry_point_is_one_line(cli, broken_plugins, tmp_path, capsys, argv, fragments):
-    status, _, err = _main(capsys, *argv, "--out", tmp_path / "o")
+def test_using_a_broken_entry_point_is_one_line(cli, broken_plugins, tmp_path, argv, fragments):
+    status, _, err = cli.here(*argv, "--out", tmp_path / "o")
     cli.one_line(status, err, *fragments)
 
 
-def test_an_unexpected_exception_is_still_one_line_with_its_type(cli, tmp_path, monkeypatch, capsys):
+def test_an_unexpected_exception_is_still_one_line_with_its_type(cli, tmp_path, monkeypatch):
     from capacity.sweep import runner
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in assembly")
 
     monkeypatch.setattr(runner, "assemble", broken)
-    status, _, err = _main(capsys, *_compare(tmp_path, "linear", "--executor", "serial"))
+    status, _, err = cli.here(*_compare(tmp_path, "linear", "--executor", "serial"))
     cli.one_line(status, err, "ZeroDivisionError: a bug in assembly", "unexpected", HINT)
 
 

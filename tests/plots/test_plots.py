@@ -24,7 +24,7 @@ from capacity.plots import (
 from capacity.plots.orthogonality import error_from_coherence, error_from_effective_rank
 from capacity.plots.save import save
 
-from capacity import cli, plots, studies, sweep, theory, variants
+from capacity import plots, studies, sweep, theory, variants
 from capacity.errors import CapacityError
 from capacity.inputs import keys, values
 from capacity.tasks import probe
@@ -481,12 +481,6 @@ def test_render_rejects_bad_datasets(cvd):
 # ---------------------------------------------------------------- capacity plot
 
 
-def _run_cli(capsys, *argv):
-    rc = cli.main(["plot", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 @pytest.mark.parametrize(
     "make, expected",
     [
@@ -496,30 +490,28 @@ def _run_cli(capsys, *argv):
     ],
     ids=["nothing-fits", "no-finite-value", "empty"],
 )
-def test_cli_plot_errors_are_one_line_and_exit_2(tmp_path, capsys, cvd, make, expected):
+def test_cli_plot_errors_are_one_line_and_exit_2(tmp_path, cli, cvd, make, expected):
     path = tmp_path / "results.nc"
     make(cvd).to_netcdf(path, engine="h5netcdf")
-    rc, out, err = _run_cli(capsys, path)
-    assert rc == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("capacity: error: ") and expected in err and str(path) in err
+    done = cli.here("plot", path)
+    assert done.stdout == ""
+    assert cli.fails(done, expected, str(path)).startswith("capacity: error: ")
     assert not (tmp_path / "figures").exists()
 
 
-def test_cli_plot_bad_paths(tmp_path, capsys):
-    rc, _, err = _run_cli(capsys, tmp_path / "missing.nc")
-    assert rc == 2 and "no such results file" in err and err.count("\n") == 1
-    rc, _, err = _run_cli(capsys, tmp_path)
-    assert rc == 2 and "no results files" in err
+def test_cli_plot_bad_paths(tmp_path, cli):
+    cli.fails(cli.here("plot", tmp_path / "missing.nc"), "no such results file")
+    cli.fails(cli.here("plot", tmp_path), "no results files")
     (tmp_path / "junk.nc").write_text("not netCDF")
-    rc, _, err = _run_cli(capsys, tmp_path / "junk.nc")
-    assert rc == 2 and "not a readable netCDF" in err and err.count("\n") == 1
+    cli.fails(cli.here("plot", tmp_path / "junk.nc"), "not a readable netCDF")
 
 
 @pytest.mark.slow
-def test_cli_plot_writes_figures_beside_the_results(tmp_path, capsys, cf):
+def test_cli_plot_writes_figures_beside_the_results(tmp_path, cli, cf):
     cf.to_netcdf(tmp_path / "closed-form.nc", engine="h5netcdf")
-    rc, out, err = _run_cli(capsys, tmp_path)
-    assert rc == 0, err
+    done = cli.here("plot", tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [
         "closed-form_closed-form.pdf",
         "closed-form_closed-form.png",
@@ -527,8 +519,8 @@ def test_cli_plot_writes_figures_beside_the_results(tmp_path, capsys, cf):
     assert out.split() == [
         str(tmp_path / "figures" / n) for n in ("closed-form_closed-form.png", "closed-form_closed-form.pdf")
     ]
-    rc, out, _ = _run_cli(capsys, tmp_path / "closed-form.nc", "--out", tmp_path / "elsewhere")
-    assert rc == 0 and len(list((tmp_path / "elsewhere").iterdir())) == 2
+    assert cli.here("plot", tmp_path / "closed-form.nc", "--out", tmp_path / "elsewhere").returncode == 0
+    assert len(list((tmp_path / "elsewhere").iterdir())) == 2
 
 
 # ---------------------------------------------------------------- names

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, cli, studies, sweep, variants
+from capacity import CapacityError, studies, sweep, variants
 from capacity.inputs import keys, values
 from capacity.sweep.config import Grid, Study
 from capacity.sweep.plan import Plan
@@ -74,11 +74,11 @@ def test_other_kinds_refuse_the_axes():
 
 
 @pytest.mark.slow
-def test_the_command_line_runs_the_precision_study_small(tmp_path, capsys):
+def test_the_command_line_runs_the_precision_study_small(tmp_path, cli):
     argv = ["run", "precision", "--out", str(tmp_path), "--device", "cpu", "--quiet"]
     argv += ["--set", "variant=linear", "--set", "n=16,64", "--set", "seed=0", "--set", "state_dtype=float32,bfloat16"]
     argv += ["--set", "rounding=step,final"]
-    assert cli.main(argv) == 0
+    assert cli.here(*argv).returncode == 0
     import xarray as xr
 
     with xr.open_dataset(tmp_path / "precision.nc", engine="h5netcdf") as ds:

@@ -324,9 +324,7 @@ def test_a_from_fla_object_sweeps_and_equals_the_built_in(tmp_path):
 # ---------------------------------------------------------------- any file xarray reads
 
 
-def test_a_netcdf3_copy_of_a_result_plots(tmp_path):
-    from capacity import cli
-
+def test_a_netcdf3_copy_of_a_result_plots(tmp_path, cli):
     res = _run(tmp_path / "r", "linear", "delta")
     ds = res.dataset.copy()
     for name in list(ds.coords) + list(ds.data_vars):
@@ -335,7 +333,7 @@ def test_a_netcdf3_copy_of_a_result_plots(tmp_path):
     classic = tmp_path / "classic.nc"
     ds.to_netcdf(classic, engine="scipy")  # netCDF3
     assert classic.read_bytes()[:3] == b"CDF"
-    assert cli.main(["plot", str(classic), "--out", str(tmp_path / "figs")]) == 0
+    assert cli.here("plot", classic, "--out", tmp_path / "figs").returncode == 0
     assert list((tmp_path / "figs").glob("*.png"))
 
 
@@ -364,25 +362,23 @@ def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
 # ---------------------------------------------------------------- what a results folder holds
 
 
-def test_capacity_store_lists_and_prunes_what_no_latest_run_uses(tmp_path, capsys):
-    from capacity import cli
-
+def test_capacity_store_lists_and_prunes_what_no_latest_run_uses(tmp_path, cli):
     out = tmp_path / "r"
     _run(out, "linear", "delta")
     _run(out, "linear")  # the latest run of the study no longer uses delta's cells
     store = out / ".sweep" / "reuse"
     assert len(list(store.glob("*.json"))) == 3  # two cells and the manifest
-    assert cli.main(["store", str(out)]) == 0
-    table = capsys.readouterr().out.splitlines()
+    code, listing, _ = cli.here("store", out)
+    table = listing.splitlines()
+    assert code == 0
     assert table[0].split()[:4] == ["study", "cells", "used", "points"]
     assert table[1].split()[:4] == ["reuse", "2", "1", "8"]
-    assert cli.main(["store", str(out), "--prune", "--dry-run"]) == 0
-    assert "would remove" in capsys.readouterr().out and len(list(store.glob("*.json"))) == 3
-    assert cli.main(["store", str(out), "--prune"]) == 0
+    code, listing, _ = cli.here("store", out, "--prune", "--dry-run")
+    assert code == 0 and "would remove" in listing and len(list(store.glob("*.json"))) == 3
+    assert cli.here("store", out, "--prune").returncode == 0
     assert len(list(store.glob("*.json"))) == 2
     assert _run(out, "linear").reused == 4  # what the latest run used is kept
-    assert cli.main(["store", str(tmp_path / "nothing")]) == 2
-    assert "holds no stored points" in capsys.readouterr().err
+    cli.fails(cli.here("store", tmp_path / "nothing"), "holds no stored points")
 
 
 def test_a_memory_keeps_its_colour_in_every_figure_of_a_run(tmp_path):

@@ -16,7 +16,6 @@ import torch
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import studies, sweep
-from capacity.cli import main
 from capacity.sweep.plan import Plan
 
 SETS = [
@@ -75,7 +74,7 @@ def _script(tmp_path: Path, prelude: str = "") -> Path:
 
 
 @pytest.mark.slow
-def test_sigkill_part_way_then_resume(tmp_path, reference):
+def test_sigkill_part_way_then_resume(tmp_path, reference, cli):
     study, ref = reference
     out = tmp_path / "killed"
     script = _script(tmp_path)
@@ -94,7 +93,7 @@ def test_sigkill_part_way_then_resume(tmp_path, reference):
     persisted, points = _persisted(out, study)
     assert 2 <= len(persisted) and points < 48
     assert not (out / f"{study.name}.nc").exists()
-    assert main(["store", str(out), "--prune"]) == 0  # it keeps what the documented resume reuses
+    assert cli.here("store", out, "--prune").returncode == 0  # it keeps what the documented resume reuses
     assert _persisted(out, study) == (persisted, points)
     _resume_and_compare(study, out, ref, persisted)
 

@@ -240,41 +240,35 @@ def test_state_bytes_count_integers_scales_and_residuals():
 
 
 @pytest.mark.slow
-def test_the_command_line_runs_an_integer_state(tmp_path, capsys):
+def test_the_command_line_runs_an_integer_state(tmp_path, cli):
     import xarray as xr
 
-    from capacity import cli
-
     out = tmp_path / "q"
-    code = cli.main(
-        [
-            "run",
-            "precision",
-            "--set",
-            "variant=linear",
-            "--set",
-            "n=16,64",
-            "--set",
-            "seed=0",
-            "--set",
-            "state_dtype=float32,int8/row+ef,int4/tensor",
-            "--set",
-            "rounding=step",
-            "--set",
-            "queries=16",
-            "--out",
-            str(out),
-            "--device",
-            "cpu",
-            "--quiet",
-        ]
+    done = cli.here(
+        "run",
+        "precision",
+        "--set",
+        "variant=linear",
+        "--set",
+        "n=16,64",
+        "--set",
+        "seed=0",
+        "--set",
+        "state_dtype=float32,int8/row+ef,int4/tensor",
+        "--set",
+        "rounding=step",
+        "--set",
+        "queries=16",
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--quiet",
     )
-    assert code == 0, capsys.readouterr()
-    capsys.readouterr()
+    assert done.returncode == 0, done.stderr
     ds = xr.open_dataset(next(out.rglob("*.nc")))
     assert [str(s) for s in ds["state_dtype"].values] == ["float32", "int8/row+ef", "int4"]
     mse = ds["mse"].mean([dim for dim in ds["mse"].dims if dim not in ("state_dtype", "n")])
     assert float(mse.sel(state_dtype="int4", n=64)) > float(mse.sel(state_dtype="float32", n=64))
-    code = cli.main(["run", "precision", "--set", "state_dtype=int3", "--out", str(tmp_path / "bad"), "--quiet"])
-    err = capsys.readouterr().err
-    assert code == 2 and "an integer state_dtype" in err and len(err.strip().splitlines()) == 1
+    done = cli.here("run", "precision", "--set", "state_dtype=int3", "--out", tmp_path / "bad", "--quiet")
+    cli.fails(done, "an integer state_dtype")
