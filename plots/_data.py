@@ -45,6 +45,7 @@ LABEL_AXES = (
 )  # coordinates that hold labels; every other one holds numbers
 
 T = TypeVar("T")
+XR = TypeVar("XR", xr.Dataset, xr.DataArray)
 # a coordinate's values as Python scalars: numbers or labels, whichever the results file holds (or None, ``levels``)
 Level = Any
 # a label's parameters (capacity.base.labels): literals of any kind (numbers, strings, lists, None)
@@ -163,9 +164,9 @@ def panels(ds: xr.Dataset, dim: str, limit: int = MAX_PANELS) -> tuple[list[Leve
     )
 
 
-def sel(ds: xr.Dataset, **where: object) -> xr.Dataset:
+def sel(ds: XR, **where: object) -> XR:
     """``ds.sel`` that ignores ``None`` selections (a facet over a dimension the Dataset lacks)."""
-    out: xr.Dataset = ds.sel({k: v for k, v in where.items() if v is not None})  # xarray's Self: Any under 3.10
+    out: XR = ds.sel({k: v for k, v in where.items() if v is not None})  # xarray's Self: Any under 3.10
     return out
 
 

@@ -277,7 +277,7 @@ def theory_line(
     *,
     theorem: str,
     label: str,
-    color: ColorType = "0.15",
+    color: ColorType | None = "0.15",
     ls: LineStyleType = "--",
     lw: float = 1.2,
     zorder: float = 1.5,
