@@ -109,14 +109,11 @@ def test_the_type_check_reads_the_mapped_folders_under_their_installed_names():
     assert mypy["mypy_path"] == "typecheck" and mypy["explicit_package_bases"] is True
     strict = next(o["module"] for o in mypy["overrides"] if o.get("disallow_untyped_defs"))
     assert not (ROOT / "typecheck" / "capacity" / "__init__.py").exists()  # a namespace folder: capacity is capacity/
-    for name in ("capacity.plots",):
+    for name in ("capacity.plots", "capacity.kernels"):
         link = ROOT / "typecheck" / name.replace(".", "/")
         assert link.is_symlink() and link.resolve() == (ROOT / mapped[name]).resolve(), link
-        assert name in strict
-        assert any(
-            f == f"typecheck/{name.replace('.', '/')}" or f.startswith(f"{link.relative_to(ROOT)}/")
-            for f in mypy["files"]
-        )
+        assert {name, f"{name}.*"} <= set(strict)  # the package and every module in it
+        assert link.relative_to(ROOT).as_posix() in mypy["files"]  # the whole folder, new modules included
     assert not any(
         name.startswith(("capacity.plots", "capacity.kernels"))
         for o in mypy["overrides"]
