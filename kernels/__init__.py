@@ -28,6 +28,8 @@ True
 from __future__ import annotations
 
 import os
+from types import ModuleType
+from typing import TypeAlias
 
 import torch
 from capacity.kernels import chunked, reference
@@ -40,6 +42,8 @@ __all__ = ["update", "read", "read_error", "available", "MAX_DIM"]
 MAX_DIM = 256  # largest d and dv the Triton kernels take
 INPUT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 BACKENDS = ("auto", "torch", "triton")
+# beta, alpha: a number or a tensor of numbers (shapes in ``update``)
+Param: TypeAlias = "float | torch.Tensor"
 
 
 def _backend(backend: str, device: torch.device) -> str:
@@ -55,7 +59,7 @@ def _backend(backend: str, device: torch.device) -> str:
     return backend
 
 
-def _triton_module(name: str):
+def _triton_module(name: str) -> ModuleType:
     """Import a Triton kernel module late: Triton is optional where no kernel is launched."""
     try:
         import triton  # noqa: F401
@@ -68,7 +72,7 @@ def _triton_module(name: str):
     return importlib.import_module(f"capacity.kernels.{name}")
 
 
-def _check_tensor(name: str, x, ndim: int, dtypes=INPUT_DTYPES) -> torch.Tensor:
+def _check_tensor(name: str, x: object, ndim: int, dtypes: tuple[torch.dtype, ...] = INPUT_DTYPES) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise CapacityError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.ndim != ndim:
@@ -80,14 +84,14 @@ def _check_tensor(name: str, x, ndim: int, dtypes=INPUT_DTYPES) -> torch.Tensor:
     return x
 
 
-def _no_meta(**tensors) -> None:
+def _no_meta(**tensors: torch.Tensor | None) -> None:
     """Raise for a meta tensor (checked after the one-device check, which names a mix of devices)."""
     for name, x in tensors.items():
         if x is not None and x.device.type == "meta":
             raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass one on 'cpu' or 'cuda'")
 
 
-def _check_state(state) -> tuple[int, int, int]:
+def _check_state(state: torch.Tensor) -> tuple[int, int, int]:
     _check_tensor("state", state, 3, (torch.float32,))
     B, d, dv = state.shape
     if min(B, d, dv) < 1:
@@ -107,7 +111,7 @@ def _check_dims(which: str, d: int, dv: int) -> None:
         )
 
 
-def _param(name: str, x, device: torch.device) -> torch.Tensor:
+def _param(name: str, x: object, device: torch.device) -> torch.Tensor:
     """A number or tensor parameter as float32 on ``device`` (a tensor with entries must already be there)."""
     if isinstance(x, torch.Tensor):
         if x.ndim > 0 and x.device != device:
@@ -122,7 +126,9 @@ def _param(name: str, x, device: torch.device) -> torch.Tensor:
         raise CapacityError(f"{name} must be a number or a tensor, got {type(x).__name__}") from None
 
 
-def _per_token(name: str, x, B: int, T: int, device, low: float, high: float, high_open: bool) -> torch.Tensor:
+def _per_token(
+    name: str, x: object, B: int, T: int, device: torch.device, low: float, high: float, high_open: bool
+) -> torch.Tensor:
     """A scalar-per-token parameter as a float32 [B, T] view (broadcast, not copied): from a number, [], [B] or [B, T]."""
     t = _param(name, x, device)
     if t.ndim == 1:
@@ -134,7 +140,7 @@ def _per_token(name: str, x, B: int, T: int, device, low: float, high: float, hi
     return _in_range(name, t, low, high, high_open).expand(B, T)
 
 
-def _per_channel(name: str, x, B: int, T: int, d: int, device) -> torch.Tensor:
+def _per_channel(name: str, x: object, B: int, T: int, d: int, device: torch.device) -> torch.Tensor:
     """A per-channel gate as a float32 [B, T, d] view (broadcast, not copied): from a number, [d], [B, d] or [B, T, d]."""
     t = _param(name, x, device)
     shapes = {0: (), 1: (d,), 2: (B, d), 3: (B, T, d)}
@@ -147,7 +153,7 @@ def _per_channel(name: str, x, B: int, T: int, d: int, device) -> torch.Tensor:
     return _in_range(name, t, 0.0, 1.0, False).expand(B, T, d)
 
 
-def _in_range(name, t, low, high, high_open):
+def _in_range(name: str, t: torch.Tensor, low: float, high: float, high_open: bool) -> torch.Tensor:
     """Check every entry once, on the tensor as given (before any broadcast)."""
     if t.numel() == 0:
         return t
@@ -179,7 +185,15 @@ def available() -> dict[str, str]:
 
 
 def update(
-    state, k, v, *, mode: str, beta=None, alpha=None, normalize: bool = True, backend: str = "auto"
+    state: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    mode: str,
+    beta: Param | None = None,
+    alpha: Param | None = None,
+    normalize: bool = True,
+    backend: str = "auto",
 ) -> torch.Tensor:
     """Write the tokens (k, v) into ``state`` in place, in order, and return ``state``.
 
@@ -232,10 +246,13 @@ def update(
     if which == "torch":
         new = chunked.recurrence(k, v, mode=mode, beta=beta, gate=gate, initial_state=state, normalize=normalize)
         return state.copy_(new)
-    return _triton_module("triton_update").update(state, k, v, mode=mode, beta=beta, gate=gate, normalize=normalize)
+    written: torch.Tensor = _triton_module("triton_update").update(  # a module's attribute: typed Any
+        state, k, v, mode=mode, beta=beta, gate=gate, normalize=normalize
+    )
+    return written
 
 
-def _check_read(state, q, target=None) -> tuple[int, int, int]:
+def _check_read(state: torch.Tensor, q: torch.Tensor, target: torch.Tensor | None = None) -> tuple[int, int, int]:
     B, d, dv = _check_state(state)
     _check_tensor("q", q, 3)
     if q.shape[0] != B or q.shape[2] != d:
@@ -260,7 +277,7 @@ def _check_read(state, q, target=None) -> tuple[int, int, int]:
     return B, d, dv
 
 
-def read(state, q, *, normalize: bool = True) -> torch.Tensor:
+def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> torch.Tensor:
     """o = q S. Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``; returns float32 ``[B, m, dv]``."""
     _check_read(state, q)
     if not isinstance(normalize, bool):
@@ -268,7 +285,9 @@ def read(state, q, *, normalize: bool = True) -> torch.Tensor:
     return reference.read(state, q, normalize=normalize)
 
 
-def read_error(state, q, target, *, normalize: bool = True, backend: str = "auto") -> dict[str, torch.Tensor]:
+def read_error(
+    state: torch.Tensor, q: torch.Tensor, target: torch.Tensor, *, normalize: bool = True, backend: str = "auto"
+) -> dict[str, torch.Tensor]:
     """Per-query ``mse_q``, ``signal_q`` and ``cosine_q`` (float32 ``[B, m]`` each) of the reads q S against ``target``.
 
     mse_q = ||r - v||^2, signal_q = <r, v> / ||v||^2 (the coefficient of v in r),

@@ -46,7 +46,8 @@ def solve_unit_lower(A: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     solve on a view into a larger buffer (another memory alignment), differ from a lone one in the last bits.
     """
     if A.device.type != "cpu":
-        return torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
+        w: torch.Tensor = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)  # torch types it Any
+        return w
     solve = torch.linalg.solve_triangular
     return torch.stack(
         [solve(_aligned(A[i]), _aligned(rhs[i]), upper=False, unitriangular=True) for i in range(A.shape[0])]

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -30,10 +32,12 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 _lock = threading.RLock()  # the context patches process-wide state: one interpreted launch at a time
-_helpers: dict = {}  # within one context: python function -> its rewritten, interpretable version
+_helpers: dict[
+    Callable[..., object], Callable[..., object]
+] = {}  # within one context: python function -> its rewritten, interpretable version
 
 
-def _call_interpreted(self, *args, **kwargs):
+def _call_interpreted(self: JITFunction, *args: object, **kwargs: object) -> object:
     """JITFunction.__call__ inside the context: a helper called from an interpreted kernel."""
     fn = _helpers.get(self.fn)
     if fn is None:
@@ -42,7 +46,7 @@ def _call_interpreted(self, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-def _language_objects() -> list:
+def _language_objects() -> list[ModuleType | type]:
     """Every triton.language module and the classes they define: what the interpreter patches."""
     seen, out = set(), []
     for name, mod in list(sys.modules.items()):
@@ -57,11 +61,11 @@ def _language_objects() -> list:
     return out
 
 
-def _snapshot() -> list:
+def _snapshot() -> list[tuple[ModuleType | type, dict[str, object]]]:
     return [(obj, dict(vars(obj))) for obj in _language_objects()]
 
 
-def _restore(snapshot: list) -> None:
+def _restore(snapshot: list[tuple[ModuleType | type, dict[str, object]]]) -> None:
     missing = object()
     for obj, saved in snapshot:
         current = vars(obj)
@@ -73,7 +77,7 @@ def _restore(snapshot: list) -> None:
                 setattr(obj, name, value)
 
 
-def _as_float32(h):
+def _as_float32(h: interpreter.TensorHandle) -> interpreter.TensorHandle:
     """A bfloat16 interpreter tensor (stored as uint16 bits) as float32 numbers; others unchanged."""
     if h.dtype != tl.bfloat16:
         return h
@@ -81,7 +85,11 @@ def _as_float32(h):
     return interpreter.TensorHandle(bits.view(np.float32), tl.float32)
 
 
-def _patch_lang_tensor(tensor, scope, _original=interpreter._patch_lang_tensor):
+def _patch_lang_tensor(
+    tensor: type,
+    scope: interpreter._LangPatchScope,
+    _original: Callable[[type, interpreter._LangPatchScope], None] = interpreter._patch_lang_tensor,
+) -> None:
     """The interpreter's tensor patches, with ``__index__`` taking one-element arrays of any rank.
 
     Triton 3.6's interpreter turns integer arguments into arrays of shape [1] and converts them
@@ -93,7 +101,7 @@ def _patch_lang_tensor(tensor, scope, _original=interpreter._patch_lang_tensor):
 
 
 @contextlib.contextmanager
-def interpreting():
+def interpreting() -> Iterator[None]:
     """Run Triton's interpreter for what is launched inside, whatever the environment said at import."""
     builder = interpreter.interpreter_builder
     with _lock, knobs.runtime.scope():
@@ -111,7 +119,7 @@ def interpreting():
             _helpers.clear()
             _restore(snapshot)
             JITFunction.__call__ = original_call
-            interpreter._patch_lang_tensor = _patch_lang_tensor.__defaults__[0]
+            interpreter._patch_lang_tensor = _patch_lang_tensor.__defaults__[0]  # type: ignore[index]  # _original's
             if had_own_dot:
                 builder.create_dot = original_dot
             else:
@@ -125,14 +133,14 @@ class Kernel:
     ``kernel(grid, device, *args, FLAG=True, num_warps=4)``.
     """
 
-    def __init__(self, fn, do_not_specialize: tuple = ()):
+    def __init__(self, fn: Callable[..., None], do_not_specialize: tuple[str, ...] = ()) -> None:
         self.fn = fn
         # an InterpretedFunction already if TRITON_INTERPRET=1 at import; sizes that only feed
         # masks and loop bounds are not specialised on (one compiled kernel for every T, d, dv)
         self.compiled = triton.jit(fn, do_not_specialize=list(do_not_specialize))
         self.interpreted = InterpretedFunction(fn)
 
-    def __call__(self, grid: tuple, device: torch.device, *args, **kwargs) -> None:
+    def __call__(self, grid: tuple[int, ...], device: torch.device, *args: object, **kwargs: object) -> None:
         if device.type == "cuda" and not isinstance(self.compiled, InterpretedFunction):
             with torch.cuda.device(device):
                 self.compiled[grid](*args, **kwargs)

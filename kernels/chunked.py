@@ -30,16 +30,16 @@ __all__ = ["recurrence"]
 CHUNK = 64
 
 
-def _log_cumsum(gate: torch.Tensor, dtype=torch.float64) -> torch.Tensor:
+def _log_cumsum(gate: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """Cumulative log of the gates along tokens (dim 1); float64 over whole sequences so they do not drift."""
     return torch.cumsum(torch.log(gate.to(dtype)), dim=1)
 
 
-def _additive(S, k, v, mode, gate):
+def _additive(S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mode: str, gate: torch.Tensor | None) -> torch.Tensor:
     """linear, decay, gla over the whole sequence at once. S [B, d, dv], k [B, T, d], v [B, T, dv]."""
     if mode == "linear":
         return S + matmul(k.transpose(1, 2), v)
-    lg = _log_cumsum(gate)  # [B, T] (decay) or [B, T, d] (gla)
+    lg = _log_cumsum(gate)  # type: ignore[arg-type]  # decay and gla get their gate  # [B, T] or [B, T, d]
     last = lg[:, -1:]  # [B, 1] or [B, 1, d]
     ratio = torch.exp(last - lg).to(k.dtype)  # gamma_T / gamma_j <= 1
     total = torch.exp(last[:, 0]).to(k.dtype)  # gamma_T: [B] or [B, d]
@@ -48,7 +48,9 @@ def _additive(S, k, v, mode, gate):
     return total[:, :, None] * S + matmul((k * ratio).transpose(1, 2), v)
 
 
-def _delta_chunk(S, kc, vc, bc, gc, mode):
+def _delta_chunk(
+    S: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, bc: torch.Tensor, gc: torch.Tensor | None, mode: str
+) -> torch.Tensor:
     """One chunk of the delta family. kc [B, C, d], vc [B, C, dv], bc [B, C], gc gates or None."""
     C = kc.shape[1]
     strict = torch.ones(C, C, dtype=torch.bool, device=kc.device).tril(-1)  # j < t
@@ -56,7 +58,7 @@ def _delta_chunk(S, kc, vc, bc, gc, mode):
         coupling = matmul(kc, kc.transpose(1, 2))  # [B, C, C]: k_t . k_j
         k_now, k_end, total = kc, kc, None
     elif mode == "gated_delta":
-        lg = _log_cumsum(gc, kc.dtype)  # [B, C]
+        lg = _log_cumsum(gc, kc.dtype)  # type: ignore[arg-type]  # gated_delta gets its gate  # [B, C]
         diff = (lg[:, :, None] - lg[:, None, :]).masked_fill(~strict, float("-inf"))
         coupling = matmul(kc, kc.transpose(1, 2)) * torch.exp(diff).to(kc.dtype)
         gamma = torch.exp(lg).to(kc.dtype)  # [B, C]
@@ -64,7 +66,7 @@ def _delta_chunk(S, kc, vc, bc, gc, mode):
         k_end = kc * torch.exp(lg[:, -1:] - lg).to(kc.dtype)[..., None]  # k_j * gamma_C / gamma_j
         total = gamma[:, -1][:, None, None]
     else:  # kda: per-channel gates
-        lg = _log_cumsum(gc, kc.dtype)  # [B, C, d]
+        lg = _log_cumsum(gc, kc.dtype)  # type: ignore[arg-type]  # kda gets its gate  # [B, C, d]
         group = max(1, 2**24 // (C * C * kc.shape[2]))  # batch items per [group, C, C, d] block (~16M numbers)
         parts = []
         for g0 in range(0, kc.shape[0], group):
@@ -84,7 +86,15 @@ def _delta_chunk(S, kc, vc, bc, gc, mode):
 
 
 def recurrence(
-    k, v, *, mode, beta=None, gate=None, initial_state=None, normalize=True, chunk: int = CHUNK
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    mode: str,
+    beta: torch.Tensor | None = None,
+    gate: torch.Tensor | None = None,
+    initial_state: torch.Tensor | None = None,
+    normalize: bool = True,
+    chunk: int = CHUNK,
 ) -> torch.Tensor:
     """Same contract as ``reference.recurrence``; returns a new float32 state ``[B, d, dv]``.
 
@@ -97,9 +107,9 @@ def recurrence(
         return _additive(S, k, v, mode, gate)
     if mode == "kda":  # per-channel decay ratios make a [B, C, C, d] tensor: smaller chunks, C^2 d <= ~16M numbers
         chunk = max(1, min(chunk // 2, int((2**24 / max(1, d)) ** 0.5)))  # never from B: the same chunks for any batch
-    b = beta.float()
+    b = beta.float()  # type: ignore[union-attr]  # the delta family gets its beta (kernels.update checks)
     for t0 in range(0, T, chunk):
         sl = slice(t0, t0 + chunk)
-        gc = gate[:, sl] if (mode in SCALAR_GATE or mode in CHANNEL_GATE) else None
+        gc = gate[:, sl] if (mode in SCALAR_GATE or mode in CHANNEL_GATE) else None  # type: ignore[index]  # gated: given
         S = _delta_chunk(S, k[:, sl], v[:, sl], b[:, sl], gc, mode)
     return S

@@ -25,7 +25,9 @@ CHANNEL_GATE = ("gla", "kda")  # alpha: [B, T, d]
 USES_BETA = ("delta", "gated_delta", "kda")  # b: [B, T]
 
 
-def prepare(k, v, initial_state, normalize: bool):
+def prepare(
+    k: torch.Tensor, v: torch.Tensor, initial_state: torch.Tensor | None, normalize: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Float32 keys (L2-normalised if asked) and values, and a fresh float32 state [B, d, dv] (a copy of initial_state, or zeros)."""
     B, _, d = k.shape
     dv = v.shape[-1]
@@ -66,11 +68,12 @@ def recurrence(
         kt = k[:, t, :, None]  # [B, d, 1]  (column: k_t^T)
         vt = v[:, t, None, :]  # [B, 1, dv]
         if mode in SCALAR_GATE:
-            S = gate[:, t, None, None].float() * S
+            # the gated modes get their gate, the delta family its beta (kernels.update checks; every caller passes them)
+            S = gate[:, t, None, None].float() * S  # type: ignore[index]
         elif mode in CHANNEL_GATE:
-            S = gate[:, t, :, None].float() * S  # Diag(alpha_t) S scales row i of S by alpha_t[i]
+            S = gate[:, t, :, None].float() * S  # type: ignore[index]  # Diag(alpha_t) S scales row i of S by alpha_t[i]
         if mode in USES_BETA:  # on the (gated) state S: (I - b k^T k) S + b k^T v = S + b k^T (v - k S)
-            b = beta[:, t, None, None].float()
+            b = beta[:, t, None, None].float()  # type: ignore[index]
             S = S + b * (kt @ (vt - kt.transpose(1, 2) @ S))
         else:
             S = S + kt @ vt

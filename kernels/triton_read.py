@@ -19,7 +19,9 @@ from capacity.kernels.triton_update import FP32_DOT_PRECISION
 __all__ = ["read_error", "read_config"]
 
 
-def _read_error_body(
+# A Triton kernel body: Triton reads its annotations (tl.constexpr marks the compile-time flags) and types the other
+# arguments from the launch, so those stay bare (an annotation there would change what Triton compiles)
+def _read_error_body(  # type: ignore[no-untyped-def]
     S,
     Q,
     TG,
@@ -84,7 +86,7 @@ _read_error_kernel = Kernel(
 )  # compiled on CUDA tensors, interpreted on CPU tensors
 
 
-def read_config(d: int, dv: int) -> dict:
+def read_config(d: int, dv: int) -> dict[str, int]:
     """Tile sizes: all d columns of a query block in one tile, the value dim in blocks of BV."""
     BK = max(16, triton.next_power_of_2(d))
     BM = 32 if BK <= 128 else 16
@@ -93,8 +95,14 @@ def read_config(d: int, dv: int) -> dict:
 
 
 def read_error(
-    state, q, target, *, normalize: bool = True, out: tuple | None = None, config: dict | None = None
-) -> dict:
+    state: torch.Tensor,
+    q: torch.Tensor,
+    target: torch.Tensor,
+    *,
+    normalize: bool = True,
+    out: tuple[torch.Tensor, ...] | None = None,
+    config: dict[str, int] | None = None,
+) -> dict[str, torch.Tensor]:
     """Per-query sq_error, signal and cosine (float32 [B, m] each) of the reads q S against target.
 
     Shapes: state float32 [B, d, dv]; q [B, m, d]; target [B, m, dv] (fp32, bf16 or fp16, any

@@ -30,7 +30,9 @@ __all__ = ["update", "linear_config", "recurrent_config"]
 FP32_DOT_PRECISION = "tf32x3"  # float32 tl.dot on tensor cores to about float32 accuracy
 
 
-def _linear_body(
+# A Triton kernel body: Triton reads its annotations (tl.constexpr marks the compile-time flags) and types the other
+# arguments from the launch, so those stay bare (an annotation there would change what Triton compiles)
+def _linear_body(  # type: ignore[no-untyped-def]
     S,
     K,
     V,  # state [B, d, dv] float32; keys [B, T, d]; values [B, T, dv]
@@ -103,7 +105,9 @@ def _linear_body(
         tl.store(p_s, s0 + acc, mask=m_s)
 
 
-def _recurrent_body(
+# A Triton kernel body: Triton reads its annotations (tl.constexpr marks the compile-time flags) and types the other
+# arguments from the launch, so those stay bare (an annotation there would change what Triton compiles)
+def _recurrent_body(  # type: ignore[no-untyped-def]
     S,
     K,
     V,
@@ -176,10 +180,11 @@ _recurrent_kernel = Kernel(_recurrent_body, do_not_specialize=("T", "D", "DV"))
 
 
 def _pow2(n: int, low: int) -> int:
-    return max(low, triton.next_power_of_2(n))
+    p: int = triton.next_power_of_2(n)  # triton is untyped
+    return max(low, p)
 
 
-def linear_config(d: int, dv: int) -> dict:
+def linear_config(d: int, dv: int) -> dict[str, int]:
     """Tile sizes and launch settings of the additive kernel for key dim d and value dim dv.
 
     The whole key dim sits in one tile (BK >= d, the key norm needs the full row); BV is chosen
@@ -191,7 +196,7 @@ def linear_config(d: int, dv: int) -> dict:
     return {"BT": BT, "BK": BK, "BV": BV, "num_warps": 4 if BK * BV <= 4096 else 8, "num_stages": 2}
 
 
-def recurrent_config(d: int, dv: int) -> dict:
+def recurrent_config(d: int, dv: int) -> dict[str, int]:
     """Tile sizes of the recurrent kernel: all d rows in one tile, a narrow block of BV columns.
 
     Narrow column blocks (as in flash-linear-attention's fused recurrent kernels) keep the
@@ -214,17 +219,17 @@ def _splits(B: int, NV: int, T: int, BT: int, device: torch.device) -> int:
 
 
 def update(
-    state,
-    k,
-    v,
+    state: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
     *,
     mode: str,
-    beta=None,
-    gate=None,
+    beta: torch.Tensor | None = None,
+    gate: torch.Tensor | None = None,
     normalize: bool = True,
-    config: dict | None = None,
+    config: dict[str, int] | None = None,
     splits: int | None = None,
-):
+) -> torch.Tensor:
     """Write tokens into ``state`` in place with the fused kernel and return ``state``.
 
     Shapes: state float32 [B, d, dv]; k [B, T, d]; v [B, T, dv] (fp32, bf16 or fp16, any
@@ -276,6 +281,7 @@ def update(
     b = beta if beta is not None else dummy
     g = gate if gate is not None else dummy
     b_strides = (b.stride(0), b.stride(1)) if beta is not None else (0, 0)
+    g_strides: tuple[int, ...]
     if channel_gate:
         g_strides = tuple(g.stride())
     elif scalar_gate:

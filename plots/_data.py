@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -42,8 +44,23 @@ LABEL_AXES = (
     "haystack",
 )  # coordinates that hold labels; every other one holds numbers
 
+T = TypeVar("T")
+XR = TypeVar("XR", xr.Dataset, xr.DataArray)
+# a coordinate's values as Python scalars: numbers or labels, whichever the results file holds (or None, ``levels``)
+Level = Any
+# a label's parameters (capacity.base.labels): literals of any kind (numbers, strings, lists, None)
+Params = dict[str, Any]
 
-def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIMS) -> xr.Dataset:
+
+def require(
+    ds: object,
+    what: str,
+    *,
+    variables: Sequence[str] = (),
+    coords: Sequence[str] = (),
+    dims: Sequence[str] = (),
+    allowed: Sequence[str] = GRID_DIMS,
+) -> xr.Dataset:
     """Raise CapacityError (one line) unless ``ds`` is a non-empty Dataset with what ``what`` needs.
 
     ``allowed``: the dimensions the figure draws or pools (seeds); a variable with any other
@@ -90,7 +107,7 @@ def require(ds, what: str, *, variables=(), coords=(), dims=(), allowed=GRID_DIM
     return ds
 
 
-def dv_of(ds: xr.Dataset, d) -> int:
+def dv_of(ds: xr.Dataset, d: object) -> int:
     """The value dimension at key dimension ``d``: the scalar coord ``dv``, or its entry along ``d``."""
     if "dv" not in ds.coords and "dv" not in ds.data_vars:
         raise CapacityError("missing coordinate 'dv' (value dimension); the theory lines need it")
@@ -102,14 +119,14 @@ def dv_of(ds: xr.Dataset, d) -> int:
     raise CapacityError(f"coordinate 'dv' must be a scalar or lie along 'd', got dims {dv.dims}")
 
 
-def levels(ds: xr.Dataset, dim: str) -> list:
+def levels(ds: xr.Dataset, dim: str) -> list[Level]:
     """The coordinate values along ``dim`` (``[None]`` where the Dataset has no such dimension)."""
     if dim not in ds.dims:
         return [None]
     return [x.item() if hasattr(x, "item") else x for x in ds[dim].values]
 
 
-def thin(values, limit: int) -> list:
+def thin(values: Iterable[T], limit: int) -> list[T]:
     """At most ``limit`` of ``values``, spread over them: numbers evenly on a log scale (positive) or a linear one,
     the smallest and the largest always kept; labels evenly by position. All of them when there are few enough."""
     values = list(values)
@@ -134,7 +151,7 @@ def thin(values, limit: int) -> list:
     return [values[i] for i in idx]
 
 
-def panels(ds: xr.Dataset, dim: str, limit: int = MAX_PANELS) -> tuple[list, str]:
+def panels(ds: xr.Dataset, dim: str, limit: int = MAX_PANELS) -> tuple[list[Level], str]:
     """The values of ``dim`` that get a panel (``thin`` to ``limit``) and a sentence for the figure's note saying
     which were shown when some were left out ('' when all are shown). The results file keeps every value."""
     values = levels(ds, dim)
@@ -147,12 +164,13 @@ def panels(ds: xr.Dataset, dim: str, limit: int = MAX_PANELS) -> tuple[list, str
     )
 
 
-def sel(ds, **where):
+def sel(ds: XR, **where: object) -> XR:
     """``ds.sel`` that ignores ``None`` selections (a facet over a dimension the Dataset lacks)."""
-    return ds.sel({k: v for k, v in where.items() if v is not None})
+    out: XR = ds.sel({k: v for k, v in where.items() if v is not None})  # xarray's Self: Any under 3.10
+    return out
 
 
-def tidy(da: xr.DataArray, name: str | None = None) -> pd.DataFrame:
+def tidy(da: xr.DataArray, name: Hashable | None = None) -> pd.DataFrame:
     """A long table of ``da`` (one row per element, NaNs dropped), with its coords as columns."""
     name = name or da.name or "value"
     df = da.rename(name).to_dataframe().reset_index()
@@ -195,7 +213,7 @@ def undetermined_note(counts: dict[str, int], criterion: str) -> str | None:
     return f"{criterion}: {k} of {counts['total']} runs not drawn: " + "; ".join(parts) + "."
 
 
-def reads(ds: xr.Dataset, variant) -> tuple[bool, bool]:
+def reads(ds: xr.Dataset, variant: object) -> tuple[bool, bool]:
     """(additive, linear_read) of ``variant`` in ``ds``: whether T5/T7/T10 and whether T8 apply to its curves.
 
     From the coordinates ``additive`` and ``linear_read`` the sweep writes; for a Dataset without them, from the
@@ -212,7 +230,7 @@ def reads(ds: xr.Dataset, variant) -> tuple[bool, bool]:
     return getattr(built, "additive", False) is True, getattr(built, "linear_read", False) is True
 
 
-def memory(ds, variant) -> tuple[str, dict] | None:
+def memory(ds: xr.Dataset, variant: object) -> tuple[str, Params] | None:
     """(registered name, every parameter) of the built-in memory labelled ``variant``, as the results carry it.
 
     A sweep's Dataset records each memory's class and all its parameters, defaults included (``attrs["memories"]``):
@@ -245,7 +263,7 @@ def memory(ds, variant) -> tuple[str, dict] | None:
     return str(built.name), variants.params(built)
 
 
-def spec(ds, axis: str, label) -> tuple[str, dict]:
+def spec(ds: xr.Dataset, axis: str, label: object) -> tuple[str, Params]:
     """(name, parameters) of the key family (``axis="keys"``) or feature map (``axis="feature"``) labelled ``label``
     in ``ds``, as the results carry it: the study's configuration (``attrs["config"]``) lists each with its name and
     parameters, so no figure parses a label. A Dataset made outside the sweep has no configuration: its label is read
@@ -264,7 +282,7 @@ def spec(ds, axis: str, label) -> tuple[str, dict]:
         return str(label), {}
 
 
-def delta_beta(ds, variant) -> float | None:
+def delta_beta(ds: xr.Dataset, variant: object) -> float | None:
     """The constant beta of a plain delta rule (unit keys, no gate, no feature map), whose exact mean error for random
     keys is ``theory.delta_rule_error``; None for any other memory."""
     found = memory(ds, variant)

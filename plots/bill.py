@@ -10,15 +10,21 @@ T13's FLOPs per token, 2 n (d + dv) against 4 d dv, with their break-even 2 d dv
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity import theory
 
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
+
 __all__ = ["bill"]
 
 
-def bill(ds):
+def bill(ds: xr.Dataset) -> Figure:
     """The bill figure of a result Dataset (dims ``variant``, ``d``, ``n``; ``state_numel``, ``decode_seconds``)."""
     _data.require(
         ds,
@@ -53,7 +59,7 @@ def bill(ds):
                 ax, dense, t["linear_state"], theorem="T13:linear_state", label="T13 linear state: d dv", color=lin
             )
             cache_even = theory.break_even_n(d, dv)
-            theme.mark_x(ax, cache_even, label=f"break-even n = {cache_even:g}", gid="marker:break-even:cache")
+            theme.mark_x(ax, float(cache_even), label=f"break-even n = {cache_even:g}", gid="marker:break-even:cache")
             theme.log2_x(ax)
             ax.set_yscale("log")
             ax.set_xlabel(names.AXIS["n"])
@@ -92,7 +98,9 @@ def bill(ds):
             twin.set_yscale("log")
             twin.set_ylabel(names.AXIS["decode_flops"])
             flops_even = theory.break_even_n(d, dv, measure="flops")
-            theme.mark_x(ax, flops_even, label=f"FLOPs break-even n = {flops_even:g}", gid="marker:break-even:flops")
+            theme.mark_x(
+                ax, float(flops_even), label=f"FLOPs break-even n = {flops_even:g}", gid="marker:break-even:flops"
+            )
         theme.legend(
             fig,
             [ax for row in axes for ax in row] + [a for a in fig.axes if a not in np.ravel(axes)],

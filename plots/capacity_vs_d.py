@@ -15,11 +15,27 @@ largest n, or failing it at the smallest) are not drawn; a note under the figure
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity import theory
 from capacity.tasks import metrics
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import xarray as xr
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.typing import ColorType
+
+    from capacity.theory._common import Floats
+
+# (metric, threshold, its words): a capacity criterion, a column of panels
+Criterion = tuple[str, float, str]
+# T10's line per threshold: (d, capacity), computed once per figure
+T10Cache = dict[float, tuple["npt.NDArray[np.float64]", "Floats"]]
 
 __all__ = ["capacity_vs_d", "EPS", "TAU"]
 
@@ -28,14 +44,14 @@ TAU = 0.9  # default argmax-recall threshold
 T10_POINTS = 12  # points of the T10 line (each a root search); the measured d, or as many spread over them
 
 
-def _dense(lo: float, hi: float, count: int = 48) -> np.ndarray:
+def _dense(lo: float, hi: float, count: int = 48) -> npt.NDArray[np.float64]:
     return np.geomspace(lo, hi, count) if hi > lo else np.array([lo])
 
 
-def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
+def capacity_vs_d(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
     """The capacity-vs-d figure of a result Dataset (dims ``d`` and ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "capacity vs d", variables=("mse", "recall"), coords=("n", "dv"), dims=("d", "load"))
-    criteria = [
+    criteria: list[Criterion] = [
         ("mse", float(eps), f"mean error ≤ ε = {eps:g}"),
         ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}"),
     ]
@@ -46,7 +62,8 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
     bases = {_data.spec(ds, "keys", k)[0]: k for k in fam_labels}
     colors = theme.palette(fam_labels)
-    notes, t10 = [], {}
+    notes: list[str] = []
+    t10: T10Cache = {}
     with theme.style():
         fig, axes = theme.figure(len(variants), len(criteria), sharex=True, sharey="col")
         for r, variant in enumerate(variants):
@@ -86,8 +103,8 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
                 if text:
                     notes.append(text)
                 additive, linear = _data.reads(ds, variant)
-                gauss = colors.get(bases.get("gaussian"), "0.15")
-                fams = {"gaussian": gauss} if ("gaussian" in bases or not bases) else {}
+                gauss: ColorType = colors.get(bases.get("gaussian"), "0.15")  # type: ignore[arg-type]  # no gaussian: None, no key
+                fams: dict[str, ColorType] = {"gaussian": gauss} if ("gaussian" in bases or not bases) else {}
                 if "orthogonal" in bases:
                     fams["orthogonal"] = colors[bases["orthogonal"]]
                 beta = _data.delta_beta(ds, variant)
@@ -113,7 +130,7 @@ def capacity_vs_d(ds, *, eps: float = EPS, tau: float = TAU):
     return theme.finish(fig, "capacity-vs-d")
 
 
-def _overlay(ds, criteria):
+def _overlay(ds: xr.Dataset, criteria: list[Criterion]) -> Figure:
     """Several memories on one key family: one panel per criterion, one colour per memory, bounds where they hold."""
     ds = ds.squeeze("key_family", drop=False) if "key_family" in ds.dims else ds
     family = str(ds["key_family"].values) if "key_family" in ds.coords else "gaussian"
@@ -123,7 +140,8 @@ def _overlay(ds, criteria):
     any_additive, any_linear = any(a for a, _ in kinds), any(lr for _, lr in kinds)
     base = _data.spec(ds, "keys", family)[0]
     d_grid = [int(x) for x in ds["d"].values]
-    notes, t10 = [], {}
+    notes: list[str] = []
+    t10: T10Cache = {}
     with theme.style():
         fig, axes = theme.figure(1, len(criteria), sharex=True)
         for c, (metric, thr, crit) in enumerate(criteria):
@@ -139,8 +157,11 @@ def _overlay(ds, criteria):
             text = _data.undetermined_note(_data.undetermined(ds, metric, thr), crit)
             if text:
                 notes.append(text)
-            fams = {base: "0.15"} if base in ("gaussian", "orthogonal") else {}
-            deltas = [(_data.delta_beta(ds, v), colors[v]) for v in var_labels if _data.delta_beta(ds, v) is not None]
+            fams: dict[str, ColorType] = {base: "0.15"} if base in ("gaussian", "orthogonal") else {}
+            deltas = cast(  # the None betas are filtered out (mypy cannot see it through the second call)
+                "list[tuple[float, ColorType]]",
+                [(_data.delta_beta(ds, v), colors[v]) for v in var_labels if _data.delta_beta(ds, v) is not None],
+            )
             _bounds(
                 ax, ds, metric, thr, d_grid, t10, additive=any_additive, linear=any_linear, families=fams, deltas=deltas
             )
@@ -153,7 +174,19 @@ def _overlay(ds, criteria):
     return theme.finish(fig, "capacity-vs-d")
 
 
-def _bounds(ax, ds, metric, thr, d_grid, t10: dict, *, additive: bool, linear: bool, families: dict, deltas: list):
+def _bounds(
+    ax: Axes,
+    ds: xr.Dataset,
+    metric: str,
+    thr: float,
+    d_grid: list[int],
+    t10: T10Cache,
+    *,
+    additive: bool,
+    linear: bool,
+    families: dict[str, ColorType],
+    deltas: list[tuple[float, ColorType]],
+) -> None:
     """The closed-form capacities that hold for a panel, each only where its assumptions do.
 
     T8 for a linear read (mean-error panels); for an additive memory T7 (random keys), T5 (tight frames) and, on
@@ -204,7 +237,7 @@ def _bounds(ax, ds, metric, thr, d_grid, t10: dict, *, additive: bool, linear: b
         theme.theory_line(ax, *t10[thr], theorem="T10", label=label, color=families["gaussian"], ls=":")
 
 
-def _t10(ds, d_grid, tau):
+def _t10(ds: xr.Dataset, d_grid: list[int], tau: float) -> tuple[npt.NDArray[np.float64], Floats]:
     """T10's argmax capacity at the measured d and (dv fixed) at the geometric midpoints between them."""
     # a root search per point (about 0.3 s each): at most T10_POINTS of them, spread over the measured d
     grid = np.asarray(_data.thin(sorted(set(d_grid)), T10_POINTS), dtype=float)
@@ -216,6 +249,6 @@ def _t10(ds, d_grid, tau):
     return xs, theory.argmax_capacity(xs, _data.dv_of(ds, None), tau=tau)
 
 
-def _dv_text(ds) -> str:
+def _dv_text(ds: xr.Dataset) -> str:
     dv = ds["dv"]
     return str(int(dv)) if dv.ndim == 0 else "per d"

@@ -20,6 +20,8 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 import xarray as xr
@@ -27,6 +29,12 @@ from capacity.plots import _data, names, theme
 
 from capacity import theory, variants
 from capacity.tasks import probe
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from matplotlib.figure import Figure
+
+    from capacity.variants import Variant
 
 __all__ = ["measure", "closed_form", "QUANTITIES"]
 
@@ -59,7 +67,13 @@ def _predicted_reads(K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     return signal + leak
 
 
-def measure(keys: torch.Tensor, values: torch.Tensor, *, variant=None, checkpoints=None) -> xr.Dataset:
+def measure(
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    *,
+    variant: Variant | str | None = None,
+    checkpoints: probe.Checkpoints = None,
+) -> xr.Dataset:
     """Measured against predicted per-query reads of the additive memory.
 
     Shapes: keys ``[B, n, d]``, values ``[B, n, dv]``. ``variant``: the memory to probe (default
@@ -90,7 +104,9 @@ def measure(keys: torch.Tensor, values: torch.Tensor, *, variant=None, checkpoin
     orthonormal = bool((gram_v - torch.eye(n, dtype=torch.float64)).abs().max() < 1e-5)
     measured = {"signal": pr["signal_q"], "leak": pr["leak_q"], "sq_error": pr["mse_q"]}
     dims = ("n", "batch", "query")
-    data = {}
+    data: dict[
+        str, tuple[tuple[str, ...], npt.NDArray[np.float64], dict[str, str]]
+    ] = {}  # name -> (dims, values, attrs)
     for q, (title, _, units, _) in QUANTITIES.items():
         data[f"measured_{q}"] = (dims, measured[q].values, {"long_name": f"measured {title}", "units": units})
         data[f"predicted_{q}"] = (dims, predicted[q], {"long_name": f"{title} by T2 (n = 2) and T3", "units": units})
@@ -124,7 +140,7 @@ def measure(keys: torch.Tensor, values: torch.Tensor, *, variant=None, checkpoin
     )
 
 
-def _limits(x: np.ndarray, y: np.ndarray, log: bool):
+def _limits(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], log: bool) -> tuple[float, float]:
     both = np.concatenate([x, y])
     both = both[np.isfinite(both) & ((both > 0) if log else True)]
     lo, hi = float(both.min()), float(both.max())
@@ -134,7 +150,7 @@ def _limits(x: np.ndarray, y: np.ndarray, log: bool):
     return lo - pad, hi + pad
 
 
-def closed_form(ds):
+def closed_form(ds: xr.Dataset) -> Figure:
     """The closed-form figure of a ``measure`` Dataset: measured (y) against predicted (x), one colour per n."""
     need = tuple(f"{kind}_{q}" for q in QUANTITIES for kind in ("measured", "predicted")) + (
         "measured_mse",

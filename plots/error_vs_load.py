@@ -14,24 +14,39 @@ panel; a note under the figure says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity import theory
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import xarray as xr
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.typing import ColorType, LineStyleType
+
+    from capacity.theory._common import Floats
 
 __all__ = ["error_vs_load", "theory_curves", "delta_curve", "FLOOR"]
 
 FLOOR = 1e-3  # lowest error shown on the log axis
 
 # theorem -> (function of (n, d), legend label, line style)
-THEORY = {
+THEORY: dict[str, tuple[Callable[[npt.NDArray[np.float64], int], Floats], str, LineStyleType]] = {
     "T5": (theory.frame_bound, "T5 frame bound: max(n/d − 1, 0)", "--"),
     "T7": (theory.random_keys_error, "T7 random keys: (n − 1)/d", ":"),
     "T8": (theory.rank_bound, "T8 rank bound: max(1 − d/n, 0)", "-."),
 }
 
 
-def theory_curves(ax, d: int, lo: float, hi: float, *, which=("T5", "T7", "T8")):
+def theory_curves(
+    ax: Axes, d: int, lo: float, hi: float, *, which: Sequence[str] = ("T5", "T7", "T8")
+) -> npt.NDArray[np.float64]:
     """Draw the closed forms of ``which`` against load n/d in [lo, hi] for dimension ``d``.
 
     The feature-map figure passes a feature dimension D as ``d``, with loads n / D.
@@ -44,7 +59,7 @@ def theory_curves(ax, d: int, lo: float, hi: float, *, which=("T5", "T7", "T8"))
     return x
 
 
-def delta_curve(ax, d: int, beta: float, lo: float, hi: float, *, color="0.15"):
+def delta_curve(ax: Axes, d: int, beta: float, lo: float, hi: float, *, color: ColorType | None = "0.15") -> Line2D:
     """The delta rule's exact mean error for random unit keys (``theory.delta_rule_error``) against load n/d."""
     n = np.unique(np.round(np.geomspace(max(lo * d, 1.0), hi * d, 64))).astype(int)
     label = f"T12 delta rule, β = {beta:g}, random keys: exact mean"
@@ -59,7 +74,7 @@ def delta_curve(ax, d: int, beta: float, lo: float, hi: float, *, color="0.15"):
     )
 
 
-def error_vs_load(ds, *, metric: str = "mse"):
+def error_vs_load(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
     """The error-vs-load figure of a result Dataset (dims ``d`` and ``load``; variable ``metric``)."""
     _data.require(ds, "error vs load", variables=(metric,), coords=("n",), dims=("d", "load"))
     variants, thinned_v = _data.panels(ds, "variant")  # a panel per (variant, d): at most MAX_PANELS each way

@@ -17,6 +17,9 @@ before n = D. Panels:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 from capacity.plots.capacity_vs_d import EPS
@@ -26,12 +29,18 @@ from capacity import theory
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
 
+if TYPE_CHECKING:
+    import xarray as xr
+    from capacity.plots._data import Level
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = ["feature_maps"]
 
 THEORY_LABEL = "T25–T28 closed form of each map: (n − 1) ρ² (dashed, the map's colour)"
 
 
-def _unit_feature_linear(ds, variant) -> bool:
+def _unit_feature_linear(ds: xr.Dataset, variant: object) -> bool:
     """Whether ``variant`` (a label, or None: no variant axis) is the linear memory with L2-normalised features and a
     plain read, the memory T25-T28 describe (its parameters as ``ds`` records them)."""
     found = _data.memory(ds, variant)
@@ -41,7 +50,7 @@ def _unit_feature_linear(ds, variant) -> bool:
     return name == "linear" and params.get("normalize") is True and not params.get("normalize_read", False)
 
 
-def _crosstalk(ds, feature: str, d: int):
+def _crosstalk(ds: xr.Dataset, feature: str, d: int) -> float | None:
     """rho2 of the map labelled ``feature`` in ``ds`` at key dimension d, or None where no closed form is known."""
     base, params = _data.spec(ds, "feature", feature)
     params = {k: v for k, v in params.items() if k not in ("seed", "orthogonal")}  # T28 averages over the draw
@@ -51,7 +60,7 @@ def _crosstalk(ds, feature: str, d: int):
         return None
 
 
-def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
+def feature_maps(ds: xr.Dataset, *, eps: float = EPS, metric: str = "mse") -> Figure:
     """The feature-maps figure of a result Dataset (dims ``feature``, ``d``, ``load``; coord ``feature_dim``)."""
     _data.require(
         ds,
@@ -65,9 +74,11 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
     d_grid = [int(x) for x in d_grid]
     feats = [str(f) for f in ds["feature"].values]
     colors = theme.palette(feats)
-    rows = [(v, k) for v in _data.levels(ds, "variant") for k in _data.levels(ds, "key_family")]
+    rows: list[tuple[Level, Level]] = [
+        (v, k) for v in _data.levels(ds, "variant") for k in _data.levels(ds, "key_family")
+    ]
     fdim = ds["feature_dim"]
-    notes = []
+    notes: list[str] = []
     no_form: list[str] = []
     several = len(rows) > 1
     with theme.style():
@@ -123,6 +134,7 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
             dense = np.geomspace(all_dims.min(), all_dims.max(), 48) if all_dims.size > 1 else all_dims
             if _unit_feature_linear(ds, variant):
                 for f in feats:
+                    pts: Sequence[tuple[int, float | None]]
                     pts = [(int(fdim.sel(feature=f, d=d)), _crosstalk(ds, f, d)) for d in d_grid]
                     pts = [(D, 1.0 + eps / r) for D, r in pts if r is not None]
                     if pts:
@@ -186,7 +198,17 @@ def feature_maps(ds, *, eps: float = EPS, metric: str = "mse"):
     return theme.finish(fig, "feature-maps")
 
 
-def _map_lines(ds, ax, feats, dims_at_d, d, lo, hi, colors, no_form):
+def _map_lines(
+    ds: xr.Dataset,
+    ax: Axes,
+    feats: list[str],
+    dims_at_d: dict[str, int],
+    d: int,
+    lo: float,
+    hi: float,
+    colors: theme.Colors,
+    no_form: list[str],
+) -> None:
     """Each map's (n - 1) rho2 against n / D on one panel (key dimension d)."""
     for f in feats:
         rho2 = _crosstalk(ds, f, d)

@@ -12,6 +12,7 @@ hypotheses (delta d/(b(2-b)), decay 1/(1-alpha), gated delta 1/((1-alpha) + b(2-
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -22,13 +23,27 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 from capacity import theory
 from capacity.errors import CapacityError
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from matplotlib.figure import Figure
+
 __all__ = ["forgetting", "rule_of", "hypothesis"]
 
 _RULES = {"delta": ("beta",), "decay": ("alpha",), "gated_delta": ("alpha", "beta"), "mamba2": ("A", "dt", "w_std")}
 AGE = "pair age (writes since stored)"
 
 
-def rule_of(label: str, ds=None) -> tuple[str, dict] | None:
+class RuleParams(TypedDict, total=False):
+    """The constant parameters of a T21-T24 rule (those ``_RULES`` names for it), as theory.forgetting_* take them."""
+
+    alpha: float
+    beta: float
+    A: float
+    dt: float
+    w_std: float
+
+
+def rule_of(label: str, ds: xr.Dataset | None = None) -> tuple[str, RuleParams] | None:
     """The T21-T24 rule and parameters of the memory labelled ``label`` (its parameters as ``ds`` records them, or as
     the registry builds them: ``plots._data.memory``), or None (another memory, or a gate drawn per token)."""
     found = _data.memory(ds if ds is not None else xr.Dataset(), label)
@@ -37,13 +52,13 @@ def rule_of(label: str, ds=None) -> tuple[str, dict] | None:
     base, params = found
     if params.get("feature") is not None or params.get("normalize_read"):  # unit keys: normalize changes nothing
         return None
-    out = {k: params.get(k) for k in _RULES[base]}
+    out: dict[str, Any] = {k: params.get(k) for k in _RULES[base]}  # a label's parameters: any literal
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
         return None  # drawn per token
-    return base, {k: float(v) for k, v in out.items()}
+    return base, cast(RuleParams, {k: float(v) for k, v in out.items()})  # the keys are _RULES[base]'s
 
 
-def hypothesis(rule: str, d: int, params: dict) -> float | None:
+def hypothesis(rule: str, d: int, params: RuleParams) -> float | None:
     """The outside analyses' time constant for ``rule`` (None for mamba2, which they do not cover)."""
     b, a = params.get("beta", 0.0), params.get("alpha", 1.0)
     if rule == "delta":
@@ -55,13 +70,13 @@ def hypothesis(rule: str, d: int, params: dict) -> float | None:
     return None
 
 
-def _bins(ds) -> tuple[np.ndarray, np.ndarray]:
+def _bins(ds: xr.Dataset) -> tuple[npt.NDArray[np.int_], npt.NDArray[np.int_]]:
     lo = np.asarray(ds["age"].values, dtype=int)
     hi = np.asarray(ds["age_end"].values, dtype=int) if "age_end" in ds.coords else np.r_[lo[1:], 2 * lo[-1]]
     return lo, hi
 
 
-def forgetting(ds, *, d=None, n=None):
+def forgetting(ds: xr.Dataset, *, d: int | None = None, n: int | None = None) -> Figure:
     """The forgetting figure of a result Dataset with age bins (``Recall(age_bins=True)`` or ``probe.recall(age_bins=True)``).
 
     Needs ``signal_age`` and ``mse_age`` (``recall_age`` if decoded) over ``variant`` and ``age``; draws one key
@@ -103,7 +118,7 @@ def forgetting(ds, *, d=None, n=None):
         fig, axes = theme.figure(1, len(metrics))
         for c, (var, ylabel) in enumerate(metrics):
             ax = axes[0, c]
-            rows = []
+            rows: list[dict[str, object]] = []
             for lab in labels:
                 rule = rules[lab]
                 s0 = theory.forgetting_signal(0, dd, rule[0], **rule[1]) if rule and var == "signal_age" else 1.0

@@ -17,6 +17,8 @@ same test mix for one float32 d x d state (``plots.published.mqar_ceiling``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,10 +30,17 @@ from capacity.errors import CapacityError
 from capacity.tasks import metrics
 from capacity.variants import precision
 
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from capacity.variants import Variant
+
 __all__ = ["frontier"]
 
 
-def _built(label: str):
+def _built(label: str) -> Variant | None:
     """The variant a label names, or None when it cannot be built here."""
     try:
         return variants.resolve(label)
@@ -39,7 +48,7 @@ def _built(label: str):
         return None
 
 
-def _bytes(v, d: int, dv: int, dtype: str):
+def _bytes(v: Variant | None, d: int, dv: int, dtype: str) -> tuple[Callable[[float], float] | None, bool]:
     """(bytes kept by the built variant ``v`` after n writes, as a function of n; grows): for a fixed state, every
     state tensor at ``dtype``; for a state that grows (a ``numel`` method), ``state_numel(d, dv, n=n)`` numbers at
     ``dtype`` (softmax's cache n (d + dv), log-linear's floor(log2 n) + 1 levels of d dv), linear between whole n
@@ -51,8 +60,9 @@ def _bytes(v, d: int, dv: int, dtype: str):
 
         def grown(n: float) -> float:
             lo = max(int(math.floor(n)), 0)
-            a = v.state_numel(d, dv, n=lo)
-            return size * (a + (n - lo) * (v.state_numel(d, dv, n=lo + 1) - a)) if n > lo else size * a
+            # a state that grows (it has numel) takes n, which the Variant protocol's state_numel does not name
+            a = v.state_numel(d, dv, n=lo)  # type: ignore[call-arg]
+            return size * (a + (n - lo) * (v.state_numel(d, dv, n=lo + 1) - a)) if n > lo else size * a  # type: ignore[call-arg]
 
         try:
             grown(1.0)
@@ -66,7 +76,7 @@ def _bytes(v, d: int, dv: int, dtype: str):
     return (lambda n: kept), False
 
 
-def frontier(ds, *, eps: float = EPS, tau: float = TAU):
+def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
     """The frontier figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "frontier", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
     if ds.sizes.get("key_family", 1) != 1:
@@ -84,7 +94,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
         ("mse", float(eps), f"mean error ≤ ε = {eps:g}"),
         ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}"),
     ]
-    skipped = []
+    skipped: list[str] = []
     with theme.style():
         built = {v: _built(v) for v in var_labels}  # each memory resolved once
         # T13's cache line goes with softmax; other growing states (log-linear) are drawn at their own bytes
@@ -94,7 +104,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
         for c, (metric, thr, crit) in enumerate(criteria):
             ax = axes[0, c]
             cap = metrics.capacity(sub, metric=metric, threshold=thr)  # [variant, d, seed]
-            rows = []
+            rows: list[dict[str, object]] = []
             for v in var_labels:
                 for d in [int(x) for x in sub["d"].values]:
                     dv = _data.dv_of(sub, d)
@@ -170,7 +180,7 @@ def frontier(ds, *, eps: float = EPS, tau: float = TAU):
     return theme.finish(fig, "frontier")
 
 
-def _trained_panel(ax):
+def _trained_panel(ax: Axes) -> None:
     """Based's Fig. 2 trained points (Based, Mamba, attention, sliding-window attention) and the T10 ceiling, in bytes."""
     archs = ("Based", "Mamba", "Attention (full)", "Attention (sliding window)")
     drawn = published.trained_points(ax, "based_figure2", architectures=archs)

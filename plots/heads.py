@@ -10,6 +10,7 @@ often, capacity against H at each criterion, with T20 and T10 drawn through them
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -20,10 +21,15 @@ from capacity import theory
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import xarray as xr
+    from matplotlib.figure import Figure
+
 __all__ = ["heads_capacity"]
 
 
-def heads_capacity(ds, *, eps: float = EPS, tau: float = TAU):
+def heads_capacity(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
     """The heads figure of a Dataset with dims ``variant``, ``d``, ``load`` and ``heads`` (value heads = heads)."""
     _data.require(
         ds,
@@ -82,7 +88,7 @@ def heads_capacity(ds, *, eps: float = EPS, tau: float = TAU):
                 dv = _data.dv_of(sub, d)
                 eff = np.asarray([d / lo[h] for h in H], float)
                 if metric == "mse":
-                    y = theory.heads_capacity(thr, d, hs, np.asarray([HV[H.index(h)] for h in H], float))
+                    y: npt.ArrayLike = theory.heads_capacity(thr, d, hs, np.asarray([HV[H.index(h)] for h in H], float))
                     label = "T20 additive, random keys: 1 + ε d / min(H, HV)"
                 else:
                     y = np.asarray([theory.argmax_capacity(e, dv, thr) for e in eff], float)

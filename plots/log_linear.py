@@ -11,15 +11,24 @@ two, where every pair of a log-linear memory sits in one bucket and it reads as 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, theme
 
 from capacity.errors import CapacityError
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import xarray as xr
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.typing import ColorType, LineStyleType
+
 __all__ = ["log_linear_bytes", "equal_bytes"]
 
 
-def _base_of(ds, variant):
+def _base_of(ds: xr.Dataset, variant: object) -> str | None:
     """The label of the base memory of log-linear ``variant`` among the Dataset's variants, or None."""
     found = _data.memory(ds, variant)
     if found is None or found[0] != "log_linear":
@@ -40,7 +49,9 @@ def _base_of(ds, variant):
     return None
 
 
-def equal_bytes(ds, variant, base) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def equal_bytes(
+    ds: xr.Dataset, variant: object, base: object
+) -> tuple[npt.NDArray[np.int_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """For each n of the grid: the d at which ``base`` keeps as many numbers as log-linear ``variant`` at the grid's
     smallest d (0 where no d of the grid does), and the two states' numbers, ``(d [n], numel_ll [n], numel_base [n])``.
     Needs ``state_numel`` over (variant, d, n)."""
@@ -62,11 +73,11 @@ def equal_bytes(ds, variant, base) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return chosen, ll, kept
 
 
-def _squeeze(ds):
+def _squeeze(ds: xr.Dataset) -> xr.Dataset:
     return ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
 
 
-def log_linear_bytes(ds):
+def log_linear_bytes(ds: xr.Dataset) -> Figure:
     """The log-linear figure: recall and state bytes against n, log-linear beside its base at the same bytes."""
     _data.require(
         ds,
@@ -79,8 +90,8 @@ def log_linear_bytes(ds):
     if ds.sizes.get("key_family", 1) != 1:
         raise CapacityError("the log-linear figure draws one key family; select it first")
     sub = _squeeze(ds)
-    pairs = [(v, _base_of(sub, v)) for v in _data.levels(sub, "variant")]
-    pairs = [(v, b) for v, b in pairs if b is not None]
+    found = [(v, _base_of(sub, v)) for v in _data.levels(sub, "variant")]
+    pairs = [(v, b) for v, b in found if b is not None]
     if not pairs:
         raise CapacityError(
             "the log-linear figure needs a log_linear memory and its base (linear, decay or gated_delta with the same "
@@ -99,7 +110,9 @@ def log_linear_bytes(ds):
             top, bottom = axes[0, c], axes[1, c]
             rec = sub["recall"]
 
-            def band(ax, da, *, color, label, ls="-", marker="o"):
+            def band(
+                ax: Axes, da: xr.DataArray, *, color: ColorType, label: str, ls: LineStyleType = "-", marker: str = "o"
+            ) -> None:
                 m = da.mean("seed") if "seed" in da.dims else da
                 lo = da.min("seed") if "seed" in da.dims else da
                 hi = da.max("seed") if "seed" in da.dims else da

@@ -8,12 +8,18 @@ random (Gaussian) keys. Right: accuracy against the fraction of keys overwritten
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity.base import _validate
 from capacity.errors import CapacityError
 from capacity.tasks.mqar import probe as mqar_task
+
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
 
 __all__ = ["mqar_figure"]
 
@@ -22,7 +28,7 @@ PAIRS = "distinct keys written (pairs)"
 OVERWRITE = "keys overwritten (fraction)"
 
 
-def mqar_figure(ds, *, pairs=None):
+def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
     """The MQAR figure of a ``capacity.mqar.grid`` Dataset (dims variant, pairs, overwrite, seed; variable accuracy),
     or of an ``mqar`` study's results (dims variant, key_family, d, n, overwrite, seed: one key family and one d).
 

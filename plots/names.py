@@ -20,6 +20,8 @@ their symbols. Legends follow the registries' order.
 
 from __future__ import annotations
 
+from typing import Any
+
 from capacity import variants
 from capacity.base import labels
 from capacity.errors import CapacityError
@@ -48,7 +50,7 @@ AXIS = {
 }
 
 
-def parse_label(label: str) -> tuple[str, dict]:
+def parse_label(label: str) -> tuple[str, dict[str, Any]]:
     """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': v, 'k2': v2})`` with ``capacity.labels`` (the one grammar
     of labels); a label it cannot read is a bare name."""
     try:
@@ -62,12 +64,12 @@ def order() -> list[str]:
     return [*variants.display_names(), *keys.display_names(), *features.display_names()]
 
 
-def _param(k: str, v) -> str:
+def _param(k: str, v: object) -> str:
     shown = labels.format("x", {"v": v})[4:-1]  # the label's own spelling of the value: true, 0, [0.9, 1.0]
     return f"{_SYMBOLS.get(k, k)} = {shown}"
 
 
-def _with_params(base: str, params: dict) -> str:
+def _with_params(base: str, params: dict[str, Any]) -> str:
     """Every parameter the label holds (labels hold those that differ from the defaults), whatever its value."""
     shown = [_param(k, v) for k, v in params.items()]
     return f"{base}, {', '.join(shown)}" if shown else base

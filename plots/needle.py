@@ -11,12 +11,17 @@ needle depth (0: written first) and L, decoded among the first number of candida
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
 from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
 
 __all__ = ["needle_figure", "needle_depth"]
 
@@ -31,12 +36,12 @@ LENGTH = "tokens written L (tokens)"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
-def _candidates_name(x) -> str:
+def _candidates_name(x: float) -> str:
     x = float(x)
     return f"2^{np.log2(x):.0f}" if x >= 2**40 else f"{x:.3g}"
 
 
-def _prepare(ds, what: str):
+def _prepare(ds: xr.Dataset, what: str) -> xr.Dataset:
     _data.require(
         ds,
         what,
@@ -46,19 +51,19 @@ def _prepare(ds, what: str):
     )
     if ds.sizes.get("d", 1) > 1:
         raise CapacityError(f"the {what} figure draws one key dimension; select one first, e.g. ds.sel(d=...)")
-    sub = ds.squeeze([x for x in ("d",) if x in ds.dims])
+    sub: xr.Dataset = ds.squeeze([x for x in ("d",) if x in ds.dims])  # xarray's Self: Any under 3.10
     if "candidates" not in sub["recall"].dims:
         sub = sub.assign(recall=sub["recall"].expand_dims(candidates=[np.nan]))
     return sub
 
 
-def _settings(sub) -> str:
+def _settings(sub: xr.Dataset) -> str:
     d = int(np.asarray(sub["d"].values).ravel()[0]) if "d" in sub.coords else None
     dv = int(np.asarray(sub["dv"].values).ravel()[0]) if "dv" in sub.coords else None
     return f"d = {d}, dv = {dv}"
 
 
-def needle_figure(ds):
+def needle_figure(ds: xr.Dataset) -> Figure:
     """Recall against L (mean over depths) of a ``needle`` study's results, per haystack and number of candidates."""
     sub = _prepare(ds, "needle")
     hay = [str(h) for h in sub["haystack"].values]
@@ -92,7 +97,7 @@ def needle_figure(ds):
                         band = ax.vlines(x, per.min(1), per.max(1), color=colors[lab], lw=1.2, alpha=0.6)
                         band.set_gid(theme.RANGE_GID + lab)
                 ax.set_xscale("log", base=2)
-                ax.xaxis.set_major_locator(FixedLocator(L))
+                ax.xaxis.set_major_locator(FixedLocator(L))  # type: ignore[arg-type]  # any array: np.asarray(locs)
                 ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1024:g}K" if x >= 1024 else f"{x:g}"))
                 ax.xaxis.set_minor_locator(NullLocator())
                 ax.set_xlim(L.min() / 1.35, L.max() * 1.35)
@@ -114,7 +119,7 @@ def needle_figure(ds):
     return theme.finish(fig, "needle")
 
 
-def needle_depth(ds, *, candidates=None):
+def needle_depth(ds: xr.Dataset, *, candidates: float | None = None) -> Figure:
     """The needle-in-a-haystack grid: recall by depth and L, one panel per memory and haystack."""
     sub = _prepare(ds, "needle-depth")
     hay = [str(h) for h in sub["haystack"].values]
@@ -154,7 +159,13 @@ def needle_depth(ds, *, candidates=None):
                     )
         for ax in axes[-1]:
             ax.set_xlabel(LENGTH)
-        bar = fig.colorbar(image, ax=axes, location="right", shrink=0.6, label=RECALL)
+        bar = fig.colorbar(
+            image,  # type: ignore[arg-type]  # require() refuses empty dims: an image was drawn
+            ax=axes,
+            location="right",
+            shrink=0.6,
+            label=RECALL,
+        )
         bar.ax.set_gid("colorbar")
         theme.note(
             fig,

@@ -15,23 +15,30 @@ matters for the additive memory is the frame potential, nothing else about the k
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import xarray as xr
+    from matplotlib.figure import Figure
 
 __all__ = ["orthogonality", "error_from_coherence", "error_from_effective_rank"]
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 
 
-def error_from_coherence(n, mean_sq_coherence):
+def error_from_coherence(n: npt.ArrayLike, mean_sq_coherence: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """T4 in terms of the mean squared coherence of n unit keys: (n - 1) mu^2."""
-    return (np.asarray(n, dtype=float) - 1.0) * np.asarray(mean_sq_coherence, dtype=float)
+    return (np.asarray(n, dtype=np.float64) - 1.0) * np.asarray(mean_sq_coherence, dtype=np.float64)
 
 
-def error_from_effective_rank(n, effective_rank):
+def error_from_effective_rank(n: npt.ArrayLike, effective_rank: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """T4 in terms of the effective rank r = n^2 / ||G||_F^2 of n unit keys: n / r - 1."""
-    return np.asarray(n, dtype=float) / np.asarray(effective_rank, dtype=float) - 1.0
+    return np.asarray(n, dtype=np.float64) / np.asarray(effective_rank, dtype=np.float64) - 1.0
 
 
 PANELS = [
@@ -40,7 +47,7 @@ PANELS = [
 ]
 
 
-def orthogonality(ds, *, metric: str = "mse"):
+def orthogonality(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
     """The orthogonality figure of a result Dataset with key statistics (dims ``key_family``, ``d``, ``load``)."""
     stats = tuple(p[0] for p in PANELS)
     _data.require(ds, "orthogonality", variables=(metric, *stats), coords=("n",), dims=("key_family", "d", "load"))
@@ -120,7 +127,14 @@ def orthogonality(ds, *, metric: str = "mse"):
     return theme.finish(fig, "orthogonality")
 
 
-def _legend(fig, axes, loads, colors, fam_bases, markers):
+def _legend(
+    fig: Figure,
+    axes: theme.AxesGrid,
+    loads: list[float],
+    colors: dict[float, theme.RGB],
+    fam_bases: list[str],
+    markers: dict[str, str],
+) -> None:
     from matplotlib.lines import Line2D
 
     handles = [

@@ -11,6 +11,8 @@ the same colour on the x axis, so the two can be read side by side.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter
@@ -18,13 +20,24 @@ from matplotlib.ticker import FixedLocator, FuncFormatter
 from capacity import theory
 from capacity.errors import CapacityError
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import xarray as xr
+    from capacity.plots._data import Level
+    from matplotlib.figure import Figure
+
+    from capacity.theory._common import Floats
+
+# (memory kind of theory.step_rounding_error, alpha, beta)
+Memory = tuple[str, float, float]
+
 __all__ = ["precision_curves", "departures", "DEPART"]
 
 DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
 _MEMORIES = {"linear": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
 
 
-def _memory(ds, variant: str):
+def _memory(ds: xr.Dataset, variant: str) -> Memory | None:
     """(memory kind of theory.step_rounding_error, alpha, beta) for a plain built-in, or None; its parameters as the
     results record them (``plots._data.memory``): linear and delta have no gate (alpha 1), linear no beta (1)."""
     found = _data.memory(ds, variant)
@@ -39,14 +52,14 @@ def _memory(ds, variant: str):
     return name, float(alpha), float(beta)
 
 
-def _mean(da):
+def _mean(da: xr.DataArray) -> xr.DataArray:
     return da.mean("seed") if "seed" in da.dims else da
 
 
-def departures(ds, *, share: float = DEPART) -> dict:
+def departures(ds: xr.Dataset, *, share: float = DEPART) -> dict[tuple[Level, str, Level], float]:
     """(variant, state_dtype, rounding) -> the first n where the mean error differs from the float32 mean error by
     more than ``share`` of it (NaN if never on the grid), from a Dataset with ``state_dtype`` and ``rounding``."""
-    out = {}
+    out: dict[tuple[Level, str, Level], float] = {}
     sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
     sub = sub.squeeze("d", drop=True) if "d" in sub.dims else sub
     ref = _mean(sub["mse"].sel(state_dtype="float32"))
@@ -66,13 +79,13 @@ def departures(ds, *, share: float = DEPART) -> dict:
     return out
 
 
-def _integer(dtype) -> bool:
+def _integer(dtype: object) -> bool:
     from capacity.variants import quantise
 
     return quantise.is_quantised(str(dtype))
 
 
-def _step_deviation(ns, d: int, dv: int, dtype: str, memory):
+def _step_deviation(ns: npt.NDArray[np.float64], d: int, dv: int, dtype: str, memory: Memory) -> Floats:
     """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for an integer one."""
     name, alpha, beta = memory
     from capacity.variants import quantise
@@ -94,7 +107,16 @@ def _step_deviation(ns, d: int, dv: int, dtype: str, memory):
     return theory.step_rounding_error(ns, d, dv, dtype, memory=name, alpha=alpha, beta=beta)
 
 
-def predicted_departure(memory, d: int, dv: int, dtype: str, ns, float32_mse, *, share: float = DEPART) -> float:
+def predicted_departure(
+    memory: Memory,
+    d: int,
+    dv: int,
+    dtype: str,
+    ns: npt.NDArray[np.float64],
+    float32_mse: npt.ArrayLike,
+    *,
+    share: float = DEPART,
+) -> float:
     """The n (interpolated in log n on the grid ``ns``) where the predicted step-rounding deviation reaches ``share``
     of the float32 error; NaN if not on the grid."""
     dev = _step_deviation(np.asarray(ns, float), d, dv, dtype, memory)
@@ -109,7 +131,7 @@ def predicted_departure(memory, d: int, dv: int, dtype: str, ns, float32_mse, *,
     return float(np.exp(x0 - y0 * (x1 - x0) / (y1 - y0))) if y1 != y0 else float(ns[i])
 
 
-def precision_curves(ds):
+def precision_curves(ds: xr.Dataset) -> Figure:
     """The precision figure: error and recall against n per state dtype and rounding, with T14-T19 and departures."""
     _data.require(
         ds,
@@ -129,9 +151,9 @@ def precision_curves(ds):
     sub = sub.squeeze("d", drop=True) if "d" in sub.dims else sub
     variants = _data.levels(sub, "variant")
     dtypes = [str(x) for x in sub["state_dtype"].values]
-    roundings = [str(x) for x in _data.levels(sub, "rounding")] if "rounding" in sub.dims else [None]
+    roundings: list[str | None] = [str(x) for x in _data.levels(sub, "rounding")] if "rounding" in sub.dims else [None]
     metrics = [m for m in ("mse", "recall") if m in sub.data_vars]
-    shades = {"float32": (0.1, 0.1, 0.1)}
+    shades: dict[str, theme.RGB] = {"float32": (0.1, 0.1, 0.1)}
     shades.update(theme.palette([t for t in dtypes if t != "float32"]))
     ns = np.asarray(sub["n"].values, dtype=float)
     seen = departures(sub)
@@ -198,7 +220,7 @@ def precision_curves(ds):
                             lw=0.9,
                         )
                 ax.set_xscale("log", base=2)
-                ax.xaxis.set_major_locator(FixedLocator(ns[:: max(1, len(ns) // 7)]))
+                ax.xaxis.set_major_locator(FixedLocator(ns[:: max(1, len(ns) // 7)]))  # type: ignore[arg-type]  # any array
                 ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"$2^{{{int(round(np.log2(x)))}}}$"))
                 if metric == "mse":
                     vals = np.asarray(da.values, float)

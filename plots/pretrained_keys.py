@@ -11,20 +11,26 @@ the last panel says why a key family sits above or below the T7 line in the firs
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR, theory_curves
 
 from capacity import theory
 
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
+
 __all__ = ["pretrained_keys"]
 
 
-def _additive(ds, variant) -> bool:
+def _additive(ds: xr.Dataset, variant: object) -> bool:
     return _data.reads(ds, variant)[0]
 
 
-def pretrained_keys(ds, *, metric: str = "mse"):
+def pretrained_keys(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
     """The pretrained-keys figure of a result Dataset (dims ``d``, ``load``; variables ``metric`` and
     ``mean_sq_coherence``)."""
     stat = "mean_sq_coherence"

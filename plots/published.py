@@ -8,10 +8,18 @@ float32 d x d state. Both take the axis to draw on, so any figure can carry them
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from capacity.tasks import published
 from capacity.tasks.mqar import probe as mqar
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+    from matplotlib.typing import ColorType
 
 __all__ = ["trained_points", "mqar_ceiling", "MARKERS"]
 
@@ -27,14 +35,21 @@ MARKERS = {
 CITATION = {"based_figure2": "Based Fig. 2"}
 
 
-def trained_points(ax, name: str = "based_figure2", *, architectures=None, x="state_bytes", y="accuracy"):
+def trained_points(
+    ax: Axes,
+    name: str = "based_figure2",
+    *,
+    architectures: Iterable[str] | None = None,
+    x: str = "state_bytes",
+    y: str = "accuracy",
+) -> list[Line2D]:
     """Draw the published table ``name`` on ``ax``: one series per architecture (gid ``published:<name>:<arch>``).
 
     ``architectures``: the ones to draw (default: all in the file). Returns the drawn artists, one per architecture.
     """
     table = published.load(name)
     archs = list(dict.fromkeys(table["architecture"])) if architectures is None else list(architectures)
-    drawn = []
+    drawn: list[Line2D] = []
     for arch in archs:
         rows = table[table["architecture"] == arch]
         if not len(rows):
@@ -57,7 +72,7 @@ def trained_points(ax, name: str = "based_figure2", *, architectures=None, x="st
     return drawn
 
 
-def mqar_ceiling(ax, lo_bytes: float, hi_bytes: float, *, color="0.15"):
+def mqar_ceiling(ax: Axes, lo_bytes: float, hi_bytes: float, *, color: ColorType = "0.15") -> Line2D:
     """The additive memory's predicted accuracy on zoology's Fig. 2 test mix against the bytes of one float32 d x d state.
 
     Accuracy = sum over the test configurations of pairs x ``capacity.mqar.predicted_accuracy(pairs, d, d, vocab)``

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TypeAlias
 
 import xarray as xr
 from capacity.plots.bill import bill
@@ -31,9 +32,10 @@ from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.precision import precision_curves
 from capacity.plots.pretrained_keys import pretrained_keys
-from capacity.plots.save import check_folder, encode, save, write
+from capacity.plots.save import Folder, check_folder, encode, save, write
 from capacity.plots.trained import trained_figure
 from capacity.plots.variants import variant_curves
+from matplotlib.figure import Figure
 
 from capacity.errors import CapacityError
 from capacity.sweep import executors
@@ -41,16 +43,22 @@ from capacity.sweep import executors
 __all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available"]
 
 
-def _several(ds, dim: str) -> bool:
+# a figure function: the Dataset in, the Figure out (its other parameters keep their defaults)
+FigureFn: TypeAlias = Callable[[xr.Dataset], Figure]
+# a figure to draw: (file stem, a function of no argument that builds it)
+Job: TypeAlias = tuple[str, Callable[[], Figure]]
+
+
+def _several(ds: xr.Dataset, dim: str) -> bool:
     return ds.sizes.get(dim, 0) > 1
 
 
-def _has(ds, *names) -> bool:
+def _has(ds: xr.Dataset, *names: str) -> bool:
     return all(n in ds.data_vars for n in names)
 
 
 # figure name -> figure function
-FIGURES: dict[str, Callable] = {
+FIGURES: dict[str, FigureFn] = {
     "bill": bill,
     "capacity": capacity_vs_d,
     "closed-form": closed_form,
@@ -123,7 +131,7 @@ def available() -> dict[str, str]:
     return {name: (FIGURES[name].__doc__ or "").strip().splitlines()[0] for name in sorted(FIGURES)}
 
 
-def builders(ds: xr.Dataset) -> list[tuple[str, Callable]]:
+def builders(ds: xr.Dataset) -> list[Job]:
     """The figures that fit ``ds``, not yet built: ``[(file stem, build), ...]`` with ``build()`` -> Figure, stems
     ``<study>_<figure>``. The Dataset's own faults (no variables, text, no figure that fits) are raised here."""
     if not isinstance(ds, xr.Dataset):
@@ -142,17 +150,17 @@ def builders(ds: xr.Dataset) -> list[tuple[str, Callable]]:
     return [(f"{study}_{name}", functools.partial(FIGURES[name], ds)) for name in names]
 
 
-def figures(ds: xr.Dataset) -> list[tuple[str, object]]:
+def figures(ds: xr.Dataset) -> list[tuple[str, Figure]]:
     """The figures that fit ``ds``, built but not saved: ``[(file stem, Figure), ...]``, stems ``<study>_<figure>``."""
     return [(stem, build()) for stem, build in builders(ds)]
 
 
-def render(ds: xr.Dataset, *, out) -> list[Path]:
+def render(ds: xr.Dataset, *, out: Folder) -> list[Path]:
     """Write the default figures of ``ds``'s study into the folder ``out``; returns the paths (PNG, PDF per figure)."""
     return save_all(builders(ds), out)
 
 
-_JOBS: list = []  # the (stem, build) a forked child runs (inherited by fork: nothing is pickled but an index)
+_JOBS: list[Job] = []  # the (stem, build) a forked child runs (inherited by fork: nothing is pickled but an index)
 
 
 def _encode_one(i: int) -> dict[str, bytes]:
@@ -160,7 +168,7 @@ def _encode_one(i: int) -> dict[str, bytes]:
     return encode(build())
 
 
-def save_all(jobs: list, out) -> list[Path]:
+def save_all(jobs: list[Job], out: Folder) -> list[Path]:
     """Build every figure of ``jobs`` (``[(stem, build), ...]``), then write each into ``out``; returns the paths.
 
     No file is written unless every figure was built. Building, laying out and encoding a figure is nearly all of
@@ -192,14 +200,15 @@ def _open(path: Path) -> xr.Dataset:
     """Any file xarray opens (netCDF4/HDF5 through h5netcdf, netCDF3 through scipy), loaded whole."""
     try:
         with xr.open_dataset(path) as f:
-            return f.load()
+            loaded: xr.Dataset = f.load()  # xarray's Self: Any under 3.10
+            return loaded
     except (OSError, ValueError, TypeError) as exc:
         raise CapacityError(
             f"not a readable netCDF results file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
 
 
-def render_path(results, out=None) -> list[Path]:
+def render_path(results: Folder, out: Folder | None = None) -> list[Path]:
     """Render a results file (``.nc``) or every ``.nc`` in a directory; ``out`` defaults to ``figures/`` beside them."""
     for name, value in (("results", results), ("out", out)):
         if not isinstance(value, (str, os.PathLike)) and (value is not None or name == "results"):
@@ -215,7 +224,7 @@ def render_path(results, out=None) -> list[Path]:
         out_dir = Path(out) if out is not None else results.parent / "figures"
     else:
         raise CapacityError(f"{results}: no such results file or directory")
-    jobs = []
+    jobs: list[Job] = []
     for f in files:  # every file's faults reported before anything is built or written
         try:
             jobs += [(stem, _named(f, build)) for stem, build in builders(_open(f))]
@@ -224,10 +233,10 @@ def render_path(results, out=None) -> list[Path]:
     return save_all(jobs, out_dir)
 
 
-def _named(path: Path, build: Callable) -> Callable:
+def _named(path: Path, build: Callable[[], Figure]) -> Callable[[], Figure]:
     """``build``, its CapacityError prefixed with the results file it draws."""
 
-    def named():
+    def named() -> Figure:
         try:
             return build()
         except CapacityError as exc:

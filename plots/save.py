@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from capacity.plots import theme
 
 from capacity.base._files import clean_stale, write_bytes
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.layout_engine import LayoutEngine
+
+# a folder to write into, as the caller names it
+Folder = str | os.PathLike[str]
 
 __all__ = ["save", "encode", "write", "check_folder", "FORMATS"]
 
@@ -20,7 +29,7 @@ _METADATA = {
 }
 
 
-def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
+def save(fig: Figure, out: Folder, stem: str, *, dpi: int = 110) -> list[Path]:
     """Write ``<out>/<stem>.png`` and ``.pdf`` (the directory is created); returns the paths.
 
     Each file is written under a temporary name and renamed into place, so an interrupted run leaves the old file or
@@ -30,13 +39,13 @@ def save(fig, out, stem: str, *, dpi: int = 110) -> list[Path]:
     return write(encode(fig, dpi=dpi), out, stem)
 
 
-def encode(fig, *, dpi: int = 110) -> dict[str, bytes]:
+def encode(fig: Figure, *, dpi: int = 110) -> dict[str, bytes]:
     """The figure's files as bytes, ``{format: bytes}`` for each of ``FORMATS``: laid out once, under the theme."""
     engine = fig.get_layout_engine()
     try:
         with theme.style():
             _lay_out(fig, engine, dpi)
-            out = {}
+            out: dict[str, bytes] = {}
             for fmt in FORMATS:
                 buf = io.BytesIO()
                 fig.savefig(buf, format=fmt, dpi=dpi, metadata=_METADATA[fmt])
@@ -46,17 +55,17 @@ def encode(fig, *, dpi: int = 110) -> dict[str, bytes]:
         fig.set_layout_engine(engine)
 
 
-def check_folder(out) -> None:
+def check_folder(out: Folder) -> None:
     """A one-line CapacityError if the figures folder ``out`` is a file."""
     if Path(out).exists() and not Path(out).is_dir():
         raise CapacityError(f"the figures folder {out} is a file, not a folder")
 
 
-def write(encoded: dict[str, bytes], out, stem: str) -> list[Path]:
+def write(encoded: dict[str, bytes], out: Folder, stem: str) -> list[Path]:
     """Write ``encode``'s bytes as ``<out>/<stem>.<format>``, each atomically (see ``save``); returns the paths."""
     out = Path(out)
     check_folder(out)
-    paths = []
+    paths: list[Path] = []
     try:
         out.mkdir(parents=True, exist_ok=True)
         clean_stale(out)  # the temporary files of a figure write that was killed
@@ -69,7 +78,7 @@ def write(encoded: dict[str, bytes], out, stem: str) -> list[Path]:
     return paths
 
 
-def _lay_out(fig, engine, dpi: int) -> None:
+def _lay_out(fig: Figure, engine: LayoutEngine | None, dpi: int) -> None:
     """Run the layout engine once, at the PNG's dpi (where savefig would run it), then take it off the figure.
 
     With an engine (even matplotlib's "none" placeholder) savefig draws the whole figure once more before each file,

@@ -11,16 +11,27 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, cast
 
 import matplotlib as mpl
 import numpy as np
 from capacity.plots import names
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.axis import XAxis, YAxis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LinearSegmentedColormap, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.typing import ColorType, LineStyleType, RcKeyType
+
+if TYPE_CHECKING:  # types only: drawing a figure imports neither
+    import numpy.typing as npt
+    import pandas as pd
 
 __all__ = [
     "style",
@@ -48,6 +59,14 @@ __all__ = [
     "PANEL_H",
 ]
 
+# a figure's panels: a 2-D object array of matplotlib Axes ([nrows, ncols]; numpy types its items as Any)
+AxesGrid: TypeAlias = "np.ndarray[tuple[int, int], np.dtype[np.object_]]"
+RGB: TypeAlias = tuple[float, float, float]
+# a colour per label: palette's RGB triples, or any matplotlib colour a caller chooses
+Colors: TypeAlias = Mapping[str, ColorType]
+# sharex/sharey of Figure.subplots
+Share: TypeAlias = bool | Literal["none", "all", "row", "col"]
+
 PANEL_W, PANEL_H = 3.3, 2.7  # inches per panel
 MAX_LEGEND = 24  # entries of a figure legend; more measured curves are thinned (docs/plots.md)
 _THEOREM = re.compile(r"^T\d")  # legend labels of closed forms: "T5 frame bound ...", "T8: ..."
@@ -57,7 +76,7 @@ RANGE_GID = "range:"  # prefix of the gid of every min-max band or bar set: "ran
 
 # seaborn's axes_style("ticks", {"axes.grid": True, "grid.color": ".92"}), less its image.cmap ("rocket", which
 # exists only once seaborn is imported; no figure draws an image)
-_SEABORN_STYLE = {
+_SEABORN_STYLE: dict[RcKeyType, object] = {
     "figure.facecolor": "white",
     "axes.labelcolor": ".15",
     "xtick.direction": "out",
@@ -87,9 +106,9 @@ _SEABORN_STYLE = {
 }
 
 
-def _seaborn_context(scale: float = 0.8, font_scale: float = 1.05) -> dict:
+def _seaborn_context(scale: float = 0.8, font_scale: float = 1.05) -> dict[RcKeyType, float]:
     """seaborn's plotting_context("paper", font_scale=1.05): its notebook sizes times 0.8, text times 1.05 more."""
-    base = {
+    base: dict[RcKeyType, float] = {
         "axes.linewidth": 1.25,
         "grid.linewidth": 1,
         "lines.linewidth": 1.5,
@@ -104,7 +123,7 @@ def _seaborn_context(scale: float = 0.8, font_scale: float = 1.05) -> dict:
         "xtick.minor.size": 4,
         "ytick.minor.size": 4,
     }
-    text = {
+    text: dict[RcKeyType, float] = {
         "font.size": 12,
         "axes.labelsize": 12,
         "axes.titlesize": 12,
@@ -117,7 +136,7 @@ def _seaborn_context(scale: float = 0.8, font_scale: float = 1.05) -> dict:
     return {**sizes, **{k: sizes[k] * font_scale for k in text}}
 
 
-_RC = {
+_RC: dict[RcKeyType, object] = {  # matplotlib's rc settings: each key's own type of value
     **_SEABORN_STYLE,
     **_seaborn_context(),
     "figure.dpi": 100,
@@ -149,15 +168,22 @@ DASHES = ("", (4, 1.5), (1, 1), (3, 1.25, 1.5, 1.25), (5, 1, 1, 1))
 
 
 @contextmanager
-def style():
+def style() -> Iterator[None]:
     """The plots' seaborn theme (ticks, paper context), applied only inside the block."""
     with mpl.rc_context(_RC):
         yield
 
 
 def figure(
-    nrows: int = 1, ncols: int = 1, *, sharex=False, sharey=False, width=None, height=None, legend_width: float = 2.9
-):
+    nrows: int = 1,
+    ncols: int = 1,
+    *,
+    sharex: Share = False,
+    sharey: Share = False,
+    width: float | None = None,
+    height: float | None = None,
+    legend_width: float = 2.9,
+) -> tuple[Figure, AxesGrid]:
     """A new Figure with a grid of axes (always a 2-D array), constrained layout, Agg canvas.
 
     The default size gives each panel PANEL_W x PANEL_H inches plus ``legend_width`` inches on
@@ -166,11 +192,11 @@ def figure(
     size = (width or PANEL_W * ncols + legend_width, height or PANEL_H * nrows + 0.5)
     fig = Figure(figsize=size, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey, squeeze=False)
+    axes: AxesGrid = fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey, squeeze=False)
     return fig, axes
 
 
-def label_outer(axes, *, xlabel: str, ylabel: str):
+def label_outer(axes: AxesGrid, *, xlabel: str, ylabel: str) -> None:
     """Axis labels on the outer panels only: x on the bottom row, y on the left column (inner ones cleared)."""
     for r, row in enumerate(axes):
         for c, ax in enumerate(row):
@@ -178,9 +204,9 @@ def label_outer(axes, *, xlabel: str, ylabel: str):
             ax.set_ylabel(ylabel if c == 0 else "")
 
 
-def _order_key(label: str, rank: dict):
+def _order_key(label: str, rank: dict[str, int]) -> tuple[int, str, list[tuple[int, float, str]]]:
     base, params = names.parse_label(label)
-    nums = []
+    nums: list[tuple[int, float, str]] = []
     for v in params.values():
         try:
             nums.append((0, float(v), ""))
@@ -189,56 +215,73 @@ def _order_key(label: str, rank: dict):
     return (rank.get(base, len(rank)), base, nums)
 
 
-def ordered(labels) -> list[str]:
+def ordered(labels: Iterable[object]) -> list[str]:
     """Labels in legend order: registered names in the registries' order (``names.order``), then the rest by name;
     parameters ascending."""
-    rank = {}
+    rank: dict[str, int] = {}
     for i, name in enumerate(names.order()):
         rank.setdefault(name, i)
     return sorted({str(x) for x in labels}, key=lambda lab: _order_key(lab, rank))
 
 
-def _blend(a, b, n: int) -> list[tuple]:
+def _blend(a: ColorType, b: ColorType, n: int) -> list[RGB]:
     """n colours from a to b, linear in RGB (seaborn's blend_palette)."""
     cmap = LinearSegmentedColormap.from_list("blend", [to_rgb(a), to_rgb(b)])
-    return [tuple(c) for c in cmap(np.linspace(0, 1, n))[:, :3]]
+    return [_rgb(c) for c in cmap(np.linspace(0, 1, n))[:, :3]]
 
 
-def palette(labels) -> dict[str, tuple]:
+def palette(labels: Iterable[object]) -> dict[str, RGB]:
     """A colour per label, assigned in legend order (so the same labels get the same colours everywhere).
 
     Labels of one family with different parameters (``correlated(rho=0.2)``, ``correlated(rho=0.5)``)
     share the family's hue, light to dark as the parameter grows.
     """
     labels = ordered(labels)
-    bases = []
+    bases: list[str] = []
     for lab in labels:
         base = names.parse_label(lab)[0]
         if base not in bases:
             bases.append(base)
-    out = {}
+    out: dict[str, RGB] = {}
     for i, base in enumerate(bases):
         members = [lab for lab in labels if names.parse_label(lab)[0] == base]
         hue = np.asarray(to_rgb(COLORBLIND[i % len(COLORBLIND)]))
         if len(members) == 1:
-            out[members[0]] = tuple(hue)
+            out[members[0]] = _rgb(hue)
             continue
         light, dark = 0.55 * hue + 0.45, 0.65 * hue  # mixed with white, with black
-        for lab, color in zip(members, _blend(tuple(light), tuple(dark), len(members))):
+        for lab, color in zip(members, _blend(_rgb(light), _rgb(dark), len(members))):
             out[lab] = color
     return out
 
 
-def sequential(values, name: str = "flare") -> dict:
+def _rgb(c: npt.NDArray[np.float64]) -> RGB:
+    """An RGB row as a tuple of its three numbers (numpy floats, as ``tuple(c)`` gives them)."""
+    r, g, b = c
+    return (r, g, b)
+
+
+def sequential(values: Iterable[float], name: str = "flare") -> dict[float, RGB]:
     """A colour per numeric value, light to dark in increasing order (a seaborn colormap: imported here, once)."""
     import seaborn as sns
 
     vals = sorted(set(values))
-    colors = sns.color_palette(name, n_colors=max(len(vals), 1))
+    colors: list[RGB] = sns.color_palette(name, n_colors=max(len(vals), 1))  # seaborn is untyped: RGB triples
     return {v: colors[i] for i, v in enumerate(vals)}
 
 
-def theory_line(ax, x, y, *, theorem: str, label: str, color="0.15", ls="--", lw=1.2, zorder=1.5):
+def theory_line(
+    ax: Axes,
+    x: npt.ArrayLike,
+    y: npt.ArrayLike,
+    *,
+    theorem: str,
+    label: str,
+    color: ColorType | None = "0.15",
+    ls: LineStyleType = "--",
+    lw: float = 1.2,
+    zorder: float = 1.5,
+) -> Line2D:
     """Draw a closed form; its gid is ``'theory:' + theorem`` and its legend label ``label``."""
     (line,) = ax.plot(
         np.asarray(x, dtype=float), np.asarray(y, dtype=float), ls=ls, lw=lw, color=color, label=label, zorder=zorder
@@ -247,7 +290,7 @@ def theory_line(ax, x, y, *, theorem: str, label: str, color="0.15", ls="--", lw
     return line
 
 
-def mark_x(ax, x: float, *, label: str, gid: str, color="0.45"):
+def mark_x(ax: Axes, x: float, *, label: str, gid: str, color: ColorType = "0.45") -> Line2D:
     """A vertical marker (e.g. n = d) with a small text label at the top of the axes."""
     line = ax.axvline(x, color=color, lw=0.9, ls=":", zorder=1)
     line.set_gid(gid)
@@ -265,7 +308,7 @@ def mark_x(ax, x: float, *, label: str, gid: str, color="0.45"):
     return line
 
 
-def note(fig, text: str):
+def note(fig: Figure, text: str) -> Text:
     """A short paragraph under the panels (the figure's supxlabel, so the layout makes room for it)."""
     width = max(40, int(fig.get_figwidth() * 17))  # characters per line at x-small size
     t = fig.supxlabel(
@@ -275,14 +318,14 @@ def note(fig, text: str):
     return t
 
 
-def legend(fig, axes, *, title: str | None = None):
+def legend(fig: Figure, axes: AxesGrid | Sequence[Axes], *, title: str | None = None) -> None:
     """One legend for the figure, right of the panels, with every distinct label once.
 
     With more than ``MAX_LEGEND`` entries, the theory lines stay and the measured curves are thinned to entries spread
     over them in legend order (their colours run in that order), with one line saying how many are not listed.
     """
-    seen = {}
-    for ax in np.ravel(axes):
+    seen: dict[str, Artist] = {}
+    for ax in np.ravel(axes):  # type: ignore[arg-type]  # numpy's stubs know arrays of numbers; this is Axes objects
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if not lab.startswith("_") and lab not in seen:
                 seen[lab] = h
@@ -307,10 +350,18 @@ def legend(fig, axes, *, title: str | None = None):
         )
 
 
+class _Markers(TypedDict):
+    """The marker keywords of every measured curve and legend entry (``ax.plot``, ``Line2D``)."""
+
+    marker: str
+    markeredgecolor: str
+    markeredgewidth: float
+
+
 SEEDS_NOTE = "Lines and markers: mean over seeds; bands and bars: min to max across seeds."
 
 
-def _name_axis(axis, text: str) -> None:
+def _name_axis(axis: XAxis | YAxis, text: str) -> None:
     """An axis without a label takes ``text``, hidden where the axis shows no tick labels (inner panels of shared
     axes), so that an empty label there takes no room when the figure later clears it."""
     if axis.get_label_text():
@@ -321,18 +372,18 @@ def _name_axis(axis, text: str) -> None:
 
 
 def curves(
-    ax,
-    df,
+    ax: Axes,
+    df: pd.DataFrame,
     *,
     x: str,
     y: str,
     hue: str,
-    name,
+    name: Callable[[str], str],
     style: str | None = None,
-    style_name=None,
-    err_style: str = "band",
-    colors=None,
-):
+    style_name: Callable[[str], str] | None = None,
+    err_style: Literal["band", "bars"] = "band",
+    colors: Colors | None = None,
+) -> Axes:
     """Measured curves: one per ``hue`` label (shown as ``name(label)``), the mean over seeds with the min-max range.
 
     ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The mean, min and max
@@ -349,9 +400,10 @@ def curves(
     parts = {tuple(map(str, np.atleast_1d(g))): part for g, part in agg.groupby(keys[:-1], sort=True)}
     styles = ordered(agg[style]) if style is not None else []
     dashes = dict(zip(styles, DASHES * (len(styles) // len(DASHES) + 1)))
-    kw = {"marker": "o", "markeredgecolor": "none", "markeredgewidth": 0.75}
+    kw: _Markers = {"marker": "o", "markeredgecolor": "none", "markeredgewidth": 0.75}
     for lab in labels:  # the means, in legend order
-        for st in styles or [None]:
+        each: Sequence[str | None] = styles or [None]
+        for st in each:
             part = parts.get((lab,) if st is None else (lab, st))
             if part is None:
                 continue
@@ -361,13 +413,14 @@ def curves(
             )
             line.set_gid(MEASURED_GID + lab + ("" if st is None else f"|{st}"))
             if st is not None:
-                line.set_dashes(dashes[st])
+                line.set_dashes(dashes[st])  # type: ignore[arg-type]  # DASHES[0] is "": an empty sequence, a solid line
     if style is not None:  # legend entries: a colour per hue label, a dash pattern per style label
         style_name = style_name or str
         for lab in labels:
             ax.add_artist(Line2D([], [], label=name(lab), color=colors[lab], **kw))
         for st in styles:
             ax.add_artist(Line2D([], [], label=style_name(st), color=".2", dashes=dashes[st], **kw))
+    art: Artist
     for group, part in parts.items():  # the min-max ranges, over the means
         lab = group[0]
         if (part["max"] - part["min"]).abs().max() == 0:
@@ -393,7 +446,7 @@ def curves(
     return ax
 
 
-def _plain(x, _=None) -> str:
+def _plain(x: float, _: object = None) -> str:
     """Plain numbers; powers of two below 1 as fractions (1/8, not 0.125 or 0.0078125)."""
     if 0 < x < 1 and abs(1 / x - round(1 / x)) < 1e-9:
         return f"1/{round(1 / x)}"
@@ -403,30 +456,30 @@ def _plain(x, _=None) -> str:
 _PLAIN = FuncFormatter(_plain)
 
 
-def _spread(ticks, min_octaves: float = 0.6) -> list:
+def _spread(ticks: Iterable[float], min_octaves: float = 0.6) -> list[float]:
     """The ticks, dropping any closer than ``min_octaves`` (in log2) to the last one kept, so labels never overlap."""
-    kept: list = []
+    kept: list[float] = []
     for t in sorted(set(ticks)):
         if not kept or np.log2(t) - np.log2(kept[-1]) >= min_octaves:
             kept.append(t)
     return kept
 
 
-def log2_x(ax):
+def log2_x(ax: Axes) -> None:
     """A log x axis in powers of two, at most about seven labels, plain numbers (1/4, 1, 4)."""
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(LogLocator(base=2, numticks=8))
     ax.xaxis.set_major_formatter(_PLAIN)
 
 
-def load_axis(ax):
+def load_axis(ax: Axes) -> None:
     """Log-log axes for a curve against load: x in powers of two (plain numbers), y in decades."""
     log2_x(ax)
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10))
 
 
-def grid_axis(ax, ticks):
+def grid_axis(ax: Axes, ticks: Iterable[float]) -> None:
     """Log-log axes against a dimension (d or D): x in powers of two with ticks at the measured values."""
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -442,34 +495,36 @@ def _text_width(text: str, size: float) -> float:
     return max((len(line) for line in text.split("\n")), default=0) * _EM * size
 
 
-def _panel_width(ax) -> float:
+def _panel_width(ax: Axes) -> float:
     """The width in points a panel will have once the layout makes room for the figure's legend on the right."""
-    fig = ax.figure
+    fig = cast(Figure, ax.figure)  # theme.figure's panels are a Figure's, never a SubFigure's
     spec = ax.get_subplotspec()
     cols = spec.get_gridspec().ncols if spec is not None else 1
     legend = 0.0
     for leg in fig.legends:
         labels = [t.get_text() for t in leg.get_texts()] + [leg.get_title().get_text()]
-        legend = max(legend, max(_text_width(t, leg.get_texts()[0].get_fontsize()) for t in labels) + 40)
+        size = cast(float, leg.get_texts()[0].get_fontsize())  # points: the stub's str is only what set_fontsize takes
+        legend = max(legend, max(_text_width(t, size) for t in labels) + 40)
     return (fig.get_figwidth() * 72 - legend - 60) / cols - 24
 
 
-def _wrap_title(ax) -> None:
+def _wrap_title(ax: Axes) -> None:
     """Break a panel title into lines no wider than its panel, so that long memory labels never run into the
     neighbouring panel's title."""
     title = ax.title
     text = title.get_text()
     if not text:
         return
-    per_line = max(12, int(_panel_width(ax) / (_EM * title.get_fontsize())))
-    keep = lambda line: line.replace(" = ", "\u00a0=\u00a0")  # "β = 0.5" stays on one line
+    size = cast(float, title.get_fontsize())  # points (as in _panel_width)
+    per_line = max(12, int(_panel_width(ax) / (_EM * size)))
+    keep: Callable[[str], str] = lambda line: line.replace(" = ", "\u00a0=\u00a0")  # "β = 0.5" stays on one line
     lines = [
         textwrap.fill(keep(line), per_line, break_long_words=False, break_on_hyphens=False) for line in text.split("\n")
     ]
     title.set_text("\n".join(lines).replace("\u00a0", " "))
 
 
-def finish(fig, name: str):
+def finish(fig: Figure, name: str) -> Figure:
     """Last touches shared by every figure: its gid, panel titles that fit their panels, and no minor ticks on log
     axes (majors carry the grid)."""
     for ax in fig.axes:

@@ -8,23 +8,30 @@ accuracy against the learning rate, one line per pairs value (the window).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
 
 __all__ = ["trained_figure", "standard_error"]
 
 ACCURACY = "MQAR accuracy (fraction)"
 
 
-def standard_error(da, dim: str = "seed"):
+def standard_error(da: xr.DataArray, dim: str = "seed") -> xr.DataArray:
     """The standard error of the mean over ``dim`` (sample standard deviation / sqrt(count); 0 for one seed)."""
     count = da.count(dim)
-    return (da.std(dim, ddof=1) / np.sqrt(count)).where(count > 1, 0.0)
+    se: xr.DataArray = (da.std(dim, ddof=1) / np.sqrt(count)).where(count > 1, 0.0)  # xarray's Self: Any under 3.10
+    return se
 
 
-def trained_figure(ds):
+def trained_figure(ds: xr.Dataset) -> Figure:
     """The trained figure of a ``trained`` study's Dataset (dims variant, d, n, lr, seed; one d)."""
     _data.require(
         ds,

@@ -15,16 +15,33 @@ The note under the panels names the memories drawn without a closed form.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypedDict
+
 import numpy as np
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR, delta_curve, theory_curves
 
 from capacity import theory
 
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.typing import ColorType
+
 __all__ = ["variant_curves"]
 
 
-def _softmax_scale(ds, variant, d: int):
+class _Style(TypedDict, total=False):
+    """theme.curves' dashes by a second grouping (key families, when the Dataset has several)."""
+
+    style: str
+    style_name: Callable[[str], str]
+
+
+def _softmax_scale(ds: xr.Dataset, variant: object, d: int) -> float | None:
     """The scale of a softmax memory at key dimension d (its ``scale``; None: sqrt(d)), or None for any other memory."""
     found = _data.memory(ds, variant)
     if found is None or found[0] != "softmax":
@@ -33,7 +50,7 @@ def _softmax_scale(ds, variant, d: int):
     return float(np.sqrt(d)) if scale is None else float(scale)
 
 
-def softmax_curve(ax, d: int, scale: float, lo: float, hi: float, *, color="0.15"):
+def softmax_curve(ax: Axes, d: int, scale: float, lo: float, hi: float, *, color: ColorType = "0.15") -> Line2D:
     """T29: softmax attention's exact mean error for random unit keys and values (``theory.softmax_error``)."""
     n = np.unique(np.round(np.geomspace(max(lo * d, 2.0), hi * d, 40))).astype(int)
     return theme.theory_line(
@@ -47,7 +64,7 @@ def softmax_curve(ax, d: int, scale: float, lo: float, hi: float, *, color="0.15
     )
 
 
-def variant_curves(ds):
+def variant_curves(ds: xr.Dataset) -> Figure:
     """The variants figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
     _data.require(ds, "variants", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
     d_grid, thinned = _data.panels(ds, "d")  # a column per d: at most MAX_PANELS
@@ -68,7 +85,7 @@ def variant_curves(ds):
                 ax = axes[r, c]
                 df = _data.tidy(sub[metric], metric)
                 if len(df):
-                    style = (
+                    style: _Style = (
                         {"style": "key_family", "style_name": names.keys_name} if several and "key_family" in df else {}
                     )
                     theme.curves(
@@ -87,7 +104,7 @@ def variant_curves(ds):
                                 delta_curve(
                                     ax,
                                     d,
-                                    _data.delta_beta(ds, v),
+                                    _data.delta_beta(ds, v),  # type: ignore[arg-type]  # not None: checked above
                                     float(loads.min()),
                                     float(loads.max()),
                                     color=colors[v],
@@ -96,7 +113,7 @@ def variant_curves(ds):
                                 softmax_curve(
                                     ax,
                                     d,
-                                    _softmax_scale(ds, v, d),
+                                    _softmax_scale(ds, v, d),  # type: ignore[arg-type]  # not None: checked above
                                     float(loads.min()),
                                     float(loads.max()),
                                     color=colors[v],
@@ -126,7 +143,7 @@ def variant_curves(ds):
         nseeds = ds.sizes.get("seed", 1)
         keys_text = ", ".join(names.keys_name(k) for k in fam_labels) or "unnamed"
         random = "gaussian" in bases or not bases
-        drawn = lambda v: (
+        drawn: Callable[[str], object] = lambda v: (
             kinds[var_labels.index(v)][0]
             or (random and (_data.delta_beta(ds, v) is not None or _softmax_scale(ds, v, 16)))
         )

@@ -3,11 +3,20 @@ under mypy's strict flags, the README's example must type-check with the package
 results typed as what they are (a tensor, a Dataset, a Report), not as Any. It also runs: ``python tests/typed_use.py``.
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import torch
 import xarray as xr
 
 import capacity
+from capacity import kernels
 from capacity.check.conformance import Report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def readme_example() -> tuple[float, float]:
@@ -51,9 +60,28 @@ def my_memory_is_a_variant() -> capacity.variants.Variant:
     return Mine()
 
 
+def kernel_writes_and_reads(K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """capacity.kernels (read through typecheck/'s link): the state written in place is a tensor, the errors by name."""
+    S = kernels.update(torch.zeros(K.shape[0], K.shape[2], V.shape[2]), K, V, mode="delta", beta=1.0)
+    err: dict[str, torch.Tensor] = kernels.read_error(S, K[:, -1:], V[:, -1:], backend="torch")
+    modes: dict[str, str] = kernels.available()
+    return kernels.read(S, K[:, :1]), float(err["mse_q"].max()) + len(modes) * 0.0
+
+
+def figures_of(ds: xr.Dataset, out: Path) -> tuple[list[Path], list[str], Figure]:
+    """capacity.plots (read through typecheck/'s link): files written, figure names chosen, a matplotlib Figure."""
+    from capacity import plots  # here: matplotlib loads only where a figure is drawn
+
+    written: list[Path] = plots.render(ds, out=out)
+    built: list[tuple[str, Figure]] = plots.figures(ds)
+    return written + plots.render_path(out / "results.nc"), plots.choose(ds), built[0][1]
+
+
 def bad_input_is_a_value_error() -> type[ValueError]:
     return capacity.CapacityError
 
 
 if __name__ == "__main__":
-    print(readme_example(), bad_input_is_a_value_error().__name__)
+    g = torch.Generator().manual_seed(0)
+    K, V = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
+    print(readme_example(), kernel_writes_and_reads(K, V)[1] < 1e-10, bad_input_is_a_value_error().__name__)

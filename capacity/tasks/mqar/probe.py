@@ -39,6 +39,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -52,6 +53,9 @@ from capacity.inputs import values as value_families
 from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
 from capacity.tasks.mqar.zoology import ZOOLOGY_BASED_FIGURE2_TEST, ZOOLOGY_VOCAB, ZoologyTask, zoology, zoology_task
 from capacity.variants._guard import guard
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "ZOOLOGY_VOCAB",
@@ -476,7 +480,9 @@ def grid(
     return out
 
 
-def predicted_accuracy(n, d, dv, vocab):
+def predicted_accuracy(
+    n: npt.ArrayLike, d: npt.ArrayLike, dv: npt.ArrayLike, vocab: npt.ArrayLike
+) -> float | npt.NDArray[np.float64]:
     """T10 over a vocabulary: predicted MQAR accuracy of the additive memory (random keys and values, no overwrites).
 
     ``capacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
