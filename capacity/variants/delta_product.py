@@ -95,7 +95,9 @@ class DeltaProduct(Memory):
         if not self.drawn:
             beta = cast(float, self._params["beta"].value)  # not drawn: a constant
             return torch.full((B, T, self.steps), beta, dtype=torch.float32, device=device)
-        drawn = [cast(torch.Tensor, p.values(B, start, T, 1, self.seed, device)) for p in self._step_params]  # [B, T]
+        drawn = [
+            cast(torch.Tensor, p.values(B, start, T, 1, self.seed, device)) for p in self._step_params
+        ]  # drawn: [B, T] tensors
         return torch.stack(drawn, dim=-1)
 
     def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
