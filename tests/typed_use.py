@@ -14,6 +14,12 @@ import xarray as xr
 import capacity
 from capacity import kernels
 from capacity.check.conformance import Report
+from capacity.inputs import pretrained
+from capacity.variants import heads, precision
+from capacity.variants.delta import Delta
+from capacity.variants.fla import FlaState, FlaVariant, from_fla
+from capacity.variants.lsq import LSQ, LsqState
+from capacity.variants.recurrent import State
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -81,7 +87,87 @@ def bad_input_is_a_value_error() -> type[ValueError]:
     return capacity.CapacityError
 
 
+class HalfStep(Delta):
+    """A user's subclass of a built-in memory: the delta rule with another default step."""
+
+    beta: object = 0.5
+
+
+# Each function below returns one result of the memories' API as it is: a result typed Any (or wrongly) fails the
+# check (warn_return_any), so the types users get from capacity.variants, .inputs and .check stay what they are.
+
+
+def subclass_state(K: torch.Tensor, V: torch.Tensor) -> State:
+    mem = HalfStep()
+    return mem.write(mem.init_state(1, K.shape[2], V.shape[2]), K, V)  # a tensor, or a TokenState
+
+
+def subclass_read(K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    return HalfStep().read(subclass_state(K, V), K)
+
+
+def subclass_params() -> dict[str, object]:
+    return HalfStep().params
+
+
+def lsq_state(K: torch.Tensor, V: torch.Tensor) -> LsqState:
+    lsq = LSQ(lam=1e-3)
+    return lsq.write(lsq.init_state(1, K.shape[2], V.shape[2]), K, V)
+
+
+def lsq_solution(K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    return LSQ(lam=1e-3).solution(lsq_state(K, V))  # [1, d, dv]
+
+
+def stored_state(K: torch.Tensor, V: torch.Tensor) -> precision.StoredState:
+    low = precision.Stored(HalfStep(), "bfloat16", "step")
+    return low.write(low.init_state(1, K.shape[2], V.shape[2]), K, V)
+
+
+def stored_read(K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    return precision.Stored(HalfStep(), "bfloat16", "step").read(stored_state(K, V), K)
+
+
+def stored_bytes(d: int, dv: int) -> int:
+    return precision.state_bytes(HalfStep(), d, dv, "bfloat16")
+
+
+def head_numbers(d: int, dv: int) -> int:
+    return heads.Heads(capacity.variants.get("linear"), 2).state_numel(d, dv)
+
+
+def fla_linear(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: torch.Tensor, output_final_state: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A user's op in flash-linear-attention's convention, tokens [B, T, H, K], state [B, H, K, V]."""
+    S = initial_state + torch.einsum("bthk,bthv->bhkv", k, v)
+    return torch.einsum("bthk,bhkv->bthv", q, S), S
+
+
+def wrapped_op() -> FlaVariant:
+    return from_fla(fla_linear, name="my-linear", per_token={})
+
+
+def wrapped_state(K: torch.Tensor, V: torch.Tensor) -> FlaState:
+    mem = wrapped_op()
+    return mem.write(mem.init_state(1, K.shape[2], V.shape[2]), K, V)
+
+
+def wrapped_read(K: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    return wrapped_op().read(wrapped_state(K, V), K)
+
+
+def pretrained_arguments() -> tuple[int, int | None, Path]:
+    """The pretrained key family's arguments, checked without loading the model: (layer, head or None, the text)."""
+    return pretrained.check(384, layer=1, head="all")
+
+
 if __name__ == "__main__":
     g = torch.Generator().manual_seed(0)
     K, V = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
     print(readme_example(), kernel_writes_and_reads(K, V)[1] < 1e-10, bad_input_is_a_value_error().__name__)
+    print(readme_example(), bad_input_is_a_value_error().__name__)
+    K, V = capacity.keys.make("gaussian", n=8, d=16, seed=0), capacity.values.make("gaussian", n=8, dv=16, seed=1)
+    reads = [f(K, V) for f in (subclass_read, lsq_solution, stored_read, wrapped_read)]
+    print([tuple(r.shape) for r in reads], stored_bytes(16, 16), head_numbers(16, 16), subclass_params())
+    print(pretrained_arguments()[:2])

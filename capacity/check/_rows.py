@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import contextvars
 import math
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 import torch
 import xarray as xr
 
 from capacity import variants
+from capacity.base._types import Device
 from capacity.tasks import metrics
+
+T = TypeVar("T")
+# a number: a float (an int), a numpy scalar, or an array or tensor of one entry (what the closed forms return)
+Number: TypeAlias = "float | np.floating[Any] | npt.NDArray[Any] | torch.Tensor"
 
 __all__ = ["Check", "eq", "ge", "inside", "mean_se", "measured", "capacity_se", "paley_etf", "Gain"]
 
@@ -36,31 +44,33 @@ class Check:
     function: str = ""
 
 
-def eq(theorem, what, measured, expected, tol, *, function="") -> Check:
+def eq(theorem: str, what: str, measured: Number, expected: Number, tol: Number, *, function: str = "") -> Check:
     """|measured - expected| <= tol (NaN fails)."""
     m, e, t = float(measured), float(expected), float(tol)
     return Check(theorem, what, m, e, "=", t, bool(abs(m - e) <= t), function)
 
 
-def ge(theorem, what, measured, bound, tol, *, function="") -> Check:
+def ge(theorem: str, what: str, measured: Number, bound: Number, tol: Number, *, function: str = "") -> Check:
     """measured >= bound - tol (a bound; the row's text says by how much it holds). NaN fails."""
     m, b, t = float(measured), float(bound), float(tol)
     return Check(theorem, what, m, b, ">=", t, bool(m >= b - t), function)
 
 
-def inside(theorem, what, measured, low, high, *, function="") -> Check:
+def inside(theorem: str, what: str, measured: Number, low: Number, high: Number, *, function: str = "") -> Check:
     """low <= measured <= high, shown as the window's centre and half-width. NaN fails."""
     m, lo, hi = float(measured), float(low), float(high)
     return Check(theorem, what, m, (lo + hi) / 2, "in", (hi - lo) / 2, bool(lo <= m <= hi), function)
 
 
-def mean_se(x) -> tuple[float, float]:
+def mean_se(x: torch.Tensor | np.ndarray | Sequence[float]) -> tuple[float, float]:
     """Mean and standard error (ddof = 1) of the entries of ``x`` (a tensor or an array)."""
     x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x).double().cpu().flatten()
     return float(x.mean()), float(x.std() / math.sqrt(x.numel()))
 
 
-def capacity_se(curve: np.ndarray, n, *, metric: str, threshold: float, groups: int = 16) -> tuple[float, float]:
+def capacity_se(
+    curve: np.ndarray, n: Sequence[int] | np.ndarray, *, metric: str, threshold: float, groups: int = 16
+) -> tuple[float, float]:
     """``metrics.capacity`` of the batch-mean curve and its standard error from the spread of batch groups.
 
     ``curve``: float ``[C, B]`` (checkpoint, batch item) of ``metric``; ``n``: the C checkpoints. The B items
@@ -82,10 +92,13 @@ def capacity_se(curve: np.ndarray, n, *, metric: str, threshold: float, groups: 
 
 # ---------------------------------------------------------------- the measurement cache
 
-_CACHE: contextvars.ContextVar = contextvars.ContextVar("capacity_check_cache", default=None)
+# None, or (the run's cache, the key prefix of the group being run)
+_CACHE: contextvars.ContextVar[tuple[dict[tuple[object, ...], object], tuple[object, ...]] | None] = (
+    contextvars.ContextVar("capacity_check_cache", default=None)
+)
 
 
-def measured(key, compute):
+def measured(key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()``, the row's measurement of package code, computed once per ``run_checks`` cache.
 
     ``run_checks(cache=...)`` keeps measurements across runs with the same device and seed (the
@@ -102,7 +115,7 @@ def measured(key, compute):
     full = (*prefix, key)
     if full not in cache:
         cache[full] = compute()
-    return cache[full]
+    return cast(T, cache[full])  # what compute() gave for this key
 
 
 # ---------------------------------------------------------------- reference constructions
@@ -133,17 +146,17 @@ class Gain:
 
     name = "linear-gain"
 
-    def __init__(self, c: float):
+    def __init__(self, c: float | npt.NDArray[np.float64]) -> None:  # a float, or a closed form's 0-d result
         self.inner, self.c = variants.get("linear"), float(c)
 
-    def init_state(self, batch, d, dv, *, device=None):
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:  # Any: linear's state
         return self.inner.init_state(batch, d, dv, device=device)
 
-    def write(self, state, k, v):
+    def write(self, state: Any, k: torch.Tensor, v: torch.Tensor) -> Any:
         return self.inner.write(state, k, v)
 
-    def read(self, state, q):
+    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor:
         return self.c * self.inner.read(state, q)
 
-    def state_numel(self, d, dv):
+    def state_numel(self, d: int, dv: int) -> int:
         return d * dv

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
+import numpy.typing as npt
 import torch
 import xarray as xr
 
 from capacity import theory, variants
 from capacity.base import _random
-from capacity.check._rows import Gain, eq, mean_se, measured, paley_etf
+from capacity.check._rows import Check, Gain, eq, mean_se, measured, paley_etf
 from capacity.inputs import keys, values
 from capacity.tasks import metrics, probe
+from capacity.theory._common import Floats
+
+Array = npt.NDArray[np.float64]
 
 
-def _t2(dev, seed, rows):
+def _t2(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T2: two pairs, arbitrary (non-unit) Gaussian keys, through the linear variant."""
 
-    def run():
+    def run() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         lin = variants.get("linear")
         g = _random.generator(seed, "check")
         B, d, dv = 512, 48, 24
@@ -32,7 +38,7 @@ def _t2(dev, seed, rows):
     rows.append(eq("T2", what, rel, 0.0, 1e-5, function="two_pair_readout"))
 
 
-def _t1(dev, seed, rows):
+def _t1(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T1: the additive state equals K^T V, and the probe's reads equal G V."""
     lin = variants.get("linear")
     n, d, dv = 96, 32, 48
@@ -52,10 +58,10 @@ def _t1(dev, seed, rows):
     rows.append(eq("T1", what, err, 0.0, 1e-5, function="probe.recall"))
 
 
-def _t3_t4(dev, seed, rows):
+def _t3_t4(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T3 and T4: unit keys, orthonormal values: signal = G_ii = 1, leak and error = crosstalk."""
 
-    def run():
+    def run() -> tuple[torch.Tensor, torch.Tensor, xr.Dataset]:
         n, d, dv = 64, 32, 64
         K = keys.make("gaussian", n, d, batch=16, seed=seed, device=dev)
         V = values.make("orthonormal", n, dv, batch=16, seed=seed, device=dev)
@@ -76,16 +82,16 @@ def _t3_t4(dev, seed, rows):
     rows.append(eq("T4", "probe mse = (|G|_F^2 - n)/n per item (max rel.)", rel, 0.0, 1e-5, function="crosstalk_error"))
 
 
-_FAMILIES = {"gaussian": {}, "correlated": {"rho": 0.3}, "anisotropic": {"rank": 8}}
+_FAMILIES: dict[str, dict[str, float]] = {"gaussian": {}, "correlated": {"rho": 0.3}, "anisotropic": {"rank": 8}}
 
 
-def _worst(x: np.ndarray, target: float) -> float:
+def _worst(x: npt.ArrayLike, target: Floats) -> float:
     """The entry of ``x`` farthest from ``target`` (the worst batch item)."""
     x = np.asarray(x, dtype=np.float64).ravel()
     return float(x[np.argmax(np.abs(x - target))])
 
 
-def _bounds(dev, seed, rows):
+def _bounds(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T5, T6, T8 where they are tight: tight frames, the simplex, equiangular frames, the least-squares memory.
 
     For the other key families the T5 bound holds with a margin, stated in the row: their error is the bound
@@ -94,17 +100,17 @@ def _bounds(dev, seed, rows):
     lin, lsq = variants.get("linear"), variants.get("lsq")
     n, d, B = 96, 32, 8
 
-    def family(fam):
+    def family(fam: str) -> tuple[Array, Array, Array]:
         K = keys.make(fam, n, d, batch=B, seed=seed, device=dev, **_FAMILIES.get(fam, {}))
         V = values.make("orthonormal", n, n, batch=B, seed=seed, device=dev)
         mse = probe.recall(lin, K, V, checkpoints=[n], decode=False).mse.values[0]  # [B]
         ls = probe.recall(lsq, K, V, checkpoints=[n], decode=False).mse.values[0]  # [B]
         sv2 = torch.linalg.svdvals(K.double()).cpu().numpy() ** 2  # [B, d]: eigenvalues of K^T K
-        ridge = ((lsq.lam / (sv2 + lsq.lam)) ** 2).sum(-1) / n  # what the ridge lam adds to the least-squares error
+        ridge = ((lsq.lam / (sv2 + lsq.lam)) ** 2).sum(-1) / n  # type: ignore[attr-defined]  # lsq's ridge; what the ridge lam adds to the least-squares error
         return mse, keys.describe(K).frame_potential_ratio.values, ls - ridge
 
     for fam in _FAMILIES:
-        mse, ratio, _ = measured(("family", fam), lambda fam=fam: family(fam))
+        mse, ratio, _ = measured(("family", fam), lambda fam=fam: family(fam))  # type: ignore[misc]  # a lambda binding a loop variable by default: mypy cannot infer it
         bound = theory.frame_bound(n, d)
         lhs = mse - (n / d) * (ratio - 1.0)
         what = (
@@ -116,14 +122,15 @@ def _bounds(dev, seed, rows):
     what = "tight frame (orthogonal keys), n = 3d: mse = n/d - 1 (worst item)"
     rows.append(eq("T5", what, _worst(mse, bound), bound, 1e-5, function="frame_bound"))
 
-    def frame_coherence():
-        return keys.describe(keys.make("orthogonal", n, d, batch=B, seed=seed, device=dev)).mean_sq_coherence.values
+    def frame_coherence() -> Array:
+        described = keys.describe(keys.make("orthogonal", n, d, batch=B, seed=seed, device=dev))
+        return cast(Array, described.mean_sq_coherence.values)  # (xarray types a variable by name Any)
 
     coh, tf = measured(("coherence", "orthogonal"), frame_coherence), theory.tight_frame_coherence(n, d)
     what = "tight frame (orthogonal keys), n = 3d: mean squared coherence = (n/d - 1)/(n - 1) (worst item)"
     rows.append(eq("T5", what, _worst(coh, tf), tf, 1e-6, function="tight_frame_coherence"))
 
-    def identity():
+    def identity() -> tuple[float, float]:
         Kn = keys.make("orthogonal", d, d, batch=B, seed=seed, device=dev)
         V = values.make("orthonormal", d, d, batch=B, seed=seed, device=dev)
         return float(probe.recall(lin, Kn, V, checkpoints=[d]).mse.max()), float(keys.describe(Kn).max_coherence.max())
@@ -140,7 +147,7 @@ def _bounds(dev, seed, rows):
         )
     )
 
-    def etf(q):
+    def etf(q: int) -> tuple[float, float]:
         K = paley_etf(q).to(torch.float32).to(dev)[None]  # [1, 2d, d]
         m = K.shape[1]
         V = values.make("orthonormal", m, m, batch=1, seed=seed, device=dev)
@@ -148,15 +155,17 @@ def _bounds(dev, seed, rows):
         return mse, float(keys.describe(K).max_coherence.max())
 
     for q in (13, 29):
-        mse, coh = measured(("etf", q), lambda q=q: etf(q))
+        # a lambda binding a loop variable by default: mypy cannot infer it (and mse is a float here)
+        mse, coh = measured(("etf", q), lambda q=q: etf(q))  # type: ignore[misc, assignment]
         m, k = q + 1, (q + 1) // 2
         what = f"equiangular tight frame, n = 2d = {m}: mse = n/d - 1"
         rows.append(eq("T5", what, mse, theory.frame_bound(m, k), 1e-5, function="frame_bound"))
         what = f"equiangular tight frame, n = 2d = {m}: max coherence = Welch bound"
         rows.append(eq("T6", what, coh, theory.welch_bound(m, k), 1e-6, function="welch_bound"))
 
-    def simplex():
-        return keys.describe(keys.make("simplex", d + 1, d, batch=B, seed=seed, device=dev)).max_coherence.values
+    def simplex() -> Array:
+        described = keys.describe(keys.make("simplex", d + 1, d, batch=B, seed=seed, device=dev))
+        return cast(Array, described.max_coherence.values)  # (xarray types a variable by name Any)
 
     coh = measured("simplex", simplex)
     welch = theory.welch_bound(d + 1, d)
@@ -166,26 +175,28 @@ def _bounds(dev, seed, rows):
     rows.append(eq("T6", what, coherence, theory.welch_bound(d, d), 1e-6, function="welch_bound"))
 
     for fam in ("orthogonal", *_FAMILIES):
-        _, _, ls = measured(("family", fam), lambda fam=fam: family(fam))
+        _, _, ls = measured(("family", fam), lambda fam=fam: family(fam))  # type: ignore[misc]  # a lambda binding a loop variable by default: mypy cannot infer it
         rb = theory.rank_bound(n, d)
         what = f"lsq memory, {fam} keys, n = 3d: mse - ridge term = 1 - d/n (worst item)"
         rows.append(eq("T8", what, _worst(ls, rb), rb, 1e-5, function="rank_bound"))
 
-    def gain():
+    def gain() -> Array:
         K = keys.make("orthogonal", n, d, batch=B, seed=seed, device=dev)
         V = values.make("orthonormal", n, n, batch=B, seed=seed, device=dev)
-        return probe.recall(Gain(d / n), K, V, checkpoints=[n], decode=False).mse.values[0]
+        return cast(
+            Array, probe.recall(Gain(d / n), K, V, checkpoints=[n], decode=False).mse.values[0]
+        )  # (xarray types a variable by name Any)
 
     rb = theory.rank_bound(n, d)
     what = "tight frame read with gain d/n, n = 3d: mse = 1 - d/n (worst item)"
     rows.append(eq("T8", what, _worst(measured("gain", gain), rb), rb, 1e-5, function="rank_bound"))
 
 
-def _capacities(dev, seed, rows):
+def _capacities(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T5, T7, T8 as capacities: the largest n at error <= eps, measured by ``metrics.capacity`` on the probe's curve."""
     eps = 0.5
 
-    def tight(d):  # tight frames are built for one n: one frame per checkpoint
+    def tight(d: int) -> Array:  # tight frames are built for one n: one frame per checkpoint
         grid = list(range(d + d // 4, d + 3 * d // 4 + 1))
         mse = np.stack(
             [
@@ -208,7 +219,7 @@ def _capacities(dev, seed, rows):
     what = f"tight frames, d = {d}: capacity at mse <= {eps} = d (1 + eps) (worst item)"
     rows.append(eq("T5", what, _worst(caps, want), want, 1e-3, function="capacity_tight_frame"))
 
-    def random_keys(d, B):
+    def random_keys(d: int, B: int) -> Array:
         grid = list(range(d // 3, d + 1))  # around 1 + eps d
         K = keys.make("gaussian", grid[-1], d, batch=B, seed=seed, device=dev)
         V = values.make("orthonormal", grid[-1], grid[-1], batch=B, seed=seed, device=dev)
@@ -220,7 +231,7 @@ def _capacities(dev, seed, rows):
     what = f"random keys, d = {d}: capacity at mse <= {eps} = 1 + eps d (mean of {B} draws, 3 s.e.)"
     rows.append(eq("T7", what, m, theory.capacity_random_keys(eps, d), 3 * se, function="capacity_random_keys"))
 
-    def lsq(d):
+    def lsq(d: int) -> Array:
         grid = list(range(d + d // 2, 2 * d + d // 2 + 1))  # around d / (1 - eps) = 2d
         K = keys.make("gaussian", grid[-1], d, batch=4, seed=seed, device=dev)
         V = values.make("orthonormal", grid[-1], grid[-1], batch=4, seed=seed, device=dev)
@@ -234,11 +245,11 @@ def _capacities(dev, seed, rows):
     rows.append(eq("T8", what, _worst(caps, want), want, 1e-2, function="rank_bound_capacity"))
 
 
-def _random_keys(dev, seed, rows):
+def _random_keys(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T7 and T9: random keys, against their expectations, within 3 standard errors."""
     n, d, B = 128, 32, 128
 
-    def run():
+    def run() -> tuple[torch.Tensor, torch.Tensor, Array, Array, torch.Tensor, torch.Tensor]:
         K = keys.make("gaussian", n, d, batch=B, seed=seed, device=dev)
         V = values.make("orthonormal", n, n, batch=B, seed=seed, device=dev)
         ds = probe.recall(variants.get("linear"), K, V, checkpoints=[n], decode=False)

@@ -8,13 +8,15 @@ exactly to its own model: scores drawn as that model states them, decoded by ``d
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from capacity import theory, variants
 from capacity.base import _random
-from capacity.check._rows import capacity_se, eq, ge, mean_se, measured
+from capacity.check._rows import Check, capacity_se, eq, ge, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.tasks import decode, probe
 
@@ -29,15 +31,16 @@ REFINED_RECALL = 0.006  # accuracy of argmax_recall_refined (docs/theory-delta.m
 REFINED_CAPACITY = 0.01  # accuracy of argmax_capacity_refined at d = dv = 64 (measured / refined 0.993-1.004)
 
 
-def _memory(dev, seed):
+def _memory(dev: torch.device, seed: int) -> npt.NDArray[np.float64]:
     """The probe's argmax recall of the linear memory at MEMORY_GRID, ``[C, BATCH]``."""
     n = MEMORY_GRID[-1]
     K = keys.make("gaussian", n, D, batch=BATCH, seed=seed, device=dev)
     V = values.make("gaussian", n, DV, batch=BATCH, seed=seed, device=dev)
-    return probe.recall(variants.get("linear"), K, V, checkpoints=list(MEMORY_GRID)).recall.values
+    ds = probe.recall(variants.get("linear"), K, V, checkpoints=list(MEMORY_GRID))
+    return cast("npt.NDArray[np.float64]", ds.recall.values)  # (xarray types a variable by name Any)
 
 
-def _gaussian_model(dev, seed, batch=256):
+def _gaussian_model(dev: torch.device, seed: int, batch: int = 256) -> npt.NDArray[np.float64]:
     """Recall of argmax_recall's model, ``[C, batch]`` at MODEL_GRID: scores drawn as the model states them.
 
     Read i's own score is 1 + s_c z, each of its n - 1 others s_w z' (all z independent standard normal),
@@ -56,7 +59,7 @@ def _gaussian_model(dev, seed, batch=256):
     return np.stack(out)  # [C, batch]
 
 
-def _argmax(dev, seed, rows):
+def _argmax(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T10 at d = dv = 64: the memory's recall and capacity, and the Gaussian model's."""
     rec = measured("memory", lambda: _memory(dev, seed))  # [C, B]
     i = MEMORY_GRID.index(188)

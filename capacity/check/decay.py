@@ -6,13 +6,13 @@ import numpy as np
 import torch
 
 from capacity import theory, variants
-from capacity.check._rows import eq
+from capacity.check._rows import Check, eq
 from capacity.inputs import keys, values
 from capacity.kernels import reference
 from capacity.tasks import probe
 
 
-def _t11(dev, seed, rows):
+def _t11(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T11: decay, the oracle recurrence against the closed form."""
     n, d, dv, a = 48, 24, 16, 0.93
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from capacity import theory, variants
-from capacity.check._rows import eq, inside, mean_se, measured
+from capacity.check._rows import Check, eq, inside, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.kernels import reference
 from capacity.tasks import metrics, probe
 
 
-def _t12(dev, seed, rows):
+def _t12(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T12: delta rule, b = 1: the last key reads back exactly; orthonormal keys all do (n <= d)."""
     n, d, dv = 48, 24, 16
     V = values.make("gaussian", n, dv, batch=4, seed=seed, device=dev)
@@ -57,20 +60,21 @@ def _t12(dev, seed, rows):
     rows.append(eq("T12", what, float(ds.mse.max()), 0.0, 1e-10, function="variants.delta"))
 
 
-def _t12_random(dev, seed, rows):
+def _t12_random(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T12: the delta rule with random unit keys against theory.delta_rule_error (an exact expectation).
 
     512 draws put 3 standard errors of the mean near 0.5%, so that a formula 1% off fails.
     """
     n, d, dv, B = 128, 32, 16, 512
 
-    def run(beta, c):
+    def run(beta: float, c: int) -> npt.NDArray[np.float64]:
         K = keys.make("gaussian", n, d, batch=B, seed=seed, device=dev)
         V = values.make("gaussian", n, dv, batch=B, seed=seed, device=dev)
-        return probe.recall(variants.get("delta", beta=beta), K, V, checkpoints=[1, c], decode=False).mse.values
+        ds = probe.recall(variants.get("delta", beta=beta), K, V, checkpoints=[1, c], decode=False)
+        return cast("npt.NDArray[np.float64]", ds.mse.values)  # (xarray types a variable by name Any)
 
     for beta, c in ((0.5, 64), (1.0, 128)):
-        mse = measured((beta, c), lambda beta=beta, c=c: run(beta, c))  # [2, B]
+        mse = measured((beta, c), lambda beta=beta, c=c: run(beta, c))  # type: ignore[misc]  # [2, B]; a lambda binding a loop variable by default: mypy cannot infer it
         if beta != 1.0:
             want = theory.delta_rule_error(1, d, beta=beta)
             first = float(mse[0][np.argmax(np.abs(mse[0] - want))])
@@ -80,7 +84,7 @@ def _t12_random(dev, seed, rows):
         what = f"delta b = {beta}, d = {d}, n = {c}: mean mse = theory (3 s.e.)"
         rows.append(eq("T12", what, m, theory.delta_rule_error(c, d, beta=beta), 3 * se, function="delta_rule_error"))
 
-    def capacity(d, eps, B):
+    def capacity(d: int, eps: float, B: int) -> npt.NDArray[np.float64]:
         grid = list(range(d // 2, d + d // 4 + 1))  # around delta_rule_capacity(0.5, 64) = 53
         K = keys.make("gaussian", grid[-1], d, batch=B, seed=seed, device=dev)
         V = values.make("gaussian", grid[-1], 16, batch=B, seed=seed, device=dev)

@@ -13,16 +13,27 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from capacity import theory, variants
 from capacity.base import _random
-from capacity.check._rows import capacity_se, eq, ge, mean_se, measured
+from capacity.check._rows import Check, Number, capacity_se, eq, ge, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.tasks import decode, probe
+from capacity.variants import Variant
 
 
-def _probe_mse(variant, n, d, batch, seed, dev, what="mse", vals="orthonormal"):
+def _probe_mse(
+    variant: Variant,
+    n: int,
+    d: int,
+    batch: int,
+    seed: int,
+    dev: torch.device,
+    what: str = "mse",
+    vals: str = "orthonormal",
+) -> tuple[float, float]:
     """Mean and standard error over batch items of the probe's ``what`` after n writes. Orthonormal values (dv = n)
     take the values' own scatter out of the error: it is then sum_j (f_i . f_j)^2 given the keys, whose mean is
     the same closed form as for random unit values."""
@@ -32,13 +43,15 @@ def _probe_mse(variant, n, d, batch, seed, dev, what="mse", vals="orthonormal"):
     return mean_se(torch.as_tensor(ds[what].isel(n=0).values))
 
 
-def _row(theorem, what, measured, se, expected, function, model=0.0):
+def _row(
+    theorem: str, what: str, measured: Number, se: float, expected: Number, function: str, model: float = 0.0
+) -> Check:
     """measured = expected within 3 s.e. (plus ``model``, a documented relative error of an approximate form)."""
     tol = 3.0 * se + model * abs(float(expected))
     return eq(theorem, f"{what} (3 s.e.{' + model' if model else ''})", measured, expected, tol, function=function)
 
 
-def _t25(dev, seed, rows):
+def _t25(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T25: polynomial kernels, exact moments (the Taylor map, normalised features and the plain read)."""
     n, d = 16, 16
     m, se = _probe_mse(variants.get("linear", normalize=True, feature="taylor2"), n, d, 128, seed, dev)
@@ -51,14 +64,14 @@ def _t25(dev, seed, rows):
     rows.append(_row("T25", what, m, se, want, "polynomial_kernel_error"))
 
 
-def _t26(dev, seed, rows):
+def _t26(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T26: the positive coordinatewise maps relu and elu + 1 (one-dimensional integrals)."""
     n, d = 32, 32
     # elu1's Gaussian-coordinate form is 0.026% high at d = 32 (docs/theory.md, T26): allowed for, 0.05%
     for name, model in (("relu", 0.0), ("elu1", 5e-4)):
         m, se = measured(
             name,
-            lambda name=name: _probe_mse(variants.get("linear", normalize=True, feature=name), n, d, 256, seed, dev),
+            lambda name=name: _probe_mse(variants.get("linear", normalize=True, feature=name), n, d, 256, seed, dev),  # type: ignore[misc]  # a lambda binding a loop variable by default: mypy cannot infer it
         )
         function = f"{name}_feature_error"
         want = getattr(theory, function)(n, d)
@@ -76,7 +89,7 @@ def _t26(dev, seed, rows):
             rows.append(_row("T26", what, m, se, want, "feature_crosstalk", model))
 
 
-def _t27(dev, seed, rows):
+def _t27(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T27: DPFP's sparse products (exact moments; the ratio of means for unit features, d >= 32)."""
     n, d = 32, 32
     m, se = _probe_mse(variants.get("linear", normalize=True, feature="dpfp", nu=2), n, d, 256, seed, dev)
@@ -84,7 +97,7 @@ def _t27(dev, seed, rows):
     rows.append(_row("T27", what, m, se, theory.dpfp_error(n, d, 2), "dpfp_error"))
 
 
-def _t28(dev, seed, rows):
+def _t28(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T28: Performer features: the exponential kernel plus the random features' variance (i.i.d. projections)."""
     n, d, m_feat, draws = 32, 16, 256, 32
     means = []
@@ -97,7 +110,7 @@ def _t28(dev, seed, rows):
     rows.append(_row("T28", what, m, se, want, "performer_error"))
 
 
-def _t29(dev, seed, rows):
+def _t29(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T29: softmax attention over random unit keys: its error, its weight on the correct value; the kernel's moment."""
     n, d, scale = 64, 32, 4.0
     sm = variants.get("softmax", scale=scale)
@@ -144,7 +157,7 @@ T30_GRID = (86, 90, 95, 100, 105, 128)
 T30_D, T30_K, T30_BATCH = 32, 5, 256
 
 
-def _t30_memory(dev, seed):
+def _t30_memory(dev: torch.device, seed: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """The probe's recall and recall@1, @5 of the linear memory at T30_GRID: ``[C, B]``, ``[C, B, 2]``."""
     n, d = T30_GRID[-1], T30_D
     K = keys.make("gaussian", n, d, batch=T30_BATCH, seed=seed, device=dev)
@@ -153,7 +166,7 @@ def _t30_memory(dev, seed):
     return ds.recall.values, ds.recall_at.transpose("n", "batch", "k").values
 
 
-def _t30_model(dev, seed, n=128, batch=256):
+def _t30_model(dev: torch.device, seed: int, n: int = 128, batch: int = 256) -> npt.NDArray[np.float64]:
     """recall@k of recall_at's model, ``[batch]``: scores drawn as the model states them (T10's, see argmax.py),
     against the values e_1..e_n, decoded by the package's exact ``decode.topk_correct``."""
     g = _random.generator(seed, "check/t30-model")
@@ -166,7 +179,7 @@ def _t30_model(dev, seed, n=128, batch=256):
     return decode.topk_correct(r.to(dev), eye.to(dev), T30_K)[..., 0].double().mean(-1).cpu().numpy()
 
 
-def _t30(dev, seed, rows):
+def _t30(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T30: recall@k through the probe's exact decode, against the refined prediction; k = 1 is recall."""
     d, k = T30_D, T30_K
     rec, at = measured("memory", lambda: _t30_memory(dev, seed))  # [C, B], [C, B, 2]

@@ -13,18 +13,25 @@ fails when its function is 3% off (``scripts/perturb_check.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import cast
+
 import numpy as np
 import torch
 
 from capacity import theory, variants
-from capacity.check._rows import eq, mean_se, measured
+from capacity.check._rows import Check, eq, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.tasks import probe
+from capacity.theory._common import Floats
+from capacity.variants import Variant
+
+Bins = tuple[tuple[int, int], ...]  # (first age, end) of each bin or window
 
 # rule, variant label, theory parameters, d, n, batch, signal/error bins (first ages, ends), marker windows
 # (first ages, ends: one marker column per age; the energy is averaged over the window). mamba2's signal scatters
 # with its own step dt_i (coefficient of variation about 1.3 per pair), so it draws 8x the batch, in chunks.
-_CASES = {
+_CASES: dict[str, tuple[str, str, dict[str, float], int, int, int, Bins, Bins]] = {
     "T21": ("delta", "delta(beta=0.5)", {"beta": 0.5}, 32, 192, 512, ((32, 64), (64, 128)), ((40, 56), (88, 104))),
     "T22": ("decay", "decay(alpha=0.97)", {"alpha": 0.97}, 32, 128, 512, ((16, 32), (32, 64)), ((24, 25), (48, 49))),
     "T23": (
@@ -52,7 +59,7 @@ _DV = 64
 _CHUNK = 1024  # batch items per probe call
 
 
-def _edges(bins) -> list[int]:
+def _edges(bins: Bins) -> list[int]:
     edges = sorted({0, *(a for b in bins for a in b)})
     return edges
 
@@ -61,12 +68,17 @@ def _ages(lo: int, hi: int) -> str:
     return f"age {lo}" if hi == lo + 1 else f"ages {lo}-{hi - 1}"
 
 
-def _measure(mem, d, n, B, edges, windows, dev, seed):
+def _measure(
+    mem: Variant, d: int, n: int, B: int, edges: Sequence[int], windows: Bins, dev: torch.device, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, list[int]]:
     """Per batch item: the probe's signal and mse per age bin ``[B, bins]`` each; the trace energy of the pairs of
     each marker window ``[B, markers]``; for a variant with steps (mamba2), the steps ``[B, n]``."""
     marks = [age for lo, hi in windows for age in range(lo, hi)]
     P = len(marks)
-    signal, mse, energy, steps = [], [], [], []
+    signal: list[torch.Tensor] = []
+    mse: list[torch.Tensor] = []
+    energy: list[torch.Tensor] = []
+    steps: list[torch.Tensor] = []
     for c, start in enumerate(range(0, B, _CHUNK)):
         b = min(_CHUNK, B - start)
         s = seed + 7919 * c  # chunk 0 draws what a single call would
@@ -84,11 +96,18 @@ def _measure(mem, d, n, B, edges, windows, dev, seed):
         energy.append((trace * trace).sum(1).cpu())  # [b, P]
         if hasattr(mem, "steps"):
             steps.append(mem.steps(K).double().cpu())  # [b, n]
-    cat = lambda xs: torch.cat(xs) if xs else None
-    return cat(signal), cat(mse), cat(energy), cat(steps), marks
+    cat: Callable[[list[torch.Tensor]], torch.Tensor | None] = lambda xs: torch.cat(xs) if xs else None
+    # B >= 1: one chunk at least, so signal, mse and energy are tensors
+    return (
+        cast(torch.Tensor, cat(signal)),
+        cast(torch.Tensor, cat(mse)),
+        cast(torch.Tensor, cat(energy)),
+        cat(steps),
+        marks,
+    )
 
 
-def _rows_for(thm: str, dev, seed, rows) -> None:
+def _rows_for(thm: str, dev: torch.device, seed: int, rows: list[Check]) -> None:
     rule, label, params, d, n, B, bins, windows = _CASES[thm]
     mem = variants.resolve(label)
     edges = _edges(bins)
@@ -98,11 +117,11 @@ def _rows_for(thm: str, dev, seed, rows) -> None:
         j = edges.index(lo)
         ages = np.arange(lo, hi)
         m, se = mean_se(signal[:, j])
-        want = float(np.mean(theory.forgetting_signal(ages, d, rule, **params)))
+        want: Floats = float(np.mean(theory.forgetting_signal(ages, d, rule, **params)))
         what = f"{label}: signal, ages {lo}-{hi - 1} = forgetting_signal (3 s.e.)"
         rows.append(eq(thm, what, m, want, 3 * se, function="forgetting_signal"))
         if hi == bins[-1][1]:  # the oldest bin, where the horizon matters most (age / tau about 1.2-1.5)
-            tau = theory.forgetting_horizon(d, rule, **params)
+            tau = theory.forgetting_horizon(d, rule, **params)  # type: ignore[arg-type]  # params: the rule's
             want = s0 * float(np.exp(-ages / tau).mean())
             what = f"{label}: signal, ages {lo}-{hi - 1} = s0 exp(-age/tau) (3 s.e.)"
             rows.append(eq(thm, what, m, want, 3 * se, function="forgetting_horizon"))
@@ -111,7 +130,9 @@ def _rows_for(thm: str, dev, seed, rows) -> None:
             want = float(np.mean(theory.forgetting_error(ages, n, d, rule, **params)))
             what = f"{label}: mse, ages {lo}-{hi - 1}, n = {n} = forgetting_error (3 s.e.)"
             rows.append(eq(thm, what, m, want, 3 * se, function="forgetting_error"))
+    scale: Floats
     if rule == "mamba2":  # divide by the pair's own dt^2, which is independent of the later steps
+        dt = cast(torch.Tensor, dt)  # mamba2 has steps: a tensor
         moments = theory.mamba2_step_moments(d, **params)
         for name, x in (("E dt", dt), ("E exp(-A dt)", torch.exp(-params["A"] * dt))):
             m, se = mean_se(x.mean(1))  # over the tokens of each item, then over items
@@ -132,22 +153,22 @@ def _rows_for(thm: str, dev, seed, rows) -> None:
         rows.append(eq(thm, what, m, want, max(3 * se, 1e-5 * want), function="forgetting_horizon"))
 
 
-def _t21(dev, seed, rows):
+def _t21(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T21: the delta rule forgets its signal with tau = -1/ln(1 - b/d), its trace energy with -1/ln(1 - b(2-b)/d)."""
     _rows_for("T21", dev, seed, rows)
 
 
-def _t22(dev, seed, rows):
+def _t22(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T22: scalar decay: signal alpha^age, tau = -1/ln(alpha)."""
     _rows_for("T22", dev, seed, rows)
 
 
-def _t23(dev, seed, rows):
+def _t23(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T23: gated delta: signal b (alpha (1 - b/d))^age."""
     _rows_for("T23", dev, seed, rows)
 
 
-def _t24(dev, seed, rows):
+def _t24(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T24: mamba2: signal E[dt] E[exp(-A dt)]^age."""
     _rows_for("T24", dev, seed, rows)
 

@@ -9,23 +9,33 @@ d = 16, dv = 64, 1024 draws, 3 s.e. is 0.2%-1% of the prediction.
 
 from __future__ import annotations
 
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
 from capacity import theory, variants
-from capacity.check._rows import eq, mean_se, measured
+from capacity.check._rows import Check, eq, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.tasks import probe
 from capacity.theory.log_linear import buckets
 
 
-def _errors(n, d, dv, B, lam, alpha, seed, dev):
+def _errors(
+    n: int, d: int, dv: int, B: int, lam: float, alpha: float, seed: int, dev: torch.device
+) -> npt.NDArray[np.float64]:
     """Per-pair squared read errors of the log_linear memory, float64 ``[B, n]`` (numpy)."""
     K = keys.make("gaussian", n, d, batch=B, seed=seed, device=dev)
     V = values.make("gaussian", n, dv, batch=B, seed=seed + 1, device=dev)
     mem = variants.get("log_linear", alpha=alpha, lam=lam)
     ds = probe.recall(mem, K, V, checkpoints=[n], per_query=True, decode=False)
-    return ds.mse_q.isel(n=0).values.astype("float64")
+    return cast(
+        "npt.NDArray[np.float64]", ds.mse_q.isel(n=0).values.astype("float64")
+    )  # (xarray types a variable by name Any)
 
 
-def _t34(dev, seed, rows):
+def _t34(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T34: the mean error and each level's, at n = 22 between powers of two, lam = 0.5, alpha = 0.97; and T7 as
     the limit lam = alpha = 1."""
     n, d, dv, B, lam, alpha = 22, 16, 64, 1024, 0.5, 0.97

@@ -9,31 +9,38 @@ deviation of a read by a random unit query.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 
 import torch
 
 from capacity import theory, variants
-from capacity.check._rows import eq, mean_se, measured
+from capacity.check._rows import Check, eq, mean_se, measured
 from capacity.inputs import keys, values
 from capacity.tasks import probe
+from capacity.theory._common import Floats
 from capacity.variants import heads, precision
 
 
-def _pairs(n, d, dv, B, seed, dev):
+def _pairs(n: int, d: int, dv: int, B: int, seed: int, dev: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random unit keys ``[B, n, d]`` and values ``[B, n, dv]``."""
     K = keys.make("gaussian", n, d, batch=B, seed=seed, device=dev)
     V = values.make("gaussian", n, dv, batch=B, seed=seed, device=dev)
     return K, V
 
 
-def _deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
+def _deviation(
+    label: str, dtype: str, rounding: str, n: int, d: int, dv: int, B: int, seed: int, dev: torch.device
+) -> torch.Tensor:
     """Per item: ||S_stored - S_float32||_F^2 / d after n writes, through the wrapper's and the memory's reads
     (measured once per ``run_checks`` cache)."""
     key = ("deviation", label, dtype, rounding, n, d, dv, B, seed)
-    return measured(key, lambda: _measure_deviation(label, dtype, rounding, n, d, dv, B, seed, dev))
+    return measured(key, partial(_measure_deviation, label, dtype, rounding, n, d, dv, B, seed, dev))
 
 
-def _measure_deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
+def _measure_deviation(
+    label: str, dtype: str, rounding: str, n: int, d: int, dv: int, B: int, seed: int, dev: torch.device
+) -> torch.Tensor:
     K, V = _pairs(n, d, dv, B, seed, dev)
     base = variants.resolve(label)
     mem = precision.stored(base, dtype, rounding, seed=seed)
@@ -43,7 +50,14 @@ def _measure_deviation(label, dtype, rounding, n, d, dv, B, seed, dev):
     return ((got.double() - ref.double()) ** 2).sum(-1).mean(-1)  # [B]
 
 
-def _additive_deviation(theorem, function, cases, dev, seed, rows):
+def _additive_deviation(
+    theorem: str,
+    function: str,
+    cases: Iterable[tuple[str, bool, int, int, int]],
+    dev: torch.device,
+    seed: int,
+    rows: list[Check],
+) -> None:
     """Rows holding the additive state's measured deviation (``_deviation``) to ``theory.<function>`` for each
     ``(rounding, stochastic, n, d, B)`` of ``cases``."""
     for rounding, sr, n, d, B in cases:
@@ -53,19 +67,19 @@ def _additive_deviation(theorem, function, cases, dev, seed, rows):
         rows.append(eq(theorem, what, m, want, 3 * se, function=function))
 
 
-def _t14(dev, seed, rows):
+def _t14(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T14: one rounding of the finished additive state."""
     cases = (("final", False, 1024, 32, 1024), ("final+stochastic", True, 1024, 32, 1024))
     _additive_deviation("T14", "final_rounding_error", cases, dev, seed, rows)
 
 
-def _t15(dev, seed, rows):
+def _t15(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T15: the additive state rounded after every write, before the stall (u^2 n = 1/32, 1/128)."""
     cases = (("step", False, 2048, 32, 128), ("step+stochastic", True, 512, 32, 128))
     _additive_deviation("T15", "step_rounding_error", cases, dev, seed, rows)
 
 
-def _t16(dev, seed, rows):
+def _t16(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T16: where the deviation reaches 1/128 of the crosstalk (bfloat16, round-to-nearest, u^2 n about 0.1)."""
     d, B, r = 32, 256, 1 / 128
     n = int(round(float(theory.rounding_crossover(d, d, "bfloat16", stochastic=False, ratio=r))))
@@ -74,7 +88,7 @@ def _t16(dev, seed, rows):
     rows.append(eq("T16", what, m, 1.0, 3 * se, function="rounding_crossover"))
 
 
-def _stalls(n, d, B, extra, seed, dev):
+def _stalls(n: int, d: int, B: int, extra: int, seed: int, dev: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """T17's measurement: per item [B], the fraction of state entries a write left unchanged and the part of the
     write's increment kept, each averaged over the ``extra`` writes after the first ``n``."""
     K, V = _pairs(n + extra, d, d, B, seed, dev)
@@ -91,10 +105,10 @@ def _stalls(n, d, B, extra, seed, dev):
     return torch.stack(lost).mean(0), torch.stack(kept).mean(0)
 
 
-def _t17(dev, seed, rows):
+def _t17(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T17: round-to-nearest's lost and kept parts of a write at u^2 n = 1/16 (bfloat16), 32 writes measured."""
     n, d, B, extra = 4096, 32, 64, 32
-    lost, kept = measured(("stall", n, d, B, extra, seed), lambda: _stalls(n, d, B, extra, seed, dev))
+    lost, kept = measured(("stall", n, d, B, extra, seed), partial(_stalls, n, d, B, extra, seed, dev))
     m, se = mean_se(lost)
     want = theory.stall_fraction(n + extra / 2 + 0.5, d, d, "bfloat16")
     rows.append(
@@ -121,7 +135,7 @@ def _t17(dev, seed, rows):
     )
 
 
-def _t18(dev, seed, rows):
+def _t18(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T18: the decay memory's bounded step-rounding deviation."""
     d, B, a, n = 32, 64, 0.95, 512
     m, se = mean_se(_deviation(f"decay(alpha={a})", "bfloat16", "step", n, d, d, B, seed, dev))
@@ -138,7 +152,7 @@ def _t18(dev, seed, rows):
     )
 
 
-def _t19(dev, seed, rows):
+def _t19(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T19: the delta rule's error feedback bounds its step-rounding deviation."""
     d, B, n = 32, 256, 512
     m, se = mean_se(_deviation("delta(beta=1.0)", "bfloat16", "step", n, d, d, B, seed, dev))
@@ -155,13 +169,13 @@ def _t19(dev, seed, rows):
     )
 
 
-def _heads_mse(H, HV, K, V, n):
+def _heads_mse(H: int, HV: int, K: torch.Tensor, V: torch.Tensor, n: int) -> torch.Tensor:
     """Per item [B]: the additive memory split into H key and HV value heads, its read error after n writes."""
     mem = heads.split(variants.get("linear"), heads=H, value_heads=HV)
     return torch.as_tensor(probe.recall(mem, K, V, checkpoints=[n], decode=False).mse.values[0])
 
 
-def _t20(dev, seed, rows):
+def _t20(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T20: the additive memory in heads: mean error (n - 1) min(H, HV) / d for random keys."""
     n, d, B = 128, 64, 128
     K, V = _pairs(n, d, d, B, seed, dev)
@@ -213,22 +227,22 @@ def _t20(dev, seed, rows):
         )
 
 
-def _largest_error(x, dt):
+def _largest_error(x: torch.Tensor, dt: str) -> float:
     return float((precision.round_(x.clone()[None], dt)[0] - x).abs().max())
 
 
-def _squared_errors(z, sr, seed):
+def _squared_errors(z: torch.Tensor, sr: bool, seed: int) -> torch.Tensor:
     """[N]: the squared error of each number of ``z`` [1, N] rounded to bfloat16."""
     return ((precision.round_(z.clone(), "bfloat16", stochastic=sr, seed=int(seed)) - z).double() ** 2)[0]
 
 
-def _formats(dev, seed, rows):
+def _formats(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T14's ingredients on the rounding code itself: u, half an ulp of 1, is the largest error of rounding the
     numbers in [1, 2); the mean squared error of rounding Gaussian numbers once is rounding_variance."""
     x = 1 + torch.arange(2**16, device=dev, dtype=torch.float32) / 2**16  # [1, 2) in steps of 2^-16
     for dt in ("bfloat16", "float8_e4m3fn"):
         err = measured(("largest rounding error", dt), partial(_largest_error, x, dt))
-        want = theory.unit_roundoff(dt)
+        want: Floats = theory.unit_roundoff(dt)
         rows.append(
             eq("T14", f"{dt}: largest rounding error in [1, 2) = u (exact)", err, want, 0.0, function="unit_roundoff")
         )
@@ -236,10 +250,7 @@ def _formats(dev, seed, rows):
     g = torch.Generator(device=dev).manual_seed(int(seed))
     z = torch.randn(1, N, generator=g, device=dev) * sigma  # [1, N]
     for sr in (False, True):
-        e2 = measured(
-            ("rounding of N(0, sigma^2)", sigma, N, sr, seed),
-            partial(_squared_errors, z, sr, seed),
-        )
+        e2 = measured(("rounding of N(0, sigma^2)", sigma, N, sr, seed), partial(_squared_errors, z, sr, seed))
         m, se = mean_se(e2)
         want = theory.rounding_variance(sigma, "bfloat16", stochastic=sr)
         how = "stochastic rounding" if sr else "round-to-nearest"
@@ -255,7 +266,7 @@ def _formats(dev, seed, rows):
         )
 
 
-def _onset(dev, seed, rows):
+def _onset(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T17's onset inverts the stall fraction that T17's rows measure: stall_fraction(stall_onset(f)) = f. (Measured
     directly it needs about 0.7/u^2 = 46,000 bfloat16 writes; in float8_e4m3fn, 194 writes, the stall model itself
     is 5% off: 0.475 of the entries stall at its onset, d = 16, 256 items, 2026-12-02.)"""

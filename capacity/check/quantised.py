@@ -12,17 +12,17 @@ from __future__ import annotations
 import torch
 
 from capacity import theory
-from capacity.check._rows import eq, mean_se, measured
+from capacity.check._rows import Check, eq, mean_se, measured
 from capacity.check.precision import _deviation
 from capacity.variants import quantise
 
 
-def _t31(dev, seed, rows):
+def _t31(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T31: one rounding of the finished additive state, int8 per row and int4 per column; the scale moment and
     the rounding variance on Gaussian numbers through ``quantise.quantise``."""
     n, d, B = 1024, 32, 96  # 3 s.e. about 2.4%: a form 3% off either way fails the int4 row (measured 0.997 of it)
     for dt, bits, scope in (("int8/row", 8, "row"), ("int4/col", 4, "col")):
-        m, se = mean_se(measured(("final", dt), lambda dt=dt: _deviation("linear", dt, "final", n, d, d, B, seed, dev)))
+        m, se = mean_se(measured(("final", dt), lambda dt=dt: _deviation("linear", dt, "final", n, d, d, B, seed, dev)))  # type: ignore[misc]  # a lambda binding a loop variable by default: mypy cannot infer it
         want = theory.quantised_final_error(n, d, d, bits, scope)
         what = f"linear d = dv = {d}, n = {n}, {dt} final: deviation (3 s.e.)"
         rows.append(eq("T31", what, m, want, 3 * se, function="quantised_final_error"))
@@ -59,7 +59,7 @@ def _t31(dev, seed, rows):
         )
 
 
-def _t32(dev, seed, rows):
+def _t32(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T32: rounded after every write, without feedback (additive, decaying) and with it (additive: T31 at every n;
     the delta rule: bounded at dv w (1 + g / (1 - c))). Without feedback the closed form is 1-2% high at these
     settings (measured 2026-12-03); the batches give 3 s.e. of about 2.5%, so a form 3% off fails."""
@@ -74,7 +74,8 @@ def _t32(dev, seed, rows):
     )
     for label, memory, a, b, dt, rounding, n, B, fb in cases:
         key = (label, dt, rounding, n, B)
-        got = measured(("step", *key), lambda key=key: _deviation(*key[:4], d, d, key[4], seed, dev))
+        # a lambda binding a loop variable by default: mypy cannot infer it, nor count *key[:4]
+        got = measured(("step", *key), lambda key=key: _deviation(*key[:4], d, d, key[4], seed, dev))  # type: ignore[misc, call-arg]
         m, se = mean_se(got)
         want = theory.quantised_step_error(n, d, d, 8, "row", feedback=fb, memory=memory, alpha=a, beta=b)
         what = f"{label} d = dv = {d}, n = {n}, {dt} {rounding}: deviation (3 s.e.)"
@@ -85,7 +86,7 @@ def _t32(dev, seed, rows):
         rows.append(eq("T32", what, m, want, 3 * se, function=function))
 
 
-def _t33(dev, seed, rows):
+def _t33(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T33: where the additive state's deviation without feedback reaches the crosstalk: n* solves its equation,
     and int4 per row with stochastic rounding is measured there (about 2% below the crosstalk: the row's batch gives
     3 s.e. of 3%)."""

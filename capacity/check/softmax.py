@@ -8,17 +8,21 @@ measured costs cross.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypedDict
+
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from capacity import theory, variants
-from capacity.check._rows import eq, measured
+from capacity.check._rows import Check, eq, measured
 from capacity.inputs import keys, values
 from capacity.tasks import probe
 
 
-def _t13(dev, seed, rows):
+def _t13(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T13: softmax attention keeps every pair: exact as the scale grows for distinct keys."""
     n, d = 64, 64
     K = keys.make("gaussian", n, d, batch=4, seed=seed, device=dev)
@@ -62,13 +66,20 @@ _D, _DV = 48, 80  # d != dv, so that n (d + dv), d dv and the break-even d dv / 
 _N = (8, 16, 40)
 
 
-def _flops(fn) -> int:
+def _flops(fn: Callable[[], object]) -> int:
     with FlopCounterMode(display=False) as counter:
         fn()
     return int(counter.get_total_flops())
 
 
-def _costs(dev, seed):
+class _Costs(TypedDict):
+    cache: npt.NDArray[np.float64]  # [len(_N)]: numbers the softmax cache keeps
+    state: float  # numbers the linear state keeps
+    cache_flops: npt.NDArray[np.float64]  # [len(_N)]: FLOPs of one softmax read
+    linear_flops: float  # FLOPs of one linear write and read
+
+
+def _costs(dev: torch.device, seed: int) -> _Costs:
     """What the softmax and linear variants keep and spend at each n of _N, measured."""
     n = max(_N)
     K = keys.make("gaussian", n + 1, _D, batch=1, seed=seed, device=dev)
@@ -78,10 +89,10 @@ def _costs(dev, seed):
     cache_flops = []
     for m in _N:  # the cost of decoding token m + 1: its read over the m cached pairs
         state = soft.write(soft.init_state(1, _D, _DV, device=dev), K[:, :m], V[:, :m])
-        cache_flops.append(_flops(lambda state=state, m=m: soft.read(state, K[:, m : m + 1])))
+        cache_flops.append(_flops(lambda state=state, m=m: soft.read(state, K[:, m : m + 1])))  # type: ignore[misc]  # a lambda binding a loop variable by default: mypy cannot infer it
     lin = variants.get("linear")
     state = lin.write(lin.init_state(1, _D, _DV, device=dev), K[:, :n], V[:, :n])
-    box = {}
+    box: dict[str, Any] = {}  # the linear state after the write (Any: the memory's state)
     write = _flops(lambda: box.update(s=lin.write(state, K[:, n : n + 1], V[:, n : n + 1])))
     read = _flops(lambda: lin.read(box["s"], K[:, n : n + 1]))
     return {
@@ -92,11 +103,13 @@ def _costs(dev, seed):
     }
 
 
-def _bill(dev, seed, rows):
+def _bill(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T13: theory.bill and theory.break_even_n against the variants' measured sizes and FLOPs."""
     c = measured("costs", lambda: _costs(dev, seed))
     b = theory.bill(np.asarray(_N), _D, _DV)
-    rel = lambda got, want: float(np.max(np.abs(np.asarray(got) - want) / np.abs(want)))
+    rel: Callable[[object, npt.ArrayLike], float] = lambda got, want: float(
+        np.max(np.abs(np.asarray(got) - want) / np.abs(want))
+    )
     n_list = ", ".join(map(str, _N))
     what = f"softmax variant, d = {_D}, dv = {_DV}, n = {n_list}: measured cache = n (d + dv) (max rel.)"
     rows.append(eq("T13", what, rel(c["cache"], b["softmax_cache"]), 0.0, 0.0, function="bill"))

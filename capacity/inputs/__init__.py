@@ -5,8 +5,10 @@ phi), ``learned`` (keys optimised for low coherence) and ``pretrained`` (keys of
 Imports only ``capacity.base``, ``capacity.theory`` and ``capacity.kernels``.
 """
 
+from types import ModuleType
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> ModuleType:
     """Submodules load on first use (``capacity.inputs.keys`` after ``import capacity``)."""
     import importlib
 

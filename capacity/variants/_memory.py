@@ -9,24 +9,27 @@ tokens written, so that token t always gets the same draw however the writes are
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
-from capacity.variants._params import Param
-from capacity.variants.recurrent import TokenState, state_matrix
+from capacity.variants._params import Interval, Param
+from capacity.variants.recurrent import State, TokenState, state_matrix
 
 __all__ = ["GATE", "POSITIVE", "RATE", "Memory", "unit"]
 
-GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # w, eta in (0, 1]
-RATE = {"low": 0.0, "high": 2.0, "high_open": True}  # delta-rule beta in (0, 2)
-POSITIVE = {"low": 0.0, "high": math.inf, "high_open": True}  # beta > 0 (longhorn)
+GATE: Interval = {"low": 0.0, "high": 1.0, "high_open": False}  # w, eta in (0, 1]
+RATE: Interval = {"low": 0.0, "high": 2.0, "high_open": True}  # delta-rule beta in (0, 2)
+POSITIVE: Interval = {"low": 0.0, "high": math.inf, "high_open": True}  # beta > 0 (longhorn)
 
 
 def unit(x: torch.Tensor) -> torch.Tensor:
     """Rows of x scaled to unit L2 norm (zero rows stay zero). Shape kept: ``[B, t, d]``."""
-    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    out: torch.Tensor = x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (torch types tensor / tensor Any)
+    return out
 
 
 class Memory:
@@ -35,9 +38,11 @@ class Memory:
     name = ""
     additive = False  # T2 does not hold for any of them
     linear_read = True  # each reads q S for a d x dv matrix S (lsq: S = A^-1 B), so the rank bound T8 binds it
-    backends = ("auto", "torch", "triton")
+    backends: tuple[str, ...] = ("auto", "torch", "triton")
 
-    def _setup(self, *, normalize, seed, backend="torch", **params: tuple) -> None:
+    def _setup(
+        self, *, normalize: bool, seed: int, backend: str = "torch", **params: tuple[object, Interval, bool]
+    ) -> None:
         """``params``: name -> (spec, interval dict as in ``_params.Param``, per_channel)."""
         if not isinstance(normalize, bool):
             raise CapacityError(f"{self.name}: normalize must be True or False, got {normalize!r}")
@@ -58,15 +63,15 @@ class Memory:
 
     def _constant(self, pname: str, value: float) -> bool:
         p = self._params[pname]
-        return p.kind == "constant" and p.value == value
+        return p.kind == "constant" and cast(float, p.value) == value  # a constant's value is a float
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {}
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         """The parameters; ``variants.get(self.name, **self.params)`` rebuilds the memory."""
-        out = {p: spec.spec() for p, spec in self._params.items()}
+        out: dict[str, object] = {p: spec.spec() for p, spec in self._params.items()}
         out.update(self._extra_params())
         out["normalize"] = self.normalize
         if self.drawn:
@@ -81,22 +86,24 @@ class Memory:
 
     # ------------------------------------------------------------------ state and inputs
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+    # Any (as in the Variant protocol): here a matrix State; lsq, log_linear, titans, ttt and precond keep their own
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:
+        """An empty float32 state ``[batch, d, dv]``, in a TokenState when a parameter is drawn per token."""
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
         S = torch.zeros(batch, d, dv, dtype=torch.float32, device=_validate.device(device))
         return TokenState(S, 0) if self.drawn else S
 
-    def _matrix(self, state) -> tuple[torch.Tensor, int]:
+    def _matrix(self, state: object) -> tuple[torch.Tensor, int]:
         """The float32 ``[B, d, dv]`` matrix of a state and the number of tokens written before."""
         return state_matrix(self.name, self.drawn, state)
 
-    def _wrap(self, S: torch.Tensor, tokens: int):
+    def _wrap(self, S: torch.Tensor, tokens: int) -> State:
         return TokenState(S, tokens) if self.drawn else S
 
     def _inputs(
-        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, normalize=None
+        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, normalize: bool | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Checked float32 keys ``[B, t, d]`` and values ``[B, t, dv]``.
 
@@ -115,7 +122,7 @@ class Memory:
         normalize = self.normalize if normalize is None else normalize
         return (unit(k) if normalize else k), v.float()
 
-    def _values(self, pname: str, B: int, start: int, T: int, D: int, device) -> torch.Tensor:
+    def _values(self, pname: str, B: int, start: int, T: int, D: int, device: Device) -> torch.Tensor:
         """Parameter ``pname`` for tokens start .. start + T - 1 as float32 ``[B, T]`` (``[B, T, D]`` per channel)."""
         p = self._params[pname]
         x = p.values(B, start, T, D, self.seed, device)
@@ -126,7 +133,7 @@ class Memory:
             return x.float().expand(B, T, D)
         return x.float()
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor:  # Any: as init_state's
         """q S (q L2-normalised first with ``normalize``). Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         S, _ = self._matrix(state)
         _validate.tensor("q", q, ndim=3, finite=False)

@@ -17,13 +17,28 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from typing import Literal, TypedDict, cast
 
 import torch
 
 from capacity.base import _random
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 
 BLOCK = 256  # tokens per seeded stream
+
+
+class Interval(TypedDict):
+    """Where a parameter lies: (low, high], or (low, high) with ``high_open``."""
+
+    low: float
+    high: float
+    high_open: bool
+
+
+Kind = Literal["constant", "vector", "uniform"]
+# what a Param holds, by kind: a float (constant), a float32 [D] tensor (vector), (low, high) (uniform)
+Value = float | torch.Tensor | tuple[float, float]
 
 
 class Param:
@@ -33,14 +48,14 @@ class Param:
         self,
         variant: str,
         name: str,
-        spec,
+        spec: object,
         *,
         low: float,
         high: float,
         high_open: bool,
         per_channel: bool,
         stream: str | None = None,
-    ):
+    ) -> None:
         self.variant, self.name, self.per_channel = variant, name, per_channel
         self.stream = name if stream is None else stream  # names the seeded stream of its draws
         self.low, self.high, self.high_open = low, high, high_open
@@ -50,16 +65,16 @@ class Param:
     def interval(self) -> str:
         return f"({self.low:g}, {self.high:g}" + (")" if self.high_open else "]")
 
-    def _number(self, x, what: str) -> float:
+    def _number(self, x: object, what: str) -> float:
         if isinstance(x, bool) or not isinstance(x, numbers.Real):
             raise CapacityError(f"{self.variant}: {what} must be a number, got {x!r}")
-        x = float(x)
-        ok = self.low < x and (x < self.high if self.high_open else x <= self.high)
+        value = float(x)
+        ok = self.low < value and (value < self.high if self.high_open else value <= self.high)
         if not ok:
-            raise CapacityError(f"{self.variant}: {what} must lie in {self.interval}, got {x!r}")
-        return x
+            raise CapacityError(f"{self.variant}: {what} must lie in {self.interval}, got {value!r}")
+        return value
 
-    def _parse(self, spec):
+    def _parse(self, spec: object) -> tuple[Kind, Value]:
         forms = (
             "a number"
             + (", a sequence of one value per feature channel" if self.per_channel else "")
@@ -93,29 +108,32 @@ class Param:
     def drawn(self) -> bool:
         return self.kind == "uniform"
 
-    def spec(self):
+    def spec(self) -> float | list[object]:
         """The parameter in a JSON-friendly form that ``Param`` parses back."""
         if self.kind == "constant":
-            return self.value
+            return cast(float, self.value)  # kind "constant" holds a float
         if self.kind == "uniform":
-            return ["uniform", *self.value]
-        return self.value.tolist()
+            return ["uniform", *cast("tuple[float, float]", self.value)]  # kind "uniform" holds (low, high)
+        return cast(torch.Tensor, self.value).tolist()  # kind "vector" holds a [D] tensor
 
-    def values(self, batch: int, start: int, count: int, channels: int, seed, device) -> float | torch.Tensor:
+    def values(
+        self, batch: int, start: int, count: int, channels: int, seed: int, device: Device
+    ) -> float | torch.Tensor:
         """What ``kernels.update`` takes for tokens start .. start + count - 1.
 
         A float for a constant; ``[channels]`` for a per-channel vector; drawn: ``[batch, count]``,
         or ``[batch, count, channels]`` for a per-channel gate.
         """
         if self.kind == "constant":
-            return self.value
+            return cast(float, self.value)  # kind "constant" holds a float
         if self.kind == "vector":
-            if self.value.numel() != channels:
+            vec = cast(torch.Tensor, self.value)  # kind "vector" holds a [D] tensor
+            if vec.numel() != channels:
                 raise CapacityError(
-                    f"{self.variant}: {self.name} has {self.value.numel()} entries but the state has {channels} feature rows; give one value per row"
+                    f"{self.variant}: {self.name} has {vec.numel()} entries but the state has {channels} feature rows; give one value per row"
                 )
-            return self.value.to(device)
-        lo, hi = self.value
+            return vec.to(device)
+        lo, hi = cast("tuple[float, float]", self.value)  # kind "uniform" holds (low, high)
         first, last = start // BLOCK, (start + count - 1) // BLOCK
         shape = (batch, BLOCK, channels) if self.per_channel else (batch, BLOCK)
         blocks = [

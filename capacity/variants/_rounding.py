@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -31,11 +32,11 @@ _BLOCK = 64  # tokens per seeded stream of stochastic-rounding draws
 class StoredState:
     """A ``Stored`` memory's state: the memory's own state ``inner`` (rounded as stored) and the tokens written."""
 
-    inner: object
+    inner: Any  # the memory's own state (Any, as in the Variant protocol)
     tokens: int
 
 
-def state_tensors(state, *, stored: bool = False) -> list[torch.Tensor]:
+def state_tensors(state: object, *, stored: bool = False) -> list[torch.Tensor]:
     """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order).
 
     ``stored=True``: only the stored numbers, the ones a state dtype rounds and its bytes count: floating tensors
@@ -63,15 +64,16 @@ class _Rounder:
     """Rounds float32 tensors in place to one format: round-to-nearest-even through a reusable buffer, or
     stochastically from per-item seeded streams (``draws(item, token)``)."""
 
-    def __init__(self, dtype: str, stochastic: bool, seed):
+    def __init__(self, dtype: str, stochastic: bool, seed: object) -> None:  # seed: a user's, checked by _seeds
         self.dtype, self.stochastic, self.seed = TORCH_DTYPES[dtype], stochastic, _seeds(seed)
         info = torch.finfo(self.dtype)
         self.max = float(info.max)
         self.p = 1 - int(round(math.log2(float(info.eps))))  # significand bits with the implicit one
         self.emin = int(round(math.log2(float(info.smallest_normal))))
-        self._buffers: dict = {}
-        self._powers: dict = {}
-        self._streams: dict = {}  # (tensor index, item) -> (block, draws [_BLOCK, numel])
+        self._buffers: dict[tuple[tuple[int, ...], torch.device], torch.Tensor] = {}
+        self._powers: dict[torch.device, torch.Tensor] = {}
+        # (tensor index, item) -> (block, draws [_BLOCK, numel]); a Quantiser's residuals are "residual/<index>"
+        self._streams: dict[tuple[int | str, int], tuple[int, torch.Tensor]] = {}
 
     def nearest(self, t: torch.Tensor) -> None:
         key = (tuple(t.shape), t.device)
@@ -82,7 +84,7 @@ class _Rounder:
         buf.copy_(t)
         t.copy_(buf)
 
-    def _stream(self, which: int, item: int, batch: int, block: int) -> torch.Generator:
+    def _stream(self, which: int | str, item: int, batch: int, block: int) -> torch.Generator:
         seeds = self.seed
         if len(seeds) == 1:
             return _random.generator(seeds[0], f"precision/stochastic/{which}/{item}/{block}")
@@ -91,7 +93,9 @@ class _Rounder:
         per = batch // len(seeds)
         return _random.generator(seeds[item // per], f"precision/stochastic/{which}/{item % per}/{block}")
 
-    def _uniform(self, which: int, item: int, token: int, shape, device, batch: int = 1) -> torch.Tensor:
+    def _uniform(
+        self, which: int | str, item: int, token: int, shape: torch.Size, device: torch.device, batch: int = 1
+    ) -> torch.Tensor:
         """U[0, 1) draws for token ``token`` of batch item ``item`` (tensor ``which`` of the state): one seeded
         stream per (item, block of 64 tokens), drawn a block at a time, so that a token's draws depend on neither
         the batch nor how the writes are chunked."""
@@ -119,7 +123,7 @@ class _Rounder:
         out = torch.where(r < (x - lo) / q, lo + q, lo)
         t.copy_(out.clamp_(-self.max, self.max))
 
-    def round_(self, state, token: int) -> None:
+    def round_(self, state: object, token: int) -> None:
         for which, t in enumerate(state_tensors(state, stored=True)):
             if self.stochastic:
                 if t.ndim == 0:
@@ -129,7 +133,7 @@ class _Rounder:
                 self.nearest(t)
 
 
-def _seeds(seed) -> tuple[int, ...]:
+def _seeds(seed: object) -> tuple[int, ...]:  # a user's seed, checked here
     if isinstance(seed, (list, tuple)):
         if not seed:
             raise CapacityError("precision: seed must be a whole number or a non-empty list of them")

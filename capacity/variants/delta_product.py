@@ -31,13 +31,17 @@ True
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
-from capacity import kernels
+import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
 from capacity.base import _random, _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import RATE, Memory
 from capacity.variants._params import Param
+from capacity.variants.recurrent import State
 
 __all__ = ["DeltaProduct", "rotations"]
 
@@ -57,7 +61,9 @@ class DeltaProduct(Memory):
 
     name = "delta_product"
 
-    def __init__(self, *, steps: int = 2, beta=1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"):
+    def __init__(
+        self, *, steps: int = 2, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"
+    ) -> None:
         self.steps = _validate.positive_int("delta_product: steps", steps)
         self._setup(normalize=normalize, seed=seed, backend=backend, beta=(beta, RATE, False))
         if (
@@ -67,30 +73,34 @@ class DeltaProduct(Memory):
             self._step_params = [self._params["beta"]] + [
                 Param(f"delta_product/step{j}", "beta", spec, per_channel=False, **RATE) for j in range(1, self.steps)
             ]
-        self._rot: dict = {}
+        self._rot: dict[tuple[int, str], torch.Tensor] = {}
 
     @property
     def delta_rule(self) -> bool:
         """With one step it is the delta rule (T12); with more the later steps move the read of k."""
         return self.steps == 1
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {"steps": self.steps}
 
-    def rotation_matrices(self, d: int, device) -> torch.Tensor:
+    def rotation_matrices(self, d: int, device: Device) -> torch.Tensor:
         """The R_j, float32 ``[steps, d, d]`` on ``device`` (drawn once per d)."""
         key = (d, str(device))
         if key not in self._rot:
             self._rot[key] = rotations(self.steps, d, self.seed).float().to(device)
         return self._rot[key]
 
-    def _betas(self, B: int, start: int, T: int, device) -> torch.Tensor:
+    def _betas(self, B: int, start: int, T: int, device: Device) -> torch.Tensor:
         """beta per token and step, float32 ``[B, T, steps]``."""
         if not self.drawn:
-            return torch.full((B, T, self.steps), self._params["beta"].value, dtype=torch.float32, device=device)
-        return torch.stack([p.values(B, start, T, 1, self.seed, device) for p in self._step_params], dim=-1)
+            beta = cast(float, self._params["beta"].value)  # not drawn: a constant
+            return torch.full((B, T, self.steps), beta, dtype=torch.float32, device=device)
+        drawn = [
+            cast(torch.Tensor, p.values(B, start, T, 1, self.seed, device)) for p in self._step_params
+        ]  # drawn: [B, T] tensors
+        return torch.stack(drawn, dim=-1)
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the new state."""
         S, start = self._matrix(state)
         k, v = self._inputs(S, k, v, normalize=False)  # kernels.update normalises each step's key

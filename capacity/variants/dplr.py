@@ -45,17 +45,24 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from capacity.errors import CapacityError
 from capacity.variants._memory import GATE, Memory
+from capacity.variants.recurrent import State
+
+KeyMap = Callable[[torch.Tensor], torch.Tensor]  # a (or b) of the keys: fn(k [B, t, d]) -> [B, t, d]
 
 __all__ = ["DPLR", "recurrence"]
 
 CHUNK = 32
 
 
-def _chunk(S, kw, v, a, b, logw):
+def _chunk(
+    S: torch.Tensor, kw: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, logw: torch.Tensor
+) -> torch.Tensor:
     """One chunk: S [B, d, dv], kw, a, b [B, C, d], v [B, C, dv], logw [B, C, d] (float32). Returns S_C."""
     C = kw.shape[1]
     strict = torch.ones(C, C, dtype=torch.bool, device=kw.device).tril(-1)  # j < t
@@ -67,7 +74,7 @@ def _chunk(S, kw, v, a, b, logw):
     m_bk = torch.einsum("btjc,bjc->btj", rb, kw)
     A = torch.eye(C, dtype=kw.dtype, device=kw.device) - m_ab
     rhs = (b * torch.exp(Lx)) @ S + m_bk @ v  # [B, C, dv]
-    u = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)  # u_t = b_t S_{t-1}
+    u: torch.Tensor = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)  # u_t = b_t S_{t-1}
     end = torch.exp(L[:, -1:] - L)  # [B, C, d]
     return torch.exp(L[:, -1])[:, :, None] * S + (a * end).transpose(1, 2) @ u + (kw * end).transpose(1, 2) @ v
 
@@ -94,7 +101,7 @@ def recurrence(
     return S
 
 
-def _label(fn) -> str:
+def _label(fn: object) -> str:
     return f"{getattr(fn, '__module__', None) or '?'}.{getattr(fn, '__qualname__', None) or type(fn).__name__}"
 
 
@@ -103,7 +110,16 @@ class DPLR(Memory):
 
     name = "dplr"
 
-    def __init__(self, *, w=0.95, eta=1.0, a=None, b=None, normalize: bool = True, seed: int = 0):
+    def __init__(
+        self,
+        *,
+        w: object = 0.95,
+        eta: object = 1.0,
+        a: KeyMap | None = None,
+        b: KeyMap | None = None,
+        normalize: bool = True,
+        seed: int = 0,
+    ) -> None:
         self._setup(normalize=normalize, seed=seed, w=(w, GATE, True), eta=(eta, GATE, False))
         for pname, fn in (("a", a), ("b", b)):
             if fn is not None and not callable(fn):
@@ -113,7 +129,7 @@ class DPLR(Memory):
                 )
         self.a, self.b = a, b
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {p: _label(fn) for p, fn in (("a", self.a), ("b", self.b)) if fn is not None}
 
     @property
@@ -121,7 +137,7 @@ class DPLR(Memory):
         """True for RWKV-7's a, b with w = 1 and eta = 1: the delta rule with beta = 1 (T12 holds)."""
         return self.a is None and self.b is None and self._constant("w", 1.0) and self._constant("eta", 1.0)
 
-    def _low_rank(self, pname: str, fn, k: torch.Tensor, default: torch.Tensor) -> torch.Tensor:
+    def _low_rank(self, pname: str, fn: KeyMap | None, k: torch.Tensor, default: torch.Tensor) -> torch.Tensor:
         if fn is None:
             return default
         out = fn(k)
@@ -132,7 +148,7 @@ class DPLR(Memory):
             )
         return out.float()
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the new state."""
         S, start = self._matrix(state)
         k, v = self._inputs(S, k, v)

@@ -63,11 +63,13 @@ import inspect
 import math
 import numbers
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias, cast
 
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 
 __all__ = ["FlaVariant", "from_fla"]
@@ -75,12 +77,18 @@ __all__ = ["FlaVariant", "from_fla"]
 LAYOUTS = ("BTHK", "BHTK")
 _LAYOUT_WORDS = {"BTHK": "tokens [B, T, H, K]", "BHTK": "tokens [B, H, T, K]"}
 
+# what per_token takes: a number (one per token), K numbers (one per key channel), or a callable of the keys
+PerToken: TypeAlias = "float | Sequence[float] | torch.Tensor | Callable[[torch.Tensor], torch.Tensor]"
+# a state: one float32 [B, d, dv] tensor, or with several ``states`` a dict name -> [B, *shape]
+FlaState: TypeAlias = "torch.Tensor | dict[str, torch.Tensor]"
+Reader: TypeAlias = "Callable[[torch.Tensor, Any], torch.Tensor]"  # read(q, state): Any, the user's state type
 
-def _label(fn) -> str:
+
+def _label(fn: object) -> str:
     return f"{getattr(fn, '__module__', None) or '?'}.{getattr(fn, '__qualname__', None) or type(fn).__name__}"
 
 
-def _jsonable(x):
+def _jsonable(x: object) -> object:
     if isinstance(x, (str, bool, int, float)) or x is None:
         return x
     if isinstance(x, torch.Tensor):
@@ -94,7 +102,7 @@ def _jsonable(x):
     return repr(x)
 
 
-def _describe(x) -> str:
+def _describe(x: object) -> str:
     """'tensor (2, 1, 8)', 'tuple of 2', 'NoneType': what an op returned, for error messages."""
     if isinstance(x, torch.Tensor):
         return f"tensor {tuple(x.shape)}"
@@ -112,19 +120,19 @@ class FlaVariant:
 
     def __init__(
         self,
-        fn: Callable,
+        fn: Callable[..., object],
         *,
         name: str | None,
         layout: str,
-        per_token: dict | None,
-        dims,
+        per_token: Mapping[str, PerToken] | None,
+        dims: int | Sequence[int] | None,
         additive: bool | None,
         delta_rule: bool | None,
-        fixed_kwargs: dict,
-        names: dict | None = None,
-        states: dict | None = None,
-        read=None,
-    ):
+        fixed_kwargs: dict[str, Any],
+        names: dict[str, str] | None = None,
+        states: dict[str, str] | None = None,
+        read: Reader | None = None,
+    ) -> None:
         if not callable(fn):
             raise CapacityError(
                 "from_fla needs a callable with the fla convention fn(q, k, v, ..., initial_state=, "
@@ -155,7 +163,7 @@ class FlaVariant:
                 "give each once"
             )
         self.fixed_kwargs = dict(fixed_kwargs)
-        self.per_token: dict = {}
+        self.per_token: dict[str, torch.Tensor | Callable[[torch.Tensor], torch.Tensor]] = {}
         channel_lengths: dict[str, int] = {}
         for key, value in (per_token or {}).items():
             if isinstance(value, numbers.Real) and not isinstance(value, bool):
@@ -180,21 +188,23 @@ class FlaVariant:
                     "channel; fixes d = K) or a callable of the keys k [B, T, d] returning [B, T] or [B, T, d], got "
                     f"{value!r}"
                 )
-            if not bool(torch.isfinite(self.per_token[key]).all()):
+            if not bool(torch.isfinite(cast(torch.Tensor, self.per_token[key])).all()):  # a tensor: callables went on
                 raise CapacityError(f"{self.name}: per_token[{key!r}] must be finite, got {value!r}")
         if len(set(channel_lengths.values())) > 1:
             listed = ", ".join(f"per_token[{k!r}] has {n}" for k, n in channel_lengths.items())
             raise CapacityError(f"{self.name}: per-channel inputs must all have K = d entries, but {listed}")
         self.dims = self._dims(dims, channel_lengths)
-        for flag, value in (("additive", additive), ("delta_rule", delta_rule)):
-            if value is not None and not isinstance(value, bool):
-                raise CapacityError(f"{self.name}: {flag} must be True, False or None, got {value!r}")
+        for flag, given in (("additive", additive), ("delta_rule", delta_rule)):
+            if given is not None and not isinstance(given, bool):
+                raise CapacityError(f"{self.name}: {flag} must be True, False or None, got {given!r}")
         if additive is not None:
             self.additive = additive
         if delta_rule is not None:
             self.delta_rule = delta_rule
 
-    def _mapping(self, names, states, read):
+    def _mapping(
+        self, names: object, states: object, read: object
+    ) -> tuple[dict[str, str], dict[str, str], Reader | None]:
         """Check ``names``, ``states`` and ``read``; returns (names, states, read) with the defaults filled in."""
         if names is None:
             names = {}
@@ -230,7 +240,7 @@ class FlaVariant:
                 f"{self.name}: the first state has shape {first!r}; the default read q S needs a 'KV' state first, "
                 "or give read="
             )
-        return dict(names), dict(states), read
+        return dict(names), dict(states), cast("Reader | None", read)  # checked callable above
 
     @property
     def _multi(self) -> bool:
@@ -240,7 +250,7 @@ class FlaVariant:
     def _shape(code: str, d: int, dv: int) -> tuple[int, ...]:
         return tuple({"K": int(d), "V": int(dv), "1": 1}[c] for c in code)
 
-    def _dims(self, dims, channel_lengths: dict[str, int]):
+    def _dims(self, dims: object, channel_lengths: dict[str, int]) -> tuple[int, ...] | None:
         """The key dimensions d this variant takes: None (any), or a tuple."""
         if dims is not None:
             if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
@@ -262,8 +272,8 @@ class FlaVariant:
         return dims
 
     @property
-    def params(self) -> dict:
-        out = {"fn": _label(self.fn), "layout": self.layout}
+    def params(self) -> dict[str, object]:
+        out: dict[str, object] = {"fn": _label(self.fn), "layout": self.layout}
         out.update({f"per_token.{k}": _jsonable(v) for k, v in self.per_token.items()})
         out.update({k: _jsonable(v) for k, v in self.fixed_kwargs.items()})
         if self.dims is not None:
@@ -279,7 +289,7 @@ class FlaVariant:
     def __repr__(self) -> str:
         return f"from_fla({_label(self.fn)}, name={self.name!r}, layout={self.layout!r})"
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, object]:
         readers = [("read", self.reader)] if self.reader is not None else []
         for what, obj in [("fn", self.fn), *readers] + [
             (f"per_token[{k!r}]", v)
@@ -303,8 +313,8 @@ class FlaVariant:
         return dict(self.__dict__)
 
     def __deepcopy__(
-        self, memo
-    ):  # copies need no pickling: lambdas are copied by reference, as copy does for functions
+        self, memo: dict[int, object]
+    ) -> FlaVariant:  # copies need no pickling: lambdas are copied by reference, as copy does for functions
         new = object.__new__(type(self))
         memo[id(self)] = new
         new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()})
@@ -313,7 +323,7 @@ class FlaVariant:
     def state_numel(self, d: int, dv: int) -> int:
         return sum(math.prod(self._shape(code, d, dv)) for code in self.states.values())
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> FlaState:
         """Zeros: a float32 ``[batch, d, dv]`` tensor, or with several ``states`` a dict name -> ``[batch, *shape]``."""
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
@@ -333,7 +343,9 @@ class FlaVariant:
         """[B, T, C] -> [B, T, 1, C] (BTHK) or [B, 1, T, C] (BHTK); [B, T] -> [B, T, 1] or [B, 1, T]."""
         return x.unsqueeze(2) if layout == "BTHK" else x.unsqueeze(1)
 
-    def _per_token(self, key: str, value, k: torch.Tensor, layout: str) -> torch.Tensor:
+    def _per_token(
+        self, key: str, value: torch.Tensor | Callable[[torch.Tensor], torch.Tensor], k: torch.Tensor, layout: str
+    ) -> torch.Tensor:
         B, T, d = k.shape
         if callable(value) and not isinstance(value, torch.Tensor):
             out = value(k)
@@ -454,7 +466,7 @@ class FlaVariant:
             return True
         return "output_final_state" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
-    def _call_mapped(self, state, k: torch.Tensor, v: torch.Tensor, layout: str):
+    def _call_mapped(self, state: FlaState, k: torch.Tensor, v: torch.Tensor, layout: str) -> FlaState:
         """One call of fn with ``names`` and ``states`` mapped; returns the new state. _LayoutError for shapes."""
         B, T, d = k.shape
         dv = v.shape[2]
@@ -511,12 +523,12 @@ class FlaVariant:
             new[arg] = final[:, 0].to(torch.float32).contiguous()
         return new if isinstance(state, dict) else next(iter(new.values()))
 
-    def _check_state(self, state, k: torch.Tensor, v: torch.Tensor):
+    def _check_state(self, state: object, k: torch.Tensor, v: torch.Tensor) -> tuple[int, int, int]:
         """B, d, dv of a write, with the state's shapes checked against them."""
         _validate.tensor("k", k, ndim=3, finite=False)
         _validate.tensor("v", v, ndim=3, finite=False)
         if not self._multi:
-            _validate.tensor("state", state, ndim=3, finite=False)
+            state = _validate.tensor("state", state, ndim=3, finite=False)
             B, d, dv = state.shape
             T = k.shape[1]
             if k.shape != (B, T, d) or v.shape != (B, T, dv):
@@ -544,12 +556,15 @@ class FlaVariant:
             raise CapacityError(f"{self.name}: k {list(k.shape)} and v {list(v.shape)} must share B and t")
         return B, d, dv
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: FlaState, k: torch.Tensor, v: torch.Tensor) -> FlaState:
         """Shapes: state float32 ``[B, d, dv]`` (or the dict of several ``states``), k ``[B, t, d]``, v ``[B, t, dv]``;
         returns the new state."""
         B, d, dv = self._check_state(state, k, v)
         T = k.shape[1]
-        call = self._call if self._plain else self._call_mapped
+        # (_call, the plain convention's, takes the one tensor state that _check_state has checked)
+        call: Callable[[Any, torch.Tensor, torch.Tensor, str], FlaState] = (
+            self._call if self._plain else self._call_mapped
+        )
         try:
             return call(state, k, v, self.layout)
         except _LayoutError as exc:
@@ -567,7 +582,7 @@ class FlaVariant:
                 )
         raise CapacityError(message)
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: FlaState, q: torch.Tensor) -> torch.Tensor:
         """q S (or ``read(q, state)`` when given). Shapes: state ``[B, d, dv]`` (or the dict), q ``[B, m, d]`` ->
         float32 ``[B, m, dv]``."""
         _validate.tensor("q", q, ndim=3, finite=False)
@@ -586,18 +601,18 @@ class FlaVariant:
 
 
 def from_fla(
-    fn: Callable,
+    fn: Callable[..., object],
     *,
     name: str | None = None,
     layout: str = "BTHK",
-    per_token: dict | None = None,
-    dims=None,
+    per_token: Mapping[str, PerToken] | None = None,
+    dims: int | Sequence[int] | None = None,
     additive: bool | None = None,
     delta_rule: bool | None = None,
-    names: dict | None = None,
-    states: dict | None = None,
-    read=None,
-    **fixed_kwargs,
+    names: dict[str, str] | None = None,
+    states: dict[str, str] | None = None,
+    read: Reader | None = None,
+    **fixed_kwargs: Any,  # Any: the op's own arguments, passed as given
 ) -> FlaVariant:
     """A variant around ``fn``, an op with the flash-linear-attention calling convention.
 

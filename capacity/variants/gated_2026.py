@@ -47,8 +47,10 @@ from dataclasses import dataclass
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
+from capacity.variants.recurrent import State
 
 __all__ = ["GDN2", "Comba", "GatedOja", "PrecondGatedDelta", "PrecondKDA", "PrecondState"]
 
@@ -56,15 +58,19 @@ __all__ = ["GDN2", "Comba", "GatedOja", "PrecondGatedDelta", "PrecondKDA", "Prec
 class _Gated(Memory):
     """A token-by-token plain-torch write on a ``[B, d, dv]`` matrix (a TokenState when a parameter is drawn)."""
 
-    backends = ("auto", "torch")
+    backends: tuple[str, ...] = ("auto", "torch")
 
-    def _step(self, S, k, v, p: dict, t: int) -> torch.Tensor:  # one token: S [B, d, dv], k [B, d], v [B, dv]
+    def _step(
+        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: dict[str, torch.Tensor], t: int
+    ) -> torch.Tensor:
+        """One token: S [B, d, dv], k [B, d], v [B, dv]; p: the parameters' draws for the write's tokens."""
         raise NotImplementedError
 
-    def _draws(self, B: int, start: int, T: int, d: int, dv: int, device) -> dict:
+    def _draws(self, B: int, start: int, T: int, d: int, dv: int, device: Device) -> dict[str, torch.Tensor]:
+        """Each parameter for tokens start .. start + T - 1: float32 ``[B, T]``, or ``[B, T, d]`` (``dv``) per channel."""
         return {}
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the new state."""
         S, start = self._matrix(state)
         k, v = self._inputs(S, k, v)
@@ -87,7 +93,16 @@ class GDN2(_Gated):
 
     name = "gdn2"
 
-    def __init__(self, *, alpha=0.95, beta=1.0, gamma=1.0, normalize: bool = True, seed: int = 0, backend="auto"):
+    def __init__(
+        self,
+        *,
+        alpha: object = 0.95,
+        beta: object = 1.0,
+        gamma: object = 1.0,
+        normalize: bool = True,
+        seed: int = 0,
+        backend: str = "auto",
+    ) -> None:
         self._setup(
             normalize=normalize,
             seed=seed,
@@ -102,14 +117,16 @@ class GDN2(_Gated):
         """True when beta = gamma = 1 for every channel: the last unit key then reads back exactly (T12)."""
         return self._constant("beta", 1.0) and self._constant("gamma", 1.0)
 
-    def _draws(self, B, start, T, d, dv, device):
+    def _draws(self, B: int, start: int, T: int, d: int, dv: int, device: Device) -> dict[str, torch.Tensor]:
         return {
             "alpha": self._values("alpha", B, start, T, d, device),
             "beta": self._values("beta", B, start, T, d, device),
             "gamma": self._values("gamma", B, start, T, dv, device),
         }
 
-    def _step(self, S, k, v, p, t):
+    def _step(
+        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: dict[str, torch.Tensor], t: int
+    ) -> torch.Tensor:
         S = p["alpha"][:, t, :, None] * S
         erase = _kS(p["beta"][:, t] * k, S)  # (b (.) k) S: [B, dv]
         return S + k[:, :, None] * (p["gamma"][:, t] * v - erase)[:, None, :]
@@ -120,7 +137,16 @@ class Comba(_Gated):
 
     name = "comba"
 
-    def __init__(self, *, alpha=0.95, beta=1.0, mu=0.5, normalize: bool = True, seed: int = 0, backend="auto"):
+    def __init__(
+        self,
+        *,
+        alpha: object = 0.95,
+        beta: object = 1.0,
+        mu: object = 0.5,
+        normalize: bool = True,
+        seed: int = 0,
+        backend: str = "auto",
+    ) -> None:
         self._setup(
             normalize=normalize,
             seed=seed,
@@ -135,10 +161,12 @@ class Comba(_Gated):
         """True for mu = 1 and beta = 1: the gated delta rule with beta = 1 (T12 holds)."""
         return self._constant("mu", 1.0) and self._constant("beta", 1.0)
 
-    def _draws(self, B, start, T, d, dv, device):
+    def _draws(self, B: int, start: int, T: int, d: int, dv: int, device: Device) -> dict[str, torch.Tensor]:
         return {p: self._values(p, B, start, T, d, device) for p in ("alpha", "beta", "mu")}
 
-    def _step(self, S, k, v, p, t):
+    def _step(
+        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: dict[str, torch.Tensor], t: int
+    ) -> torch.Tensor:
         S = p["alpha"][:, t, None, None] * S
         err = p["beta"][:, t, None] * (v - _kS(p["mu"][:, t, None] * k, S))  # beta (v - p S): [B, dv]
         return S + k[:, :, None] * err[:, None, :]
@@ -150,18 +178,22 @@ class GatedOja(_Gated):
     name = "gated_oja"
     delta_rule = False  # the erase runs along the value: v reads back k, not k reads back v
 
-    def __init__(self, *, alpha=0.95, beta=1.0, normalize: bool = True, seed: int = 0, backend="auto"):
+    def __init__(
+        self, *, alpha: object = 0.95, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"
+    ) -> None:
         self._setup(
             normalize=normalize, seed=seed, backend=backend, alpha=(alpha, GATE, True), beta=(beta, RATE, False)
         )
 
-    def _draws(self, B, start, T, d, dv, device):
+    def _draws(self, B: int, start: int, T: int, d: int, dv: int, device: Device) -> dict[str, torch.Tensor]:
         return {
             "alpha": self._values("alpha", B, start, T, dv, device),
             "beta": self._values("beta", B, start, T, d, device),
         }
 
-    def _step(self, S, k, v, p, t):
+    def _step(
+        self, S: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: dict[str, torch.Tensor], t: int
+    ) -> torch.Tensor:
         S = S * p["alpha"][:, t, None, :]
         back = (S * v[:, None, :]).sum(2)  # v S^T: [B, d]
         return S + (p["beta"][:, t, None] * (k - back))[:, :, None] * v[:, None, :]
@@ -181,22 +213,22 @@ class _Precond(Memory):
 
     gate_per_channel = False
     delta_rule = False  # the written key k (.) m is not k: the last key reads back only where k . (k (.) m) = 1
-    backends = ("auto", "torch")
+    backends: tuple[str, ...] = ("auto", "torch")
 
     def __init__(
         self,
         *,
-        alpha=0.95,
-        beta=1.0,
-        alpha_atk=0.95,
-        beta_atk=1.0,
+        alpha: object = 0.95,
+        beta: object = 1.0,
+        alpha_atk: object = 0.95,
+        beta_atk: object = 1.0,
         x: float = 1.5,
         center: float = -0.2,
         eps: float = 1e-6,
         normalize: bool = True,
         seed: int = 0,
-        backend="auto",
-    ):
+        backend: str = "auto",
+    ) -> None:
         self._setup(
             normalize=normalize,
             seed=seed,
@@ -212,25 +244,25 @@ class _Precond(Memory):
         self.center = float(center)
         self.eps = _validate.in_range(f"{self.name}: eps", eps, 0.0, math.inf, low_open=True, high_open=True)
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {"x": self.x, "center": self.center, "eps": self.eps}
 
     def state_numel(self, d: int, dv: int) -> int:
         return int(d) * int(dv) + int(d)
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> PrecondState:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> PrecondState:
         S = super().init_state(batch, d, dv, device=device)
         S = S.matrix if not isinstance(S, torch.Tensor) else S
         return PrecondState(S, torch.zeros(S.shape[0], S.shape[1], dtype=torch.float32, device=S.device), 0)
 
-    def _state(self, state) -> PrecondState:
+    def _state(self, state: object) -> PrecondState:
         if not isinstance(state, PrecondState):
             raise CapacityError(
                 f"{self.name}: the state must be the PrecondState from init_state(), got {type(state).__name__}"
             )
         return state
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor) -> PrecondState:
+    def write(self, state: PrecondState, k: torch.Tensor, v: torch.Tensor) -> PrecondState:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""
         st = self._state(state)
         k, v = self._inputs(st.matrix, k, v)
@@ -252,7 +284,7 @@ class _Precond(Memory):
             S = S + (kt * m)[:, :, None] * err[:, None, :]
         return PrecondState(S, A, st.tokens + T)
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: PrecondState, q: torch.Tensor) -> torch.Tensor:
         """q S. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
         _validate.tensor("q", q, ndim=3, finite=False)

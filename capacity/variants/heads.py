@@ -27,10 +27,17 @@ d x dv memory); for random keys the additive memory's mean error is (n - 1) min(
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:
+    from capacity.variants import Variant
 
 __all__ = ["split", "Heads", "check_layout"]
 
@@ -51,7 +58,7 @@ def check_layout(d: int, dv: int, heads: int, value_heads: int | None = None) ->
 class Heads:
     """``memory`` in H key heads and HV value heads (see the module). State: the memory's own, batch B x G."""
 
-    def __init__(self, memory, heads: int, value_heads: int | None = None, *, normalize: bool = True):
+    def __init__(self, memory: Variant, heads: int, value_heads: int | None = None, *, normalize: bool = True) -> None:
         from capacity import variants
 
         if not variants.is_variant(memory):
@@ -67,14 +74,15 @@ class Heads:
         self.linear_read = getattr(memory, "linear_read", False) is True
         if hasattr(memory, "display"):
             self.display = memory.display
-        if callable(getattr(memory, "numel", None)):
-            self.numel = lambda state: self.G * memory.numel(state)
+        numel = getattr(memory, "numel", None)
+        if callable(numel):
+            self.numel: Callable[[Any], int] = lambda state: self.G * numel(state)
 
     additive = False  # per-head normalisation and the mean over shared heads break T2's identity
     delta_rule = False
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         return {**(getattr(self.memory, "params", None) or {}), "heads": self.H, "value_heads": self.HV}
 
     def __repr__(self) -> str:
@@ -84,11 +92,11 @@ class Heads:
         check_layout(d, dv, self.H, self.HV)
         return d // self.H, dv // self.HV
 
-    def state_numel(self, d: int, dv: int, *args, **kwargs) -> int:
+    def state_numel(self, d: int, dv: int, *args: Any, **kwargs: Any) -> int:  # Any: what the memory's takes (n=)
         dk, dvh = self._dims(int(d), int(dv))
         return self.G * int(self.memory.state_numel(dk, dvh, *args, **kwargs))
 
-    def state_bytes(self, d: int, dv: int, dtype="float32", **kwargs) -> int:
+    def state_bytes(self, d: int, dv: int, dtype: object = "float32", **kwargs: Any) -> int:  # Any: as state_numel's
         from capacity.variants import precision
 
         dk, dvh = self._dims(int(d), int(dv))
@@ -97,9 +105,10 @@ class Heads:
     def feature_dim(self, d: int) -> int:
         """State rows of one head for keys of dimension d (its key slice d/H, or its feature map's)."""
         dk = int(d) // self.H
-        return int(self.memory.feature_dim(dk)) if callable(getattr(self.memory, "feature_dim", None)) else dk
+        feature_dim = getattr(self.memory, "feature_dim", None)
+        return int(feature_dim(dk)) if callable(feature_dim) else dk
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:  # Any: the memory's state
         batch = _validate.positive_int("batch", batch)
         dk, dvh = self._dims(int(d), int(dv))
         return self.memory.init_state(batch * self.G, dk, dvh, device=device)
@@ -116,7 +125,7 @@ class Heads:
         s = s.repeat_interleave(self.G // parts, dim=2)  # state g takes slice g // (G / parts)
         return s.permute(0, 2, 1, 3).reshape(B * self.G, t, D // parts)
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: Any, k: torch.Tensor, v: torch.Tensor) -> Any:  # Any: the memory's state
         """Write every head's slices. k ``[B, t, d]``, v ``[B, t, dv]``; returns the state."""
         _validate.tensor("k", k, ndim=3, finite=False)
         _validate.tensor("v", v, ndim=3, finite=False)
@@ -124,7 +133,7 @@ class Heads:
             raise CapacityError(f"{self.name}: k {list(k.shape)} and v {list(v.shape)} must share B and t")
         return self.memory.write(state, self._slices(k, self.H, self.normalize), self._slices(v, self.HV, False))
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor:
         """Every value head's read, concatenated. q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         _validate.tensor("q", q, ndim=3, finite=False)
         B, m, _ = q.shape
@@ -134,7 +143,7 @@ class Heads:
         return r.permute(0, 2, 1, 3).reshape(B, m, self.HV * dvh)
 
 
-def split(memory, heads: int = 1, value_heads: int | None = None, *, normalize: bool = True):
+def split(memory: Variant, heads: int = 1, value_heads: int | None = None, *, normalize: bool = True) -> Variant:
     """``memory`` in ``heads`` key heads and ``value_heads`` value heads (default: as many as key heads); the memory
     itself for one of each."""
     H = _validate.positive_int("heads", heads)

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity.base import _random, _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import GATE, RATE, Memory, unit
 
@@ -61,13 +62,15 @@ class Titans(Memory):
     """Titans' linear memory: momentum eta in [0, 1), step beta in (0, 2), keep gate alpha in (0, 1]."""
 
     name = "titans"
-    backends = ("auto", "torch")
+    backends: tuple[str, ...] = ("auto", "torch")
 
-    def __init__(self, *, alpha=0.99, beta=0.5, eta: float = 0.5, normalize: bool = True, seed: int = 0):
+    def __init__(
+        self, *, alpha: object = 0.99, beta: object = 0.5, eta: float = 0.5, normalize: bool = True, seed: int = 0
+    ) -> None:
         self._setup(normalize=normalize, seed=seed, alpha=(alpha, GATE, False), beta=(beta, RATE, False))
         self.eta = _validate.in_range("titans: eta", eta, 0.0, 1.0, low_open=False, high_open=True)
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {"eta": self.eta}
 
     @property
@@ -78,19 +81,19 @@ class Titans(Memory):
     def state_numel(self, d: int, dv: int) -> int:
         return 2 * int(d) * int(dv)
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> TitansState:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> TitansState:
         M = super().init_state(batch, d, dv, device=device)
         M = M if isinstance(M, torch.Tensor) else M.matrix
         return TitansState(M, torch.zeros_like(M), 0)
 
-    def _state(self, state) -> TitansState:
+    def _state(self, state: object) -> TitansState:
         if not isinstance(state, TitansState):
             raise CapacityError(
                 f"titans: the state must be the TitansState from init_state(), got {type(state).__name__}"
             )
         return state
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor) -> TitansState:
+    def write(self, state: TitansState, k: torch.Tensor, v: torch.Tensor) -> TitansState:
         """One momentum step per token. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""
         st = self._state(state)
         k, v = self._inputs(st.memory, k, v)
@@ -105,7 +108,7 @@ class Titans(Memory):
             M = alpha[:, t, None, None] * M + S
         return TitansState(M, S, st.tokens + T)
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: TitansState, q: torch.Tensor) -> torch.Tensor:
         """q M. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
         return super().read(st.memory, q)
@@ -138,17 +141,17 @@ class TTT(Memory):
     name = "ttt"
     delta_rule = False
     linear_read = False  # gelu(q W1) W2: T8's rank bound does not bind a nonlinear read
-    backends = ("auto", "torch")
+    backends: tuple[str, ...] = ("auto", "torch")
 
-    def __init__(self, *, expand: int = 4, beta=1.0, normalize: bool = True, seed: int = 0):
+    def __init__(self, *, expand: int = 4, beta: object = 1.0, normalize: bool = True, seed: int = 0) -> None:
         if isinstance(expand, bool) or not isinstance(expand, numbers.Integral) or expand < 1:
             raise CapacityError(f"ttt: expand must be a whole number >= 1 (hidden width expand * d), got {expand!r}")
-        self.expand = int(expand)
+        self.expand: int = int(expand)
         self._setup(normalize=normalize, seed=seed, beta=(beta, RATE, False))
         self.seed = _random.check_seed("ttt: seed", seed)
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         out = super().params
         out.update({"expand": self.expand, "seed": self.seed})  # W1 is drawn from the seed
         return out
@@ -157,7 +160,7 @@ class TTT(Memory):
         h = self.expand * int(d)
         return int(d) * h + h * int(dv)
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> TTTState:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> TTTState:
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
@@ -167,12 +170,12 @@ class TTT(Memory):
         w1 = torch.randn(d, h, generator=g, dtype=torch.float64).float().to(dev)
         return TTTState(w1.expand(batch, d, h).clone(), torch.zeros(batch, h, dv, dtype=torch.float32, device=dev), 0)
 
-    def _state(self, state) -> TTTState:
+    def _state(self, state: object) -> TTTState:
         if not isinstance(state, TTTState):
             raise CapacityError(f"ttt: the state must be the TTTState from init_state(), got {type(state).__name__}")
         return state
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor) -> TTTState:
+    def write(self, state: TTTState, k: torch.Tensor, v: torch.Tensor) -> TTTState:
         """One gradient step per token. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""
         st = self._state(state)
         _validate.tensor("k", k, ndim=3, finite=False)
@@ -203,7 +206,7 @@ class TTT(Memory):
             w1 = w1 - lr * (kt[:, :, None] * dz[:, None, :])
         return TTTState(w1, w2, st.tokens + T)
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: TTTState, q: torch.Tensor) -> torch.Tensor:
         """gelu(q W1) W2. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
         _validate.tensor("q", q, ndim=3, finite=False)

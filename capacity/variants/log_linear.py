@@ -48,10 +48,12 @@ from dataclasses import dataclass
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.theory.log_linear import level_weights
 from capacity.variants._bookkeeping import bookkeeping
 from capacity.variants._memory import GATE, RATE, Memory, unit
+from capacity.variants._params import Interval
 
 __all__ = ["LogLinear", "LogLinearState", "level_weights"]
 
@@ -70,23 +72,32 @@ class LogLinear(Memory):
     """Log-linear attention over ``base`` linear (gate alpha) or gated_delta (alpha, beta), per-level weights ``lam``."""
 
     name = "log_linear"
-    backends = ("auto", "torch")
+    backends: tuple[str, ...] = ("auto", "torch")
     linear_read = True  # q (sum_l lam_l S_l): one d x dv matrix per read, fixed weights
 
-    def __init__(self, *, base: str = "linear", alpha=1.0, beta=1.0, lam=0.5, normalize: bool = True, seed: int = 0):
+    def __init__(
+        self,
+        *,
+        base: str = "linear",
+        alpha: object = 1.0,
+        beta: object = 1.0,
+        lam: float | Sequence[float] = 0.5,
+        normalize: bool = True,
+        seed: int = 0,
+    ) -> None:
         if base not in BASES:
             raise CapacityError(f"log_linear: base must be one of {', '.join(BASES)}, got {base!r}")
         self.base = base
-        params = {"alpha": (alpha, GATE, False)}
+        params: dict[str, tuple[object, Interval, bool]] = {"alpha": (alpha, GATE, False)}
         if base == "gated_delta":
             params["beta"] = (beta, RATE, False)
         elif beta != 1.0:
             raise CapacityError("log_linear: beta is the gated delta rule's step; it needs base='gated_delta'")
-        self._setup(normalize=normalize, seed=seed, **params)
+        self._setup(normalize=normalize, seed=seed, **params)  # type: ignore[arg-type]  # alpha, beta: not backend
         self.lam = self._check_lam(lam)
 
     @staticmethod
-    def _check_lam(lam):
+    def _check_lam(lam: object) -> float | list[float]:
         what = "log_linear: lam must be a number in (0, 1] or a non-empty sequence of positive per-level weights"
         if isinstance(lam, numbers.Real) and not isinstance(lam, bool):
             if not 0.0 < float(lam) <= 1.0:
@@ -101,11 +112,11 @@ class LogLinear(Memory):
                 return out
         raise CapacityError(f"{what}, got {lam!r}")
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {"base": self.base, "lam": self.lam}
 
     @property
-    def additive(self) -> bool:
+    def additive(self) -> bool:  # type: ignore[override]  # Memory's class attribute False, computed here
         """False: the levels are weighed (True only for lam = 1, where it is linear attention)."""
         return self.base == "linear" and self.lam == 1.0 and self._constant("alpha", 1.0)
 
@@ -126,11 +137,11 @@ class LogLinear(Memory):
         n = _validate.positive_int("n", n, minimum=0)
         return n.bit_length() * int(d) * int(dv)
 
-    def numel(self, state) -> int:
+    def numel(self, state: LogLinearState) -> int:
         """Numbers the state holds per batch item (its counter, bookkeeping, not counted)."""
         return int(self._state(state).levels[0].numel())
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> LogLinearState:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> LogLinearState:
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
@@ -140,7 +151,7 @@ class LogLinear(Memory):
             torch.zeros(batch, dtype=torch.int64, device=dev),
         )
 
-    def _state(self, state) -> LogLinearState:
+    def _state(self, state: object) -> LogLinearState:
         if not isinstance(state, LogLinearState):
             raise CapacityError(
                 f"log_linear: the state must be the LogLinearState from init_state(), got {type(state).__name__}"
@@ -148,14 +159,14 @@ class LogLinear(Memory):
         return state
 
     def _count(self, st: LogLinearState) -> int:
-        n = st.tokens.unique()
+        n = st.tokens.unique()  # type: ignore[no-untyped-call]  # torch's Tensor.unique has no annotations
         if n.numel() != 1:
             raise CapacityError(
                 f"log_linear: every batch item must have written as many tokens, got {st.tokens.tolist()}"
             )
         return int(n.item())
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor) -> LogLinearState:
+    def write(self, state: LogLinearState, k: torch.Tensor, v: torch.Tensor) -> LogLinearState:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""
         st = self._state(state)
         B, _, d, dv = st.levels.shape
@@ -180,7 +191,7 @@ class LogLinear(Memory):
             S = torch.cat([torch.zeros_like(S[:, :c]), merged[:, None], S[:, c + 1 :]], dim=1)
         return LogLinearState(S, st.tokens + T)
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: LogLinearState, q: torch.Tensor) -> torch.Tensor:
         """sum_j lam_(j+1) q S_j. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
         _validate.tensor("q", q, ndim=3, finite=False)

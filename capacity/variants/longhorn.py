@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import torch
 
-from capacity import kernels
+import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
 from capacity.errors import CapacityError
 from capacity.variants._memory import POSITIVE, Memory
+from capacity.variants.recurrent import State
 
 __all__ = ["Longhorn", "gate_and_key"]
 
@@ -50,10 +51,10 @@ class Longhorn(Memory):
     name = "longhorn"
     delta_rule = False  # the last key does not read back exactly: eps k^2 < 1
 
-    def __init__(self, *, beta=1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"):
+    def __init__(self, *, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto") -> None:
         self._setup(normalize=normalize, seed=seed, backend=backend, beta=(beta, POSITIVE, False))
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the new state."""
         S, start = self._matrix(state)
         k, v = self._inputs(S, k, v)

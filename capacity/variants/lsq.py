@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import Memory, unit
 
@@ -56,17 +57,17 @@ class LSQ(Memory):
     name = "lsq"
     delta_rule = False  # the last key reads back exactly only when n <= d and lam -> 0
 
-    def __init__(self, *, lam: float = 1e-3, normalize: bool = False):
+    def __init__(self, *, lam: float = 1e-3, normalize: bool = False) -> None:
         self._setup(normalize=normalize, seed=0)
         self.lam = _validate.in_range("lsq: lam", lam, 0.0, math.inf, low_open=True, high_open=True)
 
-    def _extra_params(self) -> dict:
+    def _extra_params(self) -> dict[str, object]:
         return {"lam": self.lam}
 
     def state_numel(self, d: int, dv: int) -> int:
         return int(d) * int(d) + int(d) * int(dv)
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> LsqState:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> LsqState:
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
@@ -74,7 +75,7 @@ class LSQ(Memory):
         gram = self.lam * torch.eye(d, dtype=torch.float32, device=dev).expand(batch, d, d).clone()
         return LsqState(gram, torch.zeros(batch, d, dv, dtype=torch.float32, device=dev))
 
-    def _state(self, state) -> LsqState:
+    def _state(self, state: object) -> LsqState:
         if not isinstance(state, LsqState):
             raise CapacityError(f"lsq: the state must be the LsqState from init_state(), got {type(state).__name__}")
         return state
@@ -89,7 +90,8 @@ class LSQ(Memory):
     def solution(self, state: LsqState) -> torch.Tensor:
         """S = A^-1 Bm = (K^T K + lam I)^-1 K^T V, float32 ``[B, d, dv]`` (solved in float64)."""
         st = self._state(state)
-        return torch.linalg.solve(st.gram.double(), st.cross.double()).float()
+        S: torch.Tensor = torch.linalg.solve(st.gram.double(), st.cross.double())  # (torch types solve Any)
+        return S.float()
 
     def read(self, state: LsqState, q: torch.Tensor) -> torch.Tensor:
         """q S with S the ridge solution. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""

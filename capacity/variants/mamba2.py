@@ -19,17 +19,17 @@ import numbers
 
 import torch
 
-from capacity import kernels
+import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
 from capacity.base import _random, _validate
 from capacity.errors import CapacityError
-from capacity.variants.recurrent import Recurrent, TokenState
+from capacity.variants.recurrent import Recurrent, State, TokenState
 
 __all__ = ["Mamba2"]
 
 _FLOOR = 1e-30  # exp(-A dt) below this (dt A > 69) is written as this: the kernels take gates in (0, 1]
 
 
-def _positive(name: str, x, *, allow_zero: bool = False) -> float:
+def _positive(name: str, x: object, *, allow_zero: bool = False) -> float:
     if (
         isinstance(x, bool)
         or not isinstance(x, numbers.Real)
@@ -62,7 +62,8 @@ class Mamba2(Recurrent):
     dt: float = 0.01
     w_std: float = 1.0
 
-    def _more(self, *, A, dt, w_std) -> None:
+    # the fields this class declares, which __init__ passes (narrower than the base's **fields: hence the ignore)
+    def _more(self, *, A: object, dt: object, w_std: object) -> None:  # type: ignore[override]
         self.A = _positive("A", A)
         self.dt = _positive("dt", dt)
         self.w_std = _positive("w_std", w_std, allow_zero=True)
@@ -74,7 +75,7 @@ class Mamba2(Recurrent):
         self._w: dict[int, torch.Tensor] = {}
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         """The parameters; ``variants.get("mamba2", **self.params)`` rebuilds the variant."""
         return {"A": self.A, "dt": self.dt, "w_std": self.w_std, **super().params, "seed": self.seed}
 
@@ -93,7 +94,7 @@ class Mamba2(Recurrent):
         w = self.projection(x.shape[-1]).to(x.device)
         return torch.nn.functional.softplus(x @ w + self.bias).float()
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the state."""
         S, start = self._matrix(state)
         _validate.tensor("k", k, ndim=3, finite=False)

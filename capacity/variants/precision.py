@@ -40,14 +40,21 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from capacity.base import _random, _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._bookkeeping import BOOKKEEPING, bookkeeping
 from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
+
+if TYPE_CHECKING:
+    from capacity.variants import Variant
+    from capacity.variants.recurrent import Recurrent
 
 __all__ = [
     "DTYPES",
@@ -65,7 +72,7 @@ __all__ = [
 ]
 
 
-def _dtype(state_dtype) -> str:
+def _dtype(state_dtype: object) -> str:  # a name or a torch.dtype, checked here
     name = str(state_dtype).replace("torch.", "")
     if name not in TORCH_DTYPES:
         from capacity.variants import quantise
@@ -78,7 +85,7 @@ def _dtype(state_dtype) -> str:
     return name
 
 
-def itemsize(state_dtype) -> int:
+def itemsize(state_dtype: object) -> int:
     """Bytes per number of ``state_dtype`` (4, 2, 2, 1, 1; int8: 1, its scales and residual not counted)."""
     name = _dtype(state_dtype)
     if name not in TORCH_DTYPES:
@@ -90,7 +97,7 @@ def itemsize(state_dtype) -> int:
     return torch.empty(0, dtype=TORCH_DTYPES[name]).element_size()
 
 
-def _rounder_for(state_dtype: str, stochastic: bool, seed, *, feedback: bool = True):
+def _rounder_for(state_dtype: str, stochastic: bool, seed: object, *, feedback: bool = True) -> _Rounder:
     """The rounder of ``state_dtype`` (a checked name): a float format's, or an integer format's with its
     feedback residuals (``capacity.variants.quantise``; ``feedback=False``: none kept)."""
     if state_dtype in TORCH_DTYPES:
@@ -109,7 +116,7 @@ class Rounding:
     stochastic: bool = False
 
     @classmethod
-    def parse(cls, spec) -> Rounding:
+    def parse(cls, spec: object) -> Rounding:
         """From ``"step"``, ``"final"``, ``"chunk=C"``, each optionally with ``+stochastic``, or a Rounding."""
         if isinstance(spec, Rounding):
             return spec
@@ -142,16 +149,17 @@ class Rounding:
         return self.label
 
 
-def round_(state, state_dtype, *, stochastic: bool = False, seed=0, token: int = 0):
+def round_(state: Any, state_dtype: object, *, stochastic: bool = False, seed: object = 0, token: int = 0) -> Any:
     """Round every floating tensor of ``state`` to ``state_dtype`` in place (kept as float32 numbers); returns it.
 
-    Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item.
+    Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item. (``state``: any
+    memory's state, hence Any; ``seed``: one seed or one per batch item.)
     """
     _rounder_for(_dtype(state_dtype), bool(stochastic), seed, feedback=False).round_(state, token)
     return state
 
 
-def _fast_mode(memory) -> str | None:
+def _fast_mode(memory: object) -> str | None:
     """The recurrence a built-in memory applies token by token in ``_fast_step`` (None: write through it)."""
     from capacity.variants.recurrent import Recurrent
 
@@ -167,7 +175,7 @@ def _fast_mode(memory) -> str | None:
 class Stored:
     """``memory`` with its state stored in ``state_dtype``, rounded as ``rounding`` says (see the module)."""
 
-    def __init__(self, memory, state_dtype: str, rounding="step", *, seed=0):
+    def __init__(self, memory: Variant, state_dtype: object, rounding: object = "step", *, seed: object = 0) -> None:
         from capacity import variants
 
         if not variants.is_variant(memory):
@@ -181,16 +189,19 @@ class Stored:
         for flag in ("linear_read", "display", "dims"):
             if hasattr(memory, flag):
                 setattr(self, flag, getattr(memory, flag))
-        if callable(getattr(memory, "feature_dim", None)):
-            self.feature_dim = memory.feature_dim
-        if callable(getattr(memory, "numel", None)):
-            self.numel = lambda state: memory.numel(state.inner if isinstance(state, StoredState) else state)
+        feature_dim, numel = getattr(memory, "feature_dim", None), getattr(memory, "numel", None)
+        if callable(feature_dim):
+            self.feature_dim: Callable[[int], int] = feature_dim
+        if callable(numel):
+            self.numel: Callable[[Any], int] = lambda state: numel(
+                state.inner if isinstance(state, StoredState) else state
+            )
 
     additive = False  # rounding breaks T2's exact identity
     delta_rule = False  # and T12's exact read-back
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         return {
             **(getattr(self.memory, "params", None) or {}),
             "state_dtype": self.state_dtype,
@@ -200,10 +211,10 @@ class Stored:
     def __repr__(self) -> str:
         return f"precision.stored({self.memory!r}, {self.state_dtype!r}, {self.rounding.label!r})"
 
-    def state_numel(self, d: int, dv: int, *args, **kwargs) -> int:
+    def state_numel(self, d: int, dv: int, *args: Any, **kwargs: Any) -> int:  # Any: what the memory's takes (n=)
         return self.memory.state_numel(d, dv, *args, **kwargs)
 
-    def state_bytes(self, d: int, dv: int, dtype=None, **kwargs) -> int:
+    def state_bytes(self, d: int, dv: int, dtype: object = None, **kwargs: Any) -> int:  # Any: state_bytes's n=
         """Bytes the stored state keeps per batch item: its numbers at ``dtype`` (default: the state dtype)."""
         return state_bytes(self.memory, d, dv, self.state_dtype if dtype is None else dtype, **kwargs)
 
@@ -217,20 +228,20 @@ class Stored:
             object.__setattr__(state, "_rounder", r)
         return r
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> StoredState:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> StoredState:
         st = StoredState(self.memory.init_state(batch, d, dv, device=device), 0)
         if self.rounding.kind != "final":
             self._rounder(st).round_(st.inner, 0)
         return st
 
-    def _check(self, state) -> StoredState:
+    def _check(self, state: object) -> StoredState:
         if not isinstance(state, StoredState):
             raise CapacityError(
                 f"{self.name} ({self.state_dtype} state): the state must be the StoredState from init_state(), got {type(state).__name__}"
             )
         return state
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor) -> StoredState:
+    def write(self, state: StoredState, k: torch.Tensor, v: torch.Tensor) -> StoredState:
         """Write the tokens in order, rounding the state as ``rounding`` says. k ``[B, t, d]``, v ``[B, t, dv]``."""
         st = self._check(state)
         _validate.tensor("k", k, ndim=3, finite=False)
@@ -249,7 +260,7 @@ class Stored:
                     st.inner = self.memory.write(st.inner, k[:, t : t + 1], v[:, t : t + 1])
                     rounder.round_(st.inner, st.tokens + t)
         else:  # chunks of C tokens counted from the first token; stored (rounded) at each chunk's end
-            C, t = self.rounding.chunk, 0
+            C, t = cast(int, self.rounding.chunk), 0  # a chunk rounding has its C
             while t < T:
                 pos = st.tokens + t
                 take = min(T - t, C - pos % C)
@@ -260,7 +271,7 @@ class Stored:
         st.tokens += T
         return st
 
-    def _fast_step(self, st: StoredState, k, v, rounder: _Rounder) -> None:
+    def _fast_step(self, st: StoredState, k: torch.Tensor, v: torch.Tensor, rounder: _Rounder) -> None:
         """Token-by-token writes of the built-in linear, decay, gla, delta, gated_delta and kda memories, in place.
 
         The additive and decaying writes are those of the memory's own kernels bit for bit (an outer product is one
@@ -269,7 +280,8 @@ class Stored:
         key channel: a number or one value per row) scale row i of the state by alpha_i before the write, as their
         kernels do (Diag(alpha) S); through their chunked kernels one token at a time they were 6-8 times slower.
         """
-        mem, S = self.memory, st.inner
+        # _fast is set for a built-in Recurrent only, and called with its tensor state
+        mem, S = cast("Recurrent", self.memory), cast(torch.Tensor, st.inner)
         if k.shape[0] != S.shape[0] or k.shape[2] != S.shape[1] or v.shape[2] != S.shape[2] or k.shape[1] != v.shape[1]:
             raise CapacityError(
                 f"{self.name}: shapes do not match: state [B, d, dv] = {list(S.shape)}, k [B, t, d] = {list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
@@ -281,8 +293,9 @@ class Stored:
         vf = v.float()
         col = kf.unsqueeze(-1)  # [B, T, d, 1]: k_t^T
         row_v = vf.unsqueeze(-2)  # [B, T, 1, dv]
-        a = mem._params["alpha"].value if "alpha" in mem._params else 1.0
-        b = mem._params["beta"].value if "beta" in mem._params else 1.0
+        # constants (_fast_mode excludes draws): floats, or for gla and kda a [D] vector, made a column below
+        a = cast("float | torch.Tensor", mem._params["alpha"].value) if "alpha" in mem._params else 1.0
+        b = cast(float, mem._params["beta"].value) if "beta" in mem._params else 1.0
         mode, stochastic = self._fast, rounder.stochastic
         if mode in ("gla", "kda"):  # Diag(alpha) S: one gate per row, [D, 1] (a constant or a vector, never drawn)
             a = torch.as_tensor(mem._params["alpha"].values(S.shape[0], 0, 1, S.shape[1], mem.seed, S.device))
@@ -301,7 +314,7 @@ class Stored:
             else:
                 rounder.nearest(S)
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: StoredState, q: torch.Tensor) -> torch.Tensor:
         """The memory's read of the stored state (for ``final``, of the float32 state rounded now)."""
         st = self._check(state)
         if self.rounding.kind != "final":
@@ -313,7 +326,7 @@ class Stored:
         return self.memory.read(snapshot, q)
 
 
-def stored(memory, state_dtype="float32", rounding="step", *, seed=0):
+def stored(memory: Variant, state_dtype: object = "float32", rounding: object = "step", *, seed: object = 0) -> Variant:
     """``memory`` with its state stored in ``state_dtype`` (see the module); ``memory`` itself for float32."""
     if _dtype(state_dtype) == "float32":
         Rounding.parse(rounding)  # checked all the same
@@ -321,7 +334,7 @@ def stored(memory, state_dtype="float32", rounding="step", *, seed=0):
     return Stored(memory, state_dtype, rounding, seed=seed)
 
 
-def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = None) -> int:
+def state_bytes(memory: Variant, d: int, dv: int, dtype: object = "float32", *, n: int | None = None) -> int:
     """Bytes one batch item's state keeps at ``dtype``, every state tensor counted.
 
     Uses the memory's own ``state_bytes(d, dv, dtype)`` where it declares one (a memory with a state in mixed
@@ -355,7 +368,7 @@ def state_bytes(memory, d: int, dv: int, dtype="float32", *, n: int | None = Non
         g = _random.generator(0, "precision/state_bytes")
         state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
         if not quantised:
-            return int(memory.numel(state)) * size
+            return int(memory.numel(state)) * size  # type: ignore[attr-defined]  # grows: it has numel
     tensors = state_tensors(state, stored=True)
     if quantised:  # integers, scales and residuals (capacity.variants.quantise.nbytes)
         from capacity.variants import quantise

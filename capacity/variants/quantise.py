@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -83,7 +85,7 @@ class Spec:
             return Spec(int(self.feedback[3:]), self.scope, self.group, None)
         return None
 
-    def scales(self, shape) -> int:
+    def scales(self, shape: Sequence[int]) -> int:
         """How many scales a tensor of ``shape`` (one batch item: the shape without its batch dimension) keeps."""
         shape = tuple(int(s) for s in shape)
         numel = math.prod(shape)
@@ -95,19 +97,20 @@ class Spec:
             return numel // shape[-1]
         if self.scope == "col":
             return numel // shape[-2] if len(shape) >= 2 else 1
-        _group_fits(self.group, shape)
-        return numel // self.group
+        group = cast(int, self.group)  # scope group: its size is set
+        _group_fits(group, shape)
+        return numel // group
 
     def __str__(self) -> str:
         return self.label
 
 
-def is_quantised(name) -> bool:
+def is_quantised(name: object) -> bool:
     """Whether ``name`` is spelled as an integer format (``int...``), valid or not."""
     return isinstance(name, str) and name.strip().startswith("int")
 
 
-def parse(name) -> Spec:
+def parse(name: object) -> Spec:
     """A Spec from its spelling (``"int8"``, ``"int8/row"``, ``"int4/col+ef"``, ``"int8/g32+int4"``, a Spec)."""
     if isinstance(name, Spec):
         return name
@@ -130,7 +133,7 @@ def parse(name) -> Spec:
     return Spec(int(m["bits"]), scope, group, fb)
 
 
-def _group_fits(group: int, shape) -> None:
+def _group_fits(group: int, shape: Sequence[int]) -> None:
     last = int(shape[-1]) if len(shape) else 1
     if last % group:
         raise CapacityError(
@@ -139,7 +142,7 @@ def _group_fits(group: int, shape) -> None:
         )
 
 
-def _grouped(t: torch.Tensor, spec: Spec) -> tuple[torch.Tensor, callable]:
+def _grouped(t: torch.Tensor, spec: Spec) -> tuple[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]]:
     """``t`` [B, ...] as groups ``[G, m]`` (each row one scale's entries) and the function that puts a ``[G, m]``
     tensor back in ``t``'s shape."""
     shape = t.shape
@@ -156,11 +159,12 @@ def _grouped(t: torch.Tensor, spec: Spec) -> tuple[torch.Tensor, callable]:
         moved = t.transpose(-1, -2)
         mshape = moved.shape
         return moved.reshape(-1, mshape[-1]), lambda x: x.reshape(mshape).transpose(-1, -2)
-    _group_fits(spec.group, shape[1:])
-    return t.reshape(-1, spec.group), lambda x: x.reshape(shape)
+    group = cast(int, spec.group)  # scope group: its size is set
+    _group_fits(group, shape[1:])
+    return t.reshape(-1, group), lambda x: x.reshape(shape)
 
 
-def quantise(x: torch.Tensor, spec, uniform: torch.Tensor | None = None) -> torch.Tensor:
+def quantise(x: torch.Tensor, spec: Spec | str, uniform: torch.Tensor | None = None) -> torch.Tensor:
     """``x`` [B, ...] rounded to the integer format ``spec`` (feedback aside): q scale with scale the group's
     largest magnitude over Q and q = round(x / scale) (half to even), or floor(x / scale + uniform) for stochastic
     rounding (``uniform``: U[0, 1) draws of x's shape). A group of zeros stays zero; non-finite entries make
@@ -180,7 +184,7 @@ def quantise(x: torch.Tensor, spec, uniform: torch.Tensor | None = None) -> torc
     return back(q * scale)
 
 
-def nbytes(spec, shapes) -> int:
+def nbytes(spec: Spec | str, shapes: Iterable[Sequence[int]]) -> int:
     """Bytes of tensors of ``shapes`` (each one batch item's shape) stored in ``spec``: the integers (bits / 8 a
     number, rounded up to whole bytes per tensor), a float32 scale per group, and the residual (+ef: float32;
     +int4 / +int8: its integers and scales)."""
@@ -201,15 +205,15 @@ class Quantiser(_Rounder):
     """Rounds a state's float32 tensors in place to an integer format, keeping the feedback residuals (one per
     tensor position) between roundings. ``feedback=False``: the residuals are neither used nor kept."""
 
-    def __init__(self, spec, stochastic: bool, seed, *, feedback: bool = True):
+    def __init__(self, spec: Spec | str, stochastic: bool, seed: object, *, feedback: bool = True) -> None:
         self.spec = parse(spec)
         self.stochastic, self.seed = bool(stochastic), _seeds(seed)
         self.feedback = bool(feedback) and self.spec.feedback is not None
-        self._streams: dict = {}
-        self._residual: dict = {}  # tensor position -> float32 residual (its stored value for +int4)
+        self._streams: dict[tuple[int | str, int], tuple[int, torch.Tensor]] = {}
+        self._residual: dict[int, torch.Tensor] = {}  # tensor position -> float32 residual (its stored value for +int4)
         self._next: int | None = None  # position of the next tensor met inside round_
 
-    def round_(self, state, token: int) -> None:
+    def round_(self, state: object, token: int) -> None:
         self._next = 0
         try:
             super().round_(state, token)
@@ -227,13 +231,13 @@ class Quantiser(_Rounder):
             self._next += 1
         self._apply(t, which, token)
 
-    def _draws(self, t: torch.Tensor, which, token: int) -> torch.Tensor:
+    def _draws(self, t: torch.Tensor, which: int | str, token: int) -> torch.Tensor:
         if t.ndim == 0:
             raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")
         B = t.shape[0]
         return torch.stack([self._uniform(which, b, token, t.shape[1:], t.device, B) for b in range(B)])
 
-    def _apply(self, t: torch.Tensor, which: int, token) -> None:
+    def _apply(self, t: torch.Tensor, which: int, token: int | None) -> None:
         x = t
         if self.feedback:
             r = self._residual_for(which, t)
@@ -250,7 +254,7 @@ class Quantiser(_Rounder):
             self._residual[which] = err
         t.copy_(q)
 
-    def _residual_for(self, which: int, t: torch.Tensor):
+    def _residual_for(self, which: int, t: torch.Tensor) -> torch.Tensor | None:
         r = self._residual.get(which)
         if r is None or r.shape == t.shape:
             return r

@@ -17,20 +17,22 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from dataclasses import fields as _fields
-from typing import ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import torch
 
-from capacity import kernels
+import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
 from capacity.base import _random, _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.inputs import features
-from capacity.variants._params import Param
+from capacity.inputs.features import FeatureMap
+from capacity.variants._params import Interval, Param
 
 __all__ = ["Recurrent", "TokenState", "state_matrix"]
 
-GATE = {"low": 0.0, "high": 1.0, "high_open": False}  # alpha in (0, 1]
-BETA = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
+GATE: Interval = {"low": 0.0, "high": 1.0, "high_open": False}  # alpha in (0, 1]
+BETA: Interval = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
 _TINY = 1e-30  # floor of the normaliser phi(q) . z, which is >= 0 for the positive maps
 
 
@@ -42,7 +44,10 @@ class TokenState:
     tokens: int
 
 
-def state_matrix(name: str, drawn: bool, state) -> tuple[torch.Tensor, int]:
+State: TypeAlias = "torch.Tensor | TokenState"  # what init_state and write give: a TokenState when drawing per token
+
+
+def state_matrix(name: str, drawn: bool, state: object) -> tuple[torch.Tensor, int]:
     """The float32 ``[B, D, dv]`` matrix of a state and the number of tokens written before it.
 
     ``drawn``: the variant draws a gate or beta per token, so its state is a ``TokenState``.
@@ -77,29 +82,40 @@ class Recurrent:
     gate_per_channel: ClassVar[bool] = False  # the gate alpha: one per feature row of the state (gla, kda)
 
     normalize: bool = False
-    feature: object = None
+    feature: FeatureMap | None = None  # given as a name of capacity.features or a FeatureMap; kept as the map
     normalize_read: bool = False
     seed: int = 0
     backend: str = "auto"
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:  # Any: whatever a further base class takes
         super().__init_subclass__(**kwargs)
         dataclass(init=False, eq=False, repr=False)(cls)  # the subclass's own fields join the base's
         fields = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default) for f in _fields(cls)]
         extra = inspect.Parameter("feature_params", inspect.Parameter.VAR_KEYWORD)
-        cls.__signature__ = inspect.Signature(fields + [extra])
+        cls.__signature__ = inspect.Signature(fields + [extra])  # type: ignore[attr-defined]  # read by inspect.signature
 
-    def __init__(self, **params):
+    def __init__(self, **params: Any) -> None:  # Any: a user's parameters, checked by _setup and _more
         declared = {f.name: f.default for f in _fields(type(self))}
         values = {**declared, **{k: params.pop(k) for k in list(params) if k in declared}}
         core = {k: values.pop(k) for k in list(values) if k in _CORE}
         self._setup(**core, feature_params=params)
         self._more(**values)
 
-    def _more(self, **fields) -> None:
+    def _more(self, **fields: Any) -> None:  # Any: a subclass's own fields as the user gave them
         """Check and keep a subclass's own fields besides the shared ones (none here)."""
 
-    def _setup(self, *, normalize, feature, normalize_read, seed, backend, feature_params, alpha=None, beta=None):
+    def _setup(
+        self,
+        *,
+        normalize: bool,
+        feature: str | FeatureMap | None,
+        normalize_read: bool,
+        seed: int,
+        backend: str,
+        feature_params: dict[str, object],
+        alpha: object = None,
+        beta: object = None,
+    ) -> None:
         """Check the declared parameters, build the feature map and the gate and step parameters."""
         for flag, value in (("normalize", normalize), ("normalize_read", normalize_read)):
             if not isinstance(value, bool):
@@ -143,9 +159,11 @@ class Recurrent:
         if map_seed is not None and map_seed != self.seed:  # a FeatureMap built with its own seed
             if self.drawn:
                 raise CapacityError(
-                    f"{self.name}: the {self.feature.name} map has seed {map_seed} but the variant's seed is {self.seed}; one seed drives every draw of a variant: pass seed={map_seed}"
+                    f"{self.name}: the {self.feature.name} map has seed {map_seed} but the variant's seed is {self.seed}; one seed drives every draw of a variant: pass seed={map_seed}"  # type: ignore[union-attr]  # a seed only with a map
                 )
-            self.seed = map_seed  # the variant draws nothing else, so its seed is the map's
+            # the variant draws nothing else, so its seed is the map's: an int, or the CPU torch.Generator a Performer
+            # was built with (which draws take as well)
+            self.seed = map_seed  # type: ignore[assignment]
 
     # ------------------------------------------------------------------ description
 
@@ -169,12 +187,12 @@ class Recurrent:
         return not self.normalize_read
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         """Every parameter that can change the numbers; ``variants.get(self.name, **self.params)`` rebuilds the variant.
 
         (``seed`` appears when something is drawn from it, ``normalize_read`` and the map's parameters with a map.)
         """
-        out = {p: self._params[p].spec() for p in ("alpha", "beta") if p in self._params}
+        out: dict[str, object] = {p: self._params[p].spec() for p in ("alpha", "beta") if p in self._params}
         out["normalize"] = self.normalize
         if self.feature is not None:
             out["feature"] = self.feature.name
@@ -197,7 +215,9 @@ class Recurrent:
 
     # ------------------------------------------------------------------ the protocol
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None):
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> State:
+        """An empty float32 state ``[batch, D, dv]`` (``[batch, D, dv + 1]`` with normalize_read), in a TokenState
+        when something is drawn per token."""
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
@@ -212,13 +232,13 @@ class Recurrent:
             raise
         return TokenState(S, 0) if self.drawn else S
 
-    def _matrix(self, state) -> tuple[torch.Tensor, int]:
+    def _matrix(self, state: object) -> tuple[torch.Tensor, int]:
         return state_matrix(self.name, self.drawn, state)
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
         return x if self.feature is None else self.feature(x)  # [B, t, d] -> [B, t, D]
 
-    def write(self, state, k: torch.Tensor, v: torch.Tensor):
+    def write(self, state: State, k: torch.Tensor, v: torch.Tensor) -> State:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns the state."""
         S, start = self._matrix(state)
         _validate.tensor("k", k, ndim=3, finite=False)
@@ -230,7 +250,7 @@ class Recurrent:
         if self.normalize_read:
             v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # [B, T, dv + 1]: the last column sums phi(k)
         D = S.shape[1]
-        args = {}
+        args: dict[str, float | torch.Tensor] = {}
         if "alpha" in self._params:
             args["alpha"] = self._params["alpha"].values(B, start, T, D, self.seed, S.device)
         if "beta" in self._params:
@@ -241,12 +261,12 @@ class Recurrent:
             raise CapacityError(f"{self.name}: {exc}") from None
         return TokenState(S, start + T) if self.drawn else S
 
-    def read(self, state, q: torch.Tensor) -> torch.Tensor:
+    def read(self, state: State, q: torch.Tensor) -> torch.Tensor:
         """phi(q) S (divided by phi(q) . z with normalize_read). Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         S, _ = self._matrix(state)
         _validate.tensor("q", q, ndim=3, finite=False)
         try:
-            r = kernels.read(S, self._features(q), normalize=self.normalize)  # [B, m, dv (+1)]
+            r: torch.Tensor = kernels.read(S, self._features(q), normalize=self.normalize)  # [B, m, dv (+1)]
         except CapacityError as exc:
             raise CapacityError(f"{self.name}: {exc}") from None
         if self.normalize_read:

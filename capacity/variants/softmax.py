@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from capacity.base import _validate
+from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.kernels._batched import matmul
 
@@ -48,7 +49,7 @@ class Softmax:
     delta_rule = False
     linear_read = False  # the cache grows and the read is a softmax: T8 does not bind it
 
-    def __init__(self, *, scale=None, normalize: bool = False):
+    def __init__(self, *, scale: float | None = None, normalize: bool = False) -> None:
         if scale is not None:
             scale = _validate.in_range("softmax: scale", scale, 0.0, math.inf, low_open=True, high_open=True)
         if not isinstance(normalize, bool):
@@ -56,13 +57,13 @@ class Softmax:
         self.scale, self.normalize = scale, normalize
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         return {"scale": self.scale, "normalize": self.normalize}
 
     def __repr__(self) -> str:
         return f"variants.get('softmax', scale={self.scale!r}, normalize={self.normalize})"
 
-    def init_state(self, batch: int, d: int, dv: int, *, device=None) -> Cache:
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Cache:
         batch = _validate.positive_int("batch", batch)
         d = _validate.positive_int("d", d)
         dv = _validate.positive_int("dv", dv)
