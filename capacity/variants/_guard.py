@@ -120,6 +120,6 @@ def _binds(sig: inspect.Signature, args, kwargs) -> bool:
     return True
 
 
-def guard(variant) -> Guarded:
+def guard(variant: object) -> Guarded:
     """``variant`` behind ``Guarded`` (once: a guarded variant is returned as it is)."""
     return variant if isinstance(variant, Guarded) else Guarded(variant)

@@ -27,10 +27,15 @@ d x dv memory); for random keys the additive memory's mean error is (n - 1) min(
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from capacity.base import _validate
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.variants import Variant
 
 __all__ = ["split", "Heads", "check_layout"]
 
@@ -134,7 +139,7 @@ class Heads:
         return r.permute(0, 2, 1, 3).reshape(B, m, self.HV * dvh)
 
 
-def split(memory, heads: int = 1, value_heads: int | None = None, *, normalize: bool = True):
+def split(memory: Variant, heads: int = 1, value_heads: int | None = None, *, normalize: bool = True) -> Variant:
     """``memory`` in ``heads`` key heads and ``value_heads`` value heads (default: as many as key heads); the memory
     itself for one of each."""
     H = _validate.positive_int("heads", heads)

@@ -40,7 +40,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -48,6 +50,9 @@ from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.variants._bookkeeping import BOOKKEEPING, bookkeeping
 from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
+
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.variants import Variant
 
 __all__ = [
     "DTYPES",
@@ -313,7 +318,9 @@ class Stored:
         return self.memory.read(snapshot, q)
 
 
-def stored(memory, state_dtype="float32", rounding="step", *, seed=0):
+def stored(
+    memory: Variant, state_dtype: str = "float32", rounding: str = "step", *, seed: int | Sequence[int] = 0
+) -> Variant:
     """``memory`` with its state stored in ``state_dtype`` (see the module); ``memory`` itself for float32."""
     if _dtype(state_dtype) == "float32":
         Rounding.parse(rounding)  # checked all the same
