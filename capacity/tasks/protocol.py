@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
@@ -138,11 +139,11 @@ class Schema:
     ``coords``: coordinates the assembled Dataset adds, name -> ``(dims, values, attrs)``; ``scalars``: dimensions the
     assembled Dataset holds as scalar coordinates (bill's one key family and seed)."""
 
-    # a dimension's values are numbers or labels (list[Any]: lists are invariant, and each task's are of one kind)
-    dims: dict[str, list[Any]]
+    # a dimension's values are numbers or labels, each dimension's of one kind
+    dims: Mapping[str, Sequence[Any]]
     variables: dict[str, Variable]
-    extra: dict[str, list[Any]] = field(default_factory=dict)
-    coords: dict[str, tuple[str | tuple[str, ...], Any, dict[str, Any]]] = field(default_factory=dict)
+    extra: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    coords: Mapping[str, tuple[str | tuple[str, ...], Any, Mapping[str, Any]]] = field(default_factory=dict)
     scalars: dict[str, Any] = field(default_factory=dict)
 
     def dims_of(self, name: str) -> tuple[str, ...]:

@@ -7,8 +7,8 @@ the statistics of ``capacity.keys.describe``, and with ``age_bins`` each metric 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
