@@ -135,7 +135,7 @@ def split(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def scalar(text: str):
+def scalar(text: str) -> bool | int | float | str:
     """A command-line value: an int, a float (also a fraction ``1/8``), true/false, else the string itself.
 
     >>> scalar("1/8"), scalar("3"), scalar("true"), scalar("orthonormal")

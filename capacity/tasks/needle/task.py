@@ -96,7 +96,11 @@ class NeedleTask(Task[Needle]):
 
     def schema(self, study: StudyView[Needle]) -> Schema:
         p = study.task
-        dims: dict[str, list[Any]] = {"haystack": list(p.haystack), "depth": list(p.depth), "seed": list(study.grid.seed)}
+        dims: dict[str, list[Any]] = {
+            "haystack": list(p.haystack),
+            "depth": list(p.depth),
+            "seed": list(study.grid.seed),
+        }
         own = {"recall": ("haystack", "depth", "seed", "candidates")}
         variables = {
             m: Variable(own.get(m, tuple(dims)), dict(zip(_ATTRS, meta))) for m, meta in needle.METRICS.items()
