@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np

@@ -6,8 +6,8 @@ distractors come from the task's settings. The assembled study adds T10's predic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np

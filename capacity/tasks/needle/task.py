@@ -6,8 +6,8 @@ A cell's Dataset holds the needle metrics over ``n``, ``haystack``, ``depth`` an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np

@@ -9,8 +9,8 @@ setting is a field of ``Trained`` and so part of the reuse key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
