@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import xarray as xr
@@ -28,7 +28,7 @@ from capacity.sweep import executors, provenance
 from capacity.sweep import store as store_mod
 from capacity.sweep.assemble import assemble, split
 from capacity.sweep.config import Grid, Study
-from capacity.sweep.jobs import READ_FILES, check, check_memory, measure, prepare
+from capacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store, declared
 
@@ -205,7 +205,6 @@ def _measure(
     bar = Progress(study.name, total, done, show=progress and not quiet, verbose=verbose, start=start)
     # in this process on a CPU, small passes run on one torch thread: their many small ops only wait for the others
     one, measured = executor == "serial" and plan.device.type == "cpu", 0
-    job = {"study": study, "device": str(plan.device), "imports": imports}
     by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
     bundles: dict[
         tuple[Any, ...], list[tuple[str, Pass, Variant, int | None]]
@@ -215,7 +214,8 @@ def _measure(
         bundles.setdefault((same, p.seeds, p.ns, p.queries), []).append(
             (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
         )
-    jobs = [(ps[0][0], {**job, "passes": ps}) for ps in bundles.values()]
+    device = str(plan.device)
+    jobs = [(ps[0][0], Job(study=study, device=device, imports=imports, passes=ps)) for ps in bundles.values()]
     variables = {v: np.dtype(var.dtype).str for v, var in plan.schema.variables.items()}  # as split() checked
     stream = executors.execute(executor, measure, jobs, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
@@ -274,5 +274,6 @@ def compare(
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else seeds
-    grid = Grid(variant=tuple(variants), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
+    listed = cast("Sequence[str | Variant]", variants)  # cast: one memory or label was put in a list above
+    grid = Grid(variant=tuple(listed), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)
