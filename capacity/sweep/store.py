@@ -189,7 +189,10 @@ class Store:
         for item, values in body["points"].items():
             try:
                 seed, n = map(int, item.split())
-                point = {v: _value(values[v], body["variables"][v], declared and declared[v]) for v in variables}
+                point = {
+                    v: _value(values[v], body["variables"][v], None if declared is None else declared[v])
+                    for v in variables
+                }
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 return {}, {}, f"malformed at point {item!r} ({exc})"
             points[seed, n] = point
