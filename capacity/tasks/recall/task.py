@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -21,14 +21,13 @@ from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
 from capacity.tasks import probe
 from capacity.tasks._shared import drawn
-from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from capacity.tasks.protocol import CellView, Config, GridView, Measured, Schema, StudyView, Task, Variable
 from capacity.variants import heads, precision
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
-    from capacity.tasks.bill.task import Bill
     from capacity.variants import Variant
 
 __all__ = ["Recall", "RecallTask", "age_edges", "check_values", "check_values_fit", "TORCH_DTYPES"]
@@ -126,7 +125,7 @@ def check_values(family: str) -> None:
     _validate.choice("value family", family, values.available())
 
 
-def check_values_fit(study: StudyView[Recall] | StudyView[Bill]) -> None:
+def check_values_fit(study: _ValuedStudy) -> None:
     """Orthonormal values exist for n <= dv: refuse a grid that asks for more, in one line."""
     g = study.grid
     if study.task.values == "orthonormal":
@@ -136,6 +135,20 @@ def check_values_fit(study: StudyView[Recall] | StudyView[Bill]) -> None:
                     raise CapacityError(
                         f"orthonormal values need n <= dv; the grid asks for n = {max(g.ns(d))} with dv = {dv} at d = {d}"
                     )
+
+
+class _Valued(Protocol):
+    @property
+    def values(self) -> str: ...
+
+
+class _ValuedStudy(Protocol):
+    """A study whose task draws values of a family (recall's, bill's): what ``check_values_fit`` reads."""
+
+    @property
+    def grid(self) -> GridView: ...
+    @property
+    def task(self) -> _Valued: ...
 
 
 def age_edges(study: StudyView[Config]) -> list[int]:
