@@ -64,12 +64,9 @@ def split(measured: Measured, schema: Schema, task: str | None, seeds: Sequence[
         at = var.dims.index("seed") if "seed" in var.dims else None
         for j, n in enumerate(order):
             for i, s in enumerate(seeds):  # basic indexing: a view
-                view: tuple[int | slice, ...] = (
-                    j,
-                    *[slice(None)] * (at or 0),
-                    i,
-                )  # a local: mypy reads x[(j, *...)] as 3.11 syntax
-                points[int(s), int(n)][name] = x[j] if at is None else x[view]
+                # the index as a local: mypy reads x[(j, *...)] as Python 3.11's x[j, *...]
+                view: tuple[int | slice, ...] = (j,) if at is None else (j, *[slice(None)] * at, i)
+                points[int(s), int(n)][name] = x[view]
     return points
 
 
