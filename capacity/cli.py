@@ -20,9 +20,21 @@ import os
 import signal
 import sys
 import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
+from typing import TYPE_CHECKING, Any
 
 from capacity import __version__
 from capacity.errors import CapacityError, Terminated, UserCodeError
+
+if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's start-up stays short)
+    import threading
+    import types
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+    from typing import NoReturn
+
+    from capacity.sweep import RunResult
+
+    _Handler = Callable[[int, types.FrameType | None], Any] | int | None  # what signal.signal returns
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
 SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, age_bins, top_k, queries, repeats, vocab, overwrite, distractors, haystack, depth, needles, candidates, vocabulary, lr, steps, batch, weight_decay, beta1, beta2, test, learned_steps, learned_lr"  # Study.settable_keys()
@@ -32,12 +44,12 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line and exit code 2, never a traceback; every command takes
     --traceback too (before or after the command's name)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # argparse.ArgumentParser's
         super().__init__(*args, **kwargs)
         if kwargs.get("prog", "capacity") != "capacity":  # a command: the flag again, not overriding the global one
             self.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise CapacityError(f"{message} (see '{self.prog} --help')")
 
 
@@ -52,7 +64,7 @@ _STOPPED = {
 }
 
 
-def _end_anyway(signum: int) -> bool:
+def _end_anyway(signum: signal.Signals) -> bool:
     """After a stop signal: if the command has not ended within ``GRACE`` seconds (code that swallowed the exception,
     or C code that never returns to Python), end it with the signal's status and line. Every finished point is on
     disk already; worker processes die with this one (PR_SET_PDEATHSIG, the Dask nannies' watchdog). False when the
@@ -67,7 +79,7 @@ def _end_anyway(signum: int) -> bool:
     unwound = threading.Event()
     _ARMED.append(unwound)
 
-    def later():
+    def later() -> None:
         if unwound.wait(GRACE):  # main() returned in time
             return
         try:
@@ -80,11 +92,11 @@ def _end_anyway(signum: int) -> bool:
 
 
 _EXIT = os._exit  # taken at import: inside user code, capacity.errors.user_code replaces os._exit for a while
-_ARMED: list = []  # the events of the stop watchdogs started by this command (set when main returns)
-_STOPPING: set = set()  # the stop signals this command is handling (cleared when main returns)
+_ARMED: list[threading.Event] = []  # the events of the stop watchdogs started by this command (set when main returns)
+_STOPPING: set[int] = set()  # the stop signals this command is handling (cleared when main returns)
 
 
-_HELD: list = []  # while torch is imported (``_uninterrupted``): the stop signals that arrived meanwhile
+_HELD: list[int] = []  # while torch is imported (``_uninterrupted``): the stop signals that arrived meanwhile
 _HOLDING = False
 
 
@@ -93,8 +105,8 @@ def _stop(signum: int) -> None:
     raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
 
 
-def _on_stop(signum, frame):
-    if _end_anyway(signum):
+def _on_stop(signum: int, frame: types.FrameType | None) -> None:
+    if _end_anyway(signal.Signals(signum)):
         if _HOLDING:
             _HELD.append(signum)
         else:
@@ -102,7 +114,7 @@ def _on_stop(signum, frame):
 
 
 @contextlib.contextmanager
-def _uninterrupted():
+def _uninterrupted() -> Iterator[None]:
     """Hold the stop signals while torch is imported, and raise them after: torch runs part of its import in C++
     (``torch._C._c10d_init``), and an exception a signal handler raises in there ends the process with ``abort()``
     (an interrupt 1.5 s into ``capacity check`` on a loaded machine did, 2026-12-03). ``GRACE`` still bounds the
@@ -121,7 +133,7 @@ def _log(msg: str) -> None:
     print(f"capacity: {msg}", file=sys.stderr, flush=True)
 
 
-def _cmd_check(args) -> int:
+def _cmd_check(args: argparse.Namespace) -> int:
     from capacity.check import format_table, run_checks
 
     only = [t.strip() for t in args.only.split(",") if t.strip()] if args.only is not None else None
@@ -130,7 +142,7 @@ def _cmd_check(args) -> int:
     return 0 if all(r.passed for r in rows) else 1
 
 
-def _render(result, args) -> None:
+def _render(result: RunResult, args: argparse.Namespace) -> None:
     """Draw the figures of a finished run; a figure that cannot be drawn is a warning, never a failed command."""
     from capacity import plots
 
@@ -160,7 +172,7 @@ def _render(result, args) -> None:
         _silence_stdout()
 
 
-def _run_options(args) -> dict:
+def _run_options(args: argparse.Namespace) -> dict[str, Any]:  # sweep.run's keywords
     return dict(
         out=args.out,
         device=args.device,
@@ -173,7 +185,7 @@ def _run_options(args) -> dict:
     )
 
 
-def _cmd_run(args) -> int:
+def _cmd_run(args: argparse.Namespace) -> int:
     from capacity import studies, sweep
     from capacity.base import plugins
 
@@ -185,20 +197,22 @@ def _cmd_run(args) -> int:
     return 0
 
 
-def _cmd_compare(args) -> int:
+def _cmd_compare(args: argparse.Namespace) -> int:
     from capacity import sweep
     from capacity.base import labels, plugins
 
     plugins.import_modules(args.imports)
     # the lists are read as --set reads them (one parser), and checked by the grid as --set's are
-    kwargs = {k: tuple(labels.split(getattr(args, k))) for k in ("d", "load", "keys") if getattr(args, k) is not None}
+    kwargs: dict[str, Any] = {
+        k: tuple(labels.split(getattr(args, k))) for k in ("d", "load", "keys") if getattr(args, k) is not None
+    }
     result = sweep.compare(args.variants, seeds=args.seeds, name=args.name, **kwargs, **_run_options(args))
     print(result.path)
     _render(result, args)
     return 0
 
 
-def _cmd_list(args) -> int:
+def _cmd_list(args: argparse.Namespace) -> int:
     from capacity.base import catalog
 
     for title in catalog.SECTIONS if args.what == "all" else [args.what]:
@@ -210,7 +224,7 @@ def _cmd_list(args) -> int:
     return 0
 
 
-def _cmd_store(args) -> int:
+def _cmd_store(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from capacity.base import _files
@@ -220,7 +234,7 @@ def _cmd_store(args) -> int:
     root = Path(args.results) / ".sweep"
     if not root.is_dir():
         raise CapacityError(f"{args.results} holds no stored points (no folder {root}); give the --out of a run")
-    age = lambda s: (
+    age: Callable[[float | None], str] = lambda s: (
         "-"
         if s is None
         else f"{s / 86400:.1f} d"
@@ -243,7 +257,7 @@ def _cmd_store(args) -> int:
     return 0
 
 
-def _store_row(folder, age, args) -> None:
+def _store_row(folder: Path, age: Callable[[float | None], str], args: argparse.Namespace) -> None:
     """One study's line of ``capacity store``, and what --prune removes (or would) below it."""
     from capacity.sweep.store import Store
 
@@ -270,7 +284,7 @@ def _store_row(folder, age, args) -> None:
         )
 
 
-def _cmd_plot(args) -> int:
+def _cmd_plot(args: argparse.Namespace) -> int:
     from capacity.plots import render_path
 
     for path in render_path(args.results, out=args.out):
@@ -278,7 +292,7 @@ def _cmd_plot(args) -> int:
     return 0
 
 
-def _sweep_options(p) -> None:
+def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: results)")
     p.add_argument(
         "--device",
@@ -417,13 +431,13 @@ TRACEBACK_HINT = "run with --traceback for the full traceback"
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool that the closed pipe ended
 
 
-def _traceback_asked(argv) -> bool:
+def _traceback_asked(argv: list[str] | None) -> bool:
     """--traceback anywhere on the command line, or CAPACITY_TRACEBACK set to anything but '' or 0."""
     args = sys.argv[1:] if argv is None else argv
     return "--traceback" in args or os.environ.get("CAPACITY_TRACEBACK", "").strip() not in ("", "0")
 
 
-def _line(exc: BaseException) -> str:
+def _line(exc: BaseException | str) -> str:
     """The exception's message on one line (its lines joined)."""
     return " ".join(s.strip() for s in str(exc).splitlines() if s.strip()) or type(exc).__name__
 
@@ -498,7 +512,7 @@ def _matplotlib_home() -> str | None:
             return False
         return os.path.isdir(path) and os.access(path, os.W_OK)
 
-    writable = lambda base: usable(os.path.join(base, "matplotlib"))
+    writable: Callable[[str], bool] = lambda base: usable(os.path.join(base, "matplotlib"))
     if os.environ.get("MPLCONFIGDIR"):  # the user's choice, when matplotlib can use it
         if usable(os.environ["MPLCONFIGDIR"]):
             return None
@@ -513,7 +527,14 @@ def _matplotlib_home() -> str | None:
     return path
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:  # warnings.showwarning's signature
     print(f"capacity: warning: {_line(message)}", file=sys.stderr, flush=True)
 
 
@@ -556,7 +577,8 @@ def _main(argv: list[str] | None) -> int:
             if args.command in ("run", "compare", "plot", "check"):  # the commands that import torch
                 with _uninterrupted():
                     import torch  # noqa: F401
-            return args.func(args)
+            command: Callable[[argparse.Namespace], int] = args.func  # the command's _cmd_* function
+            return command(args)
     except BrokenPipeError as exc:  # the reader went away (| head): end quietly, like a shell tool
         if _output_closed():
             _silence_stdout()
@@ -604,10 +626,10 @@ def _main(argv: list[str] | None) -> int:
                 os.environ[name] = value
 
 
-def _handle_stops() -> dict:
+def _handle_stops() -> dict[signal.Signals, _Handler]:
     """SIGTERM raises ``Terminated``; SIGINT (where Python's own handler is in place) ``KeyboardInterrupt``; either ends
     the command within ``GRACE`` seconds whatever the code it interrupts does. Returns the handlers it replaced."""
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop)}
+    previous: dict[signal.Signals, _Handler] = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop)}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when SIGINT is ignored (nohup, &)
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_stop)
     return previous
@@ -628,7 +650,7 @@ def entry() -> None:
     _supervise.supervise()  # returns in the child; the parent ends with the child's status
     for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
         try:
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # AttributeError: caught below
         except (AttributeError, ValueError, OSError):  # None, or a closed descriptor (main says so for stdout)
             pass
     try:

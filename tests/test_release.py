@@ -96,27 +96,29 @@ def test_the_readme_test_command_runs_the_type_check_and_the_wheel_check():
     assert ".venv/bin/mypy" in steps and steps.index(".venv/bin/mypy") < len(steps) - 1  # before the tests
     assert steps[-1].startswith(".venv/bin/python -m pytest") and " -m " not in steps[-1].split("pytest", 1)[1]
     mypy = _pyproject()["tool"]["mypy"]
-    assert {"capacity/__init__.py", "capacity/errors.py", "tests/typed_use.py"} <= set(mypy["files"])
+    assert mypy["strict"] is True and {"capacity", "tests/typed_use.py"} <= set(mypy["files"])  # the whole package
     assert (ROOT / "tests" / "test_wheel.py").is_file()  # collected by that pytest run (slow tests included)
 
 
 def test_the_type_check_reads_the_mapped_folders_under_their_installed_names():
-    """plots/ and kernels/ are installed as capacity.plots and capacity.kernels (package-dir), which an editable
-    install maps in through an import hook mypy does not follow: mypy reads them through the links in typecheck/
-    (typecheck/README.md), as package bases with mypy_path, and checks them strictly."""
+    """plots/, kernels/ and studies/ are installed as capacity.plots, .kernels and .studies (package-dir), which an
+    editable install maps in through an import hook mypy does not follow: mypy reads them through the links in
+    typecheck/ (typecheck/README.md), as package bases with mypy_path, strictly like the rest of the package."""
     pyproject = _pyproject()
     mypy, mapped = pyproject["tool"]["mypy"], pyproject["tool"]["setuptools"]["package-dir"]
-    assert mypy["mypy_path"] == "typecheck" and mypy["explicit_package_bases"] is True
-    strict = next(o["module"] for o in mypy["overrides"] if o.get("disallow_untyped_defs"))
+    assert mypy["mypy_path"] == "typecheck" and mypy["explicit_package_bases"] is True and mypy["strict"] is True
     assert not (ROOT / "typecheck" / "capacity" / "__init__.py").exists()  # a namespace folder: capacity is capacity/
-    for name in ("capacity.plots", "capacity.kernels"):
+    folders = sorted(name for name in mapped if name.startswith("capacity."))
+    assert folders == ["capacity.kernels", "capacity.plots", "capacity.studies"], folders
+    for name in folders:
         link = ROOT / "typecheck" / name.replace(".", "/")
         assert link.is_symlink() and link.resolve() == (ROOT / mapped[name]).resolve(), link
-        assert {name, f"{name}.*"} <= set(strict)  # the package and every module in it
         assert link.relative_to(ROOT).as_posix() in mypy["files"]  # the whole folder, new modules included
+    relaxed = [o["module"] for o in mypy.get("overrides", []) if set(o) - {"module", "ignore_missing_imports"}]
+    assert not relaxed, f"overrides that relax the strict flags: {relaxed}"
     assert not any(
-        name.startswith(("capacity.plots", "capacity.kernels"))
-        for o in mypy["overrides"]
+        name.startswith("capacity")
+        for o in mypy.get("overrides", [])
         if o.get("ignore_missing_imports")
-        for name in o["module"]
+        for name in ([o["module"]] if isinstance(o["module"], str) else o["module"])
     )

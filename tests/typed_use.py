@@ -5,16 +5,21 @@ results typed as what they are (a tensor, a Dataset, a Report), not as Any. It a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
 import torch
 import xarray as xr
+from numpy.typing import NDArray
+from typing_extensions import assert_type  # torch requires typing_extensions; typing has it from 3.11
 
 import capacity
-from capacity import kernels
+from capacity import kernels, sweep, tasks
 from capacity.check.conformance import Report
 from capacity.inputs import pretrained
+from capacity.tasks.protocol import CellView, StudyView
 from capacity.variants import heads, precision
 from capacity.variants.delta import Delta
 from capacity.variants.fla import FlaState, FlaVariant, from_fla
@@ -171,3 +176,83 @@ if __name__ == "__main__":
     reads = [f(K, V) for f in (subclass_read, lsq_solution, stored_read, wrapped_read)]
     print([tuple(r.shape) for r in reads], stored_bytes(16, 16), head_numbers(16, 16), subclass_params())
     print(pretrained_arguments()[:2])
+
+
+def a_sweep(out: str) -> tuple[xr.Dataset, int, list[int]]:
+    """A study built as docs/sweeps.md builds one, run: the result's Dataset, counts and grid typed."""
+    grid = sweep.Grid(variant=("linear", "delta(beta=0.5)"), d=16, load=(0.5, 1))
+    study = sweep.Study("typed", "two memories", grid, sweep.Recall(top_k=(1, 2))).with_overrides(["d=8", "seed=0"])
+    result = sweep.run(study, out=out, device="cpu", executor="serial", progress=False)
+    assert_type(result, sweep.RunResult)  # assert_type fails on Any too: the types reach the user
+    assert_type(result.dataset, xr.Dataset)
+    assert_type(study.grid.variant, tuple[sweep.Spec, ...])
+    assert_type(study.task, tasks.Config)
+    labels: list[str] = [spec.label for spec in study.grid.variant]
+    assert labels == ["linear", "delta(beta=0.5)"]
+    return result.dataset, result.measured + result.reused, study.grid.ns(8)
+
+
+@dataclass(frozen=True)
+class Echo(tasks.Config):
+    """A user's task settings (a frozen dataclass with its kind)."""
+
+    kind: ClassVar[str] = "typed-echo"
+    scale: float = 1.0
+
+
+class EchoTask(tasks.Task[Echo]):
+    """A user's task against the protocol: ``study.task`` is typed as its own settings, ``cell`` and ``memory``
+    as what the engine hands it."""
+
+    name = "typed-echo"
+    description = "reads each stored value back, scaled"
+    Config = Echo
+    per_point = True
+    key_axis = False
+    grid_axes = ()
+    figures = ()
+
+    def check_grid(self, study: StudyView[Echo]) -> None:
+        if study.grid.curve != "n":
+            raise capacity.CapacityError("typed-echo takes n")
+
+    def check(self, study: StudyView[Echo]) -> None:
+        pass
+
+    def schema(self, study: StudyView[Echo]) -> tasks.Schema:
+        return tasks.Schema({"seed": list(study.grid.seed)}, {"norm": tasks.Variable(("seed",), {"units": "1"})})
+
+    def writes(self, study: StudyView[Echo], ns: list[int]) -> int:
+        return max(ns)
+
+    def measure(
+        self,
+        study: StudyView[Echo],
+        cell: CellView,
+        memory: capacity.variants.Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> tasks.Measured:
+        scale = assert_type(study.task, Echo).scale  # the task's own settings, typed
+        assert_type(cell.d, int)
+        K = capacity.keys.make(cell.keys.name, max(ns), cell.d, batch=len(seeds), seed=seeds, device=device)
+        state = memory.write(memory.init_state(len(seeds), cell.d, cell.d, device=device), K, K)
+        norms = memory.read(state, K).norm(dim=-1).mean(-1) * scale  # [S]
+        return tasks.Measured({"norm": np.stack([norms.cpu().numpy().astype(np.float64)] * len(ns))})
+
+    def theory(
+        self, study: StudyView[Echo], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
+        return {}
+
+    def attrs(self, study: StudyView[Echo]) -> dict[str, Any]:
+        return {"scale": study.task.scale}
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        ds, points, ns = a_sweep(out)
+    print(readme_example(), bad_input_is_a_value_error().__name__, dict(ds.sizes), points, ns)

@@ -5,8 +5,10 @@
 points: the one registry mechanism) and ``catalog`` (what ``capacity list`` prints, without importing torch).
 """
 
+import types
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> types.ModuleType:
     """Submodules load on first use (``capacity.inputs.keys`` after ``import capacity``)."""
     import importlib
 

@@ -17,10 +17,15 @@ import re
 import socket
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
 
 __all__ = ["atomic_write", "atomic_netcdf", "write_bytes", "clean_stale", "writable_folder", "lock"]
 
@@ -44,7 +49,7 @@ def writable_folder(path: Path, what: str) -> Path:
 
 
 @contextmanager
-def lock(folder: Path, waiting=lambda: None, *, wait: bool = True):
+def lock(folder: Path, waiting: Callable[[], object] = lambda: None, *, wait: bool = True) -> Iterator[bool]:
     """Hold ``<folder>.lock``; a second holder waits for the first (calling ``waiting()`` once, before it waits).
 
     Yields True once held; with ``wait=False``, yields False at once, holding nothing, while another holds it."""
@@ -61,7 +66,7 @@ def lock(folder: Path, waiting=lambda: None, *, wait: bool = True):
         yield True
 
 
-def atomic_write(path: Path, write, *, durable: bool = True) -> None:
+def atomic_write(path: Path, write: Callable[[Path], object], *, durable: bool = True) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, flush it to disk, rename it to ``path``.
 
     ``durable=False`` skips the two fsyncs (the file's and the folder's): the file is still whole or absent after
@@ -89,12 +94,12 @@ def atomic_write(path: Path, write, *, durable: bool = True) -> None:
         pass
 
 
-def write_bytes(path: Path, data) -> None:
+def write_bytes(path: Path, data: bytes | memoryview) -> None:
     """Write ``data`` (bytes or a memoryview) to ``path`` atomically."""
     atomic_write(path, lambda tmp: tmp.write_bytes(bytes(data)))
 
 
-def atomic_netcdf(ds, path: Path) -> None:
+def atomic_netcdf(ds: xr.Dataset, path: Path) -> None:
     """Write ``ds`` to ``path`` as netCDF (h5netcdf), serialised in memory, then written atomically."""
     write_bytes(path, ds.to_netcdf(engine="h5netcdf"))
 
@@ -112,7 +117,7 @@ def _alive(pid: int) -> bool:
 def clean_stale(folder: Path) -> list[Path]:
     """Remove the temporary files ``atomic_write`` left in ``folder`` (not below it) when a write was killed; returns
     what was removed. Files of live processes, and other hosts' files younger than a day, are left alone."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = list(Path(folder).glob(".*.tmp"))
     except OSError:

@@ -29,13 +29,15 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 __all__ = ["recording", "enter", "leave", "inside"]
 
 _state = threading.local()  # .depth: user_code blocks open in this thread
-_sinks: list[set] = []  # the sets of the recording() blocks open (any thread)
+_sinks: list[set[str]] = []  # the sets of the recording() blocks open (any thread)
 _installed = False
 _lock = threading.Lock()
 _SYSTEM = ("/proc/", "/sys/", "/dev/")
@@ -61,7 +63,7 @@ def _skip() -> tuple[str, ...]:
     return library_dirs() + package + _SYSTEM + tuple(caches)
 
 
-def _hook(event, args):
+def _hook(event: str, args: tuple[Any, ...]) -> None:
     if event != "open" or not _sinks or not getattr(_state, "depth", 0):
         return
     path, mode, flags = (tuple(args) + (None, None, None))[:3]
@@ -105,10 +107,10 @@ def inside() -> bool:
 
 
 @contextmanager
-def recording():
+def recording() -> Iterator[set[str]]:
     """Collect, in the set this yields, the real paths of the files user code opens for reading inside the block."""
     _install()
-    seen: set = set()
+    seen: set[str] = set()
     _sinks.append(seen)
     try:
         yield seen

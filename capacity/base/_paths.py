@@ -19,7 +19,8 @@ ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's co
 @cache
 def package_dirs() -> list[Path]:
     """The folders of the package's code that computes numbers (``ROOTS``), resolved."""
-    return sorted({Path(p).resolve() for r in ROOTS for p in importlib.util.find_spec(r).submodule_search_locations})
+    specs = [importlib.util.find_spec(r) for r in ROOTS]  # this package's own packages: found, with folders
+    return sorted({Path(p).resolve() for s in specs for p in s.submodule_search_locations})  # type: ignore[union-attr]
 
 
 @cache
@@ -30,5 +31,5 @@ def library_dirs() -> tuple[str, ...]:
     found = [paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
     found += list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()]
     found += [os.path.join(sys.base_prefix, "lib"), os.path.join(sys.base_exec_prefix, "lib")]
-    found = [p for p in found if p and os.path.isdir(p)]
-    return tuple(sorted({os.path.join(q, "") for p in found for q in (os.path.abspath(p), os.path.realpath(p))}))
+    dirs = [p for p in found if p and os.path.isdir(p)]
+    return tuple(sorted({os.path.join(q, "") for p in dirs for q in (os.path.abspath(p), os.path.realpath(p))}))

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import numbers
 import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from capacity.errors import CapacityError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.base._types import Seed
+
 MAX_SEED = 2**63 - 1  # stored results keep seeds as int64
 
 
-def check_seed(name: str, seed) -> int:
+def check_seed(name: str, seed: object) -> int:
     """Return ``seed`` as an int, or raise unless it is a whole number in [0, 2^63 - 1]."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= MAX_SEED:
         raise CapacityError(
@@ -22,7 +27,7 @@ def check_seed(name: str, seed) -> int:
     return int(seed)
 
 
-def generator(seed, stream: str) -> torch.Generator:
+def generator(seed: object, stream: str) -> torch.Generator:  # seed checked here: an int or a CPU Generator
     """A CPU torch.Generator for ``(seed, stream)``.
 
     ``seed`` is an int in [0, 2^63 - 1] or a torch.Generator (used as is, must live on the CPU).
@@ -42,9 +47,9 @@ def generator(seed, stream: str) -> torch.Generator:
     return g
 
 
-def seeds_for_batch(seed, batch: int) -> list:
+def seeds_for_batch(seed: Seed, batch: int) -> list[int | np.integer | torch.Generator]:
     """Normalise ``seed`` for a batch: an int or generator serves the whole batch; a sequence gives one seed per item."""
-    if isinstance(seed, (list, tuple, np.ndarray)):
+    if isinstance(seed, (Sequence, np.ndarray)) and not isinstance(seed, (str, bytes)):  # range(4) too, as Seed says
         seeds = list(seed)
         if len(seeds) == 0:
             raise CapacityError("seed sequence must not be empty")
@@ -53,7 +58,7 @@ def seeds_for_batch(seed, batch: int) -> list:
                 f"batch={batch} does not match the {len(seeds)} seeds given; pass one seed per batch item"
             )
         return seeds
-    return [seed]
+    return [seed]  # type: ignore[list-item]  # bytes (a Sequence[int] too): generator() refuses it
 
 
 def normal(*shape: int, generator: torch.Generator) -> torch.Tensor:

@@ -78,7 +78,7 @@ def watched() -> Iterator[Watched]:
         yield Watched(io.StringIO())
         return
     out = Watched(stream)
-    sys.stdout = out  # type: ignore[assignment]  # a TextIO in all but name: every other attribute is the stream's
+    sys.stdout = out  # a TextIO in all but name: every other attribute is the stream's
     try:
         yield out
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import torch
@@ -13,7 +13,7 @@ import torch
 from capacity.errors import CapacityError
 
 
-def positive_int(name: str, value, *, minimum: int = 1) -> int:
+def positive_int(name: str, value: object, *, minimum: int = 1) -> int:
     """Return ``value`` as an int, or raise if it is not a whole number >= minimum."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
@@ -26,12 +26,14 @@ def positive_int(name: str, value, *, minimum: int = 1) -> int:
     return value
 
 
-def in_range(name: str, value, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> float:
+def in_range(
+    name: str, value: object, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> float:
     """Return ``value`` as a float, or raise if it lies outside the interval [low, high] (open ends as asked)."""
     try:
         if isinstance(value, (bool, str, bytes)):
             raise TypeError
-        x = float(value)
+        x = float(value)  # type: ignore[arg-type]  # anything: what float() refuses is the error below
     except (TypeError, ValueError, RuntimeError):
         raise CapacityError(f"{name} must be a number, got {value!r}") from None
     lo_ok = x > low if low_open else x >= low
@@ -42,7 +44,7 @@ def in_range(name: str, value, low: float, high: float, *, low_open: bool = Fals
     return x
 
 
-def device(value, *, auto: bool = False) -> torch.device:
+def device(value: str | torch.device | None, *, auto: bool = False) -> torch.device:
     """Resolve ``None`` to the CPU (with ``auto``: ``None`` and ``"auto"`` to cuda when available, else the CPU), and
     check that the named device exists."""
     if auto and value in (None, "auto"):
@@ -70,7 +72,7 @@ def device(value, *, auto: bool = False) -> torch.device:
     return dev
 
 
-def tensor(name: str, x, *, ndim: int | tuple[int, ...], finite: bool = True) -> torch.Tensor:
+def tensor(name: str, x: object, *, ndim: int | tuple[int, ...], finite: bool = True) -> torch.Tensor:
     """Check that ``x`` is a floating torch tensor with ``ndim`` dimensions (or one of several) and finite entries."""
     if not isinstance(x, torch.Tensor):
         raise CapacityError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -94,14 +96,14 @@ def not_meta(name: str, x: torch.Tensor) -> None:
         raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass a tensor on 'cpu' or 'cuda'")
 
 
-def flag(name: str, value) -> bool:
+def flag(name: str, value: object) -> bool:
     """Return ``value`` if it is True or False, else raise."""
     if not isinstance(value, bool):
         raise CapacityError(f"{name} must be True or False, got {value!r}")
     return value
 
 
-def available_bytes(device) -> int | None:
+def available_bytes(device: str | torch.device) -> int | None:
     """Free memory on ``device`` in bytes (CPU: MemAvailable of /proc/meminfo, else free pages); None if unknown."""
     dev = torch.device(device)
     if dev.type == "cuda":
@@ -124,7 +126,9 @@ def available_bytes(device) -> int | None:
         return None
 
 
-def check_alloc(what: str, shape, dtype, device, *, copies: float = 1.0) -> int:
+def check_alloc(
+    what: str, shape: Sequence[int], dtype: torch.dtype, device: str | torch.device, *, copies: float = 1.0
+) -> int:
     """Refuse, before allocating, a tensor ``shape`` of ``dtype`` (times ``copies`` for temporaries) that
     cannot fit in the free memory of ``device``; return the bytes asked for.
 
@@ -142,7 +146,9 @@ def check_alloc(what: str, shape, dtype, device, *, copies: float = 1.0) -> int:
     return nbytes
 
 
-def alloc_error(what: str, shape, dtype, device, exc: BaseException) -> CapacityError:
+def alloc_error(
+    what: str, shape: Sequence[int], dtype: torch.dtype, device: str | torch.device, exc: BaseException
+) -> CapacityError:
     """The CapacityError for an allocator failure (torch.OutOfMemoryError, MemoryError, RuntimeError) at ``what``."""
     numel = math.prod(int(s) for s in shape)
     nbytes = numel * torch.empty((), dtype=dtype).element_size()

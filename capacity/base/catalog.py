@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import json
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from capacity.base import plugins
 from capacity.errors import CapacityError
@@ -39,7 +41,8 @@ def _registry(section: str) -> dict[str, str]:
     """The registry's own answer (imports torch and the section's modules)."""
     import importlib
 
-    return importlib.import_module(_MODULES[section]).available()
+    names: dict[str, str] = importlib.import_module(_MODULES[section]).available()
+    return names
 
 
 def build() -> dict[str, dict[str, str]]:
@@ -52,16 +55,15 @@ def build() -> dict[str, dict[str, str]]:
     return out
 
 
-def _own_entry_points(group: str):
-    from importlib import metadata
-
+def _own_entry_points(group: str) -> list[metadata.EntryPoint]:
     return [ep for ep in metadata.entry_points(group=group) if ep.dist is not None and ep.dist.name == "capacity"]
 
 
 @functools.cache
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:  # JSON
     """The catalog file, read once per process (``capacity list`` asks for five sections)."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def available(section: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from capacity.errors import CapacityError
 
@@ -40,7 +41,7 @@ def is_path(name: str) -> bool:
     return ":" in name
 
 
-def _value(node: ast.AST, label: str):
+def _value(node: ast.AST, label: str) -> Any:  # a literal: a number, a string, a boolean, None or a list
     """A keyword value: a literal, a bare word (string or boolean), or a fraction like 1/8."""
     if isinstance(node, ast.Name):
         return _WORDS.get(node.id, node.id)
@@ -59,7 +60,7 @@ def _value(node: ast.AST, label: str):
         ) from None
 
 
-def parse(label) -> tuple[str, dict]:
+def parse(label: object) -> tuple[str, dict[str, Any]]:
     """``'name(k=v, ...)'`` -> ``('name', {'k': v, ...})``; a repeated parameter or bad syntax is a CapacityError."""
     if not isinstance(label, str):
         raise CapacityError(f"a label is a string like 'name' or 'name(k=v, ...)', got {label!r}")
@@ -75,15 +76,15 @@ def parse(label) -> tuple[str, dict]:
         raise CapacityError(f"{label!r}: parameters are written k=v separated by commas ({exc.msg})") from None
     if not isinstance(call, ast.Call) or call.args or any(k.arg is None for k in call.keywords):
         raise CapacityError(f"{label!r}: parameters are written k=v separated by commas")
-    params = {}
+    params: dict[str, Any] = {}
     for kw in call.keywords:
         if kw.arg in params:
             raise CapacityError(f"{label!r} sets {kw.arg} more than once")
-        params[kw.arg] = _value(kw.value, label)
+        params[kw.arg] = _value(kw.value, label)  # type: ignore[index]  # not None: checked above
     return name, params
 
 
-def _fmt(value, top: bool) -> str:
+def _fmt(value: object, top: bool) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -107,7 +108,7 @@ def _fmt(value, top: bool) -> str:
     )
 
 
-def format(name: str, params: dict | None = None) -> str:
+def format(name: str, params: dict[str, Any] | None = None) -> str:
     """The canonical label of ``name`` with ``params`` (sorted by key)."""
     if not params:
         return name
@@ -116,7 +117,9 @@ def format(name: str, params: dict | None = None) -> str:
 
 def split(text: str) -> list[str]:
     """Split a comma-separated list at the commas outside brackets and quotes."""
-    parts, depth, quote, cur = [], 0, None, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, None
     for ch in str(text):
         if quote:
             quote = None if ch == quote else quote
@@ -135,7 +138,7 @@ def split(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def scalar(text: str):
+def scalar(text: str) -> bool | int | float | str:
     """A command-line value: an int, a float (also a fraction ``1/8``), true/false, else the string itself.
 
     >>> scalar("1/8"), scalar("3"), scalar("true"), scalar("orthonormal")
@@ -157,11 +160,11 @@ def scalar(text: str):
     return t
 
 
-def _frozen(x):
+def _frozen(x: Any) -> Any:  # a label value, lists as tuples
     return tuple(_frozen(v) for v in x) if isinstance(x, (list, tuple)) else x
 
 
-def _thawed(x):
+def _thawed(x: Any) -> Any:  # a label value, tuples as lists
     return [_thawed(v) for v in x] if isinstance(x, tuple) else x
 
 
@@ -175,7 +178,7 @@ class Spec:
     obj: object = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def parse(cls, value, what: str) -> Spec:
+    def parse(cls, value: object, what: str) -> Spec:
         """From a Spec, a label, a dict ``{"name": ..., "params": {...}}`` or (variants) an object."""
         if isinstance(value, Spec):
             return value
@@ -191,12 +194,12 @@ class Spec:
         return cls(name, tuple(sorted((k, _frozen(v)) for k, v in params.items())), None)
 
     @property
-    def kwargs(self) -> dict:
+    def kwargs(self) -> dict[str, Any]:
         return {k: _thawed(v) for k, v in self.params}
 
     @property
     def label(self) -> str:
         return self.name if self.obj is not None else format(self.name, self.kwargs)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "params": self.kwargs, **({"object": True} if self.obj is not None else {})}

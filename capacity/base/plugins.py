@@ -21,9 +21,12 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import types
 import warnings
+from collections.abc import Iterable
 from functools import cache
 from importlib import metadata
+from typing import Any
 
 from capacity.errors import CapacityError, CapacityWarning, UserCodeError, user_code
 
@@ -33,7 +36,7 @@ GROUPS = ("capacity.variants", "capacity.keys", "capacity.features", "capacity.s
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
-def import_module(module: str, what: str):
+def import_module(module: str, what: str) -> types.ModuleType:
     """Import ``module`` (named for messages by ``what``); one line for a bad name, a missing module or an error of
     the module's own code at import."""
     if not isinstance(module, str) or not _MODULE.match(module):
@@ -55,7 +58,7 @@ def import_module(module: str, what: str):
             raise  # the module itself imports something missing: an error of its own code
 
 
-def load_path(path: str):
+def load_path(path: str) -> Any:  # whatever the module holds there: the caller checks it
     """The object at ``module:attr`` (``attr`` may be dotted); a one-line CapacityError when it is not there."""
     module, sep, attr = str(path).partition(":")
     if not sep or not module or not attr:
@@ -75,7 +78,7 @@ def entry_points(group: str) -> dict[str, str]:
     return {ep.name: ep.value for ep in metadata.entry_points(group=group)}
 
 
-def entry_point(group: str, name: str):
+def entry_point(group: str, name: str) -> Any:  # as load_path (None: not declared)
     """The object declared as ``name`` in ``group``, or None when no installed package declares it; a plug-in that
     cannot be loaded is a one-line CapacityError naming the entry point."""
     value = entry_points(group).get(name)
@@ -94,7 +97,7 @@ def _within(exc: CapacityError, prefix: str) -> CapacityError:
     return CapacityError(prefix + str(exc))
 
 
-def import_modules(modules) -> None:
+def import_modules(modules: Iterable[str] | None) -> None:
     """Import the named modules (``--import``), for plug-ins that register themselves on import."""
     for module in modules or ():
         import_module(module, f"--import {module}")

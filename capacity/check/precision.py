@@ -233,7 +233,8 @@ def _largest_error(x: torch.Tensor, dt: str) -> float:
 
 def _squared_errors(z: torch.Tensor, sr: bool, seed: int) -> torch.Tensor:
     """[N]: the squared error of each number of ``z`` [1, N] rounded to bfloat16."""
-    return ((precision.round_(z.clone(), "bfloat16", stochastic=sr, seed=int(seed)) - z).double() ** 2)[0]
+    rounded: torch.Tensor = precision.round_(z.clone(), "bfloat16", stochastic=sr, seed=int(seed))  # [1, N]
+    return ((rounded - z).double() ** 2)[0]
 
 
 def _formats(dev: torch.device, seed: int, rows: list[Check]) -> None:

@@ -7,11 +7,22 @@ number goes from the probe's numpy array to JSON in its cell's file to the study
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import xarray as xr
 
 from capacity.errors import CapacityError
 from capacity.sweep.config import Study, n_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.sweep.plan import Cell, Plan
+    from capacity.sweep.store import Points
+    from capacity.tasks import Measured, Schema
 
 __all__ = ["assemble", "split"]
 
@@ -27,7 +38,7 @@ _COORD_ATTRS = {
 }
 
 
-def split(measured, schema, task: str, seeds, ns) -> dict:
+def split(measured: Measured, schema: Schema, task: str | None, seeds: Sequence[int], ns: Sequence[int]) -> Points:
     """A pass's ``Measured`` (``capacity.tasks.protocol``) as points ``{(seed, n): {variable: array over its dims but
     seed}}`` (views of its arrays), after checking it against ``schema`` (the task's ``Schema``): every variable, no
     other, each of its declared dtype and of shape ``(len(ns), *its dims)``. ``task``: the kind, for the message."""
@@ -42,7 +53,7 @@ def split(measured, schema, task: str, seeds, ns) -> dict:
             f"task {task!r}: measure() gave {', '.join(sorted(got)) or 'no variables'}; its schema declares {', '.join(sorted(schema.variables))}"
         )
     sizes = {**{k: len(v) for k, v in {**schema.dims, **schema.extra}.items()}, "seed": len(seeds)}
-    points: dict = {(int(s), int(n)): {} for s in seeds for n in order}
+    points: Points = {(int(s), int(n)): {} for s in seeds for n in order}
     for name, var in schema.variables.items():
         x, shape = got[name], (len(order), *(sizes[d] for d in var.dims))
         if not isinstance(x, np.ndarray) or x.shape != shape or x.dtype != np.dtype(var.dtype):
@@ -53,21 +64,27 @@ def split(measured, schema, task: str, seeds, ns) -> dict:
         at = var.dims.index("seed") if "seed" in var.dims else None
         for j, n in enumerate(order):
             for i, s in enumerate(seeds):  # basic indexing: a view
-                points[int(s), int(n)][name] = x[j] if at is None else x[(j, *[slice(None)] * at, i)]
+                # the index as a local: mypy reads x[(j, *...)] as Python 3.11's x[j, *...]
+                view: tuple[int | slice, ...] = (j,) if at is None else (j, *[slice(None)] * at, i)
+                points[int(s), int(n)][name] = x[view]
     return points
 
 
 _LAST = ("dtype", "dv", "state_dtype", "rounding", "heads", "value_heads")  # cell axes after the seed
 
 
-def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
+def assemble(
+    study: Study, plan: Plan, results: list[tuple[Cell, Points, dict[str, Any]]], *, attrs: dict[str, Any]
+) -> xr.Dataset:
     """One Dataset over the study's grid from every ``(cell, points, cell attrs)`` (points ``{(seed, n): {variable:
     array}}``, every seed and n of the cell), plus theory variables. Each variable is one array, allocated once and
     filled cell by cell, over ``(variant, [key_family], [feature], d, curve, *its own dims, *the cell axes with
     more than one value)``; a scalar dimension of the schema (bill's seed) is held at its one value."""
     g, task, schema, curve = study.grid, plan.task, plan.schema, study.grid.curve
     scalars = schema.scalars  # e.g. bill's one key family and seed
-    grid = {"variant": [plan.labels[v] for v in g.variant]}  # the grid's dimensions, in order, with their values
+    grid: dict[str, list[Any]] = {
+        "variant": [plan.labels[v] for v in g.variant]
+    }  # the grid's dimensions, in order, with their values
     if task.key_axis:  # bill: one key family, a scalar; needle: haystacks
         grid["key_family"] = [k.label for k in g.keys]
     if g.feature:
@@ -76,7 +93,8 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
     last = {axis: list(getattr(g, axis)) for axis in _LAST if len(getattr(g, axis)) > 1}
     own = {**schema.dims, **schema.extra}
     kept = [k for k in (*schema.dims, *schema.extra) if k not in scalars]  # a variable's own dims, in this order
-    arrays, layout = {}, {}
+    arrays: dict[str, tuple[list[str], NDArray[Any]]] = {}
+    layout: dict[str, tuple[list[str], tuple[str, ...]]] = {}
     for name, v in schema.variables.items():
         stray = [k for k in v.dims if k not in own]
         if stray:
@@ -87,9 +105,14 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
         layout[name] = (dims, v.dims)
         shape = [len(x) for x in grid.values()] + [len(own[k]) for k in dims] + [len(x) for x in last.values()]
         arrays[name] = ([*grid, *dims, *last], np.empty(shape, dtype=np.dtype(v.dtype)))
-    index = {"variant": list(g.variant), "key_family": list(g.keys), "feature": list(g.feature), "d": list(g.d)}
+    index: dict[str, list[Any]] = {
+        "variant": list(g.variant),
+        "key_family": list(g.keys),
+        "feature": list(g.feature),
+        "d": list(g.d),
+    }
     index.update({axis: list(getattr(g, axis)) for axis in last})
-    feature_dim = {}
+    feature_dim: dict[tuple[str, int], int] = {}
     for cell, points, cell_attrs in results:
         at = tuple(index[k].index(getattr(cell, "keys" if k == "key_family" else k)) for k in grid if k != curve)
         tail = tuple(index[k].index(getattr(cell, k)) for k in last)
@@ -106,10 +129,11 @@ def assemble(study: Study, plan, results: list, *, attrs: dict) -> xr.Dataset:
             for k in [k for k in held if k not in dims]:  # a scalar dimension (bill's seed): its one value
                 block, held = np.take(block, 0, axis=1 + held.index(k)), [h for h in held if h != k]
             block = block.transpose(0, *(1 + held.index(k) for k in dims))
-            arrays[name][1][(*at, slice(None), ..., *tail)] = block
+            place: tuple[int | slice | EllipsisType, ...] = (*at, slice(None), ..., *tail)  # a local: as in split
+            arrays[name][1][place] = block
         if cell.feature is not None and "feature_dim" in cell_attrs:
             feature_dim[(cell.feature.label, cell.d)] = int(cell_attrs["feature_dim"])
-    out = xr.Dataset(
+    out: xr.Dataset = xr.Dataset(
         {name: (dims, x, schema.variables[name].attrs) for name, (dims, x) in arrays.items()},
         coords={**grid, **last, **{k: own[k] for k in kept}},
     )

@@ -18,12 +18,24 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from capacity import variants
 from capacity.base import _random, _validate, labels
 from capacity.base.labels import Spec
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.tasks import Config
+    from capacity.variants import Variant
+
+_T = TypeVar("_T")
+# what a grid axis takes: one value or any iterable of them (a variant as a label, a dict {"name", "params"}, a
+# Spec or a memory object; a number or a command-line word for the numeric axes)
+_Axis: TypeAlias = "_T | Iterable[_T]"
+_Label: TypeAlias = "str | Spec | Mapping[str, Any]"
 
 __all__ = ["Spec", "Grid", "Study", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
 
@@ -37,12 +49,12 @@ def n_of(load: float, d: int) -> int:
     return max(1, int(round(float(load) * int(d))))
 
 
-def digest(payload) -> str:
+def digest(payload: Any) -> str:  # any JSON-able value (default=str for the rest)
     """sha256 hex digest of the canonical JSON of ``payload``."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _list(name: str, value) -> tuple:
+def _list(name: str, value: Any) -> tuple[Any, ...]:  # a user's value, checked here
     if isinstance(value, (str, int, float, Spec, dict)) or variants.is_variant(value):
         value = [value]
     try:
@@ -51,7 +63,7 @@ def _list(name: str, value) -> tuple:
         raise CapacityError(f"{name} must be a list, got {value!r}") from None
 
 
-def _number(name: str, v, whole: bool):
+def _number(name: str, v: object, whole: bool) -> int | float:
     """A grid number from a number or a command-line word; a whole number > 0 where ``whole``, a finite one > 0 else."""
     x = labels.scalar(v) if isinstance(v, str) else v
     if whole:
@@ -61,7 +73,7 @@ def _number(name: str, v, whole: bool):
     return float(x)
 
 
-def _state_dtype(v) -> str:
+def _state_dtype(v: object) -> str:
     """A float format of STATE_DTYPES, or an integer one (int8, int4/row+ef, ...: capacity.variants.quantise), as its label."""
     from capacity.variants import quantise
     from capacity.variants.precision import _dtype
@@ -70,7 +82,7 @@ def _state_dtype(v) -> str:
     return _dtype(name) if quantise.is_quantised(name) else _validate.choice("state_dtype", name, STATE_DTYPES)
 
 
-def _rounding(v) -> str:
+def _rounding(v: object) -> str:
     from capacity.variants.precision import Rounding
 
     return Rounding.parse(str(v)).label
@@ -78,7 +90,7 @@ def _rounding(v) -> str:
 
 # every grid axis: how its values are read, and its role. A point is one value of every axis; a cell is one value
 # of every "cell" axis (one write pass measures a cell's loads or pair counts for all its seeds at once).
-_AXES = {
+_AXES: dict[str, tuple[Callable[[Any], Any], Literal["cell", "curve", "seed"]]] = {  # (read a user's value, role)
     "variant": (
         lambda v: Spec(variants.label(v), (), v) if variants.is_variant(v) else Spec.parse(v, "variant"),
         "cell",
@@ -112,21 +124,41 @@ class Grid:
     head layout (``capacity.variants.heads``).
     """
 
-    variant: tuple = ("linear",)
-    keys: tuple = ("gaussian",)
-    feature: tuple = ()
-    d: tuple = (64,)
-    load: tuple = ()
-    n: tuple = ()
-    seed: tuple = (0,)
-    dtype: tuple = ("float32",)
-    dv: tuple = ()
-    state_dtype: tuple = ("float32",)
-    rounding: tuple = ("step",)
-    heads: tuple = (1,)
-    value_heads: tuple = ()
+    # each axis as __post_init__ stores it (what the constructor takes: the __init__ below, for type checkers)
+    variant: tuple[Spec, ...] = ("linear",)  # type: ignore[assignment]  # a label, read into a Spec
+    keys: tuple[Spec, ...] = ("gaussian",)  # type: ignore[assignment]  # a label, read into a Spec
+    feature: tuple[Spec, ...] = ()
+    d: tuple[int, ...] = (64,)
+    load: tuple[float, ...] = ()
+    n: tuple[int, ...] = ()
+    seed: tuple[int, ...] = (0,)
+    dtype: tuple[str, ...] = ("float32",)
+    dv: tuple[int, ...] = ()
+    state_dtype: tuple[str, ...] = ("float32",)
+    rounding: tuple[str, ...] = ("step",)
+    heads: tuple[int, ...] = (1,)
+    value_heads: tuple[int, ...] = ()
 
-    def __post_init__(self):
+    if TYPE_CHECKING:  # pragma: no cover  # the dataclass's __init__ at run time; what it takes, for type checkers
+
+        def __init__(
+            self,
+            variant: _Axis[_Label | Variant] = ...,
+            keys: _Axis[_Label] = ...,
+            feature: _Axis[_Label] = ...,
+            d: _Axis[int | str] = ...,
+            load: _Axis[float | str] = ...,
+            n: _Axis[int | str] = ...,
+            seed: _Axis[int | str] = ...,
+            dtype: _Axis[str] = ...,
+            dv: _Axis[int | str] = ...,
+            state_dtype: _Axis[str] = ...,
+            rounding: _Axis[str] = ...,
+            heads: _Axis[int | str] = ...,
+            value_heads: _Axis[int | str] = ...,
+        ) -> None: ...
+
+    def __post_init__(self) -> None:
         for name, (read, _) in _AXES.items():
             items = tuple(read(v) for v in _list(name, getattr(self, name)))
             seen = [x.label if isinstance(x, Spec) else x for x in items]
@@ -140,44 +172,44 @@ class Grid:
             raise CapacityError("the grid takes exactly one of load (n/d values) or n (pair counts)")
 
     @property
-    def curve(self) -> str:
+    def curve(self) -> Literal["load", "n"]:
         """The axis one write pass covers: ``load`` or ``n``."""
         return "load" if self.load else "n"
 
     @property
-    def curve_values(self) -> tuple:
+    def curve_values(self) -> tuple[float, ...] | tuple[int, ...]:
         return self.load or self.n
 
     def ns(self, d: int) -> list[int]:
         """Pair counts along the curve axis at key dimension ``d``."""
         return [n_of(x, d) for x in self.load] if self.load else list(self.n)
 
-    def values(self, axis: str) -> tuple:
+    def values(self, axis: str) -> tuple[Any, ...]:  # the axis's own type (Spec, int, str), or (None,)
         """The values of a cell axis (``dv`` empty means dv = d and ``value_heads`` empty as many as ``heads``:
         ``(None,)``; no feature axis: ``(None,)``)."""
         return getattr(self, axis) or (None,)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, list[Any]]:
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
 
 
-def _fields(cls) -> list[str]:
+def _fields(cls: type[Any]) -> list[str]:  # a dataclass
     return [f.name for f in dataclasses.fields(cls)]
 
 
-def _known(what: str, given, allowed: list[str]) -> None:
+def _known(what: str, given: Iterable[str], allowed: list[str]) -> None:
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise CapacityError(f"unknown {what} field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
 
 
-def _task_rules(study) -> None:
+def _task_rules(study: Study) -> None:
     """What a study of its task must be: the task's own grid rules (``check_grid``), and no optional grid axis set
     away from its default that belongs to other tasks alone (their ``grid_axes``)."""
     from capacity.tasks import TASKS
     from capacity.tasks import get as tasks_get
 
-    task = tasks_get(study.task.kind)
+    task = tasks_get(cast(str, study.task.kind))  # cast: a study's task has a kind (Study.__post_init__)
     task.check_grid(study)
     defaults = {f.name: f.default for f in dataclasses.fields(study.grid)}
     for name, other in TASKS.items():
@@ -187,7 +219,7 @@ def _task_rules(study) -> None:
             raise CapacityError(f"{listed} apply to {name} studies only (kind={name})")
 
 
-def _recall():
+def _recall() -> Config:
     from capacity.tasks import Recall
 
     return Recall()
@@ -201,9 +233,9 @@ class Study:
     name: str
     description: str
     grid: Grid = field(default_factory=Grid)
-    task: object = field(default_factory=_recall)
+    task: Config = field(default_factory=_recall)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         from capacity.tasks import Config
 
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -217,7 +249,7 @@ class Study:
         _task_rules(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> Study:
+    def from_dict(cls, data: dict[str, Any]) -> Study:
         """From ``{"name", "description", "grid": {...}, "task": {"kind": ..., ...}}``; unknown fields are an error."""
         from capacity.tasks.protocol import config_class
 
@@ -229,7 +261,7 @@ class Study:
         config = config_class(str(task.pop("kind", "recall")))
         return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), config(**task))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "description": self.description,
@@ -252,7 +284,7 @@ class Study:
             out += [f for f in task.Config.settable() if f not in out]
         return out
 
-    def with_overrides(self, assignments) -> Study:
+    def with_overrides(self, assignments: str | Sequence[str | tuple[str, Any]] | Mapping[str, Any] | None) -> Study:
         """A copy with assignments applied: ``key=value`` strings (a list of them, or one), or a dict ``{key: value}``.
 
         In a string, grid axes take comma-separated lists (``variant=linear,delta(beta=0.5)``, ``load=1/8,1,16``)
@@ -299,7 +331,7 @@ class Study:
                 kind = str(value)
             else:
                 task[key] = value
-        config = config_class(kind)
+        config = config_class(cast(str, kind))  # cast: a study's task has a kind (Study.__post_init__)
         if kind != self.task.kind:  # a new task keeps the fields it shares with the old one
             task = {k: v for k, v in task.items() if k in config.settable() or k not in self.task.settable()}
         return Study(self.name, self.description, Grid(**grid), config(**task))

@@ -31,10 +31,15 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import CancelledError
+from typing import Any, TypeVar
 
 from capacity.base import _validate
 from capacity.errors import CapacityError, one_line
+
+_T = TypeVar("_T")  # a task
+_R = TypeVar("_R")  # its result
 
 __all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG"]
 
@@ -50,7 +55,7 @@ POOL_SECONDS = 3.0  # about what spawning a pool costs (each worker imports torc
 class WorkerLost(CapacityError):
     """A worker process died (killed, or out of memory) while it measured ``key``."""
 
-    def __init__(self, key: str, detail: str):
+    def __init__(self, key: str, detail: str) -> None:
         super().__init__(detail)
         self.key = key
 
@@ -85,7 +90,7 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _threaded(fn, task, threads):
+def _threaded(fn: Callable[[_T], _R], task: _T, threads: int | None) -> _R:
     """In a worker: ``fn(task)`` on ``threads`` torch threads (its share of the cores)."""
     if threads:
         import torch
@@ -109,7 +114,7 @@ def _die_with_parent(parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _meanwhile(work) -> None:
+def _meanwhile(work: Callable[[], object] | None) -> None:
     """``work()`` in this process while the workers measure; its failure is left to whoever needs its result."""
     if work is not None:
         try:
@@ -118,12 +123,24 @@ def _meanwhile(work) -> None:
             pass
 
 
-def _serial(fn, tasks, workers, scheduler, meanwhile=None):
+def _serial(
+    fn: Callable[[_T], _R],
+    tasks: Sequence[tuple[str, _T]],
+    workers: int | None,
+    scheduler: str | None,
+    meanwhile: Callable[[], object] | None = None,
+) -> Generator[tuple[str, _R], None, None]:
     for key, task in tasks:
         yield key, fn(task)
 
 
-def _processes(fn, tasks, workers, scheduler, meanwhile=None):
+def _processes(
+    fn: Callable[[_T], _R],
+    tasks: Sequence[tuple[str, _T]],
+    workers: int | None,
+    scheduler: str | None,
+    meanwhile: Callable[[], object] | None = None,
+) -> Generator[tuple[str, _R], None, None]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -156,7 +173,7 @@ def _watch(pid: int) -> None:
     import threading
     import time
 
-    def loop():
+    def loop() -> None:
         while True:
             time.sleep(0.5)
             try:
@@ -171,19 +188,25 @@ def _watch(pid: int) -> None:
     threading.Thread(target=loop, daemon=True, name="capacity-watchdog").start()
 
 
-def _watchdog(pid: int):
+def _watchdog(pid: int) -> Any:  # a distributed NannyPlugin (distributed is untyped)
     from distributed.diagnostics.plugin import NannyPlugin
 
     class Watchdog(NannyPlugin):
         restart = True
 
-        def setup(self, nanny):
+        def setup(self, nanny: Any) -> None:
             _watch(pid)
 
     return Watchdog()
 
 
-def _dask(fn, tasks, workers, scheduler, meanwhile=None):
+def _dask(
+    fn: Callable[[_T], _R],
+    tasks: Sequence[tuple[str, _T]],
+    workers: int | None,
+    scheduler: str | None,
+    meanwhile: Callable[[], object] | None = None,
+) -> Generator[tuple[str, _R], None, None]:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -254,7 +277,7 @@ def connect_timeout() -> float:
     return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s"), default="seconds"))
 
 
-def _connect(Client, scheduler: str, timeout: float):
+def _connect(Client: Any, scheduler: str, timeout: float) -> Any:  # distributed.Client (untyped)
     """A Client of ``scheduler`` with at least one worker, or a one-line CapacityError within about ``timeout`` s.
 
     Dask's own timeout does not bound every wait: a listener that accepts the connection and never answers (not a
@@ -263,9 +286,10 @@ def _connect(Client, scheduler: str, timeout: float):
     """
     import threading
 
-    box, gave_up = {}, threading.Event()
+    box: dict[str, Any] = {}  # "client" or "error"
+    gave_up = threading.Event()
 
-    def attempt():
+    def attempt() -> None:
         try:
             client = Client(scheduler, timeout=timeout, set_as_default=False)
         except BaseException as exc:  # reported by the caller
@@ -309,7 +333,7 @@ def _connect(Client, scheduler: str, timeout: float):
 _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 
 
-def unpicklable(objects):
+def unpicklable(objects: Iterable[object]) -> tuple[object, str] | None:
     """The first of ``objects`` that pickle cannot send to a worker process, with the reason, or None."""
     import pickle
 
@@ -321,7 +345,7 @@ def unpicklable(objects):
     return None
 
 
-def main_only(objects, executor: str) -> bool:
+def main_only(objects: Iterable[object], executor: str) -> bool:
     """Whether any of ``objects`` is defined in ``__main__`` (so the run stays in this process); refused in one line
     for an executor of worker processes, which cannot import it."""
     local = next((o for o in objects if type(o).__module__ == "__main__"), None)
@@ -357,7 +381,7 @@ def unguarded_script() -> str | None:
             guarded = any(
                 isinstance(node, ast.If)
                 and _is_main_test(node.test)
-                and node.body[0].lineno <= line <= node.body[-1].end_lineno
+                and node.body[0].lineno <= line <= node.body[-1].end_lineno  # type: ignore[operator]  # ast.parse sets end_lineno
                 for node in tree.body
             )
             return None if guarded else path
@@ -365,7 +389,7 @@ def unguarded_script() -> str | None:
     return None
 
 
-def _is_main_test(test) -> bool:
+def _is_main_test(test: ast.expr) -> bool:
     """``__name__ == "__main__"`` (either way round)."""
     if not isinstance(test, ast.Compare) or len(test.ops) != 1 or len(test.comparators) != 1:
         return False
@@ -380,7 +404,15 @@ def bootstrapping() -> bool:
     return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
-def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds=None, local_only=False) -> str:
+def resolve(
+    name: str,
+    device: str,
+    groups: int,
+    scheduler: str | None = None,
+    *,
+    work_seconds: float | None = None,
+    local_only: bool = False,
+) -> str:
     """The executor ``auto`` stands for (see the module's docstring); ``local_only``: the study holds objects that
     worker processes cannot import (defined in ``__main__``), so it runs in this process."""
     _validate.choice("executor", name, EXECUTORS)
@@ -392,7 +424,15 @@ def resolve(name: str, device: str, groups: int, scheduler=None, *, work_seconds
     return "serial" if local_only or not device.startswith("cpu") or cores() < 2 or groups < 2 or small else "processes"
 
 
-def execute(name: str, fn, tasks: list, *, workers: int | None = None, scheduler: str | None = None, meanwhile=None):
+def execute(
+    name: str,
+    fn: Callable[[_T], _R],
+    tasks: Sequence[tuple[str, _T]],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    meanwhile: Callable[[], object] | None = None,
+) -> Generator[tuple[str, _R], None, None]:
     """Yield ``(key, fn(task))`` for every ``(key, task)`` as it finishes, on the named executor (not ``auto``).
 
     ``meanwhile``: a function this process calls once, after handing out the tasks, while workers measure (the

@@ -5,6 +5,8 @@ the checks made before any work (``check``, ``check_memory``) and ``prepare`` (i
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import torch
 
@@ -17,12 +19,28 @@ from capacity.tasks import Measured, _shared, probe
 from capacity.tasks import get as tasks_get
 from capacity.variants import heads as heads_mod
 
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.sweep.config import Study
+    from capacity.sweep.plan import Pass, Plan
+    from capacity.tasks import Mqar
+    from capacity.variants import Variant
+
 __all__ = ["measure", "prepare", "check", "check_memory", "READ_FILES"]
 
 READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the files the memory read while measured
 
 
-def measure(job: dict) -> list:
+class Job(TypedDict):
+    """What ``measure`` takes: the study, the device's name, the modules to import first and the passes, each
+    ``(key, pass, memory object, torch threads or None)``."""
+
+    study: Study
+    device: str
+    imports: list[str]
+    passes: list[tuple[str, Pass, Variant, int | None]]
+
+
+def measure(job: Job) -> list[tuple[str, Measured]]:
     """Run the passes of one job: ``[(key, Measured), ...]`` in their order. ``job``: {"study", "device": str,
     "imports": [module, ...], "passes": [(key, pass, memory object, threads), ...]}.
 
@@ -32,7 +50,7 @@ def measure(job: dict) -> list:
     """
     plugins.import_modules(job.get("imports"))  # a module that fails is one line, here and in every worker
     study, before, out = job["study"], torch.get_num_threads(), []
-    task = tasks_get(study.task.kind)
+    task = tasks_get(cast(str, study.task.kind))  # cast: a study's task has a kind (Study.__post_init__)
     with _shared.shared():
         for key, p, memory, threads in job["passes"]:
             if threads:
@@ -56,7 +74,7 @@ def prepare() -> None:
     _common._scipy()
 
 
-def check(study) -> None:
+def check(study: Study) -> None:
     """Check every name and parameter before any work, cheaply: variants are built (not run), key families check
     their parameters on two keys (learned keys optimise nothing), sizes are compared."""
     g = study.grid
@@ -76,16 +94,16 @@ def check(study) -> None:
             for h in g.heads:
                 for hv in g.value_heads or (h,):
                     heads_mod.check_layout(d, dv, h, hv)
-    tasks_get(study.task.kind).check(study)
+    tasks_get(cast(str, study.task.kind)).check(study)  # cast: as in measure
 
 
-def check_memory(plan, passes, parallel: int = 1) -> None:
+def check_memory(plan: Plan, passes: Sequence[Pass], parallel: int = 1) -> None:
     """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory
     (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run)."""
     if not passes:
         return
-    study, task = plan.study, tasks_get(plan.study.task.kind)
-    peak = lambda p: probe.peak_bytes(
+    study, task = plan.study, tasks_get(cast(str, plan.study.task.kind))  # cast: as in measure
+    peak: Callable[[Pass], int] = lambda p: probe.peak_bytes(
         plan.memory(p.cell).obj,
         len(p.seeds),
         task.writes(study, list(p.ns)),
@@ -93,14 +111,15 @@ def check_memory(plan, passes, parallel: int = 1) -> None:
         p.cell.dv,
         task.key_stats(study),
     )
-    need, worst = max((peak(p), i) for i, p in enumerate(passes))
-    worst, need, have = passes[worst], need * parallel, _validate.available_bytes(plan.device)
+    need, at = max((peak(p), i) for i, p in enumerate(passes))
+    worst, need, have = passes[at], need * parallel, _validate.available_bytes(plan.device)
     if have is not None and need > 0.9 * have:
-        gib = lambda b: f"{b / 2**30:.1f} GiB"
+        gib: Callable[[float], str] = lambda b: f"{b / 2**30:.1f} GiB"
         at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
         n, T = max(worst.ns), task.writes(study, list(worst.ns))
         tokens = f", {T} tokens written" if T != n else ""
-        fewer = " (or fewer distractors)" if study.task.kind == "mqar" and study.task.distractors else ""
+        mqar = cast("Mqar", study.task)  # read only when the kind is mqar: its config is Mqar
+        fewer = " (or fewer distractors)" if study.task.kind == "mqar" and mqar.distractors else ""
         raise CapacityError(
             f"the largest pass ({plan.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {n}{tokens}) "
             f"needs about {gib(need)}{at_once} but {plan.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"

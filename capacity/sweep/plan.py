@@ -12,7 +12,9 @@ seeds (or the pair counts) and the cell is measured whole.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -25,6 +27,9 @@ from capacity.sweep.config import CELL_AXES, Spec, Study
 from capacity.sweep.store import reuse_key
 from capacity.tasks import get as tasks_get
 
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.variants import Variant
+
 __all__ = ["Cell", "Memory", "Pass", "Plan", "cells"]
 
 
@@ -33,9 +38,32 @@ class Cell:
     """One value of every cell axis (``config.CELL_AXES``: ``variant``, ``keys``, ``feature`` (None: no map), ``d``,
     ``dtype``, ``dv``, ...), read as attributes: ``cell.d``."""
 
-    values: tuple  # ((axis, value), ...) in CELL_AXES order
+    values: tuple[tuple[str, Any], ...]  # ((axis, value), ...) in CELL_AXES order
 
-    def __getattr__(self, name):
+    if TYPE_CHECKING:  # pragma: no cover  # what __getattr__ gives for each axis (capacity.tasks.protocol.CellView)
+
+        @property
+        def variant(self) -> Spec: ...
+        @property
+        def keys(self) -> Spec: ...
+        @property
+        def feature(self) -> Spec | None: ...
+        @property
+        def d(self) -> int: ...
+        @property
+        def dtype(self) -> str: ...
+        @property
+        def dv(self) -> int: ...
+        @property
+        def state_dtype(self) -> str: ...
+        @property
+        def rounding(self) -> str: ...
+        @property
+        def heads(self) -> int: ...
+        @property
+        def value_heads(self) -> int: ...
+
+    def __getattr__(self, name: str) -> Any:  # an axis's value, by name: a Spec, a number, a string or None
         for axis, value in object.__getattribute__(self, "values"):
             if axis == name:
                 return value
@@ -48,7 +76,7 @@ class Cell:
 
 def cells(study: Study) -> list[Cell]:
     """The study's cells in grid order (an empty ``dv`` axis means dv = d)."""
-    out = [()]
+    out: list[tuple[tuple[str, Any], ...]] = [()]
     for axis in CELL_AXES:
         out = [(*c, (axis, v)) for c in out for v in study.grid.values(axis)]
     same = {"dv": "d", "value_heads": "heads"}  # an empty axis: as many as its partner
@@ -60,11 +88,11 @@ class Memory:
     """A resolved memory: the object (with its feature map), its variant's label in results, its full description,
     its behavioural fingerprint and the user's code and files it runs."""
 
-    obj: object
+    obj: Variant
     label: str
-    description: object
-    behaviour: dict
-    code: dict
+    description: Any  # provenance.describe: JSON
+    behaviour: dict[str, Any]  # provenance.behaviour: JSON
+    code: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -72,8 +100,8 @@ class Pass:
     """One unit of work: a write pass over ``cell`` for ``seeds``, read at the pair counts ``ns``."""
 
     cell: Cell
-    seeds: tuple
-    ns: tuple
+    seeds: tuple[int, ...]
+    ns: tuple[int, ...]
     queries: int = 0  # reads per pair count (0: every stored pair; ``Task.queries``)
 
     def cost(self) -> float:
@@ -87,10 +115,11 @@ class Plan:
 
     ``imports``: the modules the run imports first (``--import``); their code is part of every key."""
 
-    def __init__(self, study: Study, device: torch.device, imports=()):
-        self.study, self.device, self.task = study, device, tasks_get(study.task.kind)
+    def __init__(self, study: Study, device: torch.device, imports: Sequence[str] = ()) -> None:
+        kind = cast(str, study.task.kind)  # cast: a study's task has a kind (Study.__post_init__)
+        self.study, self.device, self.task = study, device, tasks_get(kind)
         self.cells = cells(study)
-        self.labels = {}
+        self.labels: dict[Spec, str] = {}
         for spec in study.grid.variant:  # one label per memory, the same from an object, a name or a path
             label = _label(spec)
             if label in self.labels.values():
@@ -99,7 +128,7 @@ class Plan:
                     f"variants {other.label!r} and {spec.label!r} are the same memory (both are labelled {label!r}); list it once, or give a class a params property that tells its objects apart"
                 )
             self.labels[spec] = label
-        self._memories = {}
+        self._memories: dict[tuple[Spec, Spec | None], Memory] = {}
         for c in self.cells:
             if (c.variant, c.feature) not in self._memories:
                 self._memories[c.variant, c.feature] = self._resolve(c.variant, c.feature)
@@ -114,7 +143,7 @@ class Plan:
         self.coords = {k: list(v) for k, v in {**self.schema.dims, **self.schema.extra}.items() if k != "seed"}
         self.keys = {c: reuse_key(self.identity(c)) for c in self.cells}  # each cell's file in the store
 
-    def identity(self, cell: Cell) -> dict:
+    def identity(self, cell: Cell) -> dict[str, Any]:  # JSON
         """Everything that computes ``cell``'s numbers: the store names the cell's file by its hash (``reuse_key``).
 
         Covered: the probe settings (kind, value family, decode, ...); the cell's axes (d, dv, dtype, state dtype and rounding, head layout,
@@ -129,7 +158,7 @@ class Plan:
         on any), and a change that the tiny probe does not show in a file or library none of the above names.
         """
         plan, study, memory = self, self.study, self.memory(cell)
-        label = lambda spec: None if spec is None else spec.label
+        label: Callable[[Spec | None], str | None] = lambda spec: None if spec is None else spec.label
         return {
             "probe": study.task.to_json(),
             "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.values if a != "variant"},
@@ -161,7 +190,7 @@ class Plan:
     def memory(self, cell: Cell) -> Memory:
         return self._memories[cell.variant, cell.feature]
 
-    def object(self, variant: Spec):
+    def object(self, variant: Spec) -> Variant:
         """The memory ``variant`` names, as built for the study's first feature map (or none)."""
         return next(m.obj for (v, _), m in self._memories.items() if v == variant)
 
@@ -175,7 +204,7 @@ class Plan:
         iid = keys_mod.family(cell.keys.name).iid_rows
         return self.task.per_point and (not iid or self.families[cell.keys, cell.d].get("prefix_stable", False))
 
-    def passes(self, have: dict) -> list[Pass]:
+    def passes(self, have: Mapping[Cell, set[tuple[int, int]]]) -> list[Pass]:
         """The passes that measure every point not in ``have`` (cell -> set of stored (seed, n)).
 
         Seeds missing the same pair counts share a pass; a family drawn per n (``iid_rows`` False) gets a pass per n.
@@ -188,16 +217,16 @@ class Plan:
                 continue
             if not (self.per_seed(c) and self.per_n(c)):  # the cell is measured (and stored) whole
                 missing = want
-            by_seed: dict = {}
+            by_seed: dict[int, set[int]] = {}
             for s, n in missing:
                 by_seed.setdefault(s, set()).add(n)
-            together: dict = {}
-            for s, ns in by_seed.items():
-                together.setdefault(tuple(sorted(ns)), []).append(s)
-            for ns, seeds in together.items():
+            together: dict[tuple[int, ...], list[int]] = {}
+            for s, got in by_seed.items():
+                together.setdefault(tuple(sorted(got)), []).append(s)
+            for ns, listed in together.items():
                 by_n = self.task.per_point and (self.task.pass_per_n or not keys_mod.family(c.keys.name).iid_rows)
                 split = [(n,) for n in ns] if by_n else [ns]
-                seeds = tuple(s for s in self.study.grid.seed if s in seeds)
+                seeds = tuple(s for s in self.study.grid.seed if s in listed)
                 out += [Pass(c, seeds, part, self.task.queries(self.study)) for part in split]
         return out
 

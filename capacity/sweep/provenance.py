@@ -43,14 +43,22 @@ import re
 import subprocess
 import sys
 import types
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from capacity import __version__
 from capacity.base._paths import library_dirs, package_dirs
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from capacity.base.labels import Spec
+    from capacity.variants import Variant
 
 __all__ = [
     "package",
@@ -100,7 +108,7 @@ def package() -> str:
     return h.hexdigest()
 
 
-def _user_file(path, skip: tuple[str, ...]) -> str | None:
+def _user_file(path: object, skip: tuple[str, ...]) -> str | None:
     """The real path of a module's file when it is the user's (not under ``skip``), else None."""
     if not isinstance(path, str) or path.startswith(skip):
         return None
@@ -111,7 +119,7 @@ def _user_file(path, skip: tuple[str, ...]) -> str | None:
 def _imports(tree: ast.AST, package: str) -> set[str]:
     """Module names a module's source imports, anywhere in it (also inside functions, and
     ``importlib.import_module("name")`` with a literal name); relative imports resolved against ``package``."""
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
@@ -138,11 +146,11 @@ def _module_path(name: str) -> str | None:
     return spec.origin if spec is not None and spec.has_location else None
 
 
-def _module_state(module) -> str:
+def _module_state(module: types.ModuleType) -> str:
     """A hash of what a loaded module runs: its functions' and classes' code and its other values, as they are in
     memory now (an edit on disk that was not imported again does not count: it does not run)."""
     own = module.__name__
-    parts = {}
+    parts: dict[str, Any] = {}  # JSON
     for key, value in sorted(vars(module).items()):
         if key.startswith("__") or isinstance(value, types.ModuleType):
             continue
@@ -155,7 +163,7 @@ def _module_state(module) -> str:
     return _sha(json.dumps(parts, sort_keys=True, default=str).encode())
 
 
-def user_code(objects=(), modules=()) -> dict[str, str]:
+def user_code(objects: Iterable[object] = (), modules: Iterable[str] = ()) -> dict[str, str]:
     """Module name -> a hash of its code, for the user's code that computes numbers: the modules that define
     ``objects`` (a memory's class, a key family's draw function, a feature map) and the ``modules`` named (import
     paths, ``--import``), with every module of the user's that they import, directly or not (found in their
@@ -167,7 +175,8 @@ def user_code(objects=(), modules=()) -> dict[str, str]:
     todo += [
         type(o).__module__ for o in objects if not isinstance(o, type) and not callable(getattr(o, "__code__", None))
     ]
-    out, seen = {}, set()
+    out: dict[str, str] = {}
+    seen: set[str] = set()
     while todo:
         name = todo.pop()
         if not name or name in seen:
@@ -194,9 +203,9 @@ def user_code(objects=(), modules=()) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def files(paths) -> dict[str, str]:
+def files(paths: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
     """Path -> sha256 of its bytes (a folder: of every file in it, by relative path); '' when it cannot be read."""
-    out = {}
+    out: dict[str, str] = {}
     for p in sorted({str(p) for p in paths}):
         path, h = Path(p), hashlib.sha256()
         try:
@@ -216,18 +225,18 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def libraries(objects=()) -> dict[str, str]:
+def libraries(objects: Iterable[object] = ()) -> dict[str, str]:
     """Versions of the numeric libraries installed, and of the installed distributions that define ``objects`` (a
     plug-in's classes): distribution -> version."""
-    out = {}
+    out: dict[str, str] = {}
     for dist in _NUMERIC:  # loaded or not: what this process happens to have imported must not change the key
         if _version(dist):
-            out[dist] = _version(dist)
+            out[dist] = _version(dist)  # type: ignore[assignment]  # not None: checked just above
     skip, installed = library_dirs(), []
     for obj in objects:  # a plug-in whose code lies in an installed distribution: recorded by that one's version
         module = sys.modules.get(getattr(obj, "__module__", None) or type(obj).__module__)
         path = getattr(module, "__file__", None) or ""
-        if path.startswith(skip) and not module.__name__.startswith("capacity"):
+        if module is not None and path.startswith(skip) and not module.__name__.startswith("capacity"):
             installed.append(module.__name__.partition(".")[0])
     if installed:
         owners = metadata.packages_distributions()
@@ -237,12 +246,12 @@ def libraries(objects=()) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def numerics(device) -> dict:
+def numerics(device: str | torch.device) -> dict[str, Any]:  # JSON
     """The device and the settings that change bits on it."""
     import torch
 
     dev = torch.device(device)
-    out = {
+    out: dict[str, Any] = {
         "device": dev.type,
         "torch_matmul_precision": torch.get_float32_matmul_precision(),
         "deterministic": torch.are_deterministic_algorithms_enabled(),
@@ -255,7 +264,7 @@ def numerics(device) -> dict:
     return out
 
 
-def describe(obj, _seen=None, _depth=0):
+def describe(obj: object, _seen: set[int] | None = None, _depth: int = 0) -> Any:  # JSON
     """A canonical, JSON-ready description of ``obj``'s full state, for hashing: numbers and strings as they are,
     containers element by element, tensors and arrays by dtype, shape and the sha256 of their bytes, functions by
     their qualified name and code, other objects by their class and every attribute."""
@@ -269,7 +278,7 @@ def describe(obj, _seen=None, _depth=0):
     if id(obj) in seen or _depth > 12:
         return {"ref": f"{type(obj).__module__}:{type(obj).__qualname__}"}
     seen = seen | {id(obj)}
-    walk = lambda x: describe(x, seen, _depth + 1)
+    walk: Callable[[object], Any] = lambda x: describe(x, seen, _depth + 1)
     if isinstance(obj, (list, tuple)):
         return [walk(x) for x in obj]
     if isinstance(obj, (set, frozenset)):
@@ -297,7 +306,7 @@ def describe(obj, _seen=None, _depth=0):
         return {type(obj).__name__: walk(obj.__func__)}
     fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
     if isinstance(fn, types.FunctionType):
-        out = {"function": f"{fn.__module__}:{fn.__qualname__}", "code": _code(fn.__code__)}
+        out: dict[str, Any] = {"function": f"{fn.__module__}:{fn.__qualname__}", "code": _code(fn.__code__)}
         if fn.__defaults__ or fn.__kwdefaults__:
             out["defaults"] = walk([fn.__defaults__, fn.__kwdefaults__])
         if fn.__closure__:
@@ -323,14 +332,20 @@ def _code(code: types.CodeType) -> str:
     """A hash of what a code object does: its bytecode, constants (nested code too), names and arguments; not its
     file or line numbers (moving a function does not change it), and not marshal's bytes, which differ between
     processes for the same code."""
-    parts = [code.co_code, repr(code.co_names), repr(code.co_varnames), repr(code.co_freevars), repr(code.co_cellvars)]
+    parts: list[bytes | str] = [
+        code.co_code,
+        repr(code.co_names),
+        repr(code.co_varnames),
+        repr(code.co_freevars),
+        repr(code.co_cellvars),
+    ]
     parts += [repr((code.co_argcount, code.co_kwonlyargcount, code.co_flags, code.co_name))]
     for c in code.co_consts:
         parts.append(_code(c) if isinstance(c, types.CodeType) else repr(c))
     return _sha(b"\0".join(x if isinstance(x, bytes) else x.encode() for x in parts))
 
 
-def _text(obj, how=str) -> str:
+def _text(obj: object, how: Callable[[object], str] = str) -> str:
     """``str(obj)`` (or ``how(obj)``), or the type's name when that raises (user objects may)."""
     try:
         return how(obj)
@@ -338,7 +353,7 @@ def _text(obj, how=str) -> str:
         return f"<{type(obj).__name__}>"
 
 
-def _filled(cell) -> bool:
+def _filled(cell: types.CellType) -> bool:
     try:
         cell.cell_contents  # noqa: B018
     except ValueError:
@@ -349,17 +364,17 @@ def _filled(cell) -> bool:
 _PROBE = (2, 24, 16, 8)  # batch, pairs, d, dv of the behavioural probe
 
 
-def _probe_inputs(B, n, d, dv, device):
+def _probe_inputs(B: int, n: int, d: int, dv: int, device: str | torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     import torch
 
     g = torch.Generator().manual_seed(20261201)
     k = torch.randn(B, n, d, generator=g, dtype=torch.float64)
     v = torch.randn(B, n, dv, generator=g, dtype=torch.float64)
-    unit = lambda x: (x / x.norm(dim=-1, keepdim=True)).float().to(device)
+    unit: Callable[[torch.Tensor], torch.Tensor] = lambda x: (x / x.norm(dim=-1, keepdim=True)).float().to(device)
     return unit(k), unit(v)
 
 
-def _bits(x) -> bytes:
+def _bits(x: object) -> bytes:
     import torch
 
     if isinstance(x, torch.Tensor):
@@ -367,7 +382,7 @@ def _bits(x) -> bytes:
     return repr(x).encode()
 
 
-def behaviour(memory, device="cpu") -> dict:
+def behaviour(memory: Variant, device: str | torch.device = "cpu") -> dict[str, Any]:  # JSON
     """The bits ``memory`` reads back on a tiny fixed probe (2 items, 24 pairs written in two chunks, at d = 16 or
     the declared d nearest it, dv = 8, else dv = d), on one torch thread, and whether item 0's reads are the same
     when it is written alone (``batch_invariant``: then each seed's numbers can be stored on their own).
@@ -414,7 +429,7 @@ def behaviour(memory, device="cpu") -> dict:
         torch.set_num_threads(threads)
 
 
-def _numel(memory, d, dv, who="memory"):
+def _numel(memory: Variant, d: int, dv: int, who: str = "memory") -> int | None:
     from capacity.errors import user_code
 
     try:
@@ -424,14 +439,14 @@ def _numel(memory, d, dv, who="memory"):
         return None
 
 
-def spec_files(*specs) -> dict:
+def spec_files(*specs: Spec | None) -> dict[str, str]:
     """Files named in the parameters of label ``specs`` (``capacity.labels.Spec``: a text, a weights folder), by their
     bytes (``files``); None entries are skipped."""
     named = [v for s in specs if s is not None for v in s.kwargs.values() if isinstance(v, str) and os.path.exists(v)]
     return files(named)
 
 
-def family(spec, d: int) -> dict:
+def family(spec: Spec, d: int) -> dict[str, Any]:  # JSON
     """What decides a key family's draws at ``d`` (``spec``: its label): its behaviour (``family_behaviour``; learned
     keys are package code, their optimisation too costly to fingerprint), the user's code that draws them and the
     files its parameters name."""
@@ -443,7 +458,7 @@ def family(spec, d: int) -> dict:
     return {**found, "code": user_code(own), "files": spec_files(spec)}
 
 
-def family_behaviour(name: str, params: dict, d: int) -> dict:
+def family_behaviour(name: str, params: Mapping[str, Any], d: int) -> dict[str, Any]:  # JSON
     """The bits of 6 keys of the key family ``name`` at ``d`` (seed 0), and whether the first 4 of them are the
     draw of 4 keys (``prefix_stable``: then one draw of n_max keys serves every n, whatever n_max is)."""
     from capacity.inputs import keys
@@ -458,12 +473,19 @@ def family_behaviour(name: str, params: dict, d: int) -> dict:
         return {"bits": f"failed: {type(exc).__name__}: {_text(exc)}"[:300], "prefix_stable": False}
 
 
-def record(config: dict, memories: dict, *, libraries: dict, device: str, run: dict) -> dict:
+def record(
+    config: dict[str, Any],
+    memories: Mapping[str, object],
+    *,
+    libraries: dict[str, str],
+    device: str,
+    run: dict[str, Any],
+) -> dict[str, Any]:  # config and run: JSON
     """The attrs a result carries (docs/results-schema.md): the study's configuration and its hash, each memory's
     class and every parameter (``memories``: label -> object), versions, device, commit and time."""
     from capacity import variants
 
-    def plain(x):
+    def plain(x: Any) -> Any:  # JSON
         if isinstance(x, dict):
             return {str(k): plain(v) for k, v in x.items()}
         if isinstance(x, (list, tuple)):
@@ -490,7 +512,7 @@ def record(config: dict, memories: dict, *, libraries: dict, device: str, run: d
     }
 
 
-def versions() -> dict:
+def versions() -> dict[str, str]:
     """Versions of the packages that produce the numbers."""
     out = {"capacity": __version__, "python": platform.python_version()}
     for pkg in ("torch", "triton", "numpy", "xarray"):
@@ -500,7 +522,9 @@ def versions() -> dict:
 
 def git_commit() -> str:
     """The commit of the source tree the package runs from (``-dirty`` if it has changes), or ``unknown``."""
-    git = lambda *a: subprocess.run(["git", *a], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10)
+    git: Callable[..., subprocess.CompletedProcess[str]] = lambda *a: subprocess.run(
+        ["git", *a], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10
+    )
     try:
         head = git("rev-parse", "HEAD")
         dirty = head.returncode == 0 and git("status", "--porcelain", "--untracked-files=no").stdout.strip()

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import xarray as xr
@@ -26,9 +28,14 @@ from capacity.sweep import executors, provenance
 from capacity.sweep import store as store_mod
 from capacity.sweep.assemble import assemble, split
 from capacity.sweep.config import Grid, Study
-from capacity.sweep.jobs import READ_FILES, check, check_memory, measure, prepare
+from capacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store, declared
+
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.sweep.plan import Cell, Pass
+    from capacity.sweep.store import Points
+    from capacity.variants import Variant
 
 __all__ = ["run", "compare", "RunResult"]
 
@@ -51,7 +58,7 @@ class RunResult:
 def run(
     study: Study,
     *,
-    out="results",
+    out: str | os.PathLike[str] = "results",
     device: str | None = "auto",
     executor: str = "auto",
     scheduler: str | None = None,
@@ -59,7 +66,7 @@ def run(
     quiet: bool = False,
     verbose: bool = False,
     progress: bool = True,
-    imports=(),
+    imports: Sequence[str] = (),
 ) -> RunResult:
     """Run (or resume) ``study`` and save its Dataset to ``<out>/<study.name>.nc``.
 
@@ -174,26 +181,41 @@ def run(
     return RunResult(path, ds, measured, total - measured, len(todo))
 
 
-def _measure(plan, store, stored, todo, total, executor, scheduler, workers, imports, progress, quiet, verbose) -> int:
+def _measure(
+    plan: Plan,
+    store: Store,
+    stored: dict[Cell, tuple[Points, dict[str, Any]]],
+    todo: list[Pass],
+    total: int,
+    executor: str,
+    scheduler: str | None,
+    workers: int | None,
+    imports: list[str],
+    progress: bool,
+    quiet: bool,
+    verbose: bool,
+) -> int:
     """Measure the passes ``todo`` on ``executor``, merging each into its cell's file as it arrives; returns the
     number of new points."""
     study = plan.study
-    count = lambda p: len(p.seeds) * len(set(p.ns))
-    where = lambda p: f"{plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}"
+    count: Callable[[Pass], int] = lambda p: len(p.seeds) * len(set(p.ns))
+    where: Callable[[Pass], str] = lambda p: f"{plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}"
     done = total - sum(count(p) for p in todo)
     start = f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})"
     bar = Progress(study.name, total, done, show=progress and not quiet, verbose=verbose, start=start)
     # in this process on a CPU, small passes run on one torch thread: their many small ops only wait for the others
     one, measured = executor == "serial" and plan.device.type == "cpu", 0
-    job = {"study": study, "device": str(plan.device), "imports": imports}
     by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
-    bundles: dict[tuple, list] = {}  # the passes that differ only in their memory draw the same: one job
+    bundles: dict[
+        tuple[Any, ...], list[tuple[str, Pass, Variant, int | None]]
+    ] = {}  # the passes that differ only in their memory draw the same: one job
     for k, p in by_key.items():
         same = tuple((a, v) for a, v in p.cell.values if a not in ("variant", "feature"))
         bundles.setdefault((same, p.seeds, p.ns, p.queries), []).append(
             (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
         )
-    jobs = [(ps[0][0], {**job, "passes": ps}) for ps in bundles.values()]
+    device = str(plan.device)
+    jobs = [(ps[0][0], Job(study=study, device=device, imports=imports, passes=ps)) for ps in bundles.values()]
     variables = {v: np.dtype(var.dtype).str for v, var in plan.schema.variables.items()}  # as split() checked
     stream = executors.execute(executor, measure, jobs, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
@@ -233,15 +255,15 @@ DEFAULT_LOAD = (1 / 8, 1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12, 16)
 
 
 def compare(
-    variants,
+    variants: str | Variant | Sequence[str | Variant],
     *,
-    d=DEFAULT_D,
-    load=DEFAULT_LOAD,
-    seeds=4,
-    keys=("gaussian",),
-    name="compare",
-    out="results",
-    **run_kwargs,
+    d: int | Sequence[int] = DEFAULT_D,
+    load: float | Sequence[float] = DEFAULT_LOAD,
+    seeds: int | Sequence[int] = 4,
+    keys: str | Sequence[str] = ("gaussian",),
+    name: str = "compare",
+    out: str | os.PathLike[str] = "results",
+    **run_kwargs: Any,  # run's keywords
 ) -> RunResult:
     """Measure several memories on the same keys and values into one Dataset (resumable like every sweep).
 
@@ -252,5 +274,6 @@ def compare(
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else seeds
-    grid = Grid(variant=tuple(variants), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
+    listed = cast("Sequence[str | Variant]", variants)  # cast: one memory or label was put in a list above
+    grid = Grid(variant=tuple(listed), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)

@@ -16,7 +16,9 @@ import json
 import os
 import stat
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -24,12 +26,22 @@ from capacity.base._files import atomic_write, clean_stale
 from capacity.errors import CapacityError, one_line
 from capacity.sweep.config import digest
 
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.tasks import Schema
+
+# a cell's measured points: (seed, n) -> {variable: its array over the variable's dimensions but seed and n}
+Points: TypeAlias = "dict[tuple[int, int], dict[str, NDArray[Any]]]"
+# what a stored value of each variable must be: variable -> (dtype, shape (None: unchecked), finite)
+Declared: TypeAlias = "dict[str, tuple[np.dtype[Any], tuple[int, ...] | None, bool]]"
+
 __all__ = ["reuse_key", "Store", "SCHEMA"]
 
 SCHEMA = 2  # the layout of a cell file; a new layout is never mixed with files of an old one
 
 
-def reuse_key(identity: dict) -> str:
+def reuse_key(identity: dict[str, Any]) -> str:  # JSON
     """The name of a cell's file in the store: a hash of ``identity`` (``Plan.identity(cell)``: everything that
     computes the cell's numbers, as the plan resolved it) and of this store's layout."""
     return digest({**identity, "schema": SCHEMA})
@@ -38,29 +50,33 @@ def reuse_key(identity: dict) -> str:
 READ_FILES = "read_files"  # a cell's attr: {path: sha256} of the files its memory read while measured
 
 
-def declared(schema, coords: dict) -> dict:
+def declared(schema: Schema, coords: Mapping[str, Sequence[Any]]) -> Declared:
     """What a stored value of each variable must be: ``{variable: (dtype, shape, finite)}``, from the task's
     ``Schema`` of the study: the variable's dtype, its dimensions but seed and n at the sizes of ``coords`` (None,
     unchecked, for a dimension ``coords`` lacks), and whether it is ``finite`` (a value that cannot be NaN or infinite
     when measured: a fraction of counts, a size, a time)."""
-    shape = lambda own: None if set(own) - set(coords) - {"seed"} else tuple(len(coords[d]) for d in own if d != "seed")
+    shape: Callable[[tuple[str, ...]], tuple[int, ...] | None] = lambda own: (
+        None if set(own) - set(coords) - {"seed"} else tuple(len(coords[d]) for d in own if d != "seed")
+    )
     return {v: (np.dtype(var.dtype), shape(var.dims), var.finite) for v, var in schema.variables.items()}
 
 
-def _constant(name: str):
+def _constant(name: str) -> float:
     """JSON's NaN and Infinity read as floats (``save`` writes them so); anything else is not a number."""
     if name in ("NaN", "Infinity", "-Infinity"):
         return float(name)
     raise ValueError(f"unknown constant {name}")
 
 
-def _value(raw, dtype: str, expect) -> np.ndarray:
+def _value(
+    raw: Any, dtype: str, expect: tuple[np.dtype[Any], tuple[int, ...] | None, bool] | None
+) -> NDArray[Any]:  # raw: JSON
     """A stored value as an array of ``dtype``, checked against ``expect`` (dtype, shape, finite) when given: numbers
     only (no null, string or bool), whole numbers for an integer dtype, the declared shape, finite where declared."""
-    dtype = np.dtype(dtype)
-    whole = dtype.kind in "iu"
+    kind = np.dtype(dtype)
+    whole = kind.kind in "iu"
 
-    def numbers(x):
+    def numbers(x: Any) -> None:
         if isinstance(x, list):
             for y in x:
                 numbers(y)
@@ -69,15 +85,15 @@ def _value(raw, dtype: str, expect) -> np.ndarray:
 
     numbers(raw)
     try:
-        a = np.asarray(raw, dtype=dtype)
+        a = np.asarray(raw, dtype=kind)
     except OverflowError:
-        raise ValueError(f"a number out of the range of {dtype.name}") from None
+        raise ValueError(f"a number out of the range of {kind.name}") from None
     if expect is None:
         return a
     _, shape, finite = expect
     if shape is not None and a.shape != shape:
         raise ValueError(f"shape {list(a.shape)}, not {list(shape)}")
-    if finite and dtype.kind == "f" and not np.isfinite(a).all():
+    if finite and kind.kind == "f" and not np.isfinite(a).all():
         raise ValueError("a value that must be finite is not")
     return a
 
@@ -97,7 +113,7 @@ def _kind(path: Path) -> str | None:
     )
 
 
-def _changed_files(recorded) -> str | None:
+def _changed_files(recorded: Any) -> str | None:  # JSON, checked here
     """The first of the ``recorded`` files ({path: sha256}) whose bytes differ now (or that is gone), else None."""
     if not recorded:
         return None
@@ -109,20 +125,22 @@ def _changed_files(recorded) -> str | None:
     return next((p for p, h in sorted(recorded.items()) if not h or now.get(p) != h), None)
 
 
-def _checksum(body: dict) -> str:
+def _checksum(body: dict[str, Any]) -> str:  # JSON
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 class Store:
     """The measured cells of one study under ``root`` (``<out>/.sweep/<study>/``)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def load(self, key: str, variables: list[str], coords: dict, declared: dict | None = None):
+    def load(
+        self, key: str, variables: list[str], coords: Mapping[str, Sequence[Any]], declared: Declared | None = None
+    ) -> tuple[Points, dict[str, Any], str | None]:
         """The stored points of cell ``key``: ``(points, attrs, why)``, points ``{(seed, n): {variable: value}}``.
 
         Empty with ``why`` None when there is no file; empty with ``why`` (a short phrase) when the file fails a
@@ -167,17 +185,27 @@ class Store:
         changed = _changed_files(body["attrs"].get(READ_FILES))
         if changed:
             return {}, {}, f"a file its memory read while measured changed or is gone ({changed})"
-        points = {}
+        points: Points = {}
         for item, values in body["points"].items():
             try:
                 seed, n = map(int, item.split())
-                point = {v: _value(values[v], body["variables"][v], declared and declared[v]) for v in variables}
+                point = {
+                    v: _value(values[v], body["variables"][v], None if declared is None else declared[v])
+                    for v in variables
+                }
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 return {}, {}, f"malformed at point {item!r} ({exc})"
             points[seed, n] = point
         return points, body["attrs"], None
 
-    def save(self, key: str, points: dict, attrs: dict, variables: dict[str, str], coords: dict) -> None:
+    def save(
+        self,
+        key: str,
+        points: Points,
+        attrs: dict[str, Any],
+        variables: dict[str, str],
+        coords: Mapping[str, Sequence[Any]],
+    ) -> None:
         """Write cell ``key``'s points (``{(seed, n): {variable: array}}``; ``variables``: name -> dtype string)."""
         body = {
             "key": key,
@@ -202,7 +230,7 @@ class Store:
         os.replace(p, aside)
         return aside
 
-    def manifest(self) -> dict | None:
+    def manifest(self) -> dict[str, Any] | None:  # JSON
         """The manifest, ``{"study", "created", "cells", "pending"}``: None when there is none; a CapacityError (one
         line naming it) when it cannot be read, so that nothing acts on a guess of what it lists."""
         path = self.root / "manifest.json"
@@ -228,7 +256,7 @@ class Store:
         text = json.dumps({"study": study, "created": stamp, "cells": cells, "pending": pending})
         atomic_write(self.root / "manifest.json", lambda tmp: tmp.write_text(text))
 
-    def _current(self) -> dict:
+    def _current(self) -> dict[str, Any]:
         try:
             return self.manifest() or {}
         except CapacityError:  # a run rewrites a manifest it cannot read
@@ -252,7 +280,7 @@ class Store:
             return
         self._write_manifest(study, cells, pending)
 
-    def contents(self, strict: bool = True) -> dict:
+    def contents(self, strict: bool = True) -> dict[str, Any]:
         """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest", "unused", "pending"}``
         (times: seconds of age): ``used`` the cells the latest finished run's manifest lists, ``unused`` the paths of
         the others, ``pending`` those of the others that a run cut short would reuse (the manifest's ``pending``, or

@@ -9,6 +9,8 @@ and ``_shared`` (draws shared by the memories of one cell). Adding a task is one
 
 from __future__ import annotations
 
+from typing import Any
+
 from capacity.base.registry import Registry
 from capacity.errors import CapacityError
 from capacity.tasks.bill.task import Bill, BillTask
@@ -34,7 +36,7 @@ __all__ = [
 ]
 
 
-def _accept(kind: str, found: object) -> Task:
+def _accept(kind: str, found: object) -> Task[Any]:
     task = found() if isinstance(found, type) and issubclass(found, Task) else found
     if not isinstance(task, Task) or task.name != kind:
         raise CapacityError(f"plug-in task {kind!r} is not a capacity.tasks.Task named {kind!r}, got {found!r}")
@@ -42,13 +44,13 @@ def _accept(kind: str, found: object) -> Task:
 
 
 # the built-in tasks; a package's: a Task subclass or instance named as its entry point (group capacity.tasks)
-_REGISTRY: Registry[Task] = Registry("capacity.tasks", "task kind", path=None, accept=_accept)
+_REGISTRY: Registry[Task[Any]] = Registry("capacity.tasks", "task kind", path=None, accept=_accept)
 for _task in (RecallTask(), BillTask(), MqarTask(), NeedleTask(), TrainedTask()):
     _REGISTRY.add(_task.name, _task)
-TASKS: dict[str, Task] = _REGISTRY.own()
+TASKS: dict[str, Task[Any]] = _REGISTRY.own()
 
 
-def get(kind: str) -> Task:
+def get(kind: str) -> Task[Any]:
     """The task of ``kind``: a built-in (``TASKS``) or a package's, declared by the entry point group
     ``capacity.tasks`` (``name = "mypkg.task:MyTask"``, a ``Task`` subclass or instance named ``name``)."""
     return _REGISTRY.get(kind)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import numbers
 import threading
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
 
 import torch
 
@@ -24,7 +26,7 @@ _LOCAL = (
 
 
 @contextlib.contextmanager
-def shared():
+def shared() -> Iterator[None]:
     """Share the draws made with ``drawn`` inside the block (in this thread); they are dropped at its end."""
     old = getattr(_LOCAL, "memo", None)
     _LOCAL.memo = {}
@@ -38,7 +40,7 @@ class _Unshared(Exception):
     """An argument that is not a plain value (a generator, say: its next draw differs): draw without sharing."""
 
 
-def _frozen(x):
+def _frozen(x: Any) -> Hashable:
     if isinstance(x, dict):
         return tuple(sorted((k, _frozen(v)) for k, v in x.items()))
     if isinstance(x, (list, tuple)):
@@ -48,13 +50,13 @@ def _frozen(x):
     raise _Unshared
 
 
-def drawn(make, *args, **kwargs) -> torch.Tensor:
+def drawn(make: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.Tensor:
     """``make(*args, **kwargs)`` (a tensor), made once per set of arguments inside ``shared()``; a copy each call."""
     try:
         key = (make.__module__, make.__qualname__, _frozen(args), _frozen(kwargs))
     except _Unshared:
         key = None
-    memo = getattr(_LOCAL, "memo", None)
+    memo: dict[Hashable, torch.Tensor] | None = getattr(_LOCAL, "memo", None)
     if memo is None or key is None:
         return make(*args, **kwargs)
     if key in memo:

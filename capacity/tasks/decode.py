@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 
 import torch
 
@@ -62,7 +63,7 @@ def _cpu_has_bf16() -> bool:
     return False
 
 
-def screen_precision(device, precision: str = "auto", dv: int | None = None) -> str:
+def screen_precision(device: torch.device | str, precision: str = "auto", dv: int | None = None) -> str:
     """The precision the scores are screened in on ``device``: ``"bfloat16"`` or ``"float32"``.
 
     ``"auto"``: bfloat16 on CUDA, and on CPUs with native bfloat16 (AVX-512 BF16 or AMX) for reads
@@ -125,8 +126,9 @@ def score_error_bound(r: torch.Tensor, v: torch.Tensor, precision: str) -> torch
     g = _gamma_k(dv, _U_SUM)
     grow = 1 + 2 * _gamma_k(dv + 2, _U_SUM)  # a float32 norm times this is >= the exact norm
 
-    def norm(x):  # [B, c, dv] -> [B, c] float64 upper bound of the row norms
-        return x.float().norm(dim=-1).double() * grow
+    def norm(x: torch.Tensor) -> torch.Tensor:  # [B, c, dv] -> [B, c] float64 upper bound of the row norms
+        norms: torch.Tensor = x.float().norm(dim=-1)  # annotated: torch leaves Tensor.norm untyped
+        return norms.double() * grow
 
     vmax = norm(v).amax(-1, keepdim=True)  # [B, 1]
     if precision == "bfloat16":
@@ -155,7 +157,9 @@ def _screen_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         mm.allow_bf16_reduced_precision_reduction = old
 
 
-def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: float):
+def _classify(
+    other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(sure right, sure wrong) from the best other screened score ``other``, own scores and error bounds (same shape).
 
     The screened scores were rounded to a format of unit roundoff ``u_out`` after the sum (0: not
@@ -172,7 +176,9 @@ def _classify(other: torch.Tensor, own: torch.Tensor, e: torch.Tensor, u_out: fl
     return right, wrong
 
 
-def _inputs(r: torch.Tensor, v: torch.Tensor, block: int | None, target: torch.Tensor | None = None):
+def _inputs(
+    r: torch.Tensor, v: torch.Tensor, block: int | None, target: torch.Tensor | None = None
+) -> tuple[int, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The decodes' checked inputs: (block, r32, v32, target, own, own_err).
 
     r32: float32 ``[B, m, dv]``, v32: float32 ``[B, c, dv]``; target: read j's own value, long ``[m]`` (``arange(c)``
@@ -303,14 +309,14 @@ def argmax_correct(
     return correct.float()
 
 
-def _ks(k) -> list[int]:
+def _ks(k: int | Sequence[int]) -> list[int]:
     ks = [k] if isinstance(k, int) and not isinstance(k, bool) else list(k) if isinstance(k, (list, tuple)) else None
     if not ks or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in ks) or len(set(ks)) != len(ks):
         raise CapacityError(f"k must be a whole number >= 1 or a list of distinct ones, got {k!r}")
     return ks
 
 
-def topk_correct(r: torch.Tensor, v: torch.Tensor, k, *, block: int | None = None) -> torch.Tensor:
+def topk_correct(r: torch.Tensor, v: torch.Tensor, k: int | Sequence[int], *, block: int | None = None) -> torch.Tensor:
     """1.0 where read i's own value v_i is among the top k of its scores r_i . v_l, else 0.0; float32 ``[B, c, K]``.
 
     ``r``, ``v``: as in ``argmax_correct`` (``[B, c, dv]``, row i is read i's own value); ``k``: a whole number or a

@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from capacity.errors import CapacityError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import torch
+    from numpy.typing import NDArray
+
+    from capacity.base.labels import Spec
+    from capacity.variants import Variant
 
 __all__ = ["Config", "Task", "Schema", "Variable", "Measured", "config_class", "configs"]
 
@@ -40,20 +45,22 @@ __all__ = ["Config", "Task", "Schema", "Variable", "Measured", "config_class", "
 class _Checked(type):
     """The metaclass of task configs: unknown fields are refused in one line, naming the task that has them."""
 
-    registry: ClassVar[dict[str, type]] = {}
+    registry: ClassVar[dict[str, type[Config]]] = {}
+    kind: str | None  # set by Config
 
-    def __call__(cls, *args, **kwargs):
+    # typed Any: type checkers read a config's own __init__ (its dataclass fields), not this
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if args:
             raise CapacityError(f"{cls.__name__} takes its settings by name, e.g. {cls.__name__}(...=...)")
         if cls.kind is not None:
-            own = {f.name for f in dataclasses.fields(cls)}
+            own = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # cls is a Config dataclass
             unknown = [k for k in kwargs if k not in own]
             if unknown:
                 _refuse(cls.kind, unknown, own)
         return super().__call__(**kwargs)
 
 
-def _refuse(kind: str, unknown: list[str], own) -> None:
+def _refuse(kind: str, unknown: list[str], own: set[str]) -> None:
     owner = {f.name: k for k, c in _Checked.registry.items() if k != kind for f in dataclasses.fields(c)}
     misplaced = [name for name in unknown if name in owner]
     if misplaced:
@@ -73,13 +80,14 @@ class Config(metaclass=_Checked):
 
     kind: ClassVar[str | None] = None
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("kind") is not None:
-            _Checked.registry[cls.kind] = cls
+        kind = cls.__dict__.get("kind")
+        if kind is not None:
+            _Checked.registry[kind] = cls
 
-    def to_json(self) -> dict:
-        out = {"kind": self.kind}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
             x = getattr(self, f.name)
             out[f.name] = list(x) if isinstance(x, tuple) else x
@@ -89,7 +97,7 @@ class Config(metaclass=_Checked):
         """The fields set away from their defaults."""
         return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
 
-    def replace(self, **changes) -> Config:
+    def replace(self, **changes: Any) -> Config:
         """A copy with ``changes`` (checked as a new config is)."""
         return type(self)(**{**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, **changes})
 
@@ -98,12 +106,12 @@ class Config(metaclass=_Checked):
         return [f.name for f in dataclasses.fields(cls)]
 
 
-def configs() -> dict[str, type]:
+def configs() -> dict[str, type[Config]]:
     """kind -> its Config class, for every task imported so far (``capacity.tasks`` imports the built-ins)."""
     return dict(_Checked.registry)
 
 
-def config_class(kind: str) -> type:
+def config_class(kind: str) -> type[Config]:
     """The Config class of task ``kind``."""
     from capacity.tasks import get
 
@@ -117,7 +125,7 @@ class Variable:
     value is always ``finite`` (a fraction of counts, a size, a time: a stored NaN or infinity is not reused)."""
 
     dims: tuple[str, ...]
-    attrs: dict
+    attrs: dict[str, Any]
     dtype: str = "float64"
     finite: bool = False
 
@@ -131,11 +139,12 @@ class Schema:
     ``coords``: coordinates the assembled Dataset adds, name -> ``(dims, values, attrs)``; ``scalars``: dimensions the
     assembled Dataset holds as scalar coordinates (bill's one key family and seed)."""
 
-    dims: dict[str, list]
+    # a dimension's values are numbers or labels, each dimension's of one kind
+    dims: Mapping[str, Sequence[Any]]
     variables: dict[str, Variable]
-    extra: dict[str, list] = field(default_factory=dict)
-    coords: dict = field(default_factory=dict)
-    scalars: dict = field(default_factory=dict)
+    extra: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    coords: Mapping[str, tuple[str | tuple[str, ...], Any, Mapping[str, Any]]] = field(default_factory=dict)
+    scalars: dict[str, Any] = field(default_factory=dict)
 
     def dims_of(self, name: str) -> tuple[str, ...]:
         return self.variables[name].dims
@@ -149,12 +158,94 @@ class Measured:
     beside the points (recall's ``feature_dim``). The engine checks it against the schema, cuts it into points
     without copying and saves them; the study's Dataset is filled from the points."""
 
-    values: dict[str, np.ndarray]
-    attrs: dict = field(default_factory=dict)
+    values: dict[str, NDArray[Any]]  # each of its variable's declared dtype
+    attrs: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(abc.ABC):
-    """One kind of measurement. Subclasses set the class attributes and write the abstract methods.
+# What the engine hands a task, as the task reads it: capacity.sweep's Grid, Study and Cell are these (the engine is a
+# layer above the tasks, so the protocol names what it needs instead of importing them).
+
+
+class GridView(Protocol):
+    """A study's grid (``capacity.sweep.config.Grid``): every axis's values, read; ``curve``, the axis one write pass
+    covers; ``ns(d)``, the pair counts along it at key dimension ``d``."""
+
+    @property
+    def variant(self) -> tuple[Spec, ...]: ...
+    @property
+    def keys(self) -> tuple[Spec, ...]: ...
+    @property
+    def feature(self) -> tuple[Spec, ...]: ...
+    @property
+    def d(self) -> tuple[int, ...]: ...
+    @property
+    def load(self) -> tuple[float, ...]: ...
+    @property
+    def n(self) -> tuple[int, ...]: ...
+    @property
+    def seed(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> tuple[str, ...]: ...
+    @property
+    def dv(self) -> tuple[int, ...]: ...
+    @property
+    def state_dtype(self) -> tuple[str, ...]: ...
+    @property
+    def rounding(self) -> tuple[str, ...]: ...
+    @property
+    def heads(self) -> tuple[int, ...]: ...
+    @property
+    def value_heads(self) -> tuple[int, ...]: ...
+    @property
+    def curve(self) -> Literal["load", "n"]: ...
+    def ns(self, d: int) -> list[int]: ...
+
+
+C = TypeVar("C", bound="Config")
+C_co = TypeVar("C_co", bound="Config", covariant=True)
+
+
+class StudyView(Protocol[C_co]):
+    """A study (``capacity.sweep.config.Study``) as a task reads it: its name, grid and task settings (``C_co``,
+    the task's ``Config``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def grid(self) -> GridView: ...
+    @property
+    def task(self) -> C_co: ...
+
+
+class CellView(Protocol):
+    """One cell of a study (``capacity.sweep.plan.Cell``): one value of every cell axis (``dv`` and
+    ``value_heads`` resolved; ``feature`` None where the grid has no feature axis)."""
+
+    @property
+    def variant(self) -> Spec: ...
+    @property
+    def keys(self) -> Spec: ...
+    @property
+    def feature(self) -> Spec | None: ...
+    @property
+    def d(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def dv(self) -> int: ...
+    @property
+    def state_dtype(self) -> str: ...
+    @property
+    def rounding(self) -> str: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def value_heads(self) -> int: ...
+
+
+class Task(abc.ABC, Generic[C]):
+    """One kind of measurement. Subclasses set the class attributes and write the abstract methods; a subclass names
+    its settings class as the type argument (``class MqarTask(Task[Mqar])``), so that ``study.task`` is typed.
 
     ``name``: the kind (``study.task.kind``); ``description``: one line for ``capacity list``; ``Config``: its
     settings class; ``per_point``: a point's numbers depend only on its cell, seed and n (points are stored and
@@ -172,43 +263,53 @@ class Task(abc.ABC):
     pass_per_n: ClassVar[bool] = False  # a per-point task whose passes are long: one pass per n (parallel, resumable)
 
     @abc.abstractmethod
-    def check_grid(self, study) -> None:
+    def check_grid(self, study: StudyView[C]) -> None:
         """Refuse, in one line, a grid this task cannot measure (called when the study is built)."""
 
     @abc.abstractmethod
-    def check(self, study) -> None:
+    def check(self, study: StudyView[C]) -> None:
         """Cheap checks before any work (sizes, installed models): one line per fault."""
 
     @abc.abstractmethod
-    def schema(self, study) -> Schema:
+    def schema(self, study: StudyView[C]) -> Schema:
         """The study's dimensions and variables."""
 
     @abc.abstractmethod
-    def writes(self, study, ns: list[int]) -> int:
+    def writes(self, study: StudyView[C], ns: list[int]) -> int:
         """Tokens one pass writes per batch item, for the pair counts ``ns`` (sizes memory estimates)."""
 
     @abc.abstractmethod
-    def measure(self, study, cell, memory, seeds: list[int], ns: list[int], device: torch.device) -> Measured:
+    def measure(
+        self,
+        study: StudyView[C],
+        cell: CellView,
+        memory: Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> Measured:
         """One pass: every variable of the schema over ``(n, *its dims)`` for the pair counts ``ns`` (increasing) and
         the seeds ``seeds`` (see ``Measured``)."""
 
     @abc.abstractmethod
-    def theory(self, study, n, d, dv) -> dict:
+    def theory(
+        self, study: StudyView[C], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
         """Closed-form variables over the study's grid: name -> (array broadcast over n, d and dv, attrs)."""
 
     @abc.abstractmethod
-    def attrs(self, study) -> dict:
+    def attrs(self, study: StudyView[C]) -> dict[str, Any]:
         """Attrs of the assembled Dataset (settings a reader needs, beyond the study's configuration)."""
 
-    def queries(self, study) -> int:
+    def queries(self, study: StudyView[C]) -> int:
         """Reads per pair count (0: every stored pair); schedules and estimates passes."""
         return 0
 
-    def seconds(self, study, cell, memory, seeds: list[int], ns: list[int]) -> float:
+    def seconds(self, study: StudyView[C], cell: CellView, memory: Variant, seeds: list[int], ns: list[int]) -> float:
         """Estimated seconds of one pass on one CPU core beyond the writes and reads the engine counts itself (a
         task that trains, say); the run's estimate before it starts adds them. 0: nothing beyond them."""
         return 0.0
 
-    def key_stats(self, study) -> bool:
+    def key_stats(self, study: StudyView[C]) -> bool:
         """Whether a pass also describes its keys (their Gram matrix: a memory estimate's term)."""
         return False

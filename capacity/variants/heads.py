@@ -36,7 +36,7 @@ from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
 
 __all__ = ["split", "Heads", "check_layout"]

@@ -52,7 +52,7 @@ from capacity.errors import CapacityError
 from capacity.variants._bookkeeping import BOOKKEEPING, bookkeeping
 from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
     from capacity.variants.recurrent import Recurrent
 

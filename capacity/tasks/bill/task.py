@@ -9,8 +9,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -20,10 +21,15 @@ from capacity.base import _validate
 from capacity.errors import CapacityError, user_code
 from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
-from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
+from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 from capacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
 from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.variants import Variant
 
 __all__ = ["Bill", "BillTask"]
 
@@ -36,7 +42,7 @@ class Bill(Config):
     values: str = "gaussian"
     repeats: int = 20
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_values(self.values)
         object.__setattr__(self, "repeats", _validate.positive_int("repeats", self.repeats))
 
@@ -70,7 +76,7 @@ _VARIABLES = {
 }
 
 
-def _numel(state) -> int:
+def _numel(state: object) -> int:
     """Numbers a state holds: tensors counted, containers walked (dataclass fields marked
     ``precision.bookkeeping()``, such as a token counter, not counted)."""
     if isinstance(state, torch.Tensor):
@@ -89,7 +95,7 @@ def _numel(state) -> int:
     return 0
 
 
-class BillTask(Task):
+class BillTask(Task[Bill]):
     """Measured state or cache size and per-token decode time after n writes."""
 
     name = "bill"
@@ -100,22 +106,30 @@ class BillTask(Task):
     grid_axes = ()
     figures = ("bill",)
 
-    def check_grid(self, study) -> None:
+    def check_grid(self, study: StudyView[Bill]) -> None:
         g = study.grid
         if g.curve != "n" or len(g.keys) != 1 or len(g.seed) != 1:
             raise CapacityError("a bill study takes n (pair counts, not load), one key family and one seed")
 
-    def check(self, study) -> None:
+    def check(self, study: StudyView[Bill]) -> None:
         check_values_fit(study)
 
-    def schema(self, study) -> Schema:
+    def schema(self, study: StudyView[Bill]) -> Schema:
         scalars = {"key_family": study.grid.keys[0].label, "seed": study.grid.seed[0]}
         return Schema({"seed": list(study.grid.seed)}, dict(_VARIABLES), scalars=scalars)
 
-    def writes(self, study, ns) -> int:
+    def writes(self, study: StudyView[Bill], ns: list[int]) -> int:
         return max(ns) + study.task.repeats
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
+    def measure(
+        self,
+        study: StudyView[Bill],
+        cell: CellView,
+        memory: Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> Measured:
         """After each n writes: the numbers the state holds, and the median time of one decode step on a copy of it."""
         reps, seed = study.task.repeats, seeds[0]
         order, dtype, var = sorted(set(ns)), TORCH_DTYPES[cell.dtype], memory
@@ -124,7 +138,7 @@ class BillTask(Task):
             dtype
         )  # [1, T, d]
         V = values.make(study.task.values, total, cell.dv, seed=seed, device=device).to(dtype)  # [1, T, dv]
-        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        sync: Callable[[], None] = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
         mem = guard(var)  # the timed steps call the memory itself, inside one user_code block (no overhead per step)
         state, numel, seconds, written = mem.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
         for n in order:
@@ -149,11 +163,13 @@ class BillTask(Task):
             }
         )
 
-    def theory(self, study, n, d, dv) -> dict:
+    def theory(
+        self, study: StudyView[Bill], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
         b = theory.bill(n, d, dv)
         return {name: (b[name], {"description": desc}) for name, desc in _THEORY.items()}
 
-    def attrs(self, study) -> dict:
+    def attrs(self, study: StudyView[Bill]) -> dict[str, Any]:
         """``break_even_n``: T13's n at which softmax's cache equals the linear state, at each d."""
         g = study.grid
         n = theory.break_even_n(np.asarray(g.d), np.asarray(g.dv[0]) if g.dv else None, measure="cache")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from capacity.errors import CapacityError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.variants import Variant
 
 __all__: list[str] = []
 
@@ -15,7 +19,7 @@ def _take(emb: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return torch.take_along_dim(emb, tokens.unsqueeze(-1), dim=1)  # [B, vocab, e] at [B, t] -> [B, t, e]
 
 
-def _key_params(key_params) -> dict:
+def _key_params(key_params: Mapping[str, Any] | None) -> dict[str, Any]:
     if key_params is None:
         return {}
     if not isinstance(key_params, Mapping):
@@ -25,16 +29,17 @@ def _key_params(key_params) -> dict:
     return dict(key_params)
 
 
-def _check_variant(variant) -> str:
+def _check_variant(variant: object) -> str:
     for name in ("init_state", "write", "read"):
         if not callable(getattr(variant, name, None)):
             raise CapacityError(
                 f"variant {variant!r} has no method {name}(); a variant needs init_state, write and read"
             )
-    return getattr(variant, "name", type(variant).__name__)
+    label: str = getattr(variant, "name", type(variant).__name__)  # a variant's name, or its class's
+    return label
 
 
-def _read(variant, vname, state, q, dv):
+def _read(variant: Variant, vname: str, state: Any, q: torch.Tensor, dv: int) -> torch.Tensor:
     r = variant.read(state, q)
     if not isinstance(r, torch.Tensor) or tuple(r.shape) != (q.shape[0], q.shape[1], dv):
         got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__

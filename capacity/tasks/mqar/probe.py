@@ -39,7 +39,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -54,8 +54,12 @@ from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _tak
 from capacity.tasks.mqar.zoology import ZOOLOGY_BASED_FIGURE2_TEST, ZOOLOGY_VOCAB, ZoologyTask, zoology, zoology_task
 from capacity.variants._guard import guard
 
-if TYPE_CHECKING:
-    import numpy.typing as npt
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.base._types import Device, Seed
+    from capacity.theory._common import Floats, Numbers
+    from capacity.variants import Variant
 
 __all__ = [
     "ZOOLOGY_VOCAB",
@@ -126,7 +130,9 @@ def _overwrites(pairs: int, overwrite: float) -> int:
     return round(overwrite * pairs)
 
 
-def _draw_tokens(g: torch.Generator, items: int, vocab: int, pairs: int, m: int, distractors: int, queries):
+def _draw_tokens(
+    g: torch.Generator, items: int, vocab: int, pairs: int, m: int, distractors: int, queries: int | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The token sequences of ``items`` batch items from one generator; all int64 on the CPU.
 
     The first four draws have fixed sizes (vocab), so the sequence for ``pairs`` = p without overwrites or
@@ -165,7 +171,16 @@ def _draw_tokens(g: torch.Generator, items: int, vocab: int, pairs: int, m: int,
     return seq_k, seq_v, order.gather(1, qs), target, stale
 
 
-def _check(vocab, pairs, d, dv, overwrite, distractors, queries, batch):
+def _check(
+    vocab: int,
+    pairs: int | Sequence[int] | NDArray[np.integer[Any]],
+    d: int,
+    dv: int | None,
+    overwrite: float,
+    distractors: int,
+    queries: int | None,
+    batch: int,
+) -> tuple[int, list[int], int, int, float, int, int | None, int]:
     vocab = _validate.positive_int("vocab", vocab, minimum=2)
     if isinstance(pairs, (Sequence, np.ndarray)) and not isinstance(pairs, str):
         if len(pairs) == 0:
@@ -203,15 +218,15 @@ def task(
     vocab: int,
     pairs: int,
     d: int,
-    dv=None,
+    dv: int | None = None,
     keys: str = "gaussian",
-    key_params=None,
+    key_params: Mapping[str, Any] | None = None,
     overwrite: float = 0.0,
     distractors: int = 0,
-    queries=None,
+    queries: int | None = None,
     batch: int = 1,
-    seed=0,
-    device=None,
+    seed: Seed = 0,
+    device: Device = None,
 ) -> Task:
     """Draw the MQAR task that ``mqar`` measures (same arguments, one whole number ``pairs``); see the module docstring.
 
@@ -244,7 +259,9 @@ def task(
     return Task(key_emb, value_emb, seq_k, seq_v, q, target, stale)
 
 
-def _scores(r: torch.Tensor, value_emb: torch.Tensor, target, stale) -> dict[str, torch.Tensor]:
+def _scores(
+    r: torch.Tensor, value_emb: torch.Tensor, target: torch.Tensor, stale: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Per batch item metrics of reads r ``[B, Q, dv]`` decoded over value_emb ``[B, vocab, dv]``; each ``[B]``."""
     B, Q, _ = r.shape
     vocab = value_emb.shape[1]
@@ -271,20 +288,20 @@ def _scores(r: torch.Tensor, value_emb: torch.Tensor, target, stale) -> dict[str
 
 
 def mqar(
-    variant,
+    variant: Variant,
     *,
     vocab: int,
-    pairs,
+    pairs: int | Sequence[int] | NDArray[np.integer[Any]],
     d: int,
-    dv=None,
+    dv: int | None = None,
     keys: str = "gaussian",
-    key_params=None,
+    key_params: Mapping[str, Any] | None = None,
     overwrite: float = 0.0,
     distractors: int = 0,
-    queries=None,
+    queries: int | None = None,
     batch: int = 1,
-    seed=0,
-    device=None,
+    seed: Seed = 0,
+    device: Device = None,
 ) -> xr.Dataset:
     """MQAR recall of ``variant`` (any object with init_state, write, read): an xarray.Dataset over (pairs, batch).
 
@@ -303,7 +320,7 @@ def mqar(
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
         vocab, pairs, d, dv, overwrite, distractors, queries, batch
     )
-    common = {
+    common: dict[str, Any] = {  # the keyword arguments of task() besides pairs
         "vocab": vocab,
         "d": d,
         "dv": dv,
@@ -337,7 +354,7 @@ def mqar(
             rows.append(_scores(_read(variant, vname, state, q, dv), t.value_emb, t.target, t.stale))
             writes.append(k.shape[1])
     B = rows[0]["accuracy"].shape[0]
-    data = {
+    data: dict[str, tuple[str | tuple[str, ...], NDArray[Any], dict[str, str]]] = {
         m: (
             ("pairs", "batch"),
             torch.stack([row[m] for row in rows]).cpu().numpy(),
@@ -380,7 +397,7 @@ def mqar(
     )
 
 
-def _variants(variants) -> dict:
+def _variants(variants: Mapping[str, Variant] | Sequence[str | Variant]) -> dict[str, Variant]:
     """Labels -> variant objects, from a mapping {label: variant} or a list of labels 'name(k=v)' / variant objects."""
     if isinstance(variants, Mapping):
         if not variants:
@@ -394,30 +411,30 @@ def _variants(variants) -> dict:
             f"or a dict {{label: variant}}; got {variants!r}"
         )
     out = {}
-    for v in variants:
-        if isinstance(v, str):
-            name, params = labels.parse(v)
-            out[labels.format(name, params)] = variant_registry.resolve(v)
+    for item in variants:
+        if isinstance(item, str):
+            name, params = labels.parse(item)
+            out[labels.format(name, params)] = variant_registry.resolve(item)
         else:
-            _check_variant(v)
-            out[variant_registry.label(v)] = v
+            _check_variant(item)
+            out[variant_registry.label(item)] = item
     return out
 
 
 def grid(
-    variants,
+    variants: Mapping[str, Variant] | Sequence[str | Variant],
     *,
-    pairs,
-    overwrite=(0.0,),
+    pairs: int | Sequence[int],
+    overwrite: float | Sequence[float] = (0.0,),
     d: int,
     vocab: int,
-    seeds=(0,),
-    dv=None,
+    seeds: int | Sequence[int] = (0,),
+    dv: int | None = None,
     keys: str = "gaussian",
-    key_params=None,
+    key_params: Mapping[str, Any] | None = None,
     distractors: int = 0,
-    queries=None,
-    device=None,
+    queries: int | None = None,
+    device: Device = None,
 ) -> xr.Dataset:
     """``mqar`` over variants x overwrite fractions x pairs x seeds: a Dataset over (variant, overwrite, pairs, seed).
 
@@ -435,7 +452,7 @@ def grid(
     if not ows:
         raise CapacityError("overwrite must be a fraction in [0, 1] or a non-empty list of them")
     metrics = list(METRICS)
-    per_variant = []
+    per_variant: list[xr.Dataset] = []
     for var in table.values():
         parts = []
         for ow in ows:
@@ -480,9 +497,7 @@ def grid(
     return out
 
 
-def predicted_accuracy(
-    n: npt.ArrayLike, d: npt.ArrayLike, dv: npt.ArrayLike, vocab: npt.ArrayLike
-) -> float | npt.NDArray[np.float64]:
+def predicted_accuracy(n: Numbers, d: Numbers, dv: Numbers, vocab: Numbers) -> Floats:
     """T10 over a vocabulary: predicted MQAR accuracy of the additive memory (random keys and values, no overwrites).
 
     ``capacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
@@ -508,10 +523,11 @@ def predicted_accuracy(
     s_w = np.sqrt(1.0 / dv + 1.0 / d + np.maximum(n - 2.0, 0.0) / (d * dv))
     s_u = np.sqrt((1.0 + (n - 1.0) / d) / dv)
 
-    def integrand(z):
+    def integrand(z: float) -> NDArray[np.float64]:
         mean = 1.0 + s_c * z
         log_p = (n - 1.0) * special.log_ndtr(mean / s_w) + (vocab - n) * special.log_ndtr(mean / s_u)
-        return np.exp(-0.5 * z * z + log_p) / math.sqrt(2.0 * math.pi)
+        density: NDArray[np.float64] = np.exp(-0.5 * z * z + log_p) / math.sqrt(2.0 * math.pi)  # scipy is untyped
+        return density
 
     value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
     value = np.clip(value, 0.0, 1.0).reshape(shape)

@@ -6,8 +6,9 @@ distractors come from the task's settings. The assembled study adds T10's predic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -15,7 +16,12 @@ import torch
 from capacity.base import _validate, labels
 from capacity.errors import CapacityError
 from capacity.tasks.mqar import probe as mqar
-from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
+from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.variants import Variant
 
 __all__ = ["Mqar", "MqarTask"]
 
@@ -30,22 +36,22 @@ class Mqar(Config):
 
     kind: ClassVar[str] = "mqar"
     vocab: int = 1024
-    overwrite: tuple = (0.0,)
+    overwrite: tuple[float, ...] = (0.0,)
     distractors: int = 0
 
-    def __post_init__(self):
-        put = lambda name, value: object.__setattr__(self, name, value)
+    def __post_init__(self) -> None:
+        put: Callable[[str, object], None] = lambda name, value: object.__setattr__(self, name, value)
         put("vocab", _validate.positive_int("vocab", self.vocab, minimum=2))
         put("distractors", _validate.positive_int("distractors", self.distractors, minimum=0))
         ows = labels.split(self.overwrite) if isinstance(self.overwrite, str) else self.overwrite
         ows = (ows,) if isinstance(ows, (int, float)) else tuple(ows)
-        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+        scalar: Callable[[object], object] = lambda x: labels.scalar(x) if isinstance(x, str) else x
         put("overwrite", tuple(_validate.in_range("overwrite", scalar(x), 0.0, 1.0) for x in ows))
         if not self.overwrite or len(set(self.overwrite)) != len(self.overwrite):
             raise CapacityError(f"overwrite must list distinct fractions in [0, 1], got {self.overwrite!r}")
 
 
-class MqarTask(Task):
+class MqarTask(Task[Mqar]):
     """Multi-query associative recall: n distinct keys of a vocabulary, some overwritten, each queried once."""
 
     name = "mqar"
@@ -56,33 +62,41 @@ class MqarTask(Task):
     grid_axes = ()
     figures = ("mqar",)
 
-    def check_grid(self, study) -> None:
+    def check_grid(self, study: StudyView[Mqar]) -> None:
         g = study.grid
         if g.curve != "n" or g.feature or len(g.dtype) > 1:
             raise CapacityError(
                 "an mqar study takes n (distinct keys written, not load), no feature maps and one dtype"
             )
 
-    def check(self, study) -> None:
+    def check(self, study: StudyView[Mqar]) -> None:
         if max(study.grid.n) > study.task.vocab:
             raise CapacityError(
                 f"mqar writes n distinct keys of a vocabulary of {study.task.vocab}: n = {max(study.grid.n)} is too many (raise vocab)"
             )
 
-    def schema(self, study) -> Schema:
-        dims = {"overwrite": list(study.task.overwrite), "seed": list(study.grid.seed)}
+    def schema(self, study: StudyView[Mqar]) -> Schema:
+        dims: dict[str, list[Any]] = {"overwrite": list(study.task.overwrite), "seed": list(study.grid.seed)}
         variables = {
             m: Variable(tuple(dims), dict(zip(_ATTRS, meta[:3])), finite=m == "accuracy")
             for m, meta in mqar.METRICS.items()
         }  # accuracy: a fraction of counts, never NaN when measured
         return Schema(dims, variables)
 
-    def writes(self, study, ns) -> int:
+    def writes(self, study: StudyView[Mqar], ns: list[int]) -> int:
         """Tokens one pass writes: the pairs, the overwrites of the largest fraction and the distractors."""
         p = study.task
         return max(ns) + mqar._overwrites(max(ns), max(p.overwrite)) + p.distractors
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
+    def measure(
+        self,
+        study: StudyView[Mqar],
+        cell: CellView,
+        memory: Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> Measured:
         p, parts = study.task, []
         for ow in p.overwrite:
             ds = mqar.mqar(
@@ -102,7 +116,9 @@ class MqarTask(Task):
             parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values for m in mqar.METRICS})
         return Measured({m: np.stack([part[m] for part in parts], axis=1).astype(np.float64) for m in mqar.METRICS})
 
-    def theory(self, study, n, d, dv) -> dict:
+    def theory(
+        self, study: StudyView[Mqar], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
         attrs = {
             "long_name": "predicted MQAR accuracy",
             "units": "fraction",
@@ -110,5 +126,5 @@ class MqarTask(Task):
         }
         return {"accuracy_pred": (mqar.predicted_accuracy(n, d, dv, study.task.vocab), attrs)}
 
-    def attrs(self, study) -> dict:
+    def attrs(self, study: StudyView[Mqar]) -> dict[str, Any]:
         return {"vocab": int(study.task.vocab), "distractors": int(study.task.distractors)}

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -22,6 +24,10 @@ from capacity.errors import CapacityError
 from capacity.inputs import keys as key_families
 from capacity.inputs import values as value_families
 from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
+
+if TYPE_CHECKING:  # pragma: no cover
+    from capacity.base._types import Device, Seed
+    from capacity.variants import Variant
 
 __all__ = ["ZOOLOGY_VOCAB", "ZOOLOGY_BASED_FIGURE2_TEST", "ZoologyTask", "zoology_task", "zoology"]
 
@@ -83,7 +89,7 @@ def zoology_task(
     power_a: float = 0.01,
     random_non_queries: bool = True,
     batch: int = 1,
-    seed=0,
+    seed: Seed = 0,
 ) -> ZoologyTask:
     """Draw zoology's MQAR sequences (``zoology.data.associative_recall.multiquery_ar``'s rules, restated).
 
@@ -133,12 +139,12 @@ def zoology_task(
 
 
 def zoology(
-    variant,
+    variant: Variant,
     *,
     d: int,
-    dv=None,
+    dv: int | None = None,
     keys: str = "gaussian",
-    key_params=None,
+    key_params: Mapping[str, Any] | None = None,
     vocab: int = ZOOLOGY_VOCAB,
     seq_len: int = 64,
     pairs: int = 4,
@@ -146,8 +152,8 @@ def zoology(
     random_non_queries: bool = True,
     filler: str = "write",
     batch: int = 1,
-    seed=0,
-    device=None,
+    seed: Seed = 0,
+    device: Device = None,
 ) -> xr.Dataset:
     """zoology's MQAR measured on a memory without training: accuracy and squared error per batch item.
 
@@ -196,7 +202,11 @@ def zoology(
             sq += torch.where(asked, ((r - target) ** 2).sum(-1).double(), torch.zeros_like(sq))
         if filler == "write":
             state = variant.write(state, k_all[:, step : step + 1], v_all[:, step : step + 1])
-    spec = lambda name, units, desc: {"long_name": name, "units": units, "description": desc}
+    spec: Callable[[str, str, str], dict[str, str]] = lambda name, units, desc: {
+        "long_name": name,
+        "units": units,
+        "description": desc,
+    }
     return xr.Dataset(
         {
             "accuracy": (

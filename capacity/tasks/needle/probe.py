@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -46,6 +47,12 @@ from capacity import variants as _variants
 from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.inputs import pretrained
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import ArrayLike, NDArray
+
+    from capacity.base._types import Device
+    from capacity.variants import Variant
 
 __all__ = ["needle", "measure", "haystack", "recall_among", "HAYSTACKS", "METRICS", "HELD_OUT"]
 
@@ -67,7 +74,7 @@ METRICS = {
 }
 
 
-def _floats(name: str, xs, low: float, high: float) -> list[float]:
+def _floats(name: str, xs: object, low: float, high: float) -> list[float]:  # checked here
     if isinstance(xs, (int, float, np.number)):
         xs = [xs]
     if not isinstance(xs, (Sequence, np.ndarray)) or isinstance(xs, str) or len(xs) == 0:
@@ -78,7 +85,7 @@ def _floats(name: str, xs, low: float, high: float) -> list[float]:
     return out
 
 
-def _counts(name: str, xs, minimum: int = 1) -> list[int]:
+def _counts(name: str, xs: object, minimum: int = 1) -> list[int]:  # checked here
     if isinstance(xs, (int, np.integer)):
         xs = [xs]
     if not isinstance(xs, (Sequence, np.ndarray)) or isinstance(xs, str) or len(xs) == 0:
@@ -89,7 +96,7 @@ def _counts(name: str, xs, minimum: int = 1) -> list[int]:
     return out
 
 
-def _candidates(xs) -> list[float]:
+def _candidates(xs: object) -> list[float]:  # checked here
     if isinstance(xs, (int, float, np.number)):
         xs = [xs]
     if not isinstance(xs, (Sequence, np.ndarray)) or isinstance(xs, str) or len(xs) == 0:
@@ -106,7 +113,7 @@ def _candidates(xs) -> list[float]:
     return out
 
 
-def recall_among(cosine, dv: int, candidates) -> np.ndarray:
+def recall_among(cosine: ArrayLike, dv: int, candidates: float | Sequence[float] | NDArray[Any]) -> NDArray[np.float64]:
     """Probability that argmax among ``candidates`` unit values picks the right one, given cos(r, v) (exact).
 
     The other candidates - 1 values are independent and uniform on the unit sphere in R^dv; each has cosine with
@@ -128,12 +135,13 @@ def recall_among(cosine, dv: int, candidates) -> np.ndarray:
     tail = np.where(x >= 0, upper, 1.0 - upper)  # P(u_1 > x)
     with np.errstate(divide="ignore"):
         log_f = np.log1p(-tail)  # log F(x); -inf at x = -1
-    out = np.exp(log_f[..., None] * (m - 1.0))
+    out: NDArray[np.float64] = np.exp(log_f[..., None] * (m - 1.0))  # annotated: scipy is untyped
     return out[..., 0] if single else out
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
-    return x / x.norm(dim=-1, keepdim=True)
+    norms: torch.Tensor = x.norm(dim=-1, keepdim=True)  # annotated: torch leaves Tensor.norm untyped
+    return x / norms
 
 
 def _projection(d: int, seed: int) -> torch.Tensor | None:
@@ -143,6 +151,7 @@ def _projection(d: int, seed: int) -> torch.Tensor | None:
         raise CapacityError(f"the text haystack has keys of {full} numbers; d must be <= {full}, got {d}")
     if d == full:
         return None
+    q: torch.Tensor  # annotated: torch leaves linalg.qr untyped
     q, _ = torch.linalg.qr(_random.normal(full, d, generator=_random.generator(seed, "needle/text/projection")))
     return q
 
@@ -154,7 +163,9 @@ def _text_keys(positions: torch.Tensor, d: int, layer: int, seed: int) -> torch.
     return _unit(raw if proj is None else raw @ proj)
 
 
-def haystack(kind: str, B: int, L: int, d: int, dv: int, *, seed: int, period: int = 24, layer: int = 2, needles=1):
+def haystack(
+    kind: str, B: int, L: int, d: int, dv: int, *, seed: int, period: int = 24, layer: int = 2, needles: int = 1
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Draw one batch: haystack keys ``[B, L, d]``, values ``[B, L, dv]``, needle keys ``[B, k, d]`` and values ``[B, k, dv]``.
 
     float32, unit rows. Streams are seeded by ``(seed, kind, L)``; ``needles`` = k.
@@ -193,8 +204,20 @@ def _position(depth: float, L: int, k: int) -> int:
 
 
 def measure(
-    variant, *, kind: str, lengths, depths, d: int, dv: int, needles: int, candidates, seeds, device, period=24, layer=2
-):
+    variant: Variant,
+    *,
+    kind: str,
+    lengths: Sequence[int],
+    depths: Sequence[float],
+    d: int,
+    dv: int,
+    needles: int,
+    candidates: Sequence[float],
+    seeds: Sequence[int],
+    device: torch.device,
+    period: int = 24,
+    layer: int = 2,
+) -> dict[str, NDArray[np.float64]]:
     """The numbers of ``needle`` as numpy arrays: name -> ``[len(lengths), len(depths), len(seeds)]`` (recall with a last
     axis over ``candidates``), means over the needles. Each length is one write pass of ``len(depths) * len(seeds)``
     sequences."""
@@ -228,18 +251,18 @@ def measure(
 
 
 def needle(
-    variant,
+    variant: Variant | str | dict[str, object],
     *,
-    lengths,
-    depths=(0.0, 0.25, 0.5, 0.75, 1.0),
+    lengths: int | Sequence[int] | NDArray[Any],
+    depths: float | Sequence[float] | NDArray[Any] = (0.0, 0.25, 0.5, 0.75, 1.0),
     d: int = 64,
     dv: int | None = None,
     haystack: str = "random",
     needles: int = 1,
-    candidates=(1024,),
+    candidates: float | Sequence[float] | NDArray[Any] = (1024,),
     batch: int = 4,
     seed: int = 0,
-    device=None,
+    device: Device = None,
     period: int = 24,
     layer: int = 2,
 ) -> xr.Dataset:
@@ -283,8 +306,10 @@ def needle(
         period=period,
         layer=layer,
     )
-    attrs = lambda m: dict(zip(("long_name", "units", "description"), METRICS[m]))
-    data = {m: (("length", "depth", "batch"), x, attrs(m)) for m, x in nums.items() if m != "recall"}
+    attrs: Callable[[str], dict[str, str]] = lambda m: dict(zip(("long_name", "units", "description"), METRICS[m]))
+    data: dict[str, tuple[tuple[str, ...], NDArray[np.float64], dict[str, str]]] = {
+        m: (("length", "depth", "batch"), x, attrs(m)) for m, x in nums.items() if m != "recall"
+    }
     data["recall"] = (("length", "depth", "batch", "candidates"), nums["recall"], attrs("recall"))
     age = [[L - 1 - _position(x, L, needles) for x in depths] for L in lengths]
     coords = {

@@ -6,8 +6,9 @@ A cell's Dataset holds the needle metrics over ``n``, ``haystack``, ``depth`` an
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -15,14 +16,19 @@ import torch
 from capacity.base import _validate, labels
 from capacity.errors import CapacityError
 from capacity.tasks.needle import probe as needle
-from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
+from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.variants import Variant
 
 __all__ = ["Needle", "NeedleTask"]
 
 _ATTRS = ("long_name", "units", "description")
 
 
-def _items(x) -> tuple:
+def _items(x: str | float | Iterable[Any]) -> Sequence[Any]:  # a list from a word, else a tuple
     return labels.split(x) if isinstance(x, str) else ((x,) if isinstance(x, (int, float)) else tuple(x))
 
 
@@ -33,14 +39,14 @@ class Needle(Config):
     many values an answer is decoded among)."""
 
     kind: ClassVar[str] = "needle"
-    haystack: tuple = ("random",)
-    depth: tuple = (0.0, 0.25, 0.5, 0.75, 1.0)
+    haystack: tuple[str, ...] = ("random",)
+    depth: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     needles: int = 1
-    candidates: tuple = (1024.0,)
+    candidates: tuple[float, ...] = (1024.0,)
 
-    def __post_init__(self):
-        put = lambda name, value: object.__setattr__(self, name, value)
-        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+    def __post_init__(self) -> None:
+        put: Callable[[str, object], None] = lambda name, value: object.__setattr__(self, name, value)
+        scalar: Callable[[object], object] = lambda x: labels.scalar(x) if isinstance(x, str) else x
         put(
             "haystack",
             tuple(_validate.choice("haystack", str(h).strip(), needle.HAYSTACKS) for h in _items(self.haystack)),
@@ -56,7 +62,7 @@ class Needle(Config):
             )
 
 
-class NeedleTask(Task):
+class NeedleTask(Task[Needle]):
     """Needles among n haystack tokens, read after them: recall against n and depth."""
 
     name = "needle"
@@ -69,14 +75,14 @@ class NeedleTask(Task):
     grid_axes = ()
     figures = ("needle",)
 
-    def check_grid(self, study) -> None:
+    def check_grid(self, study: StudyView[Needle]) -> None:
         g = study.grid
         if g.curve != "n" or g.feature or len(g.dtype) > 1 or [k.label for k in g.keys] != ["gaussian"]:
             raise CapacityError(
                 "a needle study takes n (tokens per sequence, not load), no feature maps, one dtype and the default keys (its haystacks are the probe's haystack list)"
             )
 
-    def check(self, study) -> None:
+    def check(self, study: StudyView[Needle]) -> None:
         p, g = study.task, study.grid
         if p.needles > min(g.n):
             raise CapacityError(f"needles = {p.needles} do not fit in a haystack of n = {min(g.n)} tokens")
@@ -88,20 +94,32 @@ class NeedleTask(Task):
 
             pretrained.model_dir()  # the model is installed (one line saying how otherwise)
 
-    def schema(self, study) -> Schema:
+    def schema(self, study: StudyView[Needle]) -> Schema:
         p = study.task
-        dims = {"haystack": list(p.haystack), "depth": list(p.depth), "seed": list(study.grid.seed)}
+        dims: dict[str, list[Any]] = {
+            "haystack": list(p.haystack),
+            "depth": list(p.depth),
+            "seed": list(study.grid.seed),
+        }
         own = {"recall": ("haystack", "depth", "seed", "candidates")}
         variables = {
             m: Variable(own.get(m, tuple(dims)), dict(zip(_ATTRS, meta))) for m, meta in needle.METRICS.items()
         }
         return Schema(dims, variables, extra={"candidates": list(p.candidates)})
 
-    def writes(self, study, ns) -> int:
+    def writes(self, study: StudyView[Needle], ns: list[int]) -> int:
         """Tokens one pass writes per seed: every depth is its own sequence of the longest n."""
         return max(ns) * len(study.task.depth)
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
+    def measure(
+        self,
+        study: StudyView[Needle],
+        cell: CellView,
+        memory: Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> Measured:
         p, schema, parts = study.task, self.schema(study), []
         for kind in p.haystack:
             nums = needle.measure(
@@ -122,10 +140,12 @@ class NeedleTask(Task):
             {m: np.stack([part[m] for part in parts], axis=1).astype(v.dtype) for m, v in schema.variables.items()}
         )
 
-    def theory(self, study, n, d, dv) -> dict:
+    def theory(
+        self, study: StudyView[Needle], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
         return {}  # no closed form for a needle among a haystack's interference (docs/needle.md)
 
-    def attrs(self, study) -> dict:
+    def attrs(self, study: StudyView[Needle]) -> dict[str, Any]:
         return {
             "needles": int(study.task.needles),
             "repeat_period": 24,

@@ -7,8 +7,9 @@ the statistics of ``capacity.keys.describe``, and with ``age_bins`` each metric 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import torch
@@ -20,9 +21,14 @@ from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
 from capacity.tasks import probe
 from capacity.tasks._shared import drawn
-from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
+from capacity.tasks.protocol import CellView, Config, GridView, Measured, Schema, StudyView, Task, Variable
 from capacity.variants import heads, precision
 from capacity.variants._guard import guard
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.variants import Variant
 
 __all__ = ["Recall", "RecallTask", "age_edges", "check_values", "check_values_fit", "TORCH_DTYPES"]
 
@@ -56,7 +62,7 @@ _LAYOUT = {
 }
 
 
-def _tuple(x) -> tuple:
+def _tuple(x: str | float | Iterable[Any]) -> tuple[Any, ...]:
     """A list setting from a command-line word (``"1,5"``), one value or a sequence."""
     x = labels.split(x) if isinstance(x, str) else x
     return (x,) if isinstance(x, (int, float)) else tuple(x)
@@ -79,10 +85,10 @@ class Recall(Config):
     key_stats: bool = False
     decode: bool = True
     age_bins: bool = False
-    top_k: tuple = ()
+    top_k: tuple[int, ...] = ()
     queries: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_values(self.values)
         for name in ("key_stats", "decode", "age_bins"):
             if not isinstance(getattr(self, name), bool):
@@ -103,7 +109,7 @@ _STATE_NUMEL = (
 )
 
 
-def grows(study) -> bool:
+def grows(study: StudyView[Config]) -> bool:
     """True when a memory of the study keeps a state that grows (it has ``numel(state)``, as softmax and log_linear
     do): every cell then records ``state_numel`` per point. Studies of fixed states record nothing new."""
     from capacity import variants
@@ -119,7 +125,7 @@ def check_values(family: str) -> None:
     _validate.choice("value family", family, values.available())
 
 
-def check_values_fit(study) -> None:
+def check_values_fit(study: _ValuedStudy) -> None:
     """Orthonormal values exist for n <= dv: refuse a grid that asks for more, in one line."""
     g = study.grid
     if study.task.values == "orthonormal":
@@ -131,12 +137,26 @@ def check_values_fit(study) -> None:
                     )
 
 
-def age_edges(study) -> list[int]:
+class _Valued(Protocol):
+    @property
+    def values(self) -> str: ...
+
+
+class _ValuedStudy(Protocol):
+    """A study whose task draws values of a family (recall's, bill's): what ``check_values_fit`` reads."""
+
+    @property
+    def grid(self) -> GridView: ...
+    @property
+    def task(self) -> _Valued: ...
+
+
+def age_edges(study: StudyView[Config]) -> list[int]:
     """The age bins of an ``age_bins`` study: geometric (``probe.age_edges``) up to its largest n."""
     return probe.age_edges(max(max(study.grid.ns(d)) for d in study.grid.d))
 
 
-class RecallTask(Task):
+class RecallTask(Task[Recall]):
     """Write the pairs, read every stored key back at each n: the metrics of ``capacity.probe.recall``.
 
     A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
@@ -153,7 +173,7 @@ class RecallTask(Task):
     grid_axes = ("state_dtype", "rounding", "heads", "value_heads")
     figures = ("capacity_vs_d", "error_vs_load")
 
-    def check_grid(self, study) -> None:
+    def check_grid(self, study: StudyView[Recall]) -> None:
         """``queries`` reads a sample: it does not combine with what describes or bins every stored pair."""
         p = study.task
         if p.queries and (p.key_stats or p.age_bins or p.top_k):
@@ -161,13 +181,13 @@ class RecallTask(Task):
                 "queries reads a sample of the stored pairs; it does not combine with key_stats, age_bins or top_k"
             )
 
-    def check(self, study) -> None:
+    def check(self, study: StudyView[Recall]) -> None:
         check_values_fit(study)
 
-    def schema(self, study) -> Schema:
+    def schema(self, study: StudyView[Recall]) -> Schema:
         p, g = study.task, study.grid
         metrics = {m: meta for m, meta in probe.METRICS.items() if m != "recall" or p.decode}
-        names, dims = dict(metrics), {}
+        names, dims = dict(metrics), dict[str, tuple[str, ...]]()
         if p.key_stats:
             names.update(_STATS)
         if p.top_k:
@@ -190,14 +210,15 @@ class RecallTask(Task):
         extra = {**extra, "k": list(p.top_k)} if p.top_k else extra
         return Schema({"seed": list(g.seed)}, variables, extra=extra, coords=self._coords(study))
 
-    def _coords(self, study) -> dict:
+    def _coords(self, study: StudyView[Recall]) -> dict[str, tuple[str | tuple[str, ...], Any, dict[str, str]]]:
         """How the state is stored and laid out (a dimension where the grid lists several values, else a scalar), and
         with ``age_bins`` each age bin's end."""
-        g, out = study.grid, {}
+        g, out = study.grid, dict[str, tuple[str | tuple[str, ...], Any, dict[str, str]]]()
         for axis, desc in _LAYOUT.items():
-            values = getattr(g, axis)
+            values: tuple[Any, ...] = getattr(g, axis)
             if axis == "value_heads" and not values:  # as many as key heads
-                axis_of, values, desc = ("heads",), g.heads, desc + " (= heads)"
+                axis_of: tuple[str, ...] = ("heads",)
+                values, desc = g.heads, desc + " (= heads)"
             else:
                 axis_of = (axis,)
             out[axis] = (
@@ -211,11 +232,19 @@ class RecallTask(Task):
             out["age_end"] = ("age", edges[1:], {"long_name": "end of the age bin", "units": "writes"})
         return out
 
-    def writes(self, study, ns) -> int:
+    def writes(self, study: StudyView[Recall], ns: list[int]) -> int:
         """Pairs one pass writes."""
         return max(ns)
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
+    def measure(
+        self,
+        study: StudyView[Recall],
+        cell: CellView,
+        memory: Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> Measured:
         """Draw keys and values for every seed at once, write them, read back at every n.
 
         Every point's numbers depend on its cell, seed and n alone: families whose prefixes are draws are drawn once at
@@ -229,7 +258,9 @@ class RecallTask(Task):
         draw = dict(batch=len(seeds), seed=seeds, device=device)
         width = cell.dv if study.task.values == "orthonormal" else max(ns)
         V = drawn(values.make, study.task.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
-        make_keys = lambda n: drawn(keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs).to(dtype)
+        make_keys: Callable[[int], torch.Tensor] = lambda n: drawn(
+            keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs
+        ).to(dtype)
         passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
         edges = age_edges(study) if study.task.age_bins else None
         schema = self.schema(study)
@@ -267,11 +298,14 @@ class RecallTask(Task):
         arrays = {m: np.stack([rows[n][m] for n in order]).astype(v.dtype) for m, v in schema.variables.items()}
         return Measured(arrays, attrs)
 
-    def theory(self, study, n, d, dv) -> dict:
-        """T5-T9 from n and d, T10 from n, d and dv (arrays that broadcast)."""
+    def theory(
+        self, study: StudyView[Recall], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
+        """T5-T9 from n and d, T10 from n, d and dv (arrays that broadcast); each described by its function's first
+        docstring line (empty under ``python -OO``, which strips docstrings)."""
 
         out = {
-            name: (fn(n, d), {"units": units, "description": fn.__doc__.split("\n")[0]})
+            name: (fn(n, d), {"units": units, "description": (fn.__doc__ or "").split("\n")[0]})
             for name, (fn, units) in _THEORY.items()
         }
         out["argmax_recall_pred"] = (
@@ -279,16 +313,16 @@ class RecallTask(Task):
             {
                 "long_name": "predicted argmax recall",
                 "units": "fraction",
-                "description": theory.argmax_recall.__doc__.split("\n")[0],
+                "description": (theory.argmax_recall.__doc__ or "").split("\n")[0],
             },
         )
         return out
 
-    def attrs(self, study) -> dict:
+    def attrs(self, study: StudyView[Recall]) -> dict[str, Any]:
         return {}
 
-    def queries(self, study) -> int:
+    def queries(self, study: StudyView[Recall]) -> int:
         return study.task.queries
 
-    def key_stats(self, study) -> bool:
+    def key_stats(self, study: StudyView[Recall]) -> bool:
         return study.task.key_stats

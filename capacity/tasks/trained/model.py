@@ -25,7 +25,9 @@ the same for every memory at one (seed, d, pairs), and so is the weights' start 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -33,6 +35,12 @@ import torch
 from capacity.base import _random
 from capacity.errors import CapacityError
 from capacity.inputs import learned
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.base._types import Device
+    from capacity.variants import Variant
 
 __all__ = ["Sequences", "embeddings", "sequences", "identity", "forward", "score", "train", "learned_keys"]
 
@@ -49,7 +57,7 @@ class Sequences:
     written: torch.Tensor
 
 
-def embeddings(vocabulary: int, d: int, seed: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def embeddings(vocabulary: int, d: int, seed: int, device: Device) -> tuple[torch.Tensor, torch.Tensor]:
     """The fixed embeddings: key and value halves, float32 ``[vocabulary / 2, d]`` each, unit rows (zoology's
     ``spherical`` initialisation: Gaussian rows divided by their norms)."""
     g = _random.generator(seed, f"trained/embeddings/d={d}")
@@ -74,19 +82,21 @@ def sequences(keys: torch.Tensor, values: torch.Tensor, n: int, batch: int, g: t
     return Sequences(pairs, queries, torch.take_along_dim(val_idx, order, dim=1), val_idx)
 
 
-def identity(d: int, device=None) -> dict[str, torch.Tensor]:
+def identity(d: int, device: Device = None) -> dict[str, torch.Tensor]:
     """The identity projections ``[1, 2d, d]``: keys and queries are the key embeddings, values the value ones."""
     top = torch.cat([torch.eye(d), torch.zeros(d, d)])
     bottom = torch.cat([torch.zeros(d, d), torch.eye(d)])
     return {"q": top[None].to(device), "k": top[None].to(device), "v": bottom[None].to(device)}
 
 
-def forward(memory, W: dict[str, torch.Tensor], seqs: Sequences) -> torch.Tensor:
+def forward(memory: Variant, W: dict[str, torch.Tensor], seqs: Sequences) -> torch.Tensor:
     """The reads of M models at the query positions, float32 ``[M, B, n, d]``. ``W``: ``{"q", "k", "v"}`` each
     ``[M, 2d, d]``; the memory's batch axis carries M x B (model-major)."""
     M, B, n = W["k"].shape[0], seqs.pairs.shape[0], seqs.pairs.shape[1]
     d = W["k"].shape[2]
-    proj = lambda x, w: torch.einsum("bti,mid->mbtd", x, w).reshape(M * B, n, d)
+    proj: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = lambda x, w: torch.einsum(
+        "bti,mid->mbtd", x, w
+    ).reshape(M * B, n, d)
     k, v, q = proj(seqs.pairs, W["k"]), proj(seqs.pairs, W["v"]), proj(seqs.queries, W["q"])
     state = memory.write(memory.init_state(M * B, d, d, device=k.device), k, v)
     o = memory.read(state, q)
@@ -114,10 +124,10 @@ class Trained:
     """What ``train`` returns per learning rate: test ``accuracy`` and ``loss``, the last ``train_loss`` (the mean
     over the last tenth of the steps), float64 ``[M]``; ``weights``: the trained ``{"q", "k", "v"}``."""
 
-    accuracy: np.ndarray
-    loss: np.ndarray
-    train_loss: np.ndarray
-    weights: dict
+    accuracy: NDArray[np.float64]
+    loss: NDArray[np.float64]
+    train_loss: NDArray[np.float64]
+    weights: dict[str, torch.Tensor]
 
 
 class AdamW:
@@ -128,13 +138,21 @@ class AdamW:
     Per model m, at step t with learning rate lr_m * ``scale``: p <- p (1 - lr wd); m1 <- b1 m1 + (1 - b1) g;
     m2 <- b2 m2 + (1 - b2) g^2; p <- p - lr (m1 / (1 - b1^t)) / (sqrt(m2 / (1 - b2^t)) + eps)."""
 
-    def __init__(self, params: list, lrs, *, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.01):
+    def __init__(
+        self,
+        params: list[torch.Tensor],
+        lrs: Sequence[float],
+        *,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ) -> None:
         self.params, self.betas, self.eps, self.wd, self.t = params, betas, eps, weight_decay, 0
         self.lrs = torch.tensor([float(x) for x in lrs], dtype=torch.float32, device=params[0].device)
         self.m1 = [torch.zeros_like(p) for p in params]
         self.m2 = [torch.zeros_like(p) for p in params]
 
-    def step(self, grads, scale: float = 1.0) -> None:
+    def step(self, grads: Sequence[torch.Tensor], scale: float = 1.0) -> None:
         """One update with ``grads`` (one per parameter) at the learning rates times ``scale``."""
         self.t += 1
         b1, b2 = self.betas
@@ -157,11 +175,11 @@ def _start(d: int, models: int, seed: int) -> dict[str, torch.Tensor]:
 
 
 def train(
-    memory,
+    memory: Variant,
     *,
     d: int,
     n: int,
-    lrs,
+    lrs: Sequence[float],
     vocabulary: int,
     steps: int,
     batch: int,
@@ -169,7 +187,7 @@ def train(
     weight_decay: float,
     betas: tuple[float, float],
     seed: int,
-    device,
+    device: Device,
 ) -> Trained:
     """Train one model per learning rate in ``lrs`` (each its own AdamW parameter group, cosine decay to 0 over
     ``steps``) on fresh batches of ``batch`` sequences, and score each on ``test`` held-out sequences."""
@@ -192,12 +210,22 @@ def train(
     return Trained(acc, test_loss, (seen / tail).numpy(), W)
 
 
-def test_set(keys, values, *, n: int, test: int, d: int, seed: int) -> Sequences:
+def test_set(keys: torch.Tensor, values: torch.Tensor, *, n: int, test: int, d: int, seed: int) -> Sequences:
     """The held-out sequences of (seed, d, n): the same for every memory and learning rate."""
     return sequences(keys, values, n, test, _random.generator(seed, f"trained/test/d={d}/n={n}"))
 
 
-def evaluate(memory, W, keys, values, *, n: int, test: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(
+    memory: Variant,
+    W: dict[str, torch.Tensor],
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    *,
+    n: int,
+    test: int,
+    d: int,
+    seed: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Test accuracy and loss of the models ``W`` (``[M, 2d, d]`` each), float64 ``[M]`` each."""
     seqs = test_set(keys, values, n=n, test=test, d=d, seed=seed)
     with torch.no_grad():
@@ -205,7 +233,9 @@ def evaluate(memory, W, keys, values, *, n: int, test: int, d: int, seed: int) -
     return acc.double().cpu().numpy(), loss.double().cpu().numpy()
 
 
-def ceiling_identity(memory, *, d: int, n: int, vocabulary: int, test: int, seed: int, device) -> float:
+def ceiling_identity(
+    memory: Variant, *, d: int, n: int, vocabulary: int, test: int, seed: int, device: Device
+) -> float:
     """Test accuracy of the model with identity projections (the probe: random unit keys), on the test set."""
     keys, values = embeddings(vocabulary, d, seed, device)
     acc, _ = evaluate(memory, identity(d, device), keys, values, n=n, test=test, d=d, seed=seed)
@@ -213,7 +243,7 @@ def ceiling_identity(memory, *, d: int, n: int, vocabulary: int, test: int, seed
 
 
 def learned_keys(
-    memory, *, d: int, n: int, vocabulary: int, test: int, steps: int, lr: float, seed: int, device
+    memory: Variant, *, d: int, n: int, vocabulary: int, test: int, steps: int, lr: float, seed: int, device: Device
 ) -> float:
     """Test accuracy with keys optimised through the memory (``capacity.learned``, the key family ``learned``):
     for each test sequence, n unit keys that read its value embeddings back best (mean squared error, Adam), then
@@ -231,7 +261,7 @@ def learned_keys(
     return float(acc[0])
 
 
-def differentiable(memory, label: str) -> None:
+def differentiable(memory: Variant, label: str) -> None:
     """Refuse, in one line, a memory that cannot be trained through: its write and read must pass gradients to the
     keys, values and queries (a tiny write and read, differentiated)."""
     k = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
@@ -258,7 +288,7 @@ def differentiable(memory, label: str) -> None:
 _STEP = {"additive": (2.4e-4, 5.4e-6), "delta": (2.2e-4, 2.2e-5)}
 
 
-def step_seconds(memory, n: int, d: int) -> float:
+def step_seconds(memory: Variant, n: int, d: int) -> float:
     """Estimated seconds of one step per sequence of ``n`` pairs at key dimension ``d`` (scaled by (d/32)^2 past
     the per-item overhead)."""
     c0, c1 = _STEP["delta" if getattr(memory, "delta_rule", False) else "additive"]

@@ -9,8 +9,9 @@ setting is a field of ``Trained`` and so part of the reuse key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -18,8 +19,13 @@ import xarray as xr
 
 from capacity.base import _validate, labels
 from capacity.errors import CapacityError
-from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
+from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 from capacity.tasks.trained import model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
+
+    from capacity.variants import Variant
 
 __all__ = ["Trained", "TrainedTask", "best"]
 
@@ -38,7 +44,7 @@ class Trained(Config):
 
     kind: ClassVar[str] = "trained"
     vocabulary: int = 512
-    lr: tuple = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+    lr: tuple[float, ...] = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
     steps: int = 200
     batch: int = 16
     weight_decay: float = 0.1
@@ -48,8 +54,8 @@ class Trained(Config):
     learned_steps: int = 100
     learned_lr: float = 0.05
 
-    def __post_init__(self):
-        put = lambda name, value: object.__setattr__(self, name, value)
+    def __post_init__(self) -> None:
+        put: Callable[[str, object], None] = lambda name, value: object.__setattr__(self, name, value)
         put("vocabulary", _validate.positive_int("vocabulary", self.vocabulary, minimum=4))
         if self.vocabulary % 2:
             raise CapacityError(
@@ -63,7 +69,7 @@ class Trained(Config):
         put("learned_lr", _validate.in_range("learned_lr", self.learned_lr, 0.0, 10.0, low_open=True))
         lrs = labels.split(self.lr) if isinstance(self.lr, str) else self.lr
         lrs = (lrs,) if isinstance(lrs, (int, float)) else tuple(lrs)
-        scalar = lambda x: labels.scalar(x) if isinstance(x, str) else x
+        scalar: Callable[[object], object] = lambda x: labels.scalar(x) if isinstance(x, str) else x
         put("lr", tuple(_validate.in_range("lr", scalar(x), 0.0, 10.0, low_open=True) for x in lrs))
         if not self.lr or len(set(self.lr)) != len(self.lr):
             raise CapacityError(f"lr must list distinct learning rates in (0, 10], got {self.lr!r}")
@@ -122,7 +128,7 @@ def best(ds: xr.Dataset) -> xr.Dataset:
     return xr.Dataset({"lr_best": ds.lr[i], "loss_best": ds.loss.isel(lr=i)})
 
 
-class TrainedTask(Task):
+class TrainedTask(Task[Trained]):
     """One-layer models trained on continuous MQAR, beside the training-free ceilings of the same memory."""
 
     name = "trained"
@@ -136,7 +142,7 @@ class TrainedTask(Task):
     grid_axes = ()
     figures = ("trained",)
 
-    def check_grid(self, study) -> None:
+    def check_grid(self, study: StudyView[Trained]) -> None:
         g = study.grid
         if g.curve != "n" or g.feature or g.dtype != ("float32",) or g.dv:
             raise CapacityError(
@@ -147,7 +153,7 @@ class TrainedTask(Task):
                 "a trained study draws its own embeddings (zoology's spherical: gaussian rows of unit length); keys takes gaussian only"
             )
 
-    def check(self, study) -> None:
+    def check(self, study: StudyView[Trained]) -> None:
         from capacity import variants
 
         half = study.task.vocabulary // 2
@@ -158,8 +164,8 @@ class TrainedTask(Task):
         for v in study.grid.variant:
             model.differentiable(variants.build(v), v.label)
 
-    def schema(self, study) -> Schema:
-        dims = {"lr": list(study.task.lr), "seed": list(study.grid.seed)}
+    def schema(self, study: StudyView[Trained]) -> Schema:
+        dims: dict[str, list[Any]] = {"lr": list(study.task.lr), "seed": list(study.grid.seed)}
         variables = {
             name: Variable(vd, {"long_name": ln, "units": u, "description": desc}, finite=fin)
             for name, (vd, ln, u, desc, fin) in _VARS.items()
@@ -167,21 +173,31 @@ class TrainedTask(Task):
         coords = {"lr": ("lr", list(study.task.lr), {"long_name": "learning rate", "units": "1"})}
         return Schema(dims, variables, coords=coords)
 
-    def writes(self, study, ns) -> int:
+    def writes(self, study: StudyView[Trained], ns: list[int]) -> int:
         return max(ns)
 
-    def seconds(self, study, cell, memory, seeds, ns) -> float:
+    def seconds(
+        self, study: StudyView[Trained], cell: CellView, memory: Variant, seeds: list[int], ns: list[int]
+    ) -> float:
         """Estimated seconds on one CPU core: every step of every model and of the learned keys writes and reads
         its sequences (``model.STEP_SECONDS`` per sequence of n pairs)."""
         p = study.task
         sequences = p.steps * p.batch * len(p.lr) + p.learned_steps * p.test
         return len(seeds) * sum(sequences * model.step_seconds(memory, n, cell.d) for n in set(ns))
 
-    def measure(self, study, cell, memory, seeds, ns, device: torch.device) -> Measured:
+    def measure(
+        self,
+        study: StudyView[Trained],
+        cell: CellView,
+        memory: Variant,
+        seeds: list[int],
+        ns: list[int],
+        device: torch.device,
+    ) -> Measured:
         p, ns = study.task, sorted(set(ns))
-        out: dict = {name: [] for name in _VARS}
+        out: dict[str, list[NDArray[Any]]] = {name: [] for name in _VARS}
         for n in ns:
-            rows: dict = {name: [] for name in _VARS}
+            rows: dict[str, list[NDArray[Any] | float]] = {name: [] for name in _VARS}
             for s in seeds:
                 common = {"d": cell.d, "n": n, "vocabulary": p.vocabulary, "test": p.test, "seed": s}
                 run = model.train(
@@ -207,10 +223,12 @@ class TrainedTask(Task):
                 out[name].append(x.T if vd == ("lr", "seed") else x)
         return Measured({name: np.stack(out[name]) for name in _VARS})  # each over (n, *its dims)
 
-    def theory(self, study, n, d, dv) -> dict:
+    def theory(
+        self, study: StudyView[Trained], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
+    ) -> dict[str, tuple[float | NDArray[Any], dict[str, Any]]]:
         return {}
 
-    def attrs(self, study) -> dict:
+    def attrs(self, study: StudyView[Trained]) -> dict[str, Any]:
         p = study.task
         return {
             "vocabulary": int(p.vocabulary),
