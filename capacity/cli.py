@@ -144,6 +144,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _render(result: RunResult, args: argparse.Namespace) -> None:
     """Draw the figures of a finished run; a figure that cannot be drawn is a warning, never a failed command."""
+    if args.no_figures:  # the results only: `capacity plot` draws them later
+        return
     from capacity import plots
 
     try:  # the result's path now: forking the figure workers flushes it, and a reader gone is not a figure failed
@@ -326,6 +328,11 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MODULE",
         help="import MODULE first (here and in every worker): for plug-ins that register variants when imported",
+    )
+    p.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="save the results without drawing their figures (draw them later with capacity plot RESULTS)",
     )
     loud = p.add_mutually_exclusive_group()
     loud.add_argument(

@@ -27,7 +27,16 @@ from capacity.sweep.store import Store, _checksum
 PKG = Path(__file__).resolve().parents[1] / "plugin_pkg"
 ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
 SMALL = ["variant=linear,delta", "keys=gaussian", "d=8", "load=1/2,1,2", "seed=0,1"]
-SLOW = ["slowmem:SlowMemory(sleep=0.25)", "--d", "8,12,16,24,32,48", "--load", "1/2,1,2", "--seeds", "1"]
+SLOW = [
+    "slowmem:SlowMemory(sleep=0.25)",
+    "--d",
+    "8,12,16,24,32,48",
+    "--load",
+    "1/2,1,2",
+    "--seeds",
+    "1",
+    "--no-figures",
+]
 
 
 def _children(pid: int) -> set[int]:

@@ -76,9 +76,10 @@ def _memory(tmp_path, monkeypatch, write="pass", read="pass") -> str:
     return name
 
 
-def _compare(out, *variants, load="1,2", d="8", extra=()):
+def _compare(out, *variants, load="1,2", d="8", extra=(), figures=False):
     loud = () if "--verbose" in extra else ("--quiet",)
-    return ["compare", *variants, "--d", d, "--load", load, "--seeds", "1", "--out", str(out), *loud, *extra]
+    drawn = () if figures else ("--no-figures",)
+    return ["compare", *variants, "--d", d, "--load", load, "--seeds", "1", "--out", str(out), *loud, *drawn, *extra]
 
 
 def _alive(pid: int) -> bool:
@@ -480,7 +481,7 @@ def test_run_piped_into_head_draws_its_figures_and_ends_as_list_does(cli, tmp_pa
     """141 without a message, as every command whose reader went away (tests/cli/test_faults_pipe.py), after all of
     its work: the figures are drawn, no false warning."""
     proc = cli.start(
-        *_compare(tmp_path / "o", "linear", extra=("--executor", "serial")),
+        *_compare(tmp_path / "o", "linear", extra=("--executor", "serial"), figures=True),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

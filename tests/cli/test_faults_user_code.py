@@ -67,7 +67,8 @@ def _memory(tmp_path, monkeypatch, **methods) -> str:
 
 
 def _compare(tmp_path, variant, *extra):
-    return ["compare", variant, "--d", "8", "--load", "1,2", "--seeds", "1", "--out", tmp_path / "o", "--quiet", *extra]
+    args = ["compare", variant, "--d", "8", "--load", "1,2", "--seeds", "1", "--out", tmp_path / "o", "--quiet"]
+    return [*args, "--no-figures", *extra]
 
 
 @pytest.mark.parametrize(

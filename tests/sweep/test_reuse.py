@@ -213,7 +213,7 @@ def test_a_monkeypatch_no_source_shows_is_seen_by_the_behaviour(tmp_path, monkey
 # ---------------------------------------------------------------- the same paths through the command line
 
 
-SERIAL = ("--device", "cpu", "--executor", "serial", "--verbose")
+SERIAL = ("--device", "cpu", "--executor", "serial", "--verbose", "--no-figures")
 
 
 def _summary(proc) -> tuple[int, int]:

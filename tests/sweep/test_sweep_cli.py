@@ -104,3 +104,10 @@ def test_the_light_command_line_names_what_the_sweep_takes():
     """cli keeps the executor names and settable keys as text (no torch import for --help): they must not drift."""
     assert command_line.EXECUTORS == tuple(sweep.EXECUTORS)
     assert command_line.SETTABLE.split(", ") == sweep.Study.settable_keys()
+
+
+def test_no_figures_saves_the_results_alone(cli, tmp_path):
+    done = cli.here("compare", "linear", "--d", "8", "--load", "1", "--seeds", "1", "--out", tmp_path, "--no-figures")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(tmp_path / "compare.nc")]  # the results' path, no figure's
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".sweep", "compare.nc"]
