@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/vs_loop.py --quick         # a small grid, one repeat (under a minute)
     .venv/bin/python benchmarks/vs_loop.py --set d=16,32,64,128,256,512 --set seed=0,1,2,3,4,5,6,7
     .venv/bin/python benchmarks/vs_loop.py --json results/vs_loop-default.json   # also every figure, for time_parts.py
+    .venv/bin/python benchmarks/vs_loop.py --before /tmp/basepkg --pairs 8   # the main job against an earlier version
 
 Commands, alternated in every repeat (fresh output folder each time), best wall time of ``--repeats``:
 (a) ``capacity run capacity-vs-d --out TMP`` with the default executor and with ``--executor serial``,
@@ -252,6 +253,35 @@ def sweep_work(study) -> float:
     return best
 
 
+def paired(sets: list[str], before: str, pairs: int) -> None:
+    """The main job against an earlier version, ``pairs`` times, alternating which runs first (the machine's drift
+    falls on both): each pair's walls, their difference, and the median difference with a sign count."""
+    import statistics
+
+    study = study_for(sets)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {pairs} pairs; before = {before}")
+    diffs = []
+    for i in range(pairs):
+        walls = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            cmds = commands(sets, study, tmp, before, per_point=False)
+            after_name = "capacity run (default executor)"
+            before_name = next(name for name in cmds if name.startswith("capacity run, before"))
+            order = [after_name, before_name] if i % 2 == 0 else [before_name, after_name]
+            for j, name in enumerate(order):
+                cmd, env = commands(sets, study, str(Path(tmp) / f"out{j}"), before, per_point=False)[name]
+                walls[name] = timed(cmd, env)[0]
+        diffs.append(walls[after_name] - walls[before_name])
+        print(
+            f"pair {i + 1}: after {walls[after_name]:.2f} s, before {walls[before_name]:.2f} s, difference {diffs[-1]:+.2f} s"
+        )
+    slower = sum(d > 0 for d in diffs)
+    print(
+        f"median difference (after - before) {statistics.median(diffs):+.2f} s; after slower in {slower} of {pairs} "
+        f"pairs; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -269,9 +299,21 @@ def main(argv=None) -> None:
         help="also time an earlier version installed in DIR (pip install --no-deps --target DIR <checkout>)",
     )
     p.add_argument("--no-per-point", dest="per_point", action="store_false", help="leave out the per-point loop")
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --before: only the main job, before and after, N pairs in alternating order; prints each pair and "
+        "the median of the differences (after - before), with how many pairs came out slower after",
+    )
     p.add_argument("--json", default=None, metavar="FILE", help="also write every measurement to FILE (time_parts.py)")
     a = p.parse_args(argv)
     sets = (QUICK if a.quick else []) + a.set
+    if a.pairs:
+        if not a.before:
+            p.error("--pairs needs --before DIR")
+        return paired(sets, a.before, a.pairs)
     repeats = a.repeats or (1 if a.quick else 3)
     study = study_for(sets)
     g = study.grid

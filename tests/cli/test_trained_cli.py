@@ -19,9 +19,6 @@ def test_capacity_run_trained_with_set(cli, tmp_path):
     assert (tmp_path / "figures" / "trained_trained.png").is_file()
 
 
-@pytest.mark.slow
 def test_a_bad_training_setting_is_one_line(cli, tmp_path):
-    proc = cli("run", "trained", "--set", "vocabulary=15", "--out", str(tmp_path))
-    cli.fails(proc, "vocabulary must be even")
-    proc = cli("run", "trained", "--set", "lr=0.1,-1", "--out", str(tmp_path))
-    cli.fails(proc, "lr must lie in (0, 10]")
+    cli.fails(cli.here("run", "trained", "--set", "vocabulary=15", "--out", tmp_path), "vocabulary must be even")
+    cli.fails(cli.here("run", "trained", "--set", "lr=0.1,-1", "--out", tmp_path), "lr must lie in (0, 10]")
