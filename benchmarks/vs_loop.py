@@ -260,9 +260,15 @@ def paired(sets: list[str], before: str, pairs: int) -> None:
 
     study = study_for(sets)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {pairs} pairs; before = {before}")
-    diffs = []
+    import resource
+
+    def cpu() -> float:  # CPU seconds of the finished child processes (user + system), whole process trees
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    diffs, cpu_diffs = [], []
     for i in range(pairs):
-        walls = {}
+        walls, cpus = {}, {}
         with tempfile.TemporaryDirectory() as tmp:
             cmds = commands(sets, study, tmp, before, per_point=False)
             after_name = "capacity run (default executor)"
@@ -270,15 +276,19 @@ def paired(sets: list[str], before: str, pairs: int) -> None:
             order = [after_name, before_name] if i % 2 == 0 else [before_name, after_name]
             for j, name in enumerate(order):
                 cmd, env = commands(sets, study, str(Path(tmp) / f"out{j}"), before, per_point=False)[name]
+                c0 = cpu()
                 walls[name] = timed(cmd, env)[0]
+                cpus[name] = cpu() - c0
         diffs.append(walls[after_name] - walls[before_name])
+        cpu_diffs.append(cpus[after_name] - cpus[before_name])
         print(
-            f"pair {i + 1}: after {walls[after_name]:.2f} s, before {walls[before_name]:.2f} s, difference {diffs[-1]:+.2f} s"
+            f"pair {i + 1}: wall after {walls[after_name]:.2f} s, before {walls[before_name]:.2f} s ({diffs[-1]:+.2f}); "
+            f"CPU after {cpus[after_name]:.2f} s, before {cpus[before_name]:.2f} s ({cpu_diffs[-1]:+.2f})"
         )
-    slower = sum(d > 0 for d in diffs)
     print(
-        f"median difference (after - before) {statistics.median(diffs):+.2f} s; after slower in {slower} of {pairs} "
-        f"pairs; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f"median difference (after - before): wall {statistics.median(diffs):+.2f} s (after slower in "
+        f"{sum(d > 0 for d in diffs)} of {pairs} pairs), CPU {statistics.median(cpu_diffs):+.2f} s (more in "
+        f"{sum(d > 0 for d in cpu_diffs)} of {pairs}); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
 
