@@ -351,12 +351,16 @@ def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
         print(json.dumps(sorted(Plan(s, torch.device("cpu")).keys.values())))
         """
     )
-    keys = [
-        subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=300)
-        for how in ("plain", "more")
-    ]
-    assert keys[0].returncode == 0 and keys[1].returncode == 0, keys[1].stderr
-    assert json.loads(keys[0].stdout) == json.loads(keys[1].stdout)
+    plain = subprocess.run([sys.executable, "-c", script, "plain"], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr
+    import distributed  # noqa: F401  # this process: the test runner's imports, and these
+    import matplotlib.pyplot  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+    from capacity.sweep.plan import Plan
+
+    here = Study("k", "k", Grid(variant=("linear", "delta", "gated_delta(alpha=0.9)"), **SMALL))
+    assert json.loads(plain.stdout) == sorted(Plan(here, torch.device("cpu")).keys.values())
 
 
 # ---------------------------------------------------------------- what a results folder holds

@@ -343,6 +343,13 @@ def test_t18_t19_bounded_errors_of_decay_and_the_delta_rule(memory):
 # ---------------------------------------------------------------------------------------------- the check rows
 
 
+@pytest.fixture(scope="module")
+def measured_once():
+    """A run_checks cache shared by the perturbations below: each measures the package once, and under a patched
+    closed form only the expected values (and measurements that take the closed form's value) are computed again."""
+    return {}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name,theorem",
@@ -357,11 +364,11 @@ def test_t18_t19_bounded_errors_of_decay_and_the_delta_rule(memory):
         ("heads_random_keys_error", "T20"),
     ],
 )
-def test_a_closed_form_3_percent_off_fails_its_row(monkeypatch, name, theorem):
+def test_a_closed_form_3_percent_off_fails_its_row(monkeypatch, measured_once, name, theorem):
     true = getattr(theory, name)
     factor = 0.97 if name == "retained_fraction" else 1.03  # the kept part is close to 1: 3% more is impossible
     monkeypatch.setattr(theory, name, lambda *a, **k: factor * true(*a, **k))
-    rows = [r for r in check.run_checks(only=[theorem]) if r.function == name]  # the rows that name it
+    rows = [r for r in check.run_checks(only=[theorem], cache=measured_once) if r.function == name]  # rows naming it
     assert rows and not any(r.passed for r in rows), check.format_table(rows)
 
 
