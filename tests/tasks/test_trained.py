@@ -207,12 +207,18 @@ def test_defaults_fit_the_machine():
     assert [v.label for v in s.grid.variant] == ["linear", "delta", "gated_delta", "kda"]
 
 
+@pytest.fixture(scope="module")
+def trained_alone(tmp_path_factory):
+    """The small study trained in this process (serial), once for the executors compared with it."""
+    out = tmp_path_factory.mktemp("serial")
+    return sweep.run(_study(), out=out, device="cpu", executor="serial", progress=False).dataset
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("executor", ["processes", "dask"])
-def test_worker_processes_and_dask_train_what_one_process_trains(tmp_path, executor):
+def test_worker_processes_and_dask_train_what_one_process_trains(tmp_path, trained_alone, executor):
     """Many training runs go to worker processes or a local Dask cluster: the same numbers, bit for bit."""
-    study = _study()
-    alone = sweep.run(study, out=tmp_path / "serial", device="cpu", executor="serial", progress=False).dataset
+    study, alone = _study(), trained_alone
     got = sweep.run(study, out=tmp_path / executor, device="cpu", executor=executor, workers=2, progress=False)
     assert got.measured == 4
     for name in alone.data_vars:
