@@ -128,7 +128,7 @@ def choose(ds: xr.Dataset) -> list[str]:
 
 def available() -> dict[str, str]:
     """The figures ``render`` can draw: name -> the first line of its function's docstring."""
-    return {name: (FIGURES[name].__doc__ or "").strip().splitlines()[0] for name in sorted(FIGURES)}
+    return {name: next(iter((FIGURES[name].__doc__ or "").strip().splitlines()), "") for name in sorted(FIGURES)}
 
 
 def builders(ds: xr.Dataset) -> list[Job]:
