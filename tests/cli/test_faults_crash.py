@@ -15,43 +15,13 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 
 import pytest
+from user_code_support import user_memory
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor forks (Linux)")
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-MEMORY = """
-import ctypes, os
-import torch
-
-
-class Mem:
-    name = "mem"
-
-    def __init__(self, c=1.0):
-        self.c = c
-
-    @property
-    def params(self):
-        return {{"c": self.c}}
-
-    def init_state(self, batch, d, dv, *, device=None):
-        return torch.zeros(batch, d, dv, device=device)
-
-    def write(self, state, k, v):
-        if {when}:
-            {crash}
-        return state + k.float().transpose(1, 2) @ v.float()
-
-    def read(self, state, q):
-        return self.c * (q.float() @ state)
-
-    def state_numel(self, d, dv):
-        return d * dv
-"""
 
 CRASHES = {"segfault": ("ctypes.string_at(0)", "SIGSEGV"), "abort": ("os.abort()", "SIGABRT")}
 WHEN = {
@@ -63,12 +33,11 @@ WHEN = {
 @pytest.mark.slow  # a process of its own: about 5 s each on the shared 2-core VM, most of it importing torch
 @pytest.mark.parametrize("crash", sorted(CRASHES))
 @pytest.mark.parametrize("where", sorted(WHEN))
-def test_a_crash_in_the_users_write_is_one_line_naming_the_memory(cli, tmp_path, crash, where):
+def test_a_crash_in_the_users_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch, crash, where):
     line, signame = CRASHES[crash]
-    mod = f"crashmod_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{mod}.py").write_text(textwrap.dedent(MEMORY.format(when=WHEN[where], crash=line)))
+    mod = user_memory(tmp_path, monkeypatch, write=f"if {WHEN[where]}: {line}")
     argv = ["compare", f"{mod}:Mem", "--d", "8", "--load", "4", "--seeds", "1", "--quiet", "--executor", "serial"]
-    proc = cli(*argv, "--out", tmp_path / "o", path=[tmp_path], timeout=120)
+    proc = cli(*argv, "--out", tmp_path / "o", timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr

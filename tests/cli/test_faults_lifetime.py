@@ -16,13 +16,12 @@ import stat
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
+from user_code_support import user_memory
 
 from capacity import CapacityError, sweep
 from capacity.base import _files
@@ -33,47 +32,6 @@ from capacity.sweep.store import Store
 
 HINT = "run with --traceback for the full traceback"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-MEMORY = """
-import os, time
-import torch
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class Mem:
-    name = "mem"
-
-    def __init__(self, c=1.0):
-        self.c = c
-
-    @property
-    def params(self):
-        return {{"c": self.c}}
-
-    def init_state(self, batch, d, dv, *, device=None):
-        return torch.zeros(batch, d, dv, device=device)
-
-    def write(self, state, k, v):
-        {write}
-        return state + k.float().transpose(1, 2) @ v.float()
-
-    def read(self, state, q):
-        {read}
-        return self.c * (q.float() @ state)
-
-    def state_numel(self, d, dv):
-        return d * dv
-"""
-
-
-def _memory(tmp_path, monkeypatch, write="pass", read="pass") -> str:
-    """A fresh module with a memory ``Mem`` whose write and read run the given line first; returns its name."""
-    name = f"lifemod_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{name}.py").write_text(textwrap.dedent(MEMORY.format(write=write, read=read)))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return name
 
 
 def _compare(out, *variants, load="1,2", d="8", extra=(), figures=False):
@@ -125,7 +83,9 @@ def test_prune_refuses_while_a_run_holds_the_store(cli, tmp_path):
 def test_prune_keeps_what_a_cut_short_run_resumes_from_unless_all(cli, tmp_path, monkeypatch):
     """A run that fails after storing some cells (as after kill -9: no finished run) leaves cells that the same
     command reuses; prune keeps them."""
-    mod = _memory(tmp_path, monkeypatch, write="if k.shape[1] > 24 and k.shape[2] == 16: raise ValueError('broken')")
+    mod = user_memory(
+        tmp_path, monkeypatch, write="if k.shape[1] > 24 and k.shape[2] == 16: raise ValueError('broken')"
+    )
     out = tmp_path / "o"
     argv = _compare(out, "linear", f"{mod}:Mem", load="4", d="8,16", extra=("--executor", "serial"))
     code, _, err = cli.here(*argv)
@@ -184,7 +144,7 @@ def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, manifest):
 
 def test_system_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch):
     """The behavioural fingerprint runs write at plan time: it too runs it under the guard."""
-    mod = _memory(tmp_path, monkeypatch, write="raise SystemExit(7)")
+    mod = user_memory(tmp_path, monkeypatch, write="raise SystemExit(7)")
     code, _, err = cli.here(*_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial")))
     cli.one_line(code, err, f"memory '{mod}:Mem", "SystemExit in write(): 7", HINT)
 
@@ -192,7 +152,7 @@ def test_system_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monke
 @pytest.mark.slow  # a process of its own (about 6 s here, most of it importing torch)
 @pytest.mark.parametrize("executor", ["serial", "processes"])
 def test_os_exit_in_write_is_one_line_naming_the_memory(cli, tmp_path, monkeypatch, executor):
-    mod = _memory(tmp_path, monkeypatch, write="os._exit(3)")
+    mod = user_memory(tmp_path, monkeypatch, write="os._exit(3)")
     proc = cli.start(*_compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", executor)), stderr=subprocess.PIPE)
     _, err = proc.communicate(timeout=120)
     cli.one_line(proc.returncode, err, f"memory '{mod}:Mem", "called os._exit(3) in write()")
@@ -223,7 +183,7 @@ def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
     cli, tmp_path, monkeypatch, signum, status, when, word
 ):
     """The memory swallows every Exception while it hangs: the stop is a BaseException, and never its fault."""
-    mod = _memory(tmp_path, monkeypatch, write=HANG.format(when=when, caught="Exception"))
+    mod = user_memory(tmp_path, monkeypatch, write=HANG.format(when=when, caught="Exception"))
     argv = _compare(tmp_path / "o", f"{mod}:Mem", load="4", extra=("--executor", "serial"))
     proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     try:
@@ -243,7 +203,7 @@ def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
 )
 def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_path, monkeypatch, signum, status, word):
     """A write that catches BaseException too: after capacity.cli.GRACE seconds the command ends anyway."""
-    mod = _memory(tmp_path, monkeypatch, write=HANG.format(when="True", caught="BaseException"))
+    mod = user_memory(tmp_path, monkeypatch, write=HANG.format(when="True", caught="BaseException"))
     argv = _compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial"))
     proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     try:
@@ -256,7 +216,7 @@ def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_pat
 
 
 def test_the_needle_task_runs_the_memory_as_user_code(cli, tmp_path, monkeypatch):
-    mod = _memory(tmp_path, monkeypatch, read="if q.shape[1] == 1: raise IndexError('read past the end')")
+    mod = user_memory(tmp_path, monkeypatch, read="if q.shape[1] == 1: raise IndexError('read past the end')")
     sets = [f"variant={mod}:Mem", "haystack=random", "depth=0,1", "n=16", "d=8", "seed=0", "candidates=16"]
     argv = ["run", "needle", "--out", tmp_path / "o", "--quiet", "--executor", "serial"]
     code, _, err = cli.here(*argv, *[x for s in sets for x in ("--set", s)])
@@ -264,7 +224,7 @@ def test_the_needle_task_runs_the_memory_as_user_code(cli, tmp_path, monkeypatch
 
 
 def test_an_allocation_failure_in_the_users_write_names_the_memory(cli, tmp_path, monkeypatch):
-    mod = _memory(
+    mod = user_memory(
         tmp_path,
         monkeypatch,
         write="if k.shape[1] > 24: raise RuntimeError('DefaultCPUAllocator: can\\'t allocate memory: you tried to allocate 10^12')",
@@ -424,7 +384,7 @@ def test_a_cell_that_is_not_what_the_schema_declares_is_measured_again_naming_th
 def test_a_file_read_by_a_fixed_path_past_the_fingerprint_is_part_of_what_is_reused(tmp_path, monkeypatch, capsys):
     """The memory reads ``scale.txt`` (named nowhere in its parameters) only past the fingerprint's 24 pairs."""
     (tmp_path / "scale.txt").write_text("1.0")
-    mod = _memory(
+    mod = user_memory(
         tmp_path,
         monkeypatch,
         read="self.c = float(open(os.path.join(HERE, 'scale.txt')).read()) if q.shape[1] > 24 else self.c",
@@ -445,7 +405,7 @@ def test_a_file_read_while_built_or_fingerprinted_is_in_the_reuse_key(tmp_path, 
     from capacity.sweep.plan import Plan
 
     (tmp_path / "scale.txt").write_text("1.0")
-    mod = _memory(tmp_path, monkeypatch, write="open(os.path.join(HERE, 'scale.txt')).read()")  # read, kept nowhere
+    mod = user_memory(tmp_path, monkeypatch, write="open(os.path.join(HERE, 'scale.txt')).read()")  # read, kept nowhere
     study = studies.get("capacity-vs-d").with_overrides([f"variant={mod}:Mem", "d=8", "load=1", "seed=0"])
     key = lambda: next(iter(Plan(study, __import__("torch").device("cpu")).keys.values()))
     before = key()

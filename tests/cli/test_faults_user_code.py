@@ -10,60 +10,14 @@ import os
 import pickle
 import subprocess
 import sys
-import textwrap
-import uuid
 
 import pytest
+from user_code_support import user_memory, user_module
 
 from capacity import CapacityError
 from capacity.base import plugins
 
 HINT = "run with --traceback for the full traceback"
-
-MEMORY = """
-import torch
-
-
-class Mem:
-    name = "mem"
-
-    def __init__(self, c=1.0):
-        {init}
-        self.c = c
-
-    @property
-    def params(self):
-        return {{"c": self.c}}
-
-    def init_state(self, batch, d, dv, *, device=None):
-        {init_state}
-        return torch.zeros(batch, d, dv, device=device)
-
-    def write(self, state, k, v):
-        {write}
-        return state + k.float().transpose(1, 2) @ v.float()
-
-    def read(self, state, q):
-        {read}
-        return self.c * (q.float() @ state)
-
-    {state_numel}
-"""
-NUMEL = "def state_numel(self, d, dv):\n        return d * dv"
-
-
-def _module(tmp_path, monkeypatch, source: str) -> str:
-    """Write ``source`` as a fresh module on sys.path (and PYTHONPATH, for workers); returns its name."""
-    name = f"usermod_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return name
-
-
-def _memory(tmp_path, monkeypatch, **methods) -> str:
-    body = {"init": "pass", "init_state": "pass", "write": "pass", "read": "pass", "state_numel": NUMEL, **methods}
-    return _module(tmp_path, monkeypatch, MEMORY.format(**body))
 
 
 def _compare(tmp_path, variant, *extra):
@@ -96,14 +50,14 @@ def _compare(tmp_path, variant, *extra):
 def test_a_plugin_memory_that_fails_is_one_line_naming_it_and_the_method(
     cli, tmp_path, monkeypatch, method, code, fragments
 ):
-    mod = _memory(tmp_path, monkeypatch, **{method: code})
+    mod = user_memory(tmp_path, monkeypatch, **{method: code})
     status, _, err = cli.here(*_compare(tmp_path, f"{mod}:Mem", "--executor", "serial"))
     cli.one_line(status, err, f"memory '{mod}:Mem", *fragments)
 
 
 @pytest.mark.slow
 def test_an_error_in_a_worker_process_crosses_whole_and_traceback_shows_the_users_line(tmp_path, monkeypatch, cli):
-    mod = _memory(tmp_path, monkeypatch, write="return 1 / 0")
+    mod = user_memory(tmp_path, monkeypatch, write="return 1 / 0")
     args = _compare(tmp_path, f"{mod}:Mem", "--executor", "processes", "--workers", "1")
     status, _, err = cli.here("--traceback", *args)
     assert status == 2 and "Traceback" in err and f"{mod}.py" in err and "return 1 / 0" in err, err
@@ -112,7 +66,7 @@ def test_an_error_in_a_worker_process_crosses_whole_and_traceback_shows_the_user
 
 
 def test_capacity_traceback_in_the_environment_and_the_flag_after_the_command(tmp_path, monkeypatch, cli):
-    mod = _memory(tmp_path, monkeypatch, read="raise IndexError('read past the end')")
+    mod = user_memory(tmp_path, monkeypatch, read="raise IndexError('read past the end')")
     status, _, err = cli.here(*_compare(tmp_path, f"{mod}:Mem", "--executor", "serial", "--traceback"))
     assert status == 2 and "Traceback" in err and "IndexError: read past the end" in err, err
     monkeypatch.setenv("CAPACITY_TRACEBACK", "1")
@@ -143,7 +97,7 @@ def test_user_code_errors_survive_pickling_with_their_traceback():
     ],
 )
 def test_a_module_that_fails_at_import_is_one_line(cli, tmp_path, monkeypatch, source, fragments):
-    mod = _module(tmp_path, monkeypatch, source)
+    mod = user_module(tmp_path, monkeypatch, source)
     status, _, err = cli.here(*_compare(tmp_path, "linear", "--import", mod))
     cli.one_line(status, err, f"module '{mod}'", *fragments)
     status, _, err = cli.here("run", "capacity-vs-d", "--set", f"variant={mod}:Mem", "--out", tmp_path / "o")
@@ -164,7 +118,7 @@ def test_import_names_that_are_no_modules_are_one_line(cli, tmp_path, name, frag
 
 
 def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(cli, tmp_path, monkeypatch):
-    mod = _module(
+    mod = user_module(
         tmp_path,
         monkeypatch,
         """
