@@ -293,7 +293,7 @@ def test_bad_devices_and_selections_are_one_line(cli, argv, fragments):
 @pytest.mark.parametrize(
     "executor,moment", [("processes", "after a group"), ("processes", "at start-up"), ("dask", "after a group")]
 )
-def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, executor, moment):
+def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, monkeypatch, executor, moment):
     proc = _start_slow(tmp_path / "o", "--executor", executor, "--workers", "2")
     try:
         if moment == "at start-up":  # workers spawned, none finished
@@ -313,7 +313,8 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, executor, mome
     finally:
         proc.kill()
     if moment == "after a group":  # the store the killed run left is whole: the resume reuses what it finished
-        resumed = cli("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
+        monkeypatch.syspath_prepend(str(PKG))  # slowmem, here as in the killed run
+        resumed = cli.here("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
         assert resumed.returncode == 0 and "measured in" in resumed.stderr
         assert " 0 reused" not in resumed.stderr
 

@@ -11,8 +11,8 @@ SETS += ["learned_steps=2", "lr=0.01,0.1"]
 @pytest.mark.slow
 def test_capacity_run_trained_with_set(cli, tmp_path):
     args = [a for s in SETS for a in ("--set", s)]
-    proc = cli("run", "trained", *args, "--out", str(tmp_path), "--quiet", "--executor", "serial")
-    assert proc.returncode == 0, proc.stderr
+    ran = cli.here("run", "trained", *args, "--out", str(tmp_path), "--quiet", "--executor", "serial")
+    assert ran.returncode == 0, ran.stderr
     with xr.open_dataset(tmp_path / "trained.nc") as ds:
         assert ds.accuracy.sizes["lr"] == 2 and list(ds.n.values) == [2, 4]
         assert ds.attrs["steps"] == 3 and ds.attrs["vocabulary"] == 16
