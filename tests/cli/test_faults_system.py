@@ -164,7 +164,7 @@ def test_a_scheduler_that_never_answers_is_one_line_within_the_timeout(cli, tmp_
     address = f"tcp://127.0.0.1:{server.port}"
     args = ["compare", "linear", "--d", "8", "--load", "1", "--seeds", "1", "--out", tmp_path / "o", "--quiet"]
     try:
-        with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
             t0 = time.perf_counter()
             th = threading.Thread(target=lambda: box.update(code=main([*map(str, args), "--scheduler", address])))
             th.start()
@@ -172,7 +172,7 @@ def test_a_scheduler_that_never_answers_is_one_line_within_the_timeout(cli, tmp_
             took = time.perf_counter() - t0
         assert not th.is_alive(), "still waiting for the scheduler after 60 s"
         out, err = capsys.readouterr()
-        cli.one_line(box["code"], err, address, "did not answer within 2 s" if not http else "Dask scheduler")
+        cli.one_line(box["code"], err, address, "did not answer within 1 s" if not http else "Dask scheduler")
         assert took < 30, took
         from distributed.client import _get_global_client
 
