@@ -13,17 +13,13 @@ can be held against the sweep's; n = max(1, round(load d)) as in the study.
 
 from __future__ import annotations
 
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import torch
+from checkpointed_loop import parser, timed_run  # the shared command line of the two loops (a script beside this one)
 
 from capacity import kernels
 from capacity.inputs import keys, values
-
-sys.path.insert(0, str(Path(__file__).parent))  # the shared command line of the two loops
-from checkpointed_loop import parser, timed_run
 
 
 def point(variant: str, family: str, d: int, n: int, seed: int, delta: str = "loop") -> dict[str, float]:

@@ -1,12 +1,11 @@
 """benchmarks/loop_baseline.py and checkpointed_loop.py compute the probe's numbers; benchmarks/vs_loop.py hands them
 the study's grid, holds the checkpointed loop against the main job and counts flops."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from script_support import load_script
 
 from capacity import sweep
 
@@ -14,11 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ROOT / "benchmarks" / f"{name}.py", f"bench_{name}")
 
 
 loop_baseline, checkpointed, vs_loop = _load("loop_baseline"), _load("checkpointed_loop"), _load("vs_loop")

@@ -26,9 +26,11 @@ checked before anything is loaded. ``capacity.keys.make("pretrained", ...)`` cal
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import numbers
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -103,10 +105,34 @@ def model_dir() -> Path:
     return folder
 
 
+def _hidden_kernels() -> str | None:
+    """The file Python would import as ``kernels`` where that is not the installed ``kernels`` distribution, else
+    None.
+
+    transformers (5.25 on) imports the package ``kernels`` whenever that distribution is installed. A folder on
+    ``sys.path`` that holds its own ``kernels`` comes first: the top-level ``kernels/`` of a checkout of this
+    repository, when Python runs from its root (``python -m ...``, ``python -c``, a notebook there)."""
+    try:
+        installed = Path(str(importlib.metadata.distribution("kernels").locate_file("kernels/__init__.py")))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    found = importlib.util.find_spec("kernels")
+    if found is None or found.origin is None or Path(found.origin).resolve() == installed.resolve():
+        return None
+    return found.origin
+
+
 @functools.lru_cache(maxsize=1)
 def _model() -> tuple[Any, Any]:  # (tokenizer, model): transformers' objects, called by their conventions
     """(tokenizer, model) loaded offline from the package folder, float32, eval mode, on the CPU."""
     folder = model_dir()
+    hidden = None if "transformers.integrations.hub_kernels" in sys.modules else _hidden_kernels()
+    if hidden is not None:
+        raise CapacityError(
+            f"pretrained keys: {hidden} hides the installed package 'kernels' that transformers imports (Python"
+            " finds it first on sys.path: a checkout of capacity has kernels/ at its top); run from another folder"
+            " or with the 'capacity' command"
+        )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging

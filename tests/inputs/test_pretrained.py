@@ -207,6 +207,32 @@ def test_missing_packages_name_the_install_command(monkeypatch):
         pretrained.model_dir()
 
 
+@pytest.mark.slow
+def test_a_kernels_folder_that_hides_the_package_transformers_imports_is_one_line(cli, tmp_path):
+    """transformers imports the distribution ``kernels`` when it is installed; from a folder with its own ``kernels``
+    (the root of a checkout of this repository), ``python -m`` finds that one first."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("kernels")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("transformers here does not need the kernels package (it does from 5.25)")
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("")
+    sets = ["keys=pretrained", "d=32", "variant=linear", "load=1/2", "seed=0"]
+    args = [
+        "run",
+        "capacity-vs-d",
+        *(a for s in sets for a in ("--set", s)),
+        "--out",
+        tmp_path / "o",
+        "--no-figures",
+        "--quiet",
+    ]
+    line = cli.fails(cli(*args, cwd=tmp_path), "hides the installed package 'kernels' that transformers imports")
+    assert str(tmp_path / "kernels" / "__init__.py") in line
+
+
 # ------------------------------------------------------------- the study's figure (no model needed)
 
 
