@@ -4,6 +4,7 @@ own metric), otherwise against a float64 recurrence written here; their reductio
 growing state's size; and check_variant on each."""
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,11 +14,26 @@ from capacity.inputs import keys, values
 from capacity.tasks import Bill, probe
 from capacity.variants import precision
 
-fla_gdn2 = pytest.importorskip("fla.ops.gdn2.naive")
-from fla.ops.comba.naive import naive_recurrent_comba  # noqa: E402
-from fla.ops.log_linear_attn.naive import naive_log_linear_attn  # noqa: E402
-from fla.ops.precond_gated_delta_rule.naive import naive_recurrent_precond_gated_delta_rule  # noqa: E402
-from fla.ops.precond_kda.naive import naive_recurrent_precond_kda  # noqa: E402
+
+@pytest.fixture(scope="module")
+def fla() -> SimpleNamespace:
+    """fla-core 0.6.0's plain-torch references, imported by the first test that needs them: importing fla.ops
+    imports every op's Triton kernels (5.6 s of CPU time on the 2-core VM, 2026-12-03), which collecting the
+    tests would otherwise pay in every worker."""
+    from fla.ops.comba.naive import naive_recurrent_comba
+    from fla.ops.gdn2.naive import naive_recurrent_gdn2
+    from fla.ops.log_linear_attn.naive import naive_log_linear_attn
+    from fla.ops.precond_gated_delta_rule.naive import naive_recurrent_precond_gated_delta_rule
+    from fla.ops.precond_kda.naive import naive_recurrent_precond_kda
+
+    return SimpleNamespace(
+        gdn2=naive_recurrent_gdn2,
+        comba=naive_recurrent_comba,
+        log_linear=naive_log_linear_attn,
+        precond_gated_delta=naive_recurrent_precond_gated_delta_rule,
+        precond_kda=naive_recurrent_precond_kda,
+    )
+
 
 NEW = ("gdn2", "comba", "gated_oja", "precond_gated_delta", "precond_kda", "titans", "ttt", "log_linear")
 
@@ -50,7 +66,8 @@ def _h(x):  # [B, T, ...] -> fla's [B, T, H=1, ...]
 # ------------------------------------------------------------------ against fla-core 0.6.0's references
 
 
-def test_gdn2_matches_fla_reference_with_drawn_channel_gates():
+@pytest.mark.requires_fla
+def test_gdn2_matches_fla_reference_with_drawn_channel_gates(fla):
     K, V = _inputs()
     B, T, d = K.shape
     dv = V.shape[2]
@@ -58,29 +75,27 @@ def test_gdn2_matches_fla_reference_with_drawn_channel_gates():
     ours = _write(mem, K, V, split=13).matrix
     a, b, w = (mem._values(p, B, 0, T, c, K.device) for p, c in (("alpha", d), ("beta", d), ("gamma", dv)))
     assert a.shape == (B, T, d) and w.shape == (B, T, dv) and a.std() > 0.03  # drawn per token and channel
-    _, ref = fla_gdn2.naive_recurrent_gdn2(
-        _h(K), _h(K), _h(V), _h(a.log()), _h(b), _h(w), scale=1.0, output_final_state=True
-    )
+    _, ref = fla.gdn2(_h(K), _h(K), _h(V), _h(a.log()), _h(b), _h(w), scale=1.0, output_final_state=True)
     err = rel_rms(ours, ref[:, 0])
     assert err < 1e-5, err
     assert rel_rms(_write(mem, K, V).matrix, ref[:, 0]) < 1e-5  # one write call, the same state
 
 
-def test_comba_matches_fla_reference():
+@pytest.mark.requires_fla
+def test_comba_matches_fla_reference(fla):
     K, V = _inputs(seed=2)
     B, T, d = K.shape
     mem = variants.get("comba", alpha=("uniform", 0.85, 1.0), beta=("uniform", 0.3, 1.0), mu=0.6)
     ours = _write(mem, K, V, split=7).matrix
     a, b = mem._values("alpha", B, 0, T, d, K.device), mem._values("beta", B, 0, T, d, K.device)
-    _, ref = naive_recurrent_comba(
-        _h(K), _h(K), _h(V), _h(0.6 * K), _h(b), _h(a.log()), scale=1.0, output_final_state=True
-    )
+    _, ref = fla.comba(_h(K), _h(K), _h(V), _h(0.6 * K), _h(b), _h(a.log()), scale=1.0, output_final_state=True)
     err = rel_rms(ours, ref[:, 0])
     assert err < 1e-5, err
 
 
+@pytest.mark.requires_fla
 @pytest.mark.parametrize("name", ["precond_gated_delta", "precond_kda"])
-def test_preconditioned_delta_rules_match_fla_references(name):
+def test_preconditioned_delta_rules_match_fla_references(name, fla):
     K, V = _inputs(seed=4)
     B, T, d = K.shape
     per_channel = name == "precond_kda"
@@ -94,19 +109,20 @@ def test_preconditioned_delta_rules_match_fla_references(name):
     beta = torch.full((B, T), 0.8)
     if per_channel:
         assert a.shape == (B, T, d)
-        _, S, A = naive_recurrent_precond_kda(
+        _, S, A = fla.precond_kda(
             _h(K), _h(K), _h(V), _h(a.log()), _h(ga), _h(ba), _h(beta), scale=1.0, output_final_state=True
         )
     else:
-        _, S, A = naive_recurrent_precond_gated_delta_rule(
+        _, S, A = fla.precond_gated_delta(
             _h(K), _h(K), _h(V), _h(ga), _h(a.log()), _h(ba), _h(beta), scale=1.0, output_final_state=True
         )
     e_s, e_a = rel_rms(st.matrix, S[:, 0]), rel_rms(st.accum, A[:, 0])
     assert e_s < 1e-5 and e_a < 1e-5, (e_s, e_a)
 
 
+@pytest.mark.requires_fla
 @pytest.mark.parametrize("base", ["linear", "decay"])
-def test_log_linear_reads_match_fla_reference_at_every_n(base):
+def test_log_linear_reads_match_fla_reference_at_every_n(base, fla):
     """Our read after n writes is fla's output at position n for a query token whose own key is zero (so its
     level 0 is empty) and whose own gate is 1: the Fenwick buckets of [0, n), weighed by lam per level."""
     B, T, d, dv = 1, 37, 8, 5
@@ -126,7 +142,7 @@ def test_log_linear_reads_match_fla_reference_at_every_n(base):
         g[:, -1] = 0.0  # no gate on the query's own token
         L = int(math.ceil(math.log2(n + 1))) + 1
         scales = torch.tensor([0.0] + lam[: L - 1])[None, None].expand(B, n + 1, L)  # level 0 (own token): unused
-        o = naive_log_linear_attn(_h(q), _h(k), _h(v), _h(g), _h(scales).contiguous(), scale=1.0)
+        o = fla.log_linear(_h(q), _h(k), _h(v), _h(g), _h(scales).contiguous(), scale=1.0)
         worst = max(worst, rel_rms(ours, o[:, -1, 0]))
     assert worst < 1e-5, worst
 
@@ -449,8 +465,9 @@ def test_bill_counts_the_log_linear_levels_not_its_counter(tmp_path):
 # ------------------------------------------------------------------ from_fla on the new references
 
 
+@pytest.mark.requires_fla
 @pytest.mark.parametrize("name", ["precond_gated_delta", "precond_kda"])
-def test_from_fla_wraps_the_preconditioned_references_with_their_second_state(name):
+def test_from_fla_wraps_the_preconditioned_references_with_their_second_state(name, fla):
     """states= maps the accumulator A ([B, H, K], letters "K") next to S; the wrapper's state, written in two calls,
     is the built-in's."""
     from capacity.variants import from_fla
@@ -459,10 +476,10 @@ def test_from_fla_wraps_the_preconditioned_references_with_their_second_state(na
     d = K.shape[2]
     if name == "precond_kda":
         alpha = torch.linspace(0.85, 1.0, d)
-        fn, gate = naive_recurrent_precond_kda, {"g": alpha.log().tolist()}
+        fn, gate = fla.precond_kda, {"g": alpha.log().tolist()}
     else:
         alpha = 0.95
-        fn, gate = naive_recurrent_precond_gated_delta_rule, {"g": math.log(0.95)}
+        fn, gate = fla.precond_gated_delta, {"g": math.log(0.95)}
     mem = from_fla(
         fn,
         states={"initial_state": "KV", "initial_A_state": "K"},
@@ -477,7 +494,8 @@ def test_from_fla_wraps_the_preconditioned_references_with_their_second_state(na
     assert mem.state_numel(d, V.shape[2]) == variants.get(name).state_numel(d, V.shape[2])
 
 
-def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width():
+@pytest.mark.requires_fla
+def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width(fla):
     """fla's GDN-2 reference takes its write gate over the value channels, [B, T, H, V]; per_token builds inputs per
     token or per key channel only, so from_fla wraps it where dv = d (the gate a sequence of d numbers); the
     built-in gdn2 takes any dv."""
@@ -486,7 +504,7 @@ def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width():
     K, V = _inputs(d=8, dv=8, seed=24)
     alpha, b, w = torch.linspace(0.85, 1.0, 8), torch.linspace(0.3, 0.9, 8), torch.linspace(0.5, 1.0, 8)
     mem = from_fla(
-        fla_gdn2.naive_recurrent_gdn2,
+        fla.gdn2,
         per_token={"g": alpha.log().tolist(), "b": b.tolist(), "w": w.tolist()},
         scale=1.0,
     )
@@ -517,6 +535,7 @@ def test_log_linear_random_key_error_per_level_matches_the_probe(n, alpha):
     assert theory.log_linear_error(n, d, 1.0, 1.0) == pytest.approx((n - 1) / d)  # T7
 
 
+@pytest.mark.requires_fla
 def test_fla_md_lists_every_op_of_fla_core():
     """docs/fla.md's table of every op: one row per folder of fla/ops, each built-in, wrapped or refused."""
     import re
