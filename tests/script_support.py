@@ -1,4 +1,4 @@
-"""Load a script of benchmarks/ (or any folder of scripts) as a module, as ``python <script>`` would see it.
+"""Load a script (benchmarks/, scripts/, docs/scripts/) as a module, as ``python <script>`` would see it.
 
 A script run as ``python benchmarks/x.py`` has its own folder first on ``sys.path`` and imports the scripts beside
 it by name; ``load_script`` gives it that folder only while it runs, so that the test process's ``sys.path`` is left

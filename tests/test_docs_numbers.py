@@ -6,23 +6,18 @@ the digits printed and the noise the producer declares. Timings are not recomput
 on what machine it was measured. docs/testing.md describes the rules.
 """
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from script_support import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _numbers():
-    spec = importlib.util.spec_from_file_location("numbers_script", ROOT / "docs" / "scripts" / "doc_numbers.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["numbers_script"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "docs" / "scripts" / "doc_numbers.py", "numbers_script")
 
 
 NUM = _numbers()

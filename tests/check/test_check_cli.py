@@ -4,12 +4,11 @@ The check runs once per module (``checked``); tests that rerun rows pass its mea
 the expected values are computed again.
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from script_support import load_script
 
 from capacity import CapacityError, check, theory
 
@@ -17,11 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / f"{name}.py", name)
 
 
 @pytest.fixture(scope="module")
@@ -106,10 +101,7 @@ def test_perturbation_names_a_closed_form_no_row_checks(checked, monkeypatch):
 @pytest.mark.slow
 def test_the_docs_show_this_table_and_its_numbers(rows):
     """docs/theory.md's generated table and the numbers marked `check` (docs/scripts/doc_numbers.py) are this run's."""
-    spec = importlib.util.spec_from_file_location("numbers_script", ROOT / "docs" / "scripts" / "doc_numbers.py")
-    num = importlib.util.module_from_spec(spec)
-    sys.modules["numbers_script"] = num
-    spec.loader.exec_module(num)
+    num = load_script(ROOT / "docs" / "scripts" / "doc_numbers.py", "numbers_script")
     bad = num.table_disagreements(rows)
     assert not bad, "\n".join(bad) + "\nrun: python docs/scripts/doc_numbers.py --write"
     names = {n for n, x in num.NUMBERS.items() if x.check}

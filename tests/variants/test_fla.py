@@ -1,7 +1,6 @@
 """from_fla: fla-style functions written here (no fla needed), and fla's own references when installed."""
 
 import copy
-import importlib.util
 import math
 import pathlib
 import pickle
@@ -9,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from script_support import load_script
 
 from capacity import CapacityError, variants
 from capacity.check.conformance import check_variant
@@ -356,11 +356,7 @@ def test_t12_reads_from_flas_per_token_beta():
 
 
 def _table_script():
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "scripts" / "fla_table.py"
-    spec = importlib.util.spec_from_file_location("fla_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(pathlib.Path(__file__).resolve().parents[2] / "docs" / "scripts" / "fla_table.py", "fla_table")
 
 
 @pytest.mark.requires_fla
