@@ -36,8 +36,6 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
   family, so a refinement rewrites and rereads a prefix). No interpolation: the reported n is a
   measured point, so it never exceeds the capacity of a bound that every measured point respects.
 
-Why one module of over 500 lines: ``check_variant`` is one report whose rows share their inputs and their judgement of a result; split, a row could drift from the rest.
-
 Why one module of over 500 lines: ``check_variant`` is one report; its checks share the memory under test, its
 draws and the bounds it is measured against, and each is a few lines that read in order.
 """

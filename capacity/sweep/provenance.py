@@ -23,8 +23,6 @@ True
 >>> describe({"b": 2, "a": [1.5, None]})
 {'a': [1.5, None], 'b': 2}
 
-Why one module of over 500 lines: everything the reuse key is built from sits together, so that a reader can audit what a key covers (and what it cannot see) in one file.
-
 Why one module of over 500 lines: each function is one part of one hash (the reuse key); what decides
 reuse, and what it cannot see, is read in this one file.
 """

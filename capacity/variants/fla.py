@@ -50,8 +50,6 @@ returns its states always). A variant pickles (for worker
 processes) when ``fn`` and every callable in ``per_token`` are importable module-level
 functions; otherwise pickling raises a CapacityError that names the culprit.
 
-Why one module of over 500 lines: every flash-linear-attention op is adapted by the same few functions, with a table of what each op needs; the table is most of the length.
-
 Why one module of over 500 lines: one calling convention's adapters (layouts, per-token arguments, gates,
 refusals) and the table of fla's ops that use it.
 """

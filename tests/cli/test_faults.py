@@ -56,6 +56,26 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+def _workers(pid: int) -> list[int]:
+    """The measuring workers among the descendants of ``pid``: the children of its fork server (spawned workers,
+    where the platform has no fork server)."""
+
+    def cmdline(p: int) -> str:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_text(errors="ignore")
+        except OSError:
+            return ""
+
+    def parent(p: int) -> int:
+        try:
+            return int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    found = _children(pid)
+    return [p for p in found if "spawn_main" in cmdline(p) or "forkserver" in cmdline(parent(p))]
+
+
 def _alive(pids) -> set[int]:
     out = set()
     for p in pids:
@@ -342,9 +362,7 @@ def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
     proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
     try:
         _wait_for_a_group(proc)
-        workers = [
-            p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="ignore")
-        ]
+        workers = _workers(proc.pid)
         assert workers
         os.kill(workers[0], signal.SIGKILL)
         _, err = proc.communicate(timeout=120)

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
 import pytest
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
@@ -84,3 +91,55 @@ def test_executor_choices():
         next(executors.execute("serial", abs, [], scheduler="tcp://x:1"))
     with pytest.raises(CapacityError, match="workers must be a whole number >= 1"):
         sweep.run(studies.get("capacity-vs-d"), out="unused", device="cpu", executor="processes", workers=0)
+
+
+# ---------------------------------------------------------------- the workers' start
+
+
+def _parent_cmdline(stat: str) -> str:
+    ppid = int(stat.rsplit(")", 1)[1].split()[1])
+    return Path(f"/proc/{ppid}/cmdline").read_text(errors="ignore").replace("\0", " ")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_fork_from_a_server_and_see_the_environment_and_modules_of_now(tmp_path, monkeypatch):
+    """Each worker is a child of the fork server (not of this process); a second pool's workers, forked from the
+    same server, see this process's environment as it is now and the user's module as it is on disk now."""
+    stat = dict(executors.execute("processes", Path.read_text, [("w", Path("/proc/self/stat"))], workers=1))["w"]
+    assert "multiprocessing.forkserver" in _parent_cmdline(stat)  # spawned workers are this process's children
+    monkeypatch.setenv("CAPACITY_TEST_SEEN", "after the server started")
+    assert dict(executors.execute("processes", os.getenv, [("e", "CAPACITY_TEST_SEEN")], workers=1)) == {
+        "e": "after the server started"
+    }
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = tmp_path / "edited_here.py"
+    for value in (1, 2):
+        mod.write_text(f"def value(task):\n    return {value}\n")
+        shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
+        sys.modules.pop("edited_here", None)
+        import edited_here
+
+        assert dict(executors.execute("processes", edited_here.value, [("v", 0)], workers=1)) == {"v": value}
+    sys.modules.pop("edited_here", None)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_watch_calls_back_once_the_process_ends(monkeypatch, pidfd):
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no os.pidfd_open here")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ended = threading.Event()
+    try:
+        executors._watch(proc.pid, ended.set)
+        assert not ended.wait(0.3)  # still running
+        proc.kill()
+        proc.wait()
+        assert ended.wait(5)
+    finally:
+        proc.kill()
+    at_once = threading.Event()
+    executors._watch(proc.pid, at_once.set)  # gone already: called before _watch returns
+    assert at_once.is_set()

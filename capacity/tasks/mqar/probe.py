@@ -27,8 +27,6 @@ is the key's latest value token.
 
 zoology's own generator, exactly as zoology draws it, is ``capacity.tasks.mqar.zoology``.
 
-Why one module of over 500 lines: the drawn task, its checks, the measurement and the T10 prediction share one token layout; zoology's own generator is in ``zoology``.
-
 Why one module of over 500 lines: the sequences, the write-and-read loop and the accuracy it predicts are one
 measurement (zoology's own generator lives in ``zoology.py``, the tokens in ``_tokens.py``).
 """
