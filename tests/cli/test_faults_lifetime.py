@@ -198,21 +198,30 @@ def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "signum,status,word", [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted")]
-)
-def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_path, monkeypatch, signum, status, word):
-    """A write that catches BaseException too: after capacity.cli.GRACE seconds the command ends anyway."""
-    mod = user_memory(tmp_path, monkeypatch, write=HANG.format(when="True", caught="BaseException"))
-    argv = _compare(tmp_path / "o", f"{mod}:Mem", extra=("--executor", "serial"))
-    proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_path, monkeypatch):
+    """A write that catches BaseException too: after capacity.cli.GRACE seconds the command ends anyway.
+
+    SIGTERM and SIGINT, each to a run of its own, the two runs at once (each waits out GRACE)."""
+    cases = {signal.SIGTERM: (143, "terminated (SIGTERM)"), signal.SIGINT: (130, "interrupted")}
+    procs = {}
     try:
-        _wait_for(lambda: (tmp_path / "entered").exists(), 60, "the memory's write")
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=20)
+        for signum in cases:
+            folder = tmp_path / signum.name
+            folder.mkdir()
+            mod = user_memory(folder, monkeypatch, write=HANG.format(when="True", caught="BaseException"))
+            argv = _compare(folder / "o", f"{mod}:Mem", extra=("--executor", "serial"))
+            procs[signum] = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+        for signum, proc in procs.items():
+            entered = tmp_path / signum.name / "entered"
+            _wait_for(entered.exists, 60, f"the memory's write ({signum.name})")
+            proc.send_signal(signum)
+        errs = {signum: proc.communicate(timeout=20)[1] for signum, proc in procs.items()}
     finally:
-        proc.kill()
-    assert proc.returncode == status and word in err and "Traceback" not in err, err
+        for proc in procs.values():
+            proc.kill()
+    for signum, (status, word) in cases.items():
+        err = errs[signum]
+        assert procs[signum].returncode == status and word in err and "Traceback" not in err, (signum.name, err)
 
 
 def test_the_needle_task_runs_the_memory_as_user_code(cli, tmp_path, monkeypatch):
