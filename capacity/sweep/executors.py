@@ -11,7 +11,8 @@ system). Closing the generator (an interrupt) cancels what has not started and s
   imports them itself); none outlives the run, kill -9 included (each watches the run's process); a worker that
   dies ends the run with ``WorkerLost`` naming the group;
 - ``dask``: a Dask distributed cluster at ``scheduler``, or a local one of ``workers`` single-threaded processes
-  whose nannies kill their worker once the run's process is gone (its scratch folder is removed afterwards). Every
+  (their nannies run in this process; each worker exits when its nanny is gone, kill -9 included; the cluster's
+  scratch folder is removed afterwards). Every
   wait on a scheduler is bounded by Dask's ``distributed.comm.timeouts.connect`` (``connect_timeout``): one that
   does not answer, or has no worker, within it is one line naming the address;
 - ``auto``: dask given a scheduler; processes for CPU work on more than one core when the estimated work is worth a
@@ -233,25 +234,6 @@ def _watch(pid: int, gone: Callable[[], object]) -> None:
     threading.Thread(target=loop, daemon=True, name="capacity-watchdog").start()
 
 
-def _end_nanny() -> None:
-    """Kill this local Dask nanny's worker, then the nanny."""
-    for child in multiprocessing.active_children():
-        child.kill()
-    os._exit(1)
-
-
-def _watchdog(pid: int) -> Any:  # a distributed NannyPlugin (distributed is untyped)
-    from distributed.diagnostics.plugin import NannyPlugin
-
-    class Watchdog(NannyPlugin):
-        restart = True
-
-        def setup(self, nanny: Any) -> None:
-            _watch(pid, _end_nanny)
-
-    return Watchdog()
-
-
 def _dask(
     fn: Callable[[_T], _R],
     tasks: Sequence[tuple[str, _T]],
@@ -281,8 +263,9 @@ def _dask(
                 silence_logs=logging.CRITICAL,  # a task's error comes back as its result: no worker log dumps
                 local_directory=scratch,
             )
-            client = Client(cluster, set_as_default=False)  # never the scheduler of xarray or the caller's dask code
-            client.register_plugin(_watchdog(os.getpid()), name="capacity-watchdog")  # it dies with this process
+            # never the scheduler of xarray or the caller's dask code. The nannies run in this process; each worker
+            # process exits once its nanny's pipe closes (distributed's own watch), so none outlives a kill -9 of it
+            client = Client(cluster, set_as_default=False)
         except Exception as exc:  # a worker killed or out of memory while it started ("Nanny failed to start")
             try:
                 if cluster is not None:
