@@ -10,11 +10,11 @@ import os
 import sys
 
 # Bytecode is cached (__pycache__, git-ignored) even where the environment turns the cache off
-# (PYTHONDONTWRITEBYTECODE, which some containers set, CI's machine among them). The suite starts about 200
-# interpreters (the command line, worker processes, clusters); without the cache each compiles the package from
+# (PYTHONDONTWRITEBYTECODE, which some containers set, this project's 2-core VM among them). The suite starts about
+# 200 interpreters (the command line, worker processes, clusters); without the cache each compiles the package from
 # source again, and each pytest worker rewrites the asserts of every test module again. Popped here, before
-# pytest-xdist starts its workers, so that they and every process a test starts inherit it. Measured on the
-# 2-core VM (2026-12-03): 549 to 501 busy core-seconds for the whole suite, collection 9.7 s to 5.0 s per worker.
+# pytest-xdist starts its workers, so that they and every process a test starts write and reuse the cache. Measured on
+# the 2-core VM (2026-12-03): 549 to 501 busy core-seconds for the whole suite, collection 9.7 s to 5.0 s per worker.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
