@@ -67,9 +67,9 @@ _STOPPED = {
 def _end_anyway(signum: signal.Signals) -> bool:
     """After a stop signal: if the command has not ended within ``GRACE`` seconds (code that swallowed the exception,
     or C code that never returns to Python), end it with the signal's status and line. Every finished point is on
-    disk already; worker processes die with this one (each watches it; a local Dask cluster's workers their nanny). False when the
-    same signal is already being handled (sent to the process group and forwarded by the supervisor too: the stop is
-    raised once, not again while the command unwinds)."""
+    disk already; worker processes die with this one (each watches it; a local Dask cluster's workers watch their
+    nannies, which run in it). False when the same signal is already being handled (sent to the process group and
+    forwarded by the supervisor too: the stop is raised once, not again while the command unwinds)."""
     import threading
 
     if signum in _STOPPING:

@@ -12,8 +12,7 @@ system). Closing the generator (an interrupt) cancels what has not started and s
   dies ends the run with ``WorkerLost`` naming the group;
 - ``dask``: a Dask distributed cluster at ``scheduler``, or a local one of ``workers`` single-threaded processes
   (their nannies run in this process; each worker exits when its nanny is gone, kill -9 included; the cluster's
-  scratch folder is removed afterwards). Every
-  wait on a scheduler is bounded by Dask's ``distributed.comm.timeouts.connect`` (``connect_timeout``): one that
+  scratch folder is removed afterwards). Every wait on a scheduler is bounded by Dask's ``distributed.comm.timeouts.connect`` (``connect_timeout``): one that
   does not answer, or has no worker, within it is one line naming the address;
 - ``auto``: dask given a scheduler; processes for CPU work on more than one core when the estimated work is worth a
   pool's start-up; serial otherwise.
@@ -220,6 +219,7 @@ def _watch(pid: int, gone: Callable[[], object]) -> None:
     def loop() -> None:
         if fd is not None:
             select.select([fd], [], [])
+            os.close(fd)
         else:
             while True:
                 try:

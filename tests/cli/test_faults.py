@@ -39,8 +39,8 @@ SLOW = [
 ]
 
 
-def _children(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` (from /proc)."""
+def _parents() -> dict[int, int]:
+    """Every process's parent: pid -> ppid (from /proc)."""
     parent = {}
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
@@ -49,6 +49,12 @@ def _children(pid: int) -> set[int]:
                 parent[int(p.name)] = int(stat.rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 pass
+    return parent
+
+
+def _children(pid: int, parent: dict[int, int] | None = None) -> set[int]:
+    """Every live descendant of ``pid`` (``parent``: a ``_parents()`` already read)."""
+    parent = _parents() if parent is None else parent
     found, frontier = set(), {pid}
     while frontier:
         frontier = {c for c, pp in parent.items() if pp in frontier} - found
@@ -60,20 +66,14 @@ def _workers(pid: int) -> list[int]:
     """The measuring workers among the descendants of ``pid``: the children of its fork server (spawned workers,
     where the platform has no fork server)."""
 
-    def cmdline(p: int) -> str:
+    def cmdline(p: int | None) -> str:
         try:
             return Path(f"/proc/{p}/cmdline").read_text(errors="ignore")
         except OSError:
             return ""
 
-    def parent(p: int) -> int:
-        try:
-            return int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            return 0
-
-    found = _children(pid)
-    return [p for p in found if "spawn_main" in cmdline(p) or "forkserver" in cmdline(parent(p))]
+    parent = _parents()
+    return [p for p in _children(pid, parent) if "spawn_main" in cmdline(p) or "forkserver" in cmdline(parent.get(p))]
 
 
 def _alive(pids) -> set[int]:
