@@ -3,7 +3,7 @@
 The keys of all-MiniLM-L6-v2 (head 0 of layers 0, 2 and 5, d = 32) on consecutive tokens of
 the shipped text, for the linear and delta memories, next to gaussian keys (T7) and tight
 frames (T5, T8), with the key statistics stored beside the errors. Needs the extra ``models``
-(``pip install 'capacity[models]'``).
+(``pip install 'linear-attention-capacity[models]'``).
 """
 
 from capacity.sweep import Grid, Study

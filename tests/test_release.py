@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 import xarray as xr
 import yaml
+from packaging.utils import canonicalize_name
 
 import capacity
 from capacity import studies, sweep
+from capacity.base.catalog import DISTRIBUTION
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +26,64 @@ ROOT = Path(__file__).resolve().parents[1]
 def _pyproject() -> dict:
     tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml takes Python 3.11's tomllib")
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_distribution_name_is_written_once_and_differs_from_the_import_name():
+    """The name on the package index is not ``capacity`` (an unrelated project owns it, and its distribution installs
+    a module ``capacity`` too): pyproject.toml declares ``catalog.DISTRIBUTION``, the installed metadata carries it."""
+    assert _pyproject()["project"]["name"] == DISTRIBUTION
+    assert canonicalize_name(DISTRIBUTION) != "capacity"
+    assert metadata.distribution(DISTRIBUTION).read_text("top_level.txt") in (None, "capacity\n")
+
+
+# a pip install command up to where it ends: the end of the line, a backtick, a shell operator or a bracket
+_PIP_INSTALL = re.compile(r"pip3? install ([^\n`;&|()]*)")
+
+
+def install_targets(text: str) -> list[str]:
+    """The distribution names that the ``pip install`` commands in ``text`` ask for (options and paths left out;
+    ``'name[extra]'`` gives name)."""
+    out = []
+    for args in _PIP_INSTALL.findall(text):
+        for word in args.split():
+            word = word.strip("'\"")
+            if not word or word.startswith(("-", ".", "/", "~", "$")) or "/" in word:
+                continue
+            out.append(canonicalize_name(re.split(r"[\[<>=!~; ]", word, maxsplit=1)[0]))
+    return out
+
+
+def test_install_targets_reads_names_extras_and_pins():
+    text = (
+        "run `pip install 'capacity[models]'`; pip install -U capacity && x\n"
+        "pip install --no-deps --target /tmp/x fla-core==0.6.0 einops\n pip install -e '.[test]' (pip install torch)"
+    )
+    assert install_targets(text) == ["capacity", "capacity", "fla-core", "einops", "torch"]
+
+
+def test_no_file_says_pip_install_capacity():
+    """Every ``pip install`` in the tracked files (docs, messages, comments) names this distribution by its own name:
+    ``pip install capacity`` would install the unrelated project's package (a module ``capacity`` of its own)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    wrong = []
+    for rel in filter(None, listed.stdout.decode().split("\0")):
+        path = ROOT / rel
+        suffixes = (".md", ".py", ".cff", ".toml", ".txt", ".sh", ".ipynb", ".cfg", "")
+        if path.suffix not in suffixes or not path.is_file() or rel == "tests/test_release.py":  # its own examples
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "capacity" in install_targets(text):
+            wrong.append(rel)
+    assert not wrong, f"pip install capacity (someone else's package; this one is {DISTRIBUTION}) in: {wrong}"
+    readme = (ROOT / "README.md").read_text()
+    assert f"pip install {DISTRIBUTION}" in readme  # the README says the name
 
 
 def test_the_licence_is_the_mit_text_pyproject_declares():
@@ -44,6 +104,7 @@ def test_the_citation_is_cff_1_2_with_the_package_version():
     assert cff["authors"] and all(isinstance(a, dict) and ("name" in a or "family-names" in a) for a in cff["authors"])
     assert cff["type"] == "software" and cff["license"] == "MIT"
     assert cff["version"] == capacity.__version__  # a string: YAML would read an unquoted 0.1 as a float
+    assert f"pip install {DISTRIBUTION}" in cff["message"]  # the name to install it by, in what GitHub shows
     assert "repository-code" not in cff or str(cff["repository-code"]).startswith("https://")
 
 
@@ -68,7 +129,7 @@ def test_the_version_is_written_once_and_read_by_setuptools_without_importing_th
     assert out.stdout.strip() == capacity.__version__
     assert len(re.findall(r"^__version__ = ", (ROOT / "capacity" / "__init__.py").read_text(), re.MULTILINE)) == 1
     # the installed metadata (written from the attr at install time) and the command line agree
-    assert metadata.version("capacity") == capacity.__version__
+    assert metadata.version(DISTRIBUTION) == capacity.__version__
     cli = subprocess.run([sys.executable, "-m", "capacity.cli", "--version"], capture_output=True, text=True)
     assert cli.stdout.strip() == f"capacity {capacity.__version__}", cli.stderr
 

@@ -4,7 +4,10 @@ The sdist and the wheel are built with ``python -m build`` from a copy of the tr
 checked with ``twine check``, and the wheel alone (not an editable install) goes into a fresh virtual environment
 outside the source tree. That environment holds the wheel and the distributions it requires, and theirs, linked
 from the test's own environment (so torch is ``torch==2.13.0`` and nothing the wheel does not declare is there),
-and ``pip check`` must find every requirement met; from a folder outside the tree it runs ``capacity list``,
+and ``pip check`` must find every requirement met. The wheel is installed by its distribution name
+(``linear-attention-capacity``, ``catalog.DISTRIBUTION``) from a folder that holds it alone, as ``pip install NAME``
+finds it on an index, and the installed distribution of that name must be this package (import name ``capacity``).
+From a folder outside the tree it runs ``capacity list``,
 ``capacity check --help`` and a small ``capacity run``. Every package folder of the tree (a folder with an
 ``__init__.py`` under ``capacity/``, ``kernels/``, ``plots/``, ``studies/``), every module in one, the data files,
 ``kernels/README.md`` and ``py.typed`` must be in the wheel. The build and the run take tens of seconds
@@ -27,6 +30,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from capacity.base.catalog import DISTRIBUTION
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,7 +129,7 @@ def dist(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def wheel(dist) -> Path:
-    (found,) = dist.glob("capacity-*.whl")
+    (found,) = dist.glob(f"{canonicalize_name(DISTRIBUTION).replace('-', '_')}-*.whl")
     return found
 
 
@@ -263,7 +268,11 @@ def test_the_wheel_alone_runs_outside_the_source_tree(wheel, tmp_path_factory):
         # does not declare fails here as it would for a user
         assert _link_into(site, _required(wheel)) > 1000
         pip = [sys.executable, "-m", "pip", "--python", str(py)]
-        _run([*pip, "install", "-q", "--no-deps", str(wheel)], timeout=300, env=env, cwd=work)
+        index = base / "index"  # a local package index holding the wheel alone: installed by name, as from PyPI
+        index.mkdir()
+        shutil.copy2(wheel, index)
+        by_name = ["install", "-q", "--isolated", "--no-index", "--find-links", str(index), "--no-deps", DISTRIBUTION]
+        _run([*pip, *by_name], timeout=300, env=env, cwd=work)
         _run([*pip, "check"], env=env, cwd=work)  # every installed distribution's requirements are met
         listed = _run([str(exe), "list"], env=env, cwd=work).stdout
         assert "capacity-vs-d" in listed and "linear" in listed and "gaussian" in listed
@@ -274,16 +283,23 @@ def test_the_wheel_alone_runs_outside_the_source_tree(wheel, tmp_path_factory):
         path = out / "capacity-vs-d.nc"
         assert path.is_file() and any((out / "figures").glob("*.png"))
         read = (
-            "import json, xarray as xr, capacity, capacity.kernels, capacity.plots, capacity.studies as s\n"
+            "import importlib.metadata, json, xarray as xr, capacity, capacity.kernels, capacity.plots, capacity.studies as s\n"
             f"ds = xr.open_dataset({str(path)!r})\n"
             "print(json.dumps({'version': ds.attrs['capacity_version'], 'package': capacity.__version__,"
             " 'd': ds.d.values.tolist(), 'seed': ds.seed.values.tolist(), 'mse': bool(ds.mse.notnull().all()),"
-            " 'studies': s.__file__}))"
+            f" 'studies': s.__file__, 'dist': importlib.metadata.version({DISTRIBUTION!r}),"
+            f" 'tops': sorted({{f.parts[0] for f in importlib.metadata.files({DISTRIBUTION!r})}} - {{'..'}})}}))"
         )
         opened = json.loads(_run([str(py), "-c", read], env=env, cwd=work).stdout)
         where = opened.pop("studies")
         assert Path(where).is_relative_to(venv), where  # the installed copy, not the tree
+        # the distribution installed by that name is this package, and the module capacity is the only one it installs
+        # (beside its metadata; '..' is the command in bin/)
         import capacity
+
+        assert opened.pop("dist") == capacity.__version__
+        tops = [t for t in opened.pop("tops") if not t.endswith(".dist-info")]
+        assert tops == ["capacity"], tops
 
         assert opened == {
             "version": capacity.__version__,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,11 @@ from typing import Any
 from capacity.base import plugins
 from capacity.errors import CapacityError
 
-__all__ = ["SECTIONS", "available", "build", "PATH"]
+__all__ = ["SECTIONS", "available", "build", "PATH", "DISTRIBUTION"]
+
+# the distribution's name on the package index (pyproject.toml's [project] name; tests/test_release.py holds them
+# equal); the import name is ``capacity``, which the unrelated distribution named "capacity" also installs (README)
+DISTRIBUTION = "linear-attention-capacity"
 
 PATH = Path(__file__).parents[1] / "data" / "catalog.json"
 SECTIONS = ("studies", "variants", "features", "keys", "values")
@@ -56,7 +61,13 @@ def build() -> dict[str, dict[str, str]]:
 
 
 def _own_entry_points(group: str) -> list[metadata.EntryPoint]:
-    return [ep for ep in metadata.entry_points(group=group) if ep.dist is not None and ep.dist.name == "capacity"]
+    """The entry points of ``group`` that this distribution declares (its name compared as PEP 503 normalises it)."""
+    own = _normalised(DISTRIBUTION)
+    return [ep for ep in metadata.entry_points(group=group) if ep.dist is not None and _normalised(ep.dist.name) == own]
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @functools.cache

