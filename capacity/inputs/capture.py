@@ -1,0 +1,401 @@
+"""A real model as an input: the q, k, v, gates and beta of each linear-attention head, captured from one forward pass.
+
+A hybrid model of ``transformers`` computes each linear-attention layer by one module-level kernel function
+(``torch_chunk_gated_delta_rule`` in ``qwen3_next``, ``qwen3_5`` and ``olmo_hybrid``; ``chunk_kimi_delta_attention``
+in ``kimi_linear``; ``mamba2_chunk_scan`` in ``nemotron_h``). ``capture`` replaces that function in the model's
+module for the length of one forward pass by a wrapper that calls the original, unchanged, and hands what it received
+and returned to a callback, one layer at a time: nothing of the model's code is copied, and memory holds one
+layer's capture at a time (the callback keeps what it wants).
+
+What a ``Layer`` holds is the kernel's input in the toolkit's row convention (state ``S`` of ``[d, dv]`` per head, a
+write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in float32:
+
+    family        memory (kernels.update mode)          q, k                        alpha [H, T](, d)   beta     v
+    gated_delta   S = alpha (I - b k^T k) S + b k^T v   l2-normalised as the kernel  exp(g)             beta     v
+                  (q also times d^-1/2)                  does (``l2norm``, eps 1e-6)
+    kda           S = (I - b k^T k) Diag(alpha) S + ...  as gated_delta               exp(g), per channel beta     v
+    mamba2        S = alpha S + k^T v (mode decay)       q = C, k = B                 exp(A dt)          (none)   dt x
+
+Grouped heads map as the model maps them: a key head ``j`` serves value heads ``j r .. j r + r - 1`` (``r`` value
+heads per key head: ``repeat_interleave``, as the kernels do), and Mamba-2's B and C groups likewise. For
+Mamba-2, ``dt = clamp(softplus(dt_raw + dt_bias), *dt_limit)`` as the scan computes it, and the layer's output
+``out`` is the scan's output less its skip term ``D x``. ``out`` ``[H, T, dv]`` and ``state`` ``[H, d, dv]`` are
+what the kernel itself returned (Mamba-2's ``[P, N]`` state transposed to the row convention); ``replay`` (in
+``capacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, which is the proof
+that a capture is what the model computed.
+
+A gate of exactly 0 (``exp(g)`` underflows below float32's smallest number for a head that forgets everything at
+once) is written as ``GATE_FLOOR``; a beta of exactly 0 as ``BETA_FLOOR`` and one of exactly 2 as ``BETA_CEIL`` (the
+kernels take gates in (0, 1] and beta in (0, 2)): changes far below float32's resolution of the state.
+
+``tiny(model_type)`` builds a small random model of a supported type from its config class (no download), for tests,
+examples and the comparison with a trained model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
+from capacity.errors import CapacityError
+
+__all__ = [
+    "FAMILIES",
+    "INSTALL",
+    "Family",
+    "Layer",
+    "capture",
+    "collect",
+    "family_of",
+    "replay",
+    "rel_rms",
+    "tiny",
+]
+
+Family = Literal["gated_delta", "kda", "mamba2"]
+INSTALL = "pip install 'linear-attention-capacity[models]'"
+GATE_FLOOR = 1e-30
+BETA_FLOOR = 1e-30
+BETA_CEIL = 2.0 - 2.0**-22  # the largest float32 below 2 (OLMo-Hybrid's beta is 2 sigmoid(.), which can round to 2)
+_L2_EPS = 1e-6  # the kernels' l2norm: x * rsqrt(sum x^2 + eps)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    family: Family
+    function: str  # the module-level function the layer calls
+
+
+# model_type (config.model_type) -> the family of its linear layers and the kernel function its module calls
+FAMILIES: dict[str, _Kernel] = {
+    "qwen3_next": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
+    "qwen3_5_text": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
+    "olmo_hybrid": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
+    "kimi_linear": _Kernel("kda", "chunk_kimi_delta_attention"),
+    "nemotron_h": _Kernel("mamba2", "mamba2_chunk_scan"),
+}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One linear-attention layer's capture, float32 on the CPU, heads first.
+
+    ``q``, ``k`` ``[H, T, d]``; ``v`` ``[H, T, dv]``; ``alpha`` ``[H, T]`` (``[H, T, d]`` for kda); ``beta``
+    ``[H, T]`` or None (mamba2); ``out`` ``[H, T, dv]`` and ``state`` ``[H, d, dv]``: the kernel's own output and
+    final state; ``dt`` ``[H, T]``: Mamba-2's step (already in ``v`` and ``alpha``), None otherwise. ``index`` is the
+    layer's ``layer_idx`` in the model.
+    """
+
+    index: int
+    family: Family
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    alpha: torch.Tensor
+    beta: torch.Tensor | None
+    out: torch.Tensor
+    state: torch.Tensor
+    dt: torch.Tensor | None = None
+
+    @property
+    def heads(self) -> int:
+        return int(self.k.shape[0])
+
+    @property
+    def tokens(self) -> int:
+        return int(self.k.shape[1])
+
+
+def family_of(model_type: str) -> Family:
+    """The family of a model type's linear layers; one line naming the supported types otherwise."""
+    if model_type not in FAMILIES:
+        known = ", ".join(f"{m} ({k.family})" for m, k in FAMILIES.items())
+        raise CapacityError(
+            f"model type {model_type!r} has no linear-attention layer this toolkit captures; supported: {known}"
+        )
+    return FAMILIES[model_type].family
+
+
+def _l2norm(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + _L2_EPS)
+
+
+def _heads_first(x: torch.Tensor) -> torch.Tensor:
+    """``[1, T, H, ...]`` -> float32 ``[H, T, ...]`` (batch 1)."""
+    return x[0].transpose(0, 1).float().contiguous()
+
+
+def _grouped(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """Key heads ``[h, T, d]`` -> one per value head ``[heads, T, d]``: key head j serves value heads j r .. j r + r - 1."""
+    return x.repeat_interleave(heads // x.shape[0], dim=0)
+
+
+def _delta_layer(index: int, family: Family, args: dict[str, Any], result: Any) -> Layer:
+    q, k, v = (_heads_first(args[n]) for n in ("query", "key", "value"))
+    g, beta = _heads_first(args["g"]), _heads_first(args["beta"])
+    H = v.shape[0]
+    q, k = _grouped(q, H), _grouped(k, H)
+    if args.get("use_qk_l2norm_in_kernel", False):
+        q, k = _l2norm(q), _l2norm(k)
+    q = q * q.shape[-1] ** -0.5
+    out, state = result
+    if state is None:
+        raise CapacityError(f"layer {index}: the kernel returned no final state (run the model with use_cache=True)")
+    return Layer(
+        index=index,
+        family=family,
+        q=q,
+        k=k,
+        v=v,
+        alpha=g.exp().clamp_min(GATE_FLOOR),
+        beta=beta.clamp(BETA_FLOOR, BETA_CEIL),
+        out=_heads_first(out),
+        state=state[0].float(),
+    )
+
+
+def _mamba2_layer(index: int, args: dict[str, Any], result: Any) -> Layer:
+    x = args["hidden_states"]  # [1, T, H, P]
+    H = x.shape[2]
+    dt = args["dt"]
+    if args.get("dt_bias") is not None:
+        dt = dt + args["dt_bias"].to(dt.dtype)
+    if args.get("dt_softplus", False):
+        dt = torch.nn.functional.softplus(dt)
+    low, high = args.get("dt_limit", (0.0, float("inf")))
+    dt = torch.clamp(dt, min=low, max=high).float()[0].transpose(0, 1)  # [H, T]
+    A = args["A"].float()  # [H], negative
+    out, state = result
+    x = _heads_first(x)  # [H, T, P]
+    D = args.get("D")
+    out = _heads_first(out)
+    if D is not None:
+        out = out - D.float()[:, None, None] * x
+    return Layer(
+        index=index,
+        family="mamba2",
+        q=_grouped(_heads_first(args["C"]), H),
+        k=_grouped(_heads_first(args["B"]), H),
+        v=dt[..., None] * x,
+        alpha=torch.exp(A[:, None] * dt).clamp_min(GATE_FLOOR),
+        beta=None,
+        out=out,
+        state=state[0].float().transpose(-1, -2).contiguous(),  # [H, P, N] -> [H, N, P]
+        dt=dt,
+    )
+
+
+_ARGS = {
+    "gated_delta": ("query", "key", "value", "g", "beta"),
+    "kda": ("query", "key", "value", "g", "beta"),
+    "mamba2": ("hidden_states", "dt", "A", "B", "C", "chunk_size"),
+}
+
+
+def _require_transformers() -> None:
+    if importlib.util.find_spec("transformers") is None:
+        raise CapacityError(f"capturing a model's heads needs transformers: {INSTALL}")
+
+
+@contextlib.contextmanager
+def _wrapped(model: torch.nn.Module, on_layer: Callable[[Layer], None]) -> Iterator[list[int]]:
+    """Within the block, the model's kernel function hands each call to ``on_layer``; yields the layers seen."""
+    model_type = str(getattr(model.config, "model_type", ""))
+    kernel = FAMILIES.get(model_type)
+    if kernel is None:
+        family_of(model_type)  # raises the one line
+        raise AssertionError  # unreachable: family_of raised
+    module = sys.modules[type(model).__module__]
+    original = getattr(module, kernel.function, None)
+    if original is None:
+        raise CapacityError(
+            f"{type(model).__module__} has no function {kernel.function}: this transformers version is not one the capture knows"
+        )
+    current: list[int] = []
+    seen: list[int] = []
+
+    def pre_hook(mod: torch.nn.Module, _args: object) -> None:
+        current.append(int(mod.layer_idx))  # type: ignore[arg-type]  # an int on every mixer module
+
+    def post_hook(mod: torch.nn.Module, _args: object, _out: object) -> None:
+        current.pop()
+
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        result = original(*args, **kw)
+        named = dict(zip(_ARGS[kernel.family], args, strict=False)) | kw
+        if not current:
+            raise CapacityError(f"{kernel.function} was called outside a layer of the model")
+        index = current[-1]
+        if kernel.family == "mamba2":
+            layer = _mamba2_layer(index, named, result)
+        else:
+            layer = _delta_layer(index, kernel.family, named, result)
+        seen.append(index)
+        on_layer(layer)
+        return result
+
+    handles = []
+    for mod in model.modules():
+        if isinstance(getattr(mod, "layer_idx", None), int) and mod is not model:
+            handles.append(mod.register_forward_pre_hook(pre_hook))
+            handles.append(mod.register_forward_hook(post_hook))
+    setattr(module, kernel.function, wrapper)
+    try:
+        yield seen
+    finally:
+        setattr(module, kernel.function, original)
+        for h in handles:
+            h.remove()
+
+
+def capture(model: torch.nn.Module, ids: torch.Tensor, on_layer: Callable[[Layer], None]) -> Any:
+    """Run ``model`` once on token ids ``[1, T]`` (eval mode, no gradient, with its cache) and hand each linear
+    layer's ``Layer`` to ``on_layer`` as the layer runs; returns the model's output (its ``past_key_values`` hold the
+    cached recurrent states). One line if the model type has no captured family or no linear layer ran."""
+    _require_transformers()
+    if ids.ndim != 2 or ids.shape[0] != 1:
+        raise CapacityError(f"capture takes the token ids of one text, shape [1, T]; got {tuple(ids.shape)}")
+    was_training = model.training
+    model.eval()
+    try:
+        with _wrapped(model, on_layer) as seen, torch.no_grad():
+            output = model(input_ids=ids, use_cache=True)
+    finally:
+        model.train(was_training)
+    if not seen:
+        raise CapacityError(f"{type(model).__name__}: no linear-attention layer ran on this text")
+    return output
+
+
+def collect(model: torch.nn.Module, ids: torch.Tensor) -> tuple[list[Layer], Any]:
+    """Every linear layer's capture in the order the layers ran, and the model's output (memory: all layers)."""
+    layers: list[Layer] = []
+    output = capture(model, ids, layers.append)
+    return layers, output
+
+
+def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """||x - ref|| / ||ref|| over all entries, in float64 (0 when both are 0)."""
+    num = float((x.double() - ref.double()).norm())
+    den = float(ref.double().norm())
+    return num / den if den > 0 else num
+
+
+_MODE = {"gated_delta": "gated_delta", "kda": "kda", "mamba2": "decay"}
+
+
+def replay(
+    layer: Layer,
+    *,
+    state: torch.Tensor | None = None,
+    write: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The layer's outputs ``[H, T, dv]`` and final state ``[H, d, dv]`` recomputed from its captured inputs by the
+    toolkit's recurrence of its family (``kernels.update`` in float32, the state's heads as the batch), token by
+    token: the output of token t is ``q_t S_t`` after token t is written.
+
+    ``state``: the initial state (zeros by default). ``write(S, t)``, when given, is applied to the state after
+    token t is written and returns the state the next token sees (how a server's rounding of the state enters).
+    """
+    H, T, d = layer.k.shape
+    dv = layer.v.shape[-1]
+    S = torch.zeros(H, d, dv) if state is None else state.clone().float()
+    out = torch.empty(H, T, dv)
+    mode = _MODE[layer.family]
+    for t in range(T):
+        kw: dict[str, Any] = {"alpha": layer.alpha[:, t : t + 1]}
+        if layer.beta is not None:
+            kw["beta"] = layer.beta[:, t : t + 1]
+        S = kernels.update(
+            S, layer.k[:, t : t + 1], layer.v[:, t : t + 1], mode=mode, normalize=False, backend="torch", **kw
+        )
+        if write is not None:
+            S = write(S, t)
+        out[:, t] = (layer.q[:, t : t + 1] @ S)[:, 0]
+    return out, S
+
+
+def tiny(
+    model_type: str, *, hidden: int = 32, layers: int = 2, heads: int = 2, head_dim: int = 8, seed: int = 0
+) -> torch.nn.Module:
+    """A random causal LM of ``model_type`` from its config class, float32, eval mode: ``layers`` layers (the first
+    linear, the second full attention, alternating), hidden size ``hidden``, ``heads`` linear key heads of dimension
+    ``head_dim`` (Qwen3-Next, Qwen3.5, OLMo-Hybrid: twice as many value heads, so grouped heads are exercised;
+    Nemotron-H: ``2 heads`` Mamba-2 heads in ``heads`` groups), vocabulary of 256 (bytes)."""
+    _require_transformers()
+    family_of(model_type)
+    import transformers
+
+    torch.manual_seed(seed)
+    kinds = ["linear_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    common: dict[str, Any] = {
+        "vocab_size": 256,
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "pad_token_id": 0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+    linear: dict[str, Any] = {
+        "linear_num_key_heads": heads,
+        "linear_num_value_heads": 2 * heads,
+        "linear_key_head_dim": head_dim,
+        "linear_value_head_dim": head_dim,
+    }
+    config: Any
+    if model_type == "qwen3_next":
+        config = transformers.Qwen3NextConfig(
+            **common,
+            **linear,
+            head_dim=hidden // 2,
+            num_experts=2,
+            num_experts_per_tok=1,
+            moe_intermediate_size=hidden,
+            shared_expert_intermediate_size=hidden,
+            layer_types=kinds,
+        )
+        cls: Any = transformers.Qwen3NextForCausalLM
+    elif model_type == "qwen3_5_text":
+        config = transformers.Qwen3_5TextConfig(**common, **linear, head_dim=hidden // 2, layer_types=kinds)
+        cls = transformers.Qwen3_5ForCausalLM
+    elif model_type == "olmo_hybrid":
+        config = transformers.OlmoHybridConfig(**common, **linear, layer_types=kinds)
+        cls = transformers.OlmoHybridForCausalLM
+    elif model_type == "kimi_linear":
+        common["num_key_value_heads"] = 2
+        config = transformers.KimiLinearConfig(
+            **common,
+            kv_lora_rank=8,
+            qk_rope_head_dim=8,
+            v_head_dim=8,
+            qk_nope_head_dim=8,
+            layer_types=kinds,
+            linear_head_dim=head_dim,
+            linear_num_heads=heads,
+            mlp_layer_types=["dense"] * layers,
+        )
+        cls = transformers.KimiLinearForCausalLM
+    else:  # nemotron_h
+        config = transformers.NemotronHConfig(
+            **common,
+            head_dim=hidden // 2,
+            layers_block_type=kinds,
+            mamba_num_heads=2 * heads,
+            mamba_head_dim=head_dim,
+            ssm_state_size=head_dim,
+            n_groups=heads,
+            chunk_size=16,
+        )
+        cls = transformers.NemotronHForCausalLM
+    model: torch.nn.Module = cls(config).float().eval()
+    return model

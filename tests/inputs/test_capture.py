@@ -1,0 +1,93 @@
+"""A real model as an input (capacity.inputs.capture): the capture of each linear layer's kernel inputs is proved by
+replay. The toolkit's recurrence of the family (``kernels.update``), fed the captured q, k, v, gates and beta,
+reproduces the kernel's own outputs and the final state the model keeps in its cache, in float32, on tiny random
+configs built from the config classes (no download). A wrong convention (the log-gate taken as a gate, beta applied
+twice, grouped heads mapped the other way) gives a large error: those runs are kept as tests.
+
+Needs the extra ``models`` (transformers); skips without it.
+"""
+
+import dataclasses
+
+import pytest
+import torch
+
+from capacity.errors import CapacityError
+from capacity.inputs import capture
+
+pytest.importorskip(
+    "transformers", reason="capturing a model needs the extra: pip install 'linear-attention-capacity[models]'"
+)
+
+TYPES = ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "kimi_linear", "nemotron_h"]
+T = 70  # over one 64-token chunk of the kernels, so their chunking is exercised
+
+
+def _model(model_type: str) -> torch.nn.Module:
+    model = capture.tiny(model_type, seed=1)
+    if model_type == "nemotron_h":
+        # random init makes the scan's output tiny beside its skip term D x (y / Dx ~ 1e-6), so the output less D x
+        # would carry the skip's rounding; without the skip and with larger B, C, dt the scan's own output is tested
+        with torch.no_grad():
+            for mod in model.modules():
+                if hasattr(mod, "D") and hasattr(mod, "dt_bias"):
+                    mod.D.zero_()
+                    mod.dt_bias.fill_(0.5)
+                    mod.in_proj.weight.mul_(20)
+    return model
+
+
+@pytest.fixture(scope="module", params=TYPES)
+def captured(request):
+    model = _model(request.param)
+    ids = torch.randint(0, 256, (1, T), generator=torch.Generator().manual_seed(2))
+    layers, output = capture.collect(model, ids)
+    return request.param, model, layers, output
+
+
+def _cached(output, layer):
+    S = output.cache.get_recurrent_state(layer.index, state_idx=0)[0].float()
+    return S.transpose(-1, -2) if layer.family == "mamba2" else S  # Mamba-2 keeps [P, N]: rows are the value
+
+
+def test_replay_reproduces_outputs_and_cached_state(captured):
+    model_type, model, layers, output = captured
+    assert [L.index for L in layers] == [0]  # the linear layer of the two, once
+    (layer,) = layers
+    assert layer.family == capture.family_of(model_type)
+    assert layer.tokens == T
+    out, S = capture.replay(layer)
+    assert capture.rel_rms(out, layer.out) <= 1e-5
+    assert capture.rel_rms(S, layer.state) <= 1e-5
+    assert capture.rel_rms(S, _cached(output, layer)) <= 1e-5
+    assert float(layer.out.norm()) > 0 and float(S.norm()) > 0
+
+
+def _log_gate_as_gate(layer):
+    return dataclasses.replace(layer, alpha=(-layer.alpha.log()).clamp(capture.GATE_FLOOR, 1.0))
+
+
+def _beta_twice(layer):
+    if layer.beta is None:  # Mamba-2's write scale dt, already in v: apply it again
+        return dataclasses.replace(layer, v=layer.v * layer.dt[..., None])
+    return dataclasses.replace(layer, beta=layer.beta**2)
+
+
+def _heads_tiled(layer):
+    """Key head j serving value heads j, j + h, ... (repeat, not repeat_interleave)."""
+    return dataclasses.replace(layer, q=layer.q[::2].repeat(2, 1, 1), k=layer.k[::2].repeat(2, 1, 1))
+
+
+@pytest.mark.parametrize("wrong", [_log_gate_as_gate, _beta_twice, _heads_tiled], ids=["log_gate", "beta2", "heads"])
+def test_a_wrong_convention_is_caught(captured, wrong):
+    model_type, _, (layer,), _ = captured
+    if wrong is _heads_tiled and model_type == "kimi_linear":
+        pytest.skip("KDA has one value head per key head: no grouping to get wrong")
+    bad = wrong(layer)
+    out, S = capture.replay(bad)
+    assert max(capture.rel_rms(out, layer.out), capture.rel_rms(S, layer.state)) > 1e-2
+
+
+def test_a_model_without_a_captured_family_is_one_line():
+    with pytest.raises(CapacityError, match=r"model type 'llama' has no linear-attention layer.*qwen3_next"):
+        capture.family_of("llama")
