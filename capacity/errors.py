@@ -84,15 +84,70 @@ _depth = 0  # user_code blocks open, in any thread (nested ones share the patch 
 _real_exit: Callable[[int], Any] | None = None  # os._exit while a block is open
 _first_exit: list[Callable[[int], Any]] = []  # the process's own os._exit, kept once for threads outside any block
 _patch: Any = None  # a threading.Lock, made on first use
+_OWN_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")  # those the command may handle
+_patched_in = -1  # the pid of the process whose os._exit is patched (a forked child is another process)
 
 
 def _exit_instead(status: int = 0) -> Any:
-    """os._exit while user code runs: raised in the thread that runs it, the real one in any other thread."""
+    """os._exit while user code runs: raised in the thread that runs it, the real one in any other thread and in a
+    child that user code forked (it is not the command: it ends as it would outside the toolkit)."""
+    import os
+
     from capacity.base import _opened
 
-    if _opened.inside():
+    if _opened.inside() and os.getpid() == _patched_in:
         raise _Exited(status)
     (_real_exit or _first_exit[0])(status)
+
+
+def _forked() -> None:
+    """In a child forked while user code ran (``os.fork``, a fork pool, a ``DataLoader`` worker; registered with
+    ``os.register_at_fork``): the guard is the parent's, not the child's. Its ``os._exit`` exits, the toolkit's
+    signal handlers give way to Python's defaults (its signals are its own), and the guard's counters start afresh.
+    A fork the toolkit itself makes (no user code running in the forking thread) keeps everything."""
+    global _depth, _real_exit, _patch
+    import os
+    import signal
+    import threading
+
+    from capacity.base import _opened
+
+    if not _opened.inside():
+        return
+    _patch = threading.Lock()  # another thread may have held the old one at the fork
+    if _real_exit is not None:
+        setattr(os, "_exit", _real_exit)  # noqa: B010 (the typed module attribute takes the saved function back)
+    _depth, _real_exit = 0, None
+    ours = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")  # this package's folder
+    for signum in [getattr(signal, name) for name in _OWN_SIGNALS if hasattr(signal, name)]:
+        code = getattr(signal.getsignal(signum), "__code__", None)
+        if code is not None and code.co_filename.startswith(ours):  # the command's handler: not the child's
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+
+
+def _child_leaves(exc: BaseException | None) -> None:
+    """A child that user code forked left the guarded block (returned, or raised): it must not go on into the
+    command (a second copy of it). It ends here as a Python program would: 0, SystemExit's status, or the
+    traceback and 1."""
+    import os
+    import sys
+
+    status = 0
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        if not isinstance(code, (int, type(None))):
+            print(code, file=sys.stderr)
+    elif exc is not None:
+        import traceback
+
+        traceback.print_exception(exc)
+        status = 1
+    try:
+        sys.stderr.flush()
+    except Exception:  # a closed stream: the status says it
+        pass
+    (_real_exit or os._exit)(status)
 
 
 @contextmanager
@@ -106,8 +161,13 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
     "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
     ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``. Files the block opens are seen by
     ``capacity.base._opened`` (what a stored point's numbers depend on).
+
+    The guard holds in the process that entered the block and only there: a child the block forks (``os.fork``, a
+    fork pool, a ``DataLoader``'s workers) exits with ``os._exit`` as it would outside the toolkit, gets Python's own
+    handlers for the signals the command handles, and ends when it leaves the block (returns: 0; raises: the
+    traceback and 1; ``SystemExit``: its status): no copy of the command goes on in it.
     """
-    global _depth, _real_exit, _patch
+    global _depth, _real_exit, _patch, _patched_in
     import os
     import threading
 
@@ -115,9 +175,12 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
 
     if _patch is None:
         _patch = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forked)
+    pid = os.getpid()
     with _patch:
         if _depth == 0:
-            _real_exit = os._exit
+            _real_exit, _patched_in = os._exit, pid
             setattr(os, "_exit", _exit_instead)  # noqa: B010 (a function of another signature stands in)
             if not _first_exit:
                 _first_exit.append(_real_exit)
@@ -126,11 +189,11 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
     crumb = _crumb.mark(who, where)  # what a crash of the process would name (capacity.base._supervise)
     try:
         yield
-    except CapacityError:
-        raise
-    except _STOPS:
-        raise
     except BaseException as exc:
+        if os.getpid() != pid:  # a child the block forked, unwinding: it ends here
+            _child_leaves(exc)
+        if isinstance(exc, (CapacityError, *_STOPS)):
+            raise
         try:
             leave = passthrough is not None and passthrough(exc)
         except Exception:  # the predicate could not read the exception (its __str__ raises): it is ours to report
@@ -146,6 +209,9 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
         if isinstance(exc, _Exited):
             raise UserCodeError(f"{who} {exc} {where}", details) from None
         raise UserCodeError(f"{who} raised {type(exc).__name__} {where}: {one_line(exc)}", details) from exc
+    else:
+        if os.getpid() != pid:  # a child the block forked, returning into the command: it ends here
+            _child_leaves(None)
     finally:
         _crumb.restore(crumb)
         _opened.leave()

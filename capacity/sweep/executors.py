@@ -255,7 +255,9 @@ def _dask(
 
         workers = workers or cores()
         scratch = tempfile.mkdtemp(prefix="capacity-dask-")  # the cluster's scratch space, removed below
-        config = dask.config.set({"temporary-directory": scratch})  # where nannies and workers make theirs
+        # where nannies and workers make theirs; workers that are not daemonic processes, so that user code in them
+        # may start processes of its own (a fork pool, a DataLoader's workers) as it may in this process
+        config = dask.config.set({"temporary-directory": scratch, "distributed.worker.daemon": False})
         try:
             cluster = LocalCluster(
                 n_workers=workers,

@@ -190,6 +190,11 @@ class Plan:
     def memory(self, cell: Cell) -> Memory:
         return self._memories[cell.variant, cell.feature]
 
+    def user_modules(self) -> list[str]:
+        """The user's modules whose code is in the keys (the memories', the key families', the ``--import`` ones)."""
+        names = {m for memory in self._memories.values() for m in memory.code["user"]} | set(self.code["imports"])
+        return sorted(names | {m for fam in self.families.values() for m in fam["code"]})
+
     def object(self, variant: Spec) -> Variant:
         """The memory ``variant`` names, as built for the study's first feature map (or none)."""
         return next(m.obj for (v, _), m in self._memories.items() if v == variant)

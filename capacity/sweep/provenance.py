@@ -41,7 +41,7 @@ import re
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "package",
     "user_code",
+    "edited",
     "files",
     "libraries",
     "numerics",
@@ -161,6 +162,67 @@ def _module_state(module: types.ModuleType) -> str:
     return _sha(json.dumps(parts, sort_keys=True, default=str).encode())
 
 
+_FIRST: dict[str, tuple[int, str]] = {}  # module name -> (id of the module object, sha of its file when first hashed)
+
+
+def _compiled(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and every code object nested in it (functions, classes, comprehensions)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _compiled(const)
+
+
+def _functions(module: types.ModuleType, path: str) -> Iterator[types.CodeType]:
+    """The code of the functions and methods ``module`` defines in ``path`` (as loaded: what runs)."""
+    for value in vars(module).values():
+        members = vars(value).values() if inspect.isclass(value) and value.__module__ == module.__name__ else [value]
+        for m in members:
+            m = getattr(m, "__func__", getattr(m, "fget", m))  # staticmethod, classmethod, property
+            code = getattr(m, "__code__", None)
+            if isinstance(code, types.CodeType) and os.path.realpath(code.co_filename) == path:
+                yield code
+
+
+def _edited(name: str, module: types.ModuleType, path: str, data: bytes) -> bool:
+    """Whether the file ``path`` of the loaded ``module`` no longer holds what the module runs: its bytes changed
+    since this process first hashed it (the same module object, not imported again), or a function or method the
+    module holds has code the file no longer compiles to."""
+    sha = _sha(data)
+    first = _FIRST.setdefault(name, (id(module), sha))
+    if first[0] != id(module):  # imported again (importlib.reload keeps the object; a new import does not)
+        first = _FIRST[name] = (id(module), sha)
+    if first[1] != sha:
+        return True
+    if not path.endswith(".py"):
+        return False
+    try:
+        on_disk = set(_compiled(compile(data, path, "exec", dont_inherit=True)))
+    except (SyntaxError, ValueError):  # the file no longer parses: it is not what was imported
+        return True
+    return any(code not in on_disk for code in _functions(module, path))
+
+
+def edited(names: Iterable[str]) -> list[str]:
+    """Of the user's modules ``names`` (the keys of ``user_code``), those loaded in this process whose file was
+    edited after they were imported, as ``"name (path)"``: worker processes, which import the file, would run
+    other code than this process fingerprints and keys."""
+    out = []
+    for name in names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if module is None or not isinstance(path, str) or not os.path.isfile(path):
+            continue
+        real = os.path.realpath(path)
+        try:
+            data = Path(real).read_bytes()
+        except OSError:  # unreadable now: a worker would fail to import it, and says so
+            continue
+        if _edited(name, module, real, data):
+            out.append(f"{name} ({real})")
+    return out
+
+
 def user_code(objects: Iterable[object] = (), modules: Iterable[str] = ()) -> dict[str, str]:
     """Module name -> a hash of its code, for the user's code that computes numbers: the modules that define
     ``objects`` (a memory's class, a key family's draw function, a feature map) and the ``modules`` named (import
@@ -186,6 +248,8 @@ def user_code(objects: Iterable[object] = (), modules: Iterable[str] = ()) -> di
         data = Path(path).read_bytes()
         loaded = sys.modules.get(name)
         out[name] = _module_state(loaded) if loaded is not None else _sha(data)
+        if loaded is not None:
+            _FIRST.setdefault(name, (id(loaded), _sha(data)))  # the file as first seen (``edited``)
         if loaded is not None:  # what it refers to now: modules, and where its functions and classes come from
             refs = [v for v in vars(loaded).values() if isinstance(v, types.ModuleType)]
             todo += sorted({getattr(v, "__name__", "") for v in refs})

@@ -142,6 +142,14 @@ def run(
             plan.task.seconds(study, p.cell, plan.memory(p.cell).obj, list(p.seeds), list(p.ns)) for p in todo
         )
         work += training
+        edited = provenance.edited(plan.user_modules()) if todo and executor != "serial" else []
+        if edited and executor != "auto":  # the workers would measure the file, this process keyed what it holds
+            raise CapacityError(
+                f"module {edited[0]} was edited after this process imported it: worker processes would measure the "
+                f"file as it is now, while the points stored and reused are keyed by the code this process runs; "
+                f"reload it (importlib.reload, or a new Python session), or use executor='serial'"
+            )
+        local = local or bool(edited)  # auto: measured in this process, by the code it keys
         executor = executors.resolve(
             executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )

@@ -113,6 +113,48 @@ def test_an_edit_that_this_session_did_not_import_again_is_never_stored_as_new(u
     assert proc.stdout.split() == [str(first.measured), "0"], proc.stderr
 
 
+@pytest.mark.slow  # a pool of worker processes: about 6 s on the loaded 2-core VM
+def test_a_module_edited_after_import_is_never_measured_by_workers_into_the_old_points(user_dir, tmp_path):
+    """Issue 51's notebook: a run on worker processes, the memory's file edited (not imported again), the same run
+    with one more load: the workers would run the new file while this process keys the old code. Refused in one
+    line; ``auto`` measures in this process (the old code, every point of one version); a reload measures anew."""
+    _module(user_dir, "gainhelper", "GAIN = 1.0\n")
+    _module(user_dir, "editme", SCALED.format(helper="gainhelper"))
+
+    def compare(load, executor, out="r"):
+        return sweep.compare(
+            ["editme:Scaled"], d=16, load=load, seeds=1, out=tmp_path / out, executor=executor, progress=False
+        )
+
+    first = compare([0.5, 1], "processes")
+    assert first.measured == 2
+    edited = SCALED.format(helper="gainhelper").replace("return GAIN * (q @ state)", "return 3 * GAIN * (q @ state)")
+    _module(user_dir, "editme", edited, fresh=False)
+    with pytest.raises(CapacityError, match=r"module editme \(.*editme.py\) was edited after this process imported"):
+        compare([0.5, 1, 2], "processes")
+    old = compare([0.5, 1, 2], "auto")  # in this process: the old code, as the stored points
+    assert (old.reused, old.measured) == (2, 1)
+    linear = sweep.compare(["linear"], d=16, load=[0.5, 1, 2], seeds=1, out=tmp_path / "lin", progress=False)
+    np.testing.assert_array_equal(old.dataset.mse.values, linear.dataset.mse.values)  # GAIN 1: the linear memory
+    _module(user_dir, "editme", edited)  # a new session: the new file imported
+    new = compare([0.5, 1, 2], "processes")
+    assert (new.reused, new.measured) == (0, 3)
+    assert (np.abs(new.dataset.mse.values - linear.dataset.mse.values) > 0.1).all()  # every point of the new code
+
+
+def test_a_module_edited_before_its_first_run_is_refused_for_workers(user_dir, tmp_path):
+    """Imported, edited, then run for the first time: its functions are not what the file compiles to."""
+    _module(user_dir, "gainhelper", "GAIN = 1.0\n")
+    _module(user_dir, "editfirst", SCALED.format(helper="gainhelper"))
+    import editfirst  # noqa: F401 - imported as a notebook would, before the edit
+
+    _module(
+        user_dir, "editfirst", SCALED.format(helper="gainhelper").replace("q @ state", "state.sum() * q"), fresh=False
+    )
+    with pytest.raises(CapacityError, match="module editfirst .* was edited after this process imported it"):
+        sweep.compare(["editfirst:Scaled"], d=16, load=[1], seeds=1, out=tmp_path / "r", executor="processes")
+
+
 def test_an_edited_module_holding_a_memory_object_is_measured_again(user_dir, tmp_path):
     _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
     first = _run(tmp_path / "r", "presets:SLOW")
