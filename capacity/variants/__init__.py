@@ -39,10 +39,11 @@ Anything with the required methods works in ``capacity.probe.recall`` and ``capa
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
 
 Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, beta), kda(alpha, beta),
-mamba2(A, dt, w_std) (through ``capacity.kernels.update``), softmax(scale), and lsq(lam), longhorn(beta),
-delta_product(steps, beta), dplr(w, eta), and those of 2025-2026: gdn2(alpha, beta, gamma), comba(alpha, beta, mu),
+mamba2(A, dt, w_std) (through ``capacity.kernels.update``), mamba3(A, dt, w_std, lam, omega), softmax(scale), and lsq(lam), longhorn(beta),
+delta_product(steps, beta, alpha), dplr(w, eta), and those of 2025-2026: gdn2(alpha, beta, gamma), comba(alpha, beta, mu),
 gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
-titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam) (docs/memories.md). The recurrent ones take a feature map
+titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam), and the windows swa(window, scale) and
+hybrid(window, state, holds, combine) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
@@ -374,7 +375,9 @@ def _register_builtins() -> None:
     from capacity.variants.longhorn import Longhorn
     from capacity.variants.lsq import LSQ
     from capacity.variants.mamba2 import Mamba2
+    from capacity.variants.mamba3 import Mamba3
     from capacity.variants.softmax import Softmax
+    from capacity.variants.window import Hybrid, SlidingWindow
 
     # registration order is the order of figure legends (and of their colours)
     register("linear", Linear, "additive memory S = S + k^T v, read q S (T1)", display="linear attention (additive)")
@@ -463,6 +466,24 @@ def _register_builtins() -> None:
         Softmax,
         "keeps every pair, reads softmax(scale q K^T) V (exact-retrieval baseline; T13)",
         display="softmax attention (KV cache)",
+    )
+    register(
+        "swa",
+        SlidingWindow,
+        "softmax attention over the last w pairs; cache min(n, w) (d + dv) (sliding-window attention)",
+        display="sliding-window attention",
+    )
+    register(
+        "hybrid",
+        Hybrid,
+        "a sliding window plus a fixed memory holding the evicted pairs (or all), read summed or normalised (Based)",
+        display="window + state hybrid",
+    )
+    register(
+        "mamba3",
+        Mamba3,
+        "Mamba2's decay with the exponential-trapezoidal write (lam) and keys and queries turned by the elapsed time",
+        display="Mamba-3 (SISO)",
     )
 
 

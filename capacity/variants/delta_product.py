@@ -1,10 +1,12 @@
-"""DeltaProduct (Siems et al. 2025): ``steps`` delta-rule (generalised Householder) updates per token.
+"""DeltaProduct (Siems et al. 2025): ``steps`` delta-rule (generalised Householder) updates per token, gated.
 
-Per token t, for j = 0 .. steps - 1 (row convention, state S ``[B, d, dv]``):
+Per token t, the gate first (Gated DeltaProduct), then for j = 0 .. steps - 1 (row convention, state S ``[B, d, dv]``):
 
+    S = alpha_t S
     S = (I - beta_tj k_tj^T k_tj) S + beta_tj k_tj^T v_t
 
-so the token's transition is a product of ``steps`` Householder-like factors. The probe gives one
+so the token's transition is alpha_t times a product of ``steps`` Householder-like factors. ``alpha`` in (0, 1] (1.0:
+no gate, DeltaProduct) is a constant or ``("uniform", low, high)`` drawn per token from ``seed``. The probe gives one
 (k, v) per token, so the keys of the steps are derived from k, fixed and seeded:
 
     k_tj = k_t R_j      (L2-normalised with ``normalize``, the default)
@@ -17,8 +19,8 @@ is exactly the delta rule (``delta``). beta in (0, 2) is a constant (every step)
 
 The update is the delta rule over the interleaved sequence (k_t0, v_t), (k_t1, v_t), ..., so it
 runs as ``kernels.update(mode="delta")`` on steps x T tokens (chunked and differentiable on the
-torch backend). Its transition matches fla's gated delta product with num_householder = steps
-and log-gate 0.
+torch backend); with a gate, as ``mode="gated_delta"`` with the gate alpha_t on step 0 and 1 on the
+others. It is fla's gated delta product with num_householder = steps and log-gate log alpha.
 
 >>> import torch
 >>> from capacity import variants, keys
@@ -39,7 +41,7 @@ import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy 
 from capacity.base import _random, _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
-from capacity.variants._memory import RATE, Memory
+from capacity.variants._memory import GATE, RATE, Memory
 from capacity.variants._params import Param
 from capacity.variants.recurrent import State
 
@@ -62,13 +64,22 @@ class DeltaProduct(Memory):
     name = "delta_product"
 
     def __init__(
-        self, *, steps: int = 2, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"
+        self,
+        *,
+        steps: int = 2,
+        beta: object = 1.0,
+        alpha: object = 1.0,
+        normalize: bool = True,
+        seed: int = 0,
+        backend: str = "auto",
     ) -> None:
         self.steps = _validate.positive_int("delta_product: steps", steps)
-        self._setup(normalize=normalize, seed=seed, backend=backend, beta=(beta, RATE, False))
-        if (
-            self.drawn
-        ):  # one stream per step: step 0's is the parameter's own, step j's "variants/delta_product/step<j>/beta"
+        self._setup(
+            normalize=normalize, seed=seed, backend=backend, beta=(beta, RATE, False), alpha=(alpha, GATE, False)
+        )
+        if self._params[
+            "beta"
+        ].drawn:  # one stream per step: step 0's is the parameter's own, step j's "variants/delta_product/step<j>/beta"
             spec = self._params["beta"].spec()
             self._step_params = [self._params["beta"]] + [
                 Param(f"delta_product/step{j}", "beta", spec, per_channel=False, **RATE) for j in range(1, self.steps)
@@ -77,8 +88,13 @@ class DeltaProduct(Memory):
 
     @property
     def delta_rule(self) -> bool:
-        """With one step it is the delta rule (T12); with more the later steps move the read of k."""
+        """With one step it is the delta rule (T12), gated or not; with more the later steps move the read of k."""
         return self.steps == 1
+
+    @property
+    def gated(self) -> bool:
+        """False when alpha is the constant 1 (DeltaProduct without a gate)."""
+        return not self._constant("alpha", 1.0)
 
     def _extra_params(self) -> dict[str, object]:
         return {"steps": self.steps}
@@ -92,7 +108,7 @@ class DeltaProduct(Memory):
 
     def _betas(self, B: int, start: int, T: int, device: Device) -> torch.Tensor:
         """beta per token and step, float32 ``[B, T, steps]``."""
-        if not self.drawn:
+        if not self._params["beta"].drawn:
             beta = cast(float, self._params["beta"].value)  # not drawn: a constant
             return torch.full((B, T, self.steps), beta, dtype=torch.float32, device=device)
         drawn = [
@@ -112,15 +128,21 @@ class DeltaProduct(Memory):
             ks = k[:, :, None, :]  # R_0 = I exactly
         vs = v[:, :, None, :].expand(B, T, self.steps, dv)
         beta = self._betas(B, start, T, S.device)  # [B, T, steps]
+        gate: dict[str, torch.Tensor] = {}
+        if self.gated:  # alpha_t on step 0 of token t, 1 on its other steps
+            alpha = torch.ones(B, T, self.steps, dtype=torch.float32, device=S.device)
+            alpha[:, :, 0] = self._values("alpha", B, start, T, d, S.device)
+            gate = {"alpha": alpha.reshape(B, T * self.steps)}
         try:
             S = kernels.update(
                 S.clone(),
                 ks.reshape(B, T * self.steps, d),
                 vs.reshape(B, T * self.steps, dv),
-                mode="delta",
+                mode="gated_delta" if self.gated else "delta",
                 beta=beta.reshape(B, T * self.steps),
                 normalize=self.normalize,
                 backend=self.backend,
+                **gate,
             )
         except CapacityError as exc:
             raise CapacityError(f"{self.name}: {exc}") from None

@@ -273,6 +273,7 @@ def test_params_rebuild_the_memory():
         json.dumps(mem.params)
     assert variants.get("delta_product", beta=("uniform", 0.5, 1.0), seed=4).params == {
         "beta": ["uniform", 0.5, 1.0],
+        "alpha": 1.0,
         "steps": 2,
         "normalize": True,
         "seed": 4,
