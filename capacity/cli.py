@@ -5,7 +5,7 @@ the closed pipe reports) when the reader of the output goes away (``capacity lis
 Nothing finished is lost. ``--traceback`` (or ``CAPACITY_TRACEBACK=1``) prints the full traceback before the line.
 
 The package loads only what a command uses (``capacity --help`` and ``capacity list`` import neither torch nor the
-plotting libraries; the list of built-ins is ``capacity/data/catalog.json``, see ``capacity.base.catalog``),
+plotting libraries: the built-ins are read from their source, see ``capacity.base.catalog`` and ``LISTED``),
 and everything is imported inside ``main``'s error handling, so even an interrupt during start-up ends in one line.
 
 Why one module of over 500 lines: every subcommand's parser, help text and exit status sit beside the one place
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's
     _Handler = Callable[[int, types.FrameType | None], Any] | int | None  # what signal.signal returns
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
-SETTABLE = "variant, keys, feature, d, load, n, seed, dtype, dv, state_dtype, rounding, heads, value_heads, kind, values, key_stats, decode, age_bins, top_k, queries, repeats, vocab, overwrite, distractors, haystack, depth, needles, candidates, vocabulary, lr, steps, batch, weight_decay, beta1, beta2, test, learned_steps, learned_lr"  # Study.settable_keys()
+LISTED = ("studies", "tasks", "variants", "features", "keys", "values")  # the sections of capacity list, in order
 
 
 class _Parser(argparse.ArgumentParser):
@@ -214,11 +214,52 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_list(args: argparse.Namespace) -> int:
-    from capacity.base import catalog
+def _listed(section: str) -> dict[str, str]:
+    """name -> description of ``section``'s built-ins and plug-ins, as its registry's ``available()`` gives them,
+    read from the source where the built-ins are written (``capacity.base.catalog``: no torch, no copy). A section
+    whose entry point group declares a plug-in of another package is asked of its registry (it imports torch)."""
+    import importlib
 
-    for title in catalog.SECTIONS if args.what == "all" else [args.what]:
-        entries = catalog.available(title)
+    from capacity.base import catalog, plugins
+
+    by_name = "name", 0
+    # section -> (its registry's module, the files of that package it reads, the shape, its plug-ins' group)
+    table: dict[str, tuple[str, str | None, catalog.Shape, str | None]] = {
+        "studies": (
+            "capacity.studies",
+            "[!_]*.py",
+            catalog.Calls("Study", by_name, ("description", 1)),
+            "capacity.studies",
+        ),
+        "tasks": ("capacity.tasks", "*/task.py", catalog.Classes(fields=True), "capacity.tasks"),
+        "variants": (
+            "capacity.variants",
+            None,
+            catalog.Calls("register", by_name, ("description", 2)),
+            "capacity.variants",
+        ),
+        "features": ("capacity.inputs.features", None, catalog.Dict(("description", 2)), "capacity.features"),
+        "keys": ("capacity.inputs.keys", None, catalog.Calls("Family", by_name, ("description", 4)), "capacity.keys"),
+        "values": ("capacity.inputs.values", None, catalog.Dict(), None),
+    }
+    module, pattern, shape, group = table[section]
+    where = catalog.files(module, pattern) if pattern else [catalog.source(module)]
+    found = catalog.read(where, shape)
+    for name, value in plugins.entry_points(group).items() if group else ():
+        declared_in = value.partition(":")[0]
+        own = catalog.read([catalog.source(declared_in)], shape) if declared_in.startswith("capacity.") else {}
+        if name not in found and name not in own:  # another package's plug-in: only its registry can describe it
+            listed: dict[str, str] = importlib.import_module(module).available()
+            return listed
+        found.setdefault(name, own.get(name, ""))
+    if section == "studies":  # the registry's order: the default study first, then by name
+        return dict(sorted(found.items(), key=lambda item: (item[0] != "capacity-vs-d", item[0])))
+    return dict(sorted(found.items())) if section == "variants" else found
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    for title in LISTED if args.what == "all" else [args.what]:
+        entries = _listed(title)
         print(f"{title}:")
         width = max(len(k) for k in entries)
         for name, desc in entries.items():
@@ -363,10 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("list", help="list studies, variants, feature maps, key families and value families")
-    p.add_argument(
-        "what", nargs="?", default="all", choices=["all", "studies", "variants", "features", "keys", "values"]
-    )
+    p = sub.add_parser("list", help="list studies, tasks, variants, feature maps, key families and value families")
+    p.add_argument("what", nargs="?", default="all", choices=["all", *LISTED])
     p.set_defaults(func=_cmd_list)
 
     p = sub.add_parser(
@@ -381,8 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a grid or task field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5),mypkg.mem:Mine(c=2)' --set load=1/8,1,16. Keys: "
-        + SETTABLE,
+        help="override a grid or task field; lists are comma-separated, e.g. --set d=16,32 --set 'variant=linear,delta(beta=0.5),mypkg.mem:Mine(c=2)' --set load=1/8,1,16. Keys: a grid axis (variant, keys, d, load, n, seed, ...: docs/studies.md), kind (the task) "
+        "or a field of the study's task ('capacity list tasks' shows each task's)",
     )
     _sweep_options(p)
     p.set_defaults(func=_cmd_run)

@@ -1,21 +1,27 @@
 """The figures that fit a results Dataset, written as PNG and PDF: ``render(ds, out=...)`` and ``render_path(results)``.
 
-Figures are chosen from what the Dataset holds (``choose``), so a user's own study renders too. Every figure is
-built (and every missing input reported) before any file is written. Files are named ``<study>_<figure>.png`` and
-``.pdf`` (``study`` from ``ds.attrs``); the same Dataset gives the same bytes. Several figures are built and
-encoded in parallel, one child process each (``save_all``).
+The task that made a Dataset chooses its figures (``Task.figures``): the kind its configuration records
+(``ds.attrs["config"]``), or recall's, the default kind, for a Dataset that records none. A figure is a function of
+``FIGURES`` (the modules of ``capacity.plots``) or of the task's own: ``FIGURES`` of the module ``figures.py`` in
+its folder (a plug-in task's too, beside its task module), which wins over a figure of the same name here. Every figure is built (and every missing
+input reported) before any file is written. Files are named ``<study>_<figure>.png`` and ``.pdf`` (``study`` from
+``ds.attrs``); the same Dataset gives the same bytes. Several figures are built and encoded in parallel, one child
+process each (``save_all``).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
+import json
 import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import xarray as xr
 from capacity.plots.bill import bill
@@ -27,7 +33,6 @@ from capacity.plots.forgetting import forgetting
 from capacity.plots.frontier import frontier
 from capacity.plots.heads import heads_capacity
 from capacity.plots.log_linear import log_linear_bytes
-from capacity.plots.mqar import mqar_figure
 from capacity.plots.needle import needle_depth, needle_figure
 from capacity.plots.orthogonality import orthogonality
 from capacity.plots.precision import precision_curves
@@ -37,10 +42,11 @@ from capacity.plots.trained import trained_figure
 from capacity.plots.variants import variant_curves
 from matplotlib.figure import Figure
 
+from capacity import tasks
 from capacity.errors import CapacityError
 from capacity.sweep import executors
 
-__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available"]
+__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available", "task_of"]
 
 
 # a figure function: the Dataset in, the Figure out (its other parameters keep their defaults)
@@ -49,15 +55,23 @@ FigureFn: TypeAlias = Callable[[xr.Dataset], Figure]
 Job: TypeAlias = tuple[str, Callable[[], Figure]]
 
 
-def _several(ds: xr.Dataset, dim: str) -> bool:
-    return ds.sizes.get(dim, 0) > 1
+def own_figures(task: tasks.Task[Any]) -> dict[str, FigureFn]:
+    """The figures a task's folder defines: ``FIGURES`` of the module ``figures`` beside the module that defines the
+    task's class (``capacity/tasks/<task>/figures.py``); none without such a module."""
+    module = f"{type(task).__module__.rpartition('.')[0]}.figures"
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # the task's module is not in a package
+        found = False
+    if not found:
+        return {}
+    own = getattr(importlib.import_module(module), "FIGURES", None)
+    if not isinstance(own, dict) or not all(isinstance(k, str) and callable(f) for k, f in own.items()):
+        raise CapacityError(f"{module}.FIGURES must be a dict of figure name -> function of a Dataset, got {own!r}")
+    return own
 
 
-def _has(ds: xr.Dataset, *names: str) -> bool:
-    return all(n in ds.data_vars for n in names)
-
-
-# figure name -> figure function
+# figure name -> figure function: those of capacity.plots (a task folder's own are its task's: ``own_figures``)
 FIGURES: dict[str, FigureFn] = {
     "bill": bill,
     "capacity": capacity_vs_d,
@@ -67,7 +81,6 @@ FIGURES: dict[str, FigureFn] = {
     "orthogonality": orthogonality,
     "variants": variant_curves,
     "pretrained-keys": pretrained_keys,
-    "mqar": mqar_figure,
     "frontier": frontier,
     "forgetting": forgetting,
     "needle": needle_figure,
@@ -79,55 +92,29 @@ FIGURES: dict[str, FigureFn] = {
 }
 
 
-def choose(ds: xr.Dataset) -> list[str]:
-    """The figures that fit what ``ds`` holds (its variables and dimensions), whatever its study is called.
+def task_of(ds: xr.Dataset) -> tasks.Task[Any]:
+    """The task whose results ``ds`` holds: the kind its configuration records (``ds.attrs["config"]``, written by
+    the sweep), else recall, the default kind (a Dataset of ``capacity.probe.recall``, or built by hand)."""
+    config = ds.attrs.get("config")
+    kind = "recall"
+    if config is not None:
+        try:
+            recorded = json.loads(str(config))
+        except ValueError:
+            raise CapacityError("the Dataset's attrs['config'] is not JSON (it was edited, or is not ours)") from None
+        task = recorded.get("task") if isinstance(recorded, dict) else None
+        kind = str(task.get("kind", kind)) if isinstance(task, dict) else kind
+    return tasks.get(kind)
 
-    bill for state sizes and decode times; closed-form for per-query reads; precision for several state dtypes over
-    n; heads for several head counts over load; feature-maps for a feature axis;
-    orthogonality for key statistics; the variants overlay for several memories on one key family (else the
-    error-vs-load panels, key families as colours); capacity against d for several d; needle for a needle study;
-    forgetting for per-age variables (alone when the curve axis has one point).
-    """
-    if _has(ds, "state_numel", "decode_seconds"):
-        return ["bill"]
-    if ds.attrs.get("study") == "closed-form":
-        return ["closed-form"]
-    if ds.attrs.get("study") == "log-linear" and _has(ds, "recall", "state_numel") and "n" in ds.dims:
-        return ["log-linear"]  # log-linear attention beside its base at the same bytes
-    if _has(ds, "accuracy_best", "ceiling_random") and "lr" in ds.dims:
-        return ["trained"]
-    if _has(ds, "accuracy") and "overwrite" in ds.dims:
-        return ["mqar"]
-    if _has(ds, "mse") and _several(ds, "state_dtype") and "n" in ds.dims:
-        return ["precision"]
-    if _has(ds, "mse") and _several(ds, "heads") and "load" in ds.dims and "value_heads" not in ds.dims:
-        return ["heads"]
-    if _has(ds, "recall") and "haystack" in ds.dims:
-        return ["needle", "needle-depth"]
-    ages = ["forgetting"] if _has(ds, "signal_age", "mse_age") and "variant" in ds.dims else []
-    if ages and not _several(ds, "load"):  # one point on the curve: the age figure is the figure
-        return ages
-    if not (_has(ds, "mse") and "d" in ds.dims and "load" in ds.dims):
-        return []
-    if "feature" in ds.dims:
-        return ["feature-maps"]
-    chosen = list(ages)
-    if _has(ds, "mean_sq_coherence", "effective_rank"):
-        families = [str(k) for k in ds["key_family"].values.ravel()] if "key_family" in ds.coords else []
-        if ds.attrs.get("study") == "pretrained-keys" or any(f.startswith("pretrained") for f in families):
-            return ["pretrained-keys", "orthogonality"]  # its panels hold the error against load too
-        chosen.append("orthogonality")
-    overlay = _several(ds, "variant") and not _several(ds, "key_family") and _has(ds, "recall")
-    chosen.append("variants" if overlay else "error-vs-load")
-    if _several(ds, "d") and _has(ds, "recall"):
-        chosen.append("capacity")
-        if overlay:
-            chosen.append("frontier")
-    return chosen
+
+def choose(ds: xr.Dataset) -> list[str]:
+    """The figures that fit what ``ds`` holds, whatever its study is called: its task's choice (``Task.figures``)."""
+    return task_of(ds).figures(ds)
 
 
 def available() -> dict[str, str]:
-    """The figures ``render`` can draw: name -> the first line of its function's docstring."""
+    """The figures of ``capacity.plots``: name -> the first line of its function's docstring (a task folder's own
+    figures are drawn for its task's results only)."""
     return {name: next(iter((FIGURES[name].__doc__ or "").strip().splitlines()), "") for name in sorted(FIGURES)}
 
 
@@ -141,13 +128,20 @@ def builders(ds: xr.Dataset) -> list[Job]:
     text = [str(v) for v in ds.data_vars if ds[v].dtype.kind not in "biuf"]
     if text:  # every variable of a results file is a number; one that holds text was edited or is not ours
         raise CapacityError(f"variable {text[0]!r} holds {ds[text[0]].dtype} values, not numbers")
-    names = choose(ds)
+    task = task_of(ds)
+    names = task.figures(ds)
     if not names:
         raise CapacityError(
-            f"no figure fits this Dataset: it needs mse over d and load, the bill's state_numel and decode_seconds, or per-query reads (it has {', '.join(map(str, ds.data_vars))})"
+            f"no figure fits this Dataset ({task.name} results with {', '.join(map(str, ds.data_vars))})"
+        )
+    known = {**FIGURES, **own_figures(task)}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise CapacityError(
+            f"the {task.name} task names the figure {unknown[0]!r}, which neither capacity.plots nor its folder defines"
         )
     study = str(ds.attrs.get("study") or "results")
-    return [(f"{study}_{name}", functools.partial(FIGURES[name], ds)) for name in names]
+    return [(f"{study}_{name}", functools.partial(known[name], ds)) for name in names]
 
 
 def figures(ds: xr.Dataset) -> list[tuple[str, Figure]]:

@@ -1,5 +1,7 @@
 """The layers of docs/architecture.md, held: each layer imports only the layers below it (by the source's AST, imports
-inside functions included), and the package has no import cycle between layers."""
+inside functions included), and the package has no import cycle between layers.
+
+A task folder's own figures (``capacity/tasks/<task>/figures.py``) are of the figures layer, wherever they sit."""
 
 import ast
 from pathlib import Path
@@ -33,11 +35,15 @@ def _layer(module: str) -> str | None:
         return None
     if len(parts) == 1:
         return "capacity"
+    if parts[1] == "tasks" and len(parts) == 4 and parts[3] == "figures":  # a task folder's own figures
+        return "plots"
     return parts[1]
 
 
 def _source_layer(path: Path) -> str:
     rel = path.relative_to(ROOT).parts
+    if rel[:2] == ("capacity", "tasks") and len(rel) == 4 and rel[3] == "figures.py":
+        return "plots"
     if rel[0] in ("kernels", "plots", "studies"):
         return rel[0]
     if len(rel) == 2:

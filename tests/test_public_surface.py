@@ -36,6 +36,7 @@ SURFACE = {
     "capacity.tasks": [
         "TASKS",
         "get",
+        "available",
         "Task",
         "Config",
         "Schema",

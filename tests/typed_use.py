@@ -210,7 +210,6 @@ class EchoTask(tasks.Task[Echo]):
     per_point = True
     key_axis = False
     grid_axes = ()
-    figures = ()
 
     def check_grid(self, study: StudyView[Echo]) -> None:
         if study.grid.curve != "n":
@@ -248,6 +247,9 @@ class EchoTask(tasks.Task[Echo]):
 
     def attrs(self, study: StudyView[Echo]) -> dict[str, Any]:
         return {"scale": study.task.scale}
+
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        return []
 
 
 if __name__ == "__main__":

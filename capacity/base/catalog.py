@@ -1,100 +1,177 @@
-"""What ``capacity list`` prints, without importing torch: the built-ins' names and descriptions, kept in a data file.
+"""What ``capacity list`` prints, read from the source itself without importing it (no torch, no copy to keep).
 
-The registries (``studies.available``, ``variants.available``, ``features.available``, ``keys.available``,
-``values.available``) import torch, xarray and every study, about 3 s; the list of what ships with the package
-does not change between runs, so ``capacity/data/catalog.json`` holds it, written by ``python -m capacity.base.catalog``
-from the registries themselves (``build``), and tests/base/test_catalog.py fails when the file and the registries
-disagree. Plug-ins are not in the file: a section whose entry point group holds a name that the catalog lacks
-(another installed package's plug-in) is read from its registry, the slow way, so it shows exactly what the
-registry says.
+A registry's built-in entries are literals in its source: a call such as ``register("linear", Linear, "additive
+...")`` or ``Study(name=..., description=...)``, a dict of them, or a class with ``name`` and ``description``. Reading
+them from the module's syntax tree takes milliseconds, where importing the registries takes seconds (torch, xarray,
+every study). The caller says where each section's entries are and how they are written (``Calls``, ``Dict``,
+``Classes``); this module names no other part of the package. tests/base/test_catalog.py holds each section to its
+registry, entry for entry and in order, so a registration written in another shape fails there, not in a user's
+listing.
 
->>> list(available("values"))
-['gaussian', 'orthonormal']
+>>> import ast
+>>> tree = ast.parse('register("linear", Linear, "additive memory")\\nregister(name="x", factory=X, description="d")')
+>>> Calls("register", ("name", 0), ("description", 2)).read(tree)
+{'linear': 'additive memory', 'x': 'd'}
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import re
-from importlib import metadata
+import ast
+import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from capacity.base import plugins
 from capacity.errors import CapacityError
 
-__all__ = ["SECTIONS", "available", "build", "PATH", "DISTRIBUTION"]
+__all__ = ["Calls", "Dict", "Classes", "Shape", "source", "files", "read", "DISTRIBUTION"]
 
 # the distribution's name on the package index (pyproject.toml's [project] name; tests/test_release.py holds them
 # equal); the import name is ``capacity``, which the unrelated distribution named "capacity" also installs (README)
 DISTRIBUTION = "linear-attention-capacity"
 
-PATH = Path(__file__).parents[1] / "data" / "catalog.json"
-SECTIONS = ("studies", "variants", "features", "keys", "values")
-_MODULES = {  # where each section's registry lives
-    "studies": "capacity.studies",
-    "variants": "capacity.variants",
-    "features": "capacity.inputs.features",
-    "keys": "capacity.inputs.keys",
-    "values": "capacity.inputs.values",
-}
-_GROUPS = {s: f"capacity.{s}" for s in SECTIONS if s != "values"}  # the entry point group of each plug-in section
+
+def _literal(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _registry(section: str) -> dict[str, str]:
-    """The registry's own answer (imports torch and the section's modules)."""
-    import importlib
+def _argument(call: ast.Call, where: tuple[str, int]) -> str | None:
+    """The string literal passed to ``call`` as the keyword ``where[0]`` or at position ``where[1]``."""
+    keyword, position = where
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return _literal(kw.value)
+    return _literal(call.args[position]) if position < len(call.args) else None
 
-    names: dict[str, str] = importlib.import_module(_MODULES[section]).available()
-    return names
+
+# the nodes a registration can sit in: statements that hold others, and the literals and calls that hold entries
+_HOLDERS: tuple[type[ast.AST], ...] = (ast.Module, ast.FunctionDef, ast.ClassDef, ast.For, ast.If, ast.With, ast.Expr)
+_HOLDERS += (ast.Assign, ast.AnnAssign, ast.List, ast.Tuple, ast.Dict, ast.Call, ast.Attribute)
 
 
-def build() -> dict[str, dict[str, str]]:
-    """section -> {name: description} from the registries: the built-ins and the package's own entry points only."""
-    own = {s: {ep.name for ep in _own_entry_points(g)} for s, g in _GROUPS.items()}  # e.g. the key family "learned"
-    out = {}
-    for section in SECTIONS:
-        foreign = set(plugins.entry_points(_GROUPS[section])) - own[section] if section in _GROUPS else set()
-        out[section] = {name: desc for name, desc in _registry(section).items() if name not in foreign}
+def _in_order(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of ``tree`` a registration can be, in the order the source writes them (depth first; the bodies of
+    expressions that cannot hold one, an ``if``'s test or a ``return``, say, are not visited: that is most of a
+    module, and most of the time this takes)."""
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, _HOLDERS):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return out
 
 
-def _own_entry_points(group: str) -> list[metadata.EntryPoint]:
-    """The entry points of ``group`` that this distribution declares (its name compared as PEP 503 normalises it)."""
-    own = _normalised(DISTRIBUTION)
-    return [ep for ep in metadata.entry_points(group=group) if ep.dist is not None and _normalised(ep.dist.name) == own]
+def _callee(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
 
 
-def _normalised(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+@dataclass(frozen=True)
+class Calls:
+    """Every call of ``callee`` (a function or class, by its name) whose name and description are literals, each
+    given as (keyword, position): ``Calls("Study", ("name", 0), ("description", 1))``."""
+
+    callee: str
+    name: tuple[str, int]
+    description: tuple[str, int]
+
+    def read(self, tree: ast.AST) -> dict[str, str]:
+        out = {}
+        for node in _in_order(tree):
+            if isinstance(node, ast.Call) and _callee(node) == self.callee:
+                name, desc = _argument(node, self.name), _argument(node, self.description)
+                if name is not None and desc is not None:
+                    out[name] = desc
+        return out
 
 
-@functools.cache
-def _read(path: Path) -> dict[str, Any]:  # JSON
-    """The catalog file, read once per process (``capacity list`` asks for five sections)."""
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+@dataclass(frozen=True)
+class Dict:
+    """A dict literal of name -> description: each value a string, or a call whose description is ``description``
+    (keyword, position)."""
+
+    description: tuple[str, int] | None = None
+
+    def read(self, tree: ast.AST) -> dict[str, str]:
+        out = {}
+        for node in _in_order(tree):
+            if not isinstance(node, ast.Dict):
+                continue
+            for key, value in zip(node.keys, node.values):
+                name = _literal(key)
+                desc = (
+                    _literal(value)
+                    if self.description is None
+                    else _argument(value, self.description)
+                    if isinstance(value, ast.Call)
+                    else None
+                )
+                if name is not None and desc is not None:
+                    out[name] = desc
+        return out
 
 
-def available(section: str) -> dict[str, str]:
-    """name -> one-line description of ``section`` (one of SECTIONS), as its registry's ``available()`` gives it."""
-    if section not in SECTIONS:
-        raise CapacityError(f"section must be one of {', '.join(SECTIONS)}, got {section!r}")
-    try:
-        known = _read(PATH)[section]
-    except (OSError, ValueError, KeyError):  # no catalog (a partial install): the registry itself
-        return _registry(section)
-    if section in _GROUPS and set(plugins.entry_points(_GROUPS[section])) - set(known):
-        return _registry(section)  # a plug-in of another package: only its registry can describe it
-    return dict(known)  # a copy: the cached file stays as read
+def _assigned(cls: ast.ClassDef) -> dict[str, ast.expr]:
+    """name -> value of the plain assignments in a class body (``name = "mqar"``, ``Config = Mqar``)."""
+    return {t.id: s.value for s in cls.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
 
 
-def main() -> None:
-    """Write ``capacity/data/catalog.json`` from the registries."""
-    PATH.write_text(json.dumps(build(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(PATH)
+def _fields(cls: ast.ClassDef) -> list[str]:
+    """The annotated fields of a dataclass body, ``ClassVar`` ones left out."""
+    return [
+        s.target.id
+        for s in cls.body
+        if isinstance(s, ast.AnnAssign)
+        and isinstance(s.target, ast.Name)
+        and "ClassVar" not in ast.unparse(s.annotation)
+    ]
 
 
-if __name__ == "__main__":
-    main()
+@dataclass(frozen=True)
+class Classes:
+    """Every class whose body sets ``name`` and ``description`` to literals (a task: ``name = "mqar"``); with
+    ``fields``, the description ends with the fields of the class its ``Config`` names, where this file defines it
+    (a task's settings: ``(fields: vocab, overwrite, ...)``)."""
+
+    fields: bool = False
+
+    def read(self, tree: ast.AST) -> dict[str, str]:
+        classes = {n.name: n for n in _in_order(tree) if isinstance(n, ast.ClassDef)}
+        out = {}
+        for cls in classes.values():
+            own = _assigned(cls)
+            name, desc = _literal(own.get("name")), _literal(own.get("description"))
+            if name is None or desc is None:
+                continue
+            config = own.get("Config")
+            if self.fields and isinstance(config, ast.Name) and config.id in classes:
+                desc += f" (fields: {', '.join(_fields(classes[config.id])) or 'none'})"
+            out[name] = desc
+        return out
+
+
+Shape = Calls | Dict | Classes
+
+
+def source(module: str) -> Path:
+    """The source file of ``module``, found without running it (its parent packages are imported)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        raise CapacityError(f"no Python source for {module!r}")
+    return Path(spec.origin)
+
+
+def files(package: str, pattern: str) -> list[Path]:
+    """The files of ``package``'s folder that match ``pattern`` (``"*.py"``, ``"*/task.py"``), sorted."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise CapacityError(f"{package!r} is not a package")
+    return sorted(p for folder in spec.submodule_search_locations for p in Path(folder).glob(pattern))
+
+
+def read(paths: list[Path], shape: Shape) -> dict[str, str]:
+    """name -> description of every entry written in ``shape`` in the files ``paths``, in the order written."""
+    out: dict[str, str] = {}
+    for path in paths:
+        out.update(shape.read(ast.parse(path.read_text(encoding="utf-8"), str(path))))
+    return out

@@ -73,9 +73,15 @@ def load_path(path: str) -> Any:  # whatever the module holds there: the caller 
 
 
 @cache
+def _installed() -> Any:  # importlib.metadata's EntryPoints (SelectableGroups under Python 3.10)
+    """Every entry point of the installed packages, read once (``capacity list`` asks for five groups)."""
+    return metadata.entry_points()
+
+
+@cache
 def entry_points(group: str) -> dict[str, str]:
     """The entry points of ``group`` that installed packages declare: name -> ``module:attr``."""
-    return {ep.name: ep.value for ep in metadata.entry_points(group=group)}
+    return {ep.name: ep.value for ep in _installed().select(group=group)}
 
 
 def entry_point(group: str, name: str) -> Any:  # as load_path (None: not declared)

@@ -1,28 +1,35 @@
 """Tasks: the kinds of measurement, one folder each, behind one protocol (``capacity.tasks.protocol``).
 
-``TASKS`` maps each kind to its ``Task``; a study's settings are its task's ``Config`` (``Recall``, ``Mqar``,
-``Needle``, ``Bill``, ``Trained``). Shared measuring code sits beside the folders: ``probe`` (write, read back, score),
-``decode`` (the exact argmax decoder), ``metrics`` (capacity from a curve), ``published`` (papers' trained results)
-and ``_shared`` (draws shared by the memories of one cell). Adding a task is one folder and one line below
-(docs/architecture.md).
+A task is a folder ``capacity/tasks/<task>/`` whose ``task.py`` defines a ``Task`` subclass (and its ``Config``);
+the folders are found here, nothing lists them (``TASKS``: kind -> its ``Task``, by folder name). A folder may
+also hold ``figures.py``, its own figure functions (the figures layer: ``capacity.plots.render`` loads it, nothing
+here imports it). A study's settings are its task's ``Config`` (``Recall``, ``Mqar``, ``Needle``, ``Bill``,
+``Trained``, re-exported below as the public names). Shared measuring code sits beside the folders: ``probe``
+(write, read back, score), ``decode`` (the exact argmax decoder), ``metrics`` (capacity from a curve),
+``published`` (papers' trained results) and ``_shared`` (draws shared by the memories of one cell).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import inspect
+import pkgutil
 from typing import Any
 
 from capacity.base.registry import Registry
 from capacity.errors import CapacityError
-from capacity.tasks.bill.task import Bill, BillTask
-from capacity.tasks.mqar.task import Mqar, MqarTask
-from capacity.tasks.needle.task import Needle, NeedleTask
+from capacity.tasks.bill.task import Bill
+from capacity.tasks.mqar.task import Mqar
+from capacity.tasks.needle.task import Needle
 from capacity.tasks.protocol import Config, Measured, Schema, Task, Variable
-from capacity.tasks.recall.task import Recall, RecallTask
-from capacity.tasks.trained.task import Trained, TrainedTask
+from capacity.tasks.recall.task import Recall
+from capacity.tasks.trained.task import Trained
 
 __all__ = [
     "TASKS",
     "get",
+    "available",
     "Task",
     "Config",
     "Schema",
@@ -43,10 +50,24 @@ def _accept(kind: str, found: object) -> Task[Any]:
     return task
 
 
-# the built-in tasks; a package's: a Task subclass or instance named as its entry point (group capacity.tasks)
+def folder_tasks(module: str) -> list[Task[Any]]:
+    """The tasks the module ``module`` (a folder's ``task.py``) defines: each concrete ``Task`` subclass whose class
+    is defined there (not one it imports), an instance each, in the order they are written."""
+    found = importlib.import_module(module)
+    return [
+        cls()
+        for _, cls in inspect.getmembers(found, inspect.isclass)
+        if issubclass(cls, Task) and cls.__module__ == module and not inspect.isabstract(cls)
+    ]
+
+
+# the built-in tasks: every folder here with a task.py, by folder name; a package's: a Task subclass or instance
+# named as its entry point (group capacity.tasks)
 _REGISTRY: Registry[Task[Any]] = Registry("capacity.tasks", "task kind", path=None, accept=_accept)
-for _task in (RecallTask(), BillTask(), MqarTask(), NeedleTask(), TrainedTask()):
-    _REGISTRY.add(_task.name, _task)
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+    if _info.ispkg and importlib.util.find_spec(f"{__name__}.{_info.name}.task") is not None:
+        for _task in folder_tasks(f"{__name__}.{_info.name}.task"):
+            _REGISTRY.add(_task.name, _task)
 TASKS: dict[str, Task[Any]] = _REGISTRY.own()
 
 
@@ -54,3 +75,8 @@ def get(kind: str) -> Task[Any]:
     """The task of ``kind``: a built-in (``TASKS``) or a package's, declared by the entry point group
     ``capacity.tasks`` (``name = "mypkg.task:MyTask"``, a ``Task`` subclass or instance named ``name``)."""
     return _REGISTRY.get(kind)
+
+
+def available() -> dict[str, str]:
+    """Task kind -> one-line description: the built-ins (by folder name), then the plug-ins packages declare."""
+    return {name: task.description for name, task in _REGISTRY.loaded().items()}

@@ -1,7 +1,7 @@
 """The task protocol: what every kind of measurement (recall, mqar, needle, bill, ...) is, stated once.
 
-A task is one folder ``capacity/tasks/<name>/`` with a ``Config`` (a frozen dataclass of the task's own settings,
-built on ``Config`` below) and a ``Task`` subclass, and one line in ``capacity.tasks.TASKS``. The engine
+A task is one folder ``capacity/tasks/<name>/`` whose ``task.py`` holds a ``Config`` (a frozen dataclass of the
+task's own settings, built on ``Config`` below) and a ``Task`` subclass; ``capacity.tasks`` finds the folders. The engine
 (``capacity.sweep``) knows tasks only through the members of ``Task``: every one is declared here, the abstract ones
 must be written by each task, and nothing is read through ``getattr`` defaults.
 
@@ -34,6 +34,7 @@ from capacity.errors import CapacityError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import torch
+    import xarray as xr
     from numpy.typing import NDArray
 
     from capacity.base.labels import Spec
@@ -93,10 +94,6 @@ class Config(metaclass=_Checked):
             out[f.name] = list(x) if isinstance(x, tuple) else x
         return out
 
-    def changed(self) -> list[str]:
-        """The fields set away from their defaults."""
-        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
-
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes`` (checked as a new config is)."""
         return type(self)(**{**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, **changes})
@@ -145,9 +142,6 @@ class Schema:
     extra: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     coords: Mapping[str, tuple[str | tuple[str, ...], Any, Mapping[str, Any]]] = field(default_factory=dict)
     scalars: dict[str, Any] = field(default_factory=dict)
-
-    def dims_of(self, name: str) -> tuple[str, ...]:
-        return self.variables[name].dims
 
 
 @dataclass
@@ -251,7 +245,7 @@ class Task(abc.ABC, Generic[C]):
     settings class; ``per_point``: a point's numbers depend only on its cell, seed and n (points are stored and
     reused one by one; else a cell is measured and stored whole); ``key_axis``: the study's Dataset has a
     ``key_family`` dimension; ``grid_axes``: the optional grid axes (``capacity.sweep.config.OPTIONAL_AXES``) this
-    task takes; ``figures``: the names of ``capacity.plots`` figures drawn for its results by default."""
+    task takes. ``figures(ds)`` names the figures drawn for its results."""
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -259,7 +253,6 @@ class Task(abc.ABC, Generic[C]):
     per_point: ClassVar[bool]
     key_axis: ClassVar[bool]
     grid_axes: ClassVar[tuple[str, ...]]
-    figures: ClassVar[tuple[str, ...]]
     pass_per_n: ClassVar[bool] = False  # a per-point task whose passes are long: one pass per n (parallel, resumable)
 
     @abc.abstractmethod
@@ -300,6 +293,12 @@ class Task(abc.ABC, Generic[C]):
     @abc.abstractmethod
     def attrs(self, study: StudyView[C]) -> dict[str, Any]:
         """Attrs of the assembled Dataset (settings a reader needs, beyond the study's configuration)."""
+
+    @abc.abstractmethod
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        """The figures that fit ``ds``, this task's results (whatever its study is called, however it was cut), in
+        the order they are drawn: names of ``capacity.plots.FIGURES`` or of the ``FIGURES`` of the module
+        ``figures`` in this task's own folder. ``capacity.plots.render`` draws them; none: nothing fits."""
 
     def queries(self, study: StudyView[C]) -> int:
         """Reads per pair count (0: every stored pair); schedules and estimates passes."""

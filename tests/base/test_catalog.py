@@ -1,15 +1,29 @@
-"""capacity/data/catalog.json (what `capacity list` prints without importing torch) against the registries."""
+"""What `capacity list` prints, read from the source (capacity.base.catalog, cli._listed), against the registries."""
 
-import json
+import ast
 import subprocess
 import sys
 
-from capacity import studies, variants
+import pytest
+
+from capacity import cli, studies, tasks, variants
 from capacity.base import catalog, plugins
+from capacity.errors import CapacityError
 from capacity.inputs import features, keys, values
+
+
+def _tasks() -> dict[str, str]:  # each task's description and the fields of its Config, from the classes themselves
+    return {
+        name: f"{t.description} (fields: {', '.join(t.Config.settable()) or 'none'})"
+        if name in tasks.TASKS
+        else t.description
+        for name, t in tasks._REGISTRY.loaded().items()
+    }
+
 
 REGISTRIES = {
     "studies": studies.available,
+    "tasks": _tasks,
     "variants": variants.available,
     "features": features.available,
     "keys": keys.available,
@@ -17,15 +31,10 @@ REGISTRIES = {
 }
 
 
-def test_the_catalog_file_is_what_the_registries_say():
-    written = json.loads(catalog.PATH.read_text(encoding="utf-8"))
-    assert written == catalog.build(), "capacity/data/catalog.json is stale: run python -m capacity.base.catalog"
-    assert list(written) == list(catalog.SECTIONS)
-
-
 def test_every_section_lists_what_its_registry_lists_in_its_order():
+    assert list(REGISTRIES) == list(cli.LISTED)
     for section, registry in REGISTRIES.items():
-        assert list(catalog.available(section).items()) == list(registry().items()), section
+        assert list(cli._listed(section).items()) == list(registry().items()), section
 
 
 def test_capacity_list_prints_the_registries_without_importing_torch(tmp_path):
@@ -50,13 +59,32 @@ def test_a_plug_in_of_another_package_is_read_from_its_registry(monkeypatch, cli
         return {**real(group), **extra}
 
     monkeypatch.setattr(plugins, "entry_points", with_one_more)
-    listed = catalog.available("variants")
+    from capacity import cli as command_line
+
+    listed = command_line._listed("variants")
     assert listed["zz_mem"] == "(plug-in zzpkg.mem:Mem)" and list(listed.items()) == list(variants.available().items())
-    assert "zz_mem" not in catalog.available("features")  # another group: the file
+    assert "zz_mem" not in command_line._listed("features")  # another group: the source
     code, out, _ = cli.here("list", "variants")
     assert code == 0 and "zz_mem" in out
 
 
-def test_without_the_file_the_registry_answers(monkeypatch, tmp_path):
-    monkeypatch.setattr(catalog, "PATH", tmp_path / "missing.json")
-    assert catalog.available("keys") == keys.available()
+def test_each_shape_reads_its_literals_in_the_order_written():
+    tree = ast.parse(
+        'Study(name="b", description="B")\nStudy("a", "A")\nStudy(name=x, description="no")\n'
+        'M = {"k": "K", "e": E(1, 2, "E")}\n'
+        'class T:\n    name = "t"\n    description = "T"\n    Config = C\n'
+        'class C:\n    kind: ClassVar[str] = "t"\n    vocab: int = 8\n    lr: float = 1.0\n'
+    )
+    assert catalog.Calls("Study", ("name", 0), ("description", 1)).read(tree) == {"b": "B", "a": "A"}
+    assert list(catalog.Calls("Study", ("name", 0), ("description", 1)).read(tree)) == ["b", "a"]
+    assert catalog.Dict().read(tree) == {"k": "K"}
+    assert catalog.Dict(("description", 2)).read(tree) == {"e": "E"}
+    assert catalog.Classes().read(tree) == {"t": "T"}
+    assert catalog.Classes(fields=True).read(tree) == {"t": "T (fields: vocab, lr)"}
+
+
+def test_a_missing_source_is_one_line():
+    with pytest.raises(CapacityError, match="no Python source for 'capacity.nothing_here'"):
+        catalog.source("capacity.nothing_here")
+    with pytest.raises(CapacityError, match="is not a package"):
+        catalog.files("capacity.errors", "*.py")

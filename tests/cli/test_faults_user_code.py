@@ -166,8 +166,10 @@ def broken_plugins(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(site))
     plugins.entry_points.cache_clear()
+    plugins._installed.cache_clear()
     yield site
     plugins.entry_points.cache_clear()
+    plugins._installed.cache_clear()
 
 
 def test_capacity_list_warns_about_broken_entry_points_and_lists_the_rest(broken_plugins, cli):

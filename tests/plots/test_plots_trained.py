@@ -7,6 +7,8 @@ import xarray as xr
 
 from capacity import CapacityError, plots
 
+TRAINED = '{"task": {"kind": "trained"}}'  # the task that made it, as a run's Dataset records it (attrs["config"])
+
 
 def _ds():
     rng = np.random.default_rng(0)
@@ -20,7 +22,7 @@ def _ds():
             "ceiling_learned": (("variant", "d", "n", "seed"), rng.uniform(0, 1, (2, 1, 3, 3))),
         },
         coords={"variant": v, "d": [16], "n": n, "lr": lr, "seed": s},
-        attrs={"vocabulary": 64, "steps": 10, "batch": 4, "test_sequences": 8},
+        attrs={"vocabulary": 64, "steps": 10, "batch": 4, "test_sequences": 8, "config": TRAINED},
     )
 
 

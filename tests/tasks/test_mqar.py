@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from capacity.plots.mqar import mqar_figure
 
 from capacity import theory, variants
 from capacity.errors import CapacityError
 from capacity.tasks.mqar import probe as mqar
+from capacity.tasks.mqar.figures import mqar_figure
 
 
 def brute_force_linear(t: mqar.Task) -> dict[str, np.ndarray]:

@@ -40,7 +40,6 @@ class LastReadTask(Task):
     per_point = True
     key_axis = True
     grid_axes = ()
-    figures = ()
 
     def check_grid(self, study):
         pass
@@ -70,6 +69,9 @@ class LastReadTask(Task):
 
     def attrs(self, study):
         return {"scale": float(study.task.scale)}
+
+    def figures(self, ds):
+        return []
 """
 
 

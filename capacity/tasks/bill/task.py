@@ -27,6 +27,7 @@ from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
     from numpy.typing import NDArray
 
     from capacity.variants import Variant
@@ -104,7 +105,6 @@ class BillTask(Task[Bill]):
     per_point = False  # timings: a cell is measured and reused whole
     key_axis = False  # one key family: a scalar coordinate
     grid_axes = ()
-    figures = ("bill",)
 
     def check_grid(self, study: StudyView[Bill]) -> None:
         g = study.grid
@@ -174,3 +174,6 @@ class BillTask(Task[Bill]):
         g = study.grid
         n = theory.break_even_n(np.asarray(g.d), np.asarray(g.dv[0]) if g.dv else None, measure="cache")
         return {"break_even_n": np.atleast_1d(n).astype(np.float64)}
+
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        return ["bill"]

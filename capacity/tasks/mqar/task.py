@@ -19,6 +19,7 @@ from capacity.tasks.mqar import probe as mqar
 from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 
 if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
     from numpy.typing import NDArray
 
     from capacity.variants import Variant
@@ -60,7 +61,6 @@ class MqarTask(Task[Mqar]):
     per_point = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
     key_axis = True
     grid_axes = ()
-    figures = ("mqar",)
 
     def check_grid(self, study: StudyView[Mqar]) -> None:
         g = study.grid
@@ -128,3 +128,6 @@ class MqarTask(Task[Mqar]):
 
     def attrs(self, study: StudyView[Mqar]) -> dict[str, Any]:
         return {"vocab": int(study.task.vocab), "distractors": int(study.task.distractors)}
+
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        return ["mqar"]  # this folder's own (figures.py)

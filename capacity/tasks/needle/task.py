@@ -19,6 +19,7 @@ from capacity.tasks.needle import probe as needle
 from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 
 if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
     from numpy.typing import NDArray
 
     from capacity.variants import Variant
@@ -73,7 +74,6 @@ class NeedleTask(Task[Needle]):
     per_point = False  # the needle probe measures every n and depth of a pass together: a cell is measured whole
     key_axis = False  # haystacks, not key families
     grid_axes = ()
-    figures = ("needle",)
 
     def check_grid(self, study: StudyView[Needle]) -> None:
         g = study.grid
@@ -152,3 +152,6 @@ class NeedleTask(Task[Needle]):
             "text_layer": 2,
             "text_held_out": needle.HELD_OUT,
         }
+
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        return ["needle", "needle-depth"]

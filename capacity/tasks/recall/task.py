@@ -26,6 +26,7 @@ from capacity.variants import heads, precision
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
     from numpy.typing import NDArray
 
     from capacity.variants import Variant
@@ -171,7 +172,6 @@ class RecallTask(Task[Recall]):
     per_point = True  # the probe writes in fixed blocks: a point's numbers depend on its cell, seed and n alone
     key_axis = True
     grid_axes = ("state_dtype", "rounding", "heads", "value_heads")
-    figures = ("capacity_vs_d", "error_vs_load")
 
     def check_grid(self, study: StudyView[Recall]) -> None:
         """``queries`` reads a sample: it does not combine with what describes or bins every stored pair."""
@@ -320,6 +320,49 @@ class RecallTask(Task[Recall]):
 
     def attrs(self, study: StudyView[Recall]) -> dict[str, Any]:
         return {}
+
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        """From what ``ds`` holds: closed-form for the per-query reads of ``capacity.plots.measure_closed_form``;
+        log-linear for the log-linear study; precision for several state dtypes over n; heads for several head
+        counts over load; forgetting for per-age variables (alone when the curve axis has one point); feature-maps
+        for a feature axis; orthogonality for key statistics (with pretrained keys, their own panels); the variants
+        overlay for several memories on one key family (else the error-vs-load panels, key families as colours);
+        capacity against d for several d, and the frontier beside the overlay."""
+
+        def several(dim: str) -> bool:
+            return ds.sizes.get(dim, 0) > 1
+
+        def has(*names: str) -> bool:
+            return all(n in ds.data_vars for n in names)
+
+        if ds.attrs.get("study") == "closed-form":
+            return ["closed-form"]
+        if ds.attrs.get("study") == "log-linear" and has("recall", "state_numel") and "n" in ds.dims:
+            return ["log-linear"]  # log-linear attention beside its base at the same bytes
+        if has("mse") and several("state_dtype") and "n" in ds.dims:
+            return ["precision"]
+        if has("mse") and several("heads") and "load" in ds.dims and "value_heads" not in ds.dims:
+            return ["heads"]
+        ages = ["forgetting"] if has("signal_age", "mse_age") and "variant" in ds.dims else []
+        if ages and not several("load"):  # one point on the curve: the age figure is the figure
+            return ages
+        if not (has("mse") and "d" in ds.dims and "load" in ds.dims):
+            return []
+        if "feature" in ds.dims:
+            return ["feature-maps"]
+        chosen = list(ages)
+        if has("mean_sq_coherence", "effective_rank"):
+            families = [str(k) for k in ds["key_family"].values.ravel()] if "key_family" in ds.coords else []
+            if ds.attrs.get("study") == "pretrained-keys" or any(f.startswith("pretrained") for f in families):
+                return ["pretrained-keys", "orthogonality"]  # its panels hold the error against load too
+            chosen.append("orthogonality")
+        overlay = several("variant") and not several("key_family") and has("recall")
+        chosen.append("variants" if overlay else "error-vs-load")
+        if several("d") and has("recall"):
+            chosen.append("capacity")
+            if overlay:
+                chosen.append("frontier")
+        return chosen
 
     def queries(self, study: StudyView[Recall]) -> int:
         return study.task.queries

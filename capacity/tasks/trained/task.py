@@ -23,6 +23,7 @@ from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyVie
 from capacity.tasks.trained import model
 
 if TYPE_CHECKING:  # pragma: no cover
+    import xarray as xr
     from numpy.typing import NDArray
 
     from capacity.variants import Variant
@@ -140,7 +141,6 @@ class TrainedTask(Task[Trained]):
     pass_per_n = True  # a pass trains: one per pair count, so that workers share them and each is saved as it ends
     key_axis = False
     grid_axes = ()
-    figures = ("trained",)
 
     def check_grid(self, study: StudyView[Trained]) -> None:
         g = study.grid
@@ -241,3 +241,6 @@ class TrainedTask(Task[Trained]):
             "learned_lr": float(p.learned_lr),
             "optimizer": "AdamW, one model per lr, cosine decay to 0 over the steps, no warm-up",
         }
+
+    def figures(self, ds: xr.Dataset) -> list[str]:
+        return ["trained"]

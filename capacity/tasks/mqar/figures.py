@@ -1,4 +1,5 @@
-"""MQAR accuracy of memories without training (``capacity.mqar.grid``): one colour per memory.
+"""The mqar task's own figure (the figures layer: ``capacity.plots.render`` finds ``FIGURES`` here, nothing of
+the tasks layer imports this module). MQAR accuracy of memories without training: one colour per memory.
 
 Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction
 decoded over the whole vocabulary (``capacity.mqar.predicted_accuracy``; ``theory.argmax_recall``
@@ -11,17 +12,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
 
 from capacity.base import _validate
 from capacity.errors import CapacityError
+from capacity.plots import _data, names, theme
 from capacity.tasks.mqar import probe as mqar_task
 
 if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["mqar_figure"]
+__all__ = ["mqar_figure", "FIGURES"]
 
 ACCURACY = "MQAR accuracy (fraction)"
 PAIRS = "distinct keys written (pairs)"
@@ -121,3 +122,6 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
             "T10 here decodes over the vocabulary, not only the n stored values.",
         )
     return theme.finish(fig, "mqar")
+
+
+FIGURES = {"mqar": mqar_figure}  # figure name -> function, for capacity.plots.render
