@@ -1,0 +1,168 @@
+"""The model task (capacity/tasks/model): a hybrid model's heads measured on a text, through the engine and the
+command line. Its numbers are held to computations of their own here (the model's cached state read back by hand,
+the state rounded to bfloat16 by hand); its reuse key to the weights, the text and the tokenizer; its bad inputs to
+one line and exit 2 with nothing written.
+
+Needs the extra ``models`` (transformers); skips without it.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+from capacity.errors import CapacityError
+from capacity.inputs import capture
+from capacity.sweep.config import Grid, Study
+from capacity.tasks.model import source
+from capacity.tasks.model.task import Model
+
+pytest.importorskip(
+    "transformers", reason="the model task needs the extra: pip install 'linear-attention-capacity[models]'"
+)
+
+N = 64
+SETS = ["variant=gated_delta,linear", f"n={N}", "ages=0,1,4,16", "window=8", "formats=bfloat16,int8/row+ef"]
+
+
+def _sets(*extra):
+    return [a for s in (*SETS, *extra) for a in ("--set", s)]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A tiny random OLMo-Hybrid saved with save_pretrained (no tokenizer: the text is read as bytes)."""
+    path = tmp_path_factory.mktemp("model") / "olmo"
+    capture.tiny("olmo_hybrid", seed=3).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ran(folder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    from capacity.sweep import runner
+
+    study = Study(
+        "model",
+        "",
+        Grid(variant=("gated_delta", "linear"), n=(N,), d=(64,)),
+        Model(model=str(folder), ages=(0, 1, 4, 16), window=8, formats=("bfloat16", "int8/row+ef")),
+    )
+    result = runner.run(study, out=out, quiet=True, executor="serial")
+    return out, result
+
+
+def test_the_numbers_are_the_models(ran, folder):
+    out, _ = ran
+    with xr.open_dataset(out / "model.nc") as ds:
+        assert list(ds.layer.values) == [0] and ds.sizes["head"] == 4 and list(ds.age.values) == [0, 1, 4, 16]
+        assert ds.attrs["tokenizer"] == "bytes" and ds.attrs["family"] == "gated_delta"
+        err = ds.recall_error.sel(variant="gated_delta").squeeze().values  # [head, age]
+        prec = ds.precision_error.sel(variant="gated_delta").squeeze().values  # [head, format]
+        gates = ds.gate_mean.sel(variant="gated_delta").squeeze().values
+        # the model's numbers are the same in every cell
+        np.testing.assert_array_equal(ds.recall_error.sel(variant="linear").squeeze().values, err)
+    # independently: the model's own cached state, read back with the last pair's key, by hand
+    model = source.load(str(folder), None).model
+    ids = torch.tensor([list(source.DEFAULT_TEXT.read_bytes()[:N])])
+    (layer,), output = capture.collect(model, ids)
+    S = output.cache.get_recurrent_state(0, state_idx=0)[0].double()  # [H, d, dv]
+    k, v = layer.k[:, -1].double(), layer.v[:, -1].double()
+    want = ((torch.einsum("hd,hde->he", k, S) - v) ** 2).sum(-1) / (v**2).sum(-1)
+    np.testing.assert_allclose(err[:, 0], want.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(gates, layer.alpha.double().mean(dim=1).numpy(), rtol=1e-6)
+    # the state rounded to bfloat16 after every token, by hand (a plain loop of the gated delta rule)
+    H, T, d = layer.k.shape
+    S32, Sbf = torch.zeros(H, d, layer.v.shape[-1]), torch.zeros(H, d, layer.v.shape[-1])
+    o32, obf = [], []
+    for t in range(T):
+        kt, vt, a, b = layer.k[:, t], layer.v[:, t], layer.alpha[:, t, None, None], layer.beta[:, t, None]
+        for S, outs, rnd in ((S32, o32, False), (Sbf, obf, True)):
+            S.mul_(a)
+            S.add_(kt[:, :, None] * (b * (vt - torch.einsum("hd,hde->he", kt, S)))[:, None, :])
+            if rnd:
+                S.copy_(S.to(torch.bfloat16).float())
+            outs.append(torch.einsum("hd,hde->he", layer.q[:, t], S))
+    o32, obf = torch.stack(o32, 1).double(), torch.stack(obf, 1).double()
+    want = ((obf - o32).pow(2).sum(dim=(1, 2)) / o32.pow(2).sum(dim=(1, 2))).sqrt()
+    np.testing.assert_allclose(prec[:, 0], want.numpy(), rtol=0.05)
+    assert (prec[:, 0] > 0).all()
+
+
+def test_a_second_run_reuses_and_new_weights_or_text_do_not(ran, folder, tmp_path):
+    out, _ = ran
+    from capacity.sweep import runner
+
+    base = Model(model=str(folder), ages=(0, 1, 4, 16), window=8, formats=("bfloat16", "int8/row+ef"))
+    grid = Grid(variant=("gated_delta", "linear"), n=(N,), d=(64,))
+    again = runner.run(Study("model", "", grid, base), out=out, quiet=True, executor="serial")
+    assert again.measured == 0
+    text = tmp_path / "t.txt"
+    text.write_bytes(source.DEFAULT_TEXT.read_bytes()[:N] + b"!")
+    assert source.digest(str(folder), str(text)) != source.digest(str(folder), None)
+    other = tmp_path / "olmo2"
+    model = capture.tiny("olmo_hybrid", seed=3)
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] += 1e-3
+    model.save_pretrained(other)
+    assert source.digest(str(other), None) != source.digest(str(folder), None)
+    assert base.to_json()["digest"] == source.digest(str(folder), None)
+
+
+def test_the_command_runs_on_a_random_config_and_draws(cli, tmp_path):
+    ran = cli.here(
+        "run", "model", *_sets("model=random:kimi_linear"), "--out", tmp_path, "--quiet", "--executor", "serial"
+    )
+    assert ran.returncode == 0, ran.stderr
+    with xr.open_dataset(tmp_path / "model.nc") as ds:
+        assert ds.attrs["family"] == "kda" and ds.attrs["model_type"] == "kimi_linear"
+        assert np.isfinite(ds.recall_error.values).all() and np.isfinite(ds.precision_error.values).all()
+    for name in ("model-maps", "model-recall", "model-precision"):
+        assert (tmp_path / "figures" / f"model_{name}.png").is_file()
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad")
+    (root / "empty").mkdir()
+    llama = root / "llama"
+    llama.mkdir()
+    (llama / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    broken = root / "broken"
+    capture.tiny("qwen3_next").config.save_pretrained(broken)
+    (broken / "model.safetensors").write_bytes(b"not weights")
+    short = root / "short.txt"
+    short.write_text("too short")
+    return root
+
+
+@pytest.mark.parametrize(
+    "case, fragments",
+    [
+        ("model=BAD/llama", ["has no linear-attention layer", "qwen3_next (gated_delta)", "nemotron_h (mamba2)"]),
+        ("model=Qwen/Qwen3.5-0.8B", ["hub id cannot be downloaded here", "pass its folder"]),
+        ("model=BAD/empty", ["is not a model (no config.json)"]),
+        ("text=BAD/short.txt", ["the text has 9 tokens, fewer than n = 64"]),
+        ("model=BAD/broken", ["weights in", "failed to load"]),
+        ("model=random:llama", ["model type 'llama' has no linear-attention layer"]),
+    ],
+    ids=["type", "hub", "folder", "short", "weights", "random"],
+)
+def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, fragments):
+    out = tmp_path / "out"
+    ran = cli.here("run", "model", *_sets(case.replace("BAD", str(bad))), "--out", out, "--quiet")
+    cli.fails(ran, *fragments)
+    assert not out.exists() or not any(out.rglob("*.nc"))
+
+
+def test_without_transformers_the_line_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a)
+    )
+    with pytest.raises(CapacityError, match=r"needs transformers: pip install 'linear-attention-capacity\[models\]'"):
+        source.check("random:qwen3_next")
