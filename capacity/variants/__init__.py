@@ -43,7 +43,8 @@ mamba2(A, dt, w_std) (through ``capacity.kernels.update``), mamba3(A, dt, w_std,
 delta_product(steps, beta, alpha), dplr(w, eta), and those of 2025-2026: gdn2(alpha, beta, gamma), comba(alpha, beta, mu),
 gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
 titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam), and the windows swa(window, scale) and
-hybrid(window, state, holds, combine) (docs/memories.md). The recurrent ones take a feature map
+hybrid(window, state, holds, combine), mom(memories, top, memory, shared), and the solvers
+mesa(lam, alpha, beta) and omega(context, alpha, beta, feature) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
@@ -376,7 +377,9 @@ def _register_builtins() -> None:
     from capacity.variants.lsq import LSQ
     from capacity.variants.mamba2 import Mamba2
     from capacity.variants.mamba3 import Mamba3
+    from capacity.variants.mixture import MixtureOfMemories
     from capacity.variants.softmax import Softmax
+    from capacity.variants.solvers import Mesa, Omega
     from capacity.variants.window import Hybrid, SlidingWindow
 
     # registration order is the order of figure legends (and of their colours)
@@ -484,6 +487,24 @@ def _register_builtins() -> None:
         Mamba3,
         "Mamba2's decay with the exponential-trapezoidal write (lam) and keys and queries turned by the elapsed time",
         display="Mamba-3 (SISO)",
+    )
+    register(
+        "mom",
+        MixtureOfMemories,
+        "M memories, each token written to its top-k by a seeded router, read mixed by the query's weights (MoM)",
+        display="mixture of memories (MoM)",
+    )
+    register(
+        "mesa",
+        Mesa,
+        "G = alpha G + beta k^T k, C = alpha C + beta k^T v, read q (G + lam I)^-1 C, solved exactly (Mesa layer)",
+        display="Mesa (gated ridge regression)",
+    )
+    register(
+        "omega",
+        Omega,
+        "S = alpha S + beta sum over the last c pairs phi(k)^T (v - phi(k) S); c = 1: the delta rule (Atlas)",
+        display="Omega rule (Atlas)",
     )
 
 

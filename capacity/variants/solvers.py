@@ -1,0 +1,259 @@
+"""Memories that solve a regression: Mesa's gated ridge regression and Atlas's Omega rule over the last c pairs.
+
+Row convention: keys k ``[B, t, d]``, values v ``[B, t, dv]``, read o = q S for a ``[d, dv]`` (``[D, dv]``) map S.
+
+mesa (von Oswald et al., the Mesa layer; fla ``mesa_net``), online ridge regression with forgetting:
+
+    G_t = alpha_t G_{t-1} + beta_t k_t^T k_t,   C_t = alpha_t C_{t-1} + beta_t k_t^T v_t,   read q (G_n + lam I)^-1 C_n
+
+solved exactly (float64, ``torch.linalg.solve``) at every read: fla's ``naive_mesa_net_exact``, whose Mesa layer
+reaches it by conjugate gradient. The ridge lam is added at the read, so it does not fade with the gate. With
+alpha = beta = 1 it is ``lsq`` (the same normal equations, K^T K + lam I, without forgetting). State: G ``[B, d, d]``
+and C ``[B, d, dv]``, d d + d dv numbers, and a token counter (for per-token draws).
+
+omega (Behrouz et al., Atlas, arXiv 2505.23735: the Omega rule), one gradient step per token on the loss over the
+last ``context`` = c pairs, with a feature map phi (Atlas's polynomial map: ``feature="taylor2"`` for degree 2):
+
+    S_t = alpha_t S_{t-1} + beta_t sum_{i = t-c+1 .. t} phi(k_i)^T (v_i - phi(k_i) S_{t-1})
+
+With c = 1 and alpha = 1 it is the delta rule (``delta``) on phi(k). The paper's per-pair weights gamma_i are 1 here.
+State: S ``[B, D, dv]`` (D = feature_dim(d)) and the last c - 1 keys and values ``[B, c-1, d]``, ``[B, c-1, dv]``:
+D dv + (c - 1)(d + dv) numbers, and a token counter.
+
+Gates ``alpha`` lie in (0, 1], steps ``beta`` in (0, 2) (omega) or > 0 (mesa's write weight); each a number or
+``("uniform", low, high)`` drawn per token from ``seed``. Both write token by token in plain torch, differentiable.
+``tests/variants/test_solvers.py`` holds mesa to fla's reference and omega to a float64 loop.
+
+>>> import torch
+>>> from capacity import variants, keys
+>>> K = keys.make("gaussian", n=12, d=8, seed=0); V = torch.randn(1, 12, 4)
+>>> om, dl = variants.get("omega", context=1, beta=0.5), variants.get("delta", beta=0.5)
+>>> bool(torch.allclose(om.write(om.init_state(1, 8, 4), K, V).matrix, dl.write(dl.init_state(1, 8, 4), K, V), atol=1e-6))
+True
+>>> variants.get("omega", context=4).state_numel(8, 4), variants.get("mesa").state_numel(8, 4)
+(68, 96)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from capacity.base import _validate
+from capacity.base._types import Device
+from capacity.errors import CapacityError
+from capacity.inputs import features
+from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
+
+__all__ = ["Mesa", "MesaState", "Omega", "OmegaState"]
+
+
+@dataclass
+class MesaState:
+    """``gram`` G float32 ``[B, d, d]`` (without the ridge), ``cross`` C float32 ``[B, d, dv]``, ``tokens`` written."""
+
+    gram: torch.Tensor
+    cross: torch.Tensor
+    tokens: int
+
+
+class Mesa(Memory):
+    """Gated ridge regression solved exactly at each read: gate ``alpha`` in (0, 1], write weight ``beta`` > 0, ridge
+    ``lam`` > 0; state G ``[B, d, d]`` and C ``[B, d, dv]``."""
+
+    name = "mesa"
+    delta_rule = False  # the last key reads back exactly only when n <= d and lam -> 0
+    backends: tuple[str, ...] = ("auto", "torch")
+
+    def __init__(
+        self,
+        *,
+        lam: float = 1e-3,
+        alpha: object = 1.0,
+        beta: object = 1.0,
+        normalize: bool = False,
+        seed: int = 0,
+    ) -> None:
+        self._setup(normalize=normalize, seed=seed, alpha=(alpha, GATE, False), beta=(beta, POSITIVE, False))
+        self.lam = _validate.in_range("mesa: lam", lam, 0.0, math.inf, low_open=True, high_open=True)
+
+    def _extra_params(self) -> dict[str, object]:
+        return {"lam": self.lam}
+
+    def state_numel(self, d: int, dv: int) -> int:
+        return int(d) * int(d) + int(d) * int(dv)
+
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> MesaState:
+        batch = _validate.positive_int("batch", batch)
+        d = _validate.positive_int("d", d)
+        dv = _validate.positive_int("dv", dv)
+        dev = _validate.device(device)
+        return MesaState(torch.zeros(batch, d, d, device=dev), torch.zeros(batch, d, dv, device=dev), 0)
+
+    def _state(self, state: object) -> MesaState:
+        if not isinstance(state, MesaState):
+            raise CapacityError(f"mesa: the state must be the MesaState from init_state(), got {type(state).__name__}")
+        return state
+
+    def write(self, state: MesaState, k: torch.Tensor, v: torch.Tensor) -> MesaState:
+        """Fade and add the tokens' weighted k^T k and k^T v. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
+        st = self._state(state)
+        k, v = self._inputs(st.cross, k, v)
+        B, T, d = k.shape
+        alpha = self._values("alpha", B, st.tokens, T, d, k.device)  # [B, T]
+        beta = self._values("beta", B, st.tokens, T, d, k.device)
+        G, C = st.gram, st.cross
+        for t in range(T):
+            kt = k[:, t]
+            G = alpha[:, t, None, None] * G + beta[:, t, None, None] * (kt[:, :, None] * kt[:, None, :])
+            C = alpha[:, t, None, None] * C + beta[:, t, None, None] * (kt[:, :, None] * v[:, t, None, :])
+        return MesaState(G, C, st.tokens + T)
+
+    def solution(self, state: MesaState) -> torch.Tensor:
+        """S = (G + lam I)^-1 C, float32 ``[B, d, dv]`` (solved in float64)."""
+        st = self._state(state)
+        G = st.gram.double() + self.lam * torch.eye(st.gram.shape[1], dtype=torch.float64, device=st.gram.device)
+        S: torch.Tensor = torch.linalg.solve(G, st.cross.double())  # (torch types solve Any)
+        return S.float()
+
+    def read(self, state: MesaState, q: torch.Tensor) -> torch.Tensor:
+        """q S with S the ridge solution. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
+        st = self._state(state)
+        _validate.tensor("q", q, ndim=3, finite=False)
+        if q.shape[0] != st.cross.shape[0] or q.shape[2] != st.cross.shape[1]:
+            raise CapacityError(
+                f"mesa: q [B, m, d] = {list(q.shape)} does not match the state's d = {st.cross.shape[1]} "
+                f"and B = {st.cross.shape[0]}"
+            )
+        _validate.same_device(state=st.cross, q=q)
+        q = q.float()
+        return (unit(q) if self.normalize else q) @ self.solution(st)
+
+
+@dataclass
+class OmegaState:
+    """``matrix`` S float32 ``[B, D, dv]``; the last c - 1 ``keys`` float32 ``[B, c-1, d]`` (normalised if the memory
+    normalises) and ``values`` ``[B, c-1, dv]``, oldest first; ``tokens`` written."""
+
+    matrix: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
+    tokens: int
+
+
+class Omega(Memory):
+    """Atlas's Omega rule: one gradient step per token on the last ``context`` pairs' loss, gate ``alpha``, step
+    ``beta``, an optional feature map ``feature`` (its parameters alongside); state S ``[B, D, dv]`` + c - 1 pairs."""
+
+    name = "omega"
+    backends: tuple[str, ...] = ("auto", "torch")
+
+    def __init__(
+        self,
+        *,
+        context: int = 4,
+        alpha: object = 1.0,
+        beta: object = 0.5,
+        feature: str | None = None,
+        normalize: bool = True,
+        seed: int = 0,
+        **feature_params: object,
+    ) -> None:
+        self.context = _validate.positive_int("omega: context", context)
+        self._setup(normalize=normalize, seed=seed, alpha=(alpha, GATE, False), beta=(beta, RATE, False))
+        if feature is None and feature_params:
+            raise CapacityError(
+                f"variant 'omega' got unknown parameter(s) {', '.join(sorted(feature_params))}; allowed: context, "
+                "alpha, beta, feature, normalize, seed (and a feature map's own parameters with feature=...)"
+            )
+        try:
+            self.feature = None if feature is None else features.get(feature, **feature_params)
+        except CapacityError as exc:
+            raise CapacityError(f"omega: {exc}") from None
+
+    def _extra_params(self) -> dict[str, object]:
+        out: dict[str, object] = {"context": self.context}
+        if self.feature is not None:
+            out["feature"] = self.feature.name
+            out.update(self.feature.params)
+        return out
+
+    @property
+    def delta_rule(self) -> bool:
+        """True for c = 1, alpha = 1, beta = 1 and no feature map: the delta rule (T12 holds)."""
+        return (
+            self.context == 1 and self.feature is None and self._constant("alpha", 1.0) and self._constant("beta", 1.0)
+        )
+
+    def feature_dim(self, d: int) -> int:
+        return int(d) if self.feature is None else self.feature.feature_dim(int(d))
+
+    def state_numel(self, d: int, dv: int) -> int:
+        return self.feature_dim(d) * int(dv) + (self.context - 1) * (int(d) + int(dv))
+
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> OmegaState:
+        batch = _validate.positive_int("batch", batch)
+        d = _validate.positive_int("d", d)
+        dv = _validate.positive_int("dv", dv)
+        dev = _validate.device(device)
+        c = self.context - 1
+        return OmegaState(
+            torch.zeros(batch, self.feature_dim(d), dv, device=dev),
+            torch.zeros(batch, c, d, device=dev),
+            torch.zeros(batch, c, dv, device=dev),
+            0,
+        )
+
+    def _state(self, state: object) -> OmegaState:
+        if not isinstance(state, OmegaState):
+            raise CapacityError(
+                f"omega: the state must be the OmegaState from init_state(), got {type(state).__name__}"
+            )
+        return state
+
+    def _phi(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.feature is None else self.feature(x)
+
+    def write(self, state: OmegaState, k: torch.Tensor, v: torch.Tensor) -> OmegaState:
+        """One step per token on the last c pairs. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""
+        st = self._state(state)
+        _validate.tensor("k", k, ndim=3, finite=False)
+        B, D, dv = st.matrix.shape
+        d = st.keys.shape[2]
+        if k.shape[0] != B or k.shape[2] != d:
+            raise CapacityError(f"omega: k [B, t, d] = {list(k.shape)} does not match the state's B = {B}, d = {d}")
+        k, v = self._inputs(torch.empty(B, d, dv, device=st.matrix.device), k, v)
+        T = k.shape[1]
+        alpha = self._values("alpha", B, st.tokens, T, d, k.device)  # [B, T]
+        beta = self._values("beta", B, st.tokens, T, d, k.device)
+        n0 = min(st.tokens, self.context - 1)  # pairs of the buffer written so far (the rest are empty)
+        K = torch.cat([st.keys[:, st.keys.shape[1] - n0 :], k], dim=1)  # [B, n0 + T, d]
+        V = torch.cat([st.values[:, st.values.shape[1] - n0 :], v], dim=1)
+        P = self._phi(K)  # [B, n0 + T, D]
+        S = st.matrix
+        for t in range(T):
+            lo, hi = max(0, n0 + t - self.context + 1), n0 + t + 1
+            p, vv = P[:, lo:hi], V[:, lo:hi]  # [B, c', D], [B, c', dv]
+            err = vv - p @ S  # [B, c', dv]
+            S = alpha[:, t, None, None] * S + beta[:, t, None, None] * (p.transpose(1, 2) @ err)
+        c = self.context - 1
+        keep_k, keep_v = K[:, K.shape[1] - min(c, K.shape[1]) :], V[:, V.shape[1] - min(c, V.shape[1]) :]
+        pad = c - keep_k.shape[1]  # fewer than c - 1 pairs written so far: zeros in front (never read)
+        keep_k = torch.cat([torch.zeros(B, pad, d, device=k.device), keep_k], dim=1)
+        keep_v = torch.cat([torch.zeros(B, pad, dv, device=k.device), keep_v], dim=1)
+        return OmegaState(S, keep_k, keep_v, st.tokens + T)
+
+    def read(self, state: OmegaState, q: torch.Tensor) -> torch.Tensor:
+        """phi(q) S. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
+        st = self._state(state)
+        _validate.tensor("q", q, ndim=3, finite=False)
+        if q.shape[0] != st.keys.shape[0] or q.shape[2] != st.keys.shape[2]:
+            raise CapacityError(
+                f"omega: q [B, m, d] = {list(q.shape)} does not match the state's B = {st.keys.shape[0]}, "
+                f"d = {st.keys.shape[2]}"
+            )
+        _validate.same_device(state=st.matrix, q=q)
+        q = q.float()
+        return self._phi(unit(q) if self.normalize else q) @ st.matrix
