@@ -419,7 +419,11 @@ def _register_builtins() -> None:
     )
     register("lsq", LSQ, "online least squares S = (K^T K + lam I)^-1 K^T V, read q S (Mesa layer; meets T8)")
     register("longhorn", Longhorn, "S = (1 - e k*k) * S + e k^T v, e = beta / (1 + beta |k|^2), per row (Longhorn)")
-    register("delta_product", DeltaProduct, "steps delta updates per token on rotated keys k R_j (DeltaProduct)")
+    register(
+        "delta_product",
+        DeltaProduct,
+        "a gate alpha, then steps delta updates per token on rotated keys k R_j ((Gated) DeltaProduct)",
+    )
     register("dplr", DPLR, "S = (Diag(w) + a^T b) S + eta k^T v, a = -k, b = eta k (DPLR, RWKV-7)")
     register(
         "gdn2",
