@@ -56,7 +56,7 @@ def _complex_reference(K, V, Q, dt, A, lam, omega):
     return read
 
 
-@pytest.mark.parametrize("d", [12, 9])
+@pytest.mark.parametrize("d", [12, 9, 96])
 @pytest.mark.parametrize("lam,omega", [(0.5, 1.0), (0.3, 40.0), (1.0, 25.0)])
 def test_mamba3_matches_a_complex_float64_recurrence(d, lam, omega):
     K, V = _inputs(d=d, seed=2)
