@@ -691,15 +691,15 @@ def entry() -> None:
     """The console script: ``main`` with an interrupt during the package's own start-up caught too, run in a forked
     child that the process the user started supervises, so that a crash (a segfault, ``abort()`` in user code) is one
     line too (``capacity.base._supervise``)."""
-    from capacity.base import _supervise
+    try:  # an interrupt at any moment of the start-up too (the supervisor's fork, the child's first steps)
+        from capacity.base import _supervise
 
-    _supervise.supervise()  # returns in the child; the parent ends with the child's status
-    for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
-        try:
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # AttributeError: caught below
-        except (AttributeError, ValueError, OSError):  # None, or a closed descriptor (main says so for stdout)
-            pass
-    try:
+        _supervise.supervise()  # returns in the child; the parent ends with the child's status
+        for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped
+            try:
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]  # AttributeError: caught below
+            except (AttributeError, ValueError, OSError):  # None, or a closed descriptor (main says so for stdout)
+                pass
         code = main()
     except KeyboardInterrupt:
         print("capacity: interrupted", file=sys.stderr)

@@ -5,7 +5,9 @@ no Python in that process can report it. ``supervise()``, called by the console 
 anything heavy, forks: the child returns and runs the command; the parent waits for it and
 
 - forwards SIGINT and SIGTERM sent to it alone (``kill``; a terminal's Ctrl-C reaches both processes already: the
-  kernel marks those ``SI_KERNEL``) so the child stops exactly as an unsupervised command would (130, 143);
+  kernel marks those ``SI_KERNEL``) so the child stops exactly as an unsupervised command would (130, 143), and so
+  SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM, which end it too: one line naming the signal as sent, 128 + its
+  number, whatever code ran then;
 - ends with the child's exit status, so exit codes, stdout, stderr and a closed pipe behave as before;
 - when the child died of another signal, prints one line naming the code that ran then (the breadcrumb
   ``capacity.errors.user_code`` leaves in a shared map, ``capacity.base._crumb``) and ends with 2.
@@ -23,11 +25,13 @@ import sys
 
 from capacity.base import _crumb
 
-__all__ = ["supervise", "crash_line"]
+__all__ = ["supervise", "crash_line", "sent_line"]
 
 SI_KERNEL = 0x80  # siginfo.si_code of a signal the kernel sent (a terminal's Ctrl-C), not kill()
 _STOPS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGPIPE: 141}  # child's death by these: the shell's status
 _STOP_LINE = {signal.SIGINT: "capacity: interrupted", signal.SIGTERM: "capacity: terminated (SIGTERM)"}
+# signals another process or the terminal sends, whose default ends the process: the sender's doing, never a crash
+_SENT = tuple(getattr(signal, n) for n in ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM") if hasattr(signal, n))
 
 
 def _available() -> bool:
@@ -43,8 +47,9 @@ def supervise() -> None:
 
     shared = mmap.mmap(-1, _crumb.SIZE)  # MAP_SHARED | MAP_ANONYMOUS: the same bytes in both processes
     forward = {signal.SIGTERM}
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # ignored (nohup, a background job): the child too
-        forward.add(signal.SIGINT)
+    for signum in (signal.SIGINT, *_SENT):  # ignored (nohup, a background job): the child too, nothing to forward
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            forward.add(signum)
     waited = forward | {signal.SIGCHLD}
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)  # no stop is lost between the fork and the wait
     old_chld = signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an inherited SIG_IGN would reap the child unseen
@@ -98,8 +103,20 @@ def _wait(
         if signum in _STOP_LINE:
             _say(_STOP_LINE[signal.Signals(signum)])
         return _STOPS[signal.Signals(signum)]
+    if signum in _SENT:
+        _say("capacity: " + sent_line(signum))
+        return 128 + signum
     _say("capacity: error: " + crash_line(signum, _crumb.read(shared)))
     return 2
+
+
+def sent_line(signum: int) -> str:
+    """The one line for a command ended by ``signum``, a signal another process or the terminal sent."""
+    name = signal.Signals(signum).name
+    return (
+        f"stopped by {name} ({signal.strsignal(signum)}), a signal sent to the command (kill, or a terminal that "
+        "closed), not a fault of any code; finished groups are saved, run the same command again to resume"
+    )
 
 
 def crash_line(signum: int, crumb: tuple[str, str] | None) -> str:

@@ -112,6 +112,34 @@ def test_the_supervisor_passes_the_status_on_and_names_a_crash(body, status, lin
         assert len(err.splitlines()) == 1 and err.startswith(line), err
 
 
+IN_A_BUILT_IN = """
+with user_code("key family 'gaussian'", "in draw()"):  # a built-in's code runs when the signal comes
+    print("in", flush=True)
+    while True:
+        time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1])
+@pytest.mark.parametrize("to", ["the process", "the command's child"])
+def test_a_stray_signal_is_one_line_naming_it_and_never_blames_the_code_that_ran(signum, to):
+    """Issue 51: SIGQUIT was blamed on the built-in key family, SIGHUP and SIGUSR1 on 'outside your code
+    (unexpected)'. Sent to the process the user started (forwarded) or to the command's own process."""
+    proc = _supervised(IN_A_BUILT_IN)
+    try:
+        child = int(proc.stdout.readline())
+        assert proc.stdout.readline() == "in\n"  # the guarded block is open: the event, not a delay
+        os.kill(proc.pid if to == "the process" else child, signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    name = signal.Signals(signum).name
+    assert proc.returncode == 128 + signum, err
+    assert len(err.splitlines()) == 1 and err.startswith(f"capacity: stopped by {name} ("), err
+    assert "gaussian" not in err and "unexpected" not in err, err
+    assert not _alive(child)
+
+
 HANG = """
 from capacity import cli
 

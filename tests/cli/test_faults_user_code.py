@@ -221,3 +221,86 @@ def test_the_console_script_ends_a_user_error_in_one_line(cli, tmp_path):
         timeout=300,
     )
     cli.one_line(proc.returncode, proc.stderr, "memory 'failmem:Mem' raised RuntimeError in __init__(): nope", HINT)
+
+
+# ---------------------------------------------------------------- every task runs the user's memory under the guard
+
+MEASURED_ONLY = """
+import os, sys
+import torch
+
+
+def _measuring():
+    # true beneath the sweep's measure (capacity/sweep/jobs.py), false at plan time (the fingerprint, the checks)
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "measure" and f.f_code.co_filename.endswith(os.path.join("sweep", "jobs.py")):
+            return True
+        f = f.f_back
+    return False
+
+
+class Mem:
+    name = "mem"
+
+    @property
+    def params(self):
+        return {{}}
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return torch.zeros(batch, d, dv, device=device)
+
+    def write(self, state, k, v):
+        if _measuring():
+            {fault}
+        return state + k.transpose(1, 2) @ v
+
+    def read(self, state, q):
+        return q @ state
+
+    def state_numel(self, d, dv):
+        return d * dv
+"""
+
+
+def _smallest(kind: str, variant: str):
+    """The first named study of task ``kind``, cut to one memory (``variant``), its smallest d and n or load, one seed."""
+    from capacity import studies
+
+    named = [s for s in map(studies.get, studies.available()) if s.task.kind == kind]
+    assert named, f"task {kind!r} has no named study to check its guard with: add one (capacity.studies)"
+    g = named[0].grid
+    curve = "n" if g.curve == "n" else "load"
+    return named[0].with_overrides(
+        {"variant": variant, "d": min(g.d), curve: min(g.curve_values), "seed": 0, "dv": [], "heads": 1}
+    )
+
+
+def _kinds():
+    from capacity import tasks
+
+    return sorted(tasks.TASKS)  # whatever the registry lists: a new task is checked without a new line here
+
+
+@pytest.mark.parametrize("kind", _kinds())
+@pytest.mark.parametrize(
+    "fault,fragment",
+    [("raise RuntimeError('boom')", "raised RuntimeError in write(): boom"), ("raise SystemExit(7)", "SystemExit")],
+)
+def test_every_task_runs_the_users_memory_under_the_guard(tmp_path, monkeypatch, kind, fault, fragment):
+    from capacity import sweep
+    from capacity.errors import UserCodeError
+
+    mod = user_module(tmp_path, monkeypatch, MEASURED_ONLY.format(fault=fault))
+    study = _smallest(kind, f"{mod}:Mem")
+    with pytest.raises(UserCodeError) as got:
+        sweep.run(study, out=tmp_path / "o", device="cpu", executor="serial", progress=False)
+    assert str(got.value).startswith(f"memory '{mod}:Mem") and fragment in str(got.value), str(got.value)
+
+
+@pytest.mark.slow  # a command of its own: about 8 s on the loaded 2-core VM
+def test_the_trained_task_names_a_memory_that_calls_os_exit(cli, tmp_path, monkeypatch):
+    mod = user_module(tmp_path, monkeypatch, MEASURED_ONLY.format(fault="os._exit(3)"))
+    argv = ["run", "trained", "--set", f"variant={mod}:Mem", "--set", "d=32", "--set", "n=4", "--set", "seed=0"]
+    proc = cli(*argv, "--executor", "serial", "--quiet", "--no-figures", "--out", tmp_path / "o", timeout=180)
+    cli.fails(proc, f"memory '{mod}:Mem' called os._exit(3) in write()")

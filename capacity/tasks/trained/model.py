@@ -33,8 +33,9 @@ import numpy as np
 import torch
 
 from capacity.base import _random
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, UserCodeError
 from capacity.inputs import learned
+from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
@@ -266,14 +267,16 @@ def differentiable(memory: Variant, label: str) -> None:
     keys, values and queries (a tiny write and read, differentiated)."""
     k = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
     v = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(True)
-    why = None
+    why, mem = None, guard(memory)  # the user's code: a fault in it is one line naming it
     try:
         with torch.enable_grad():
-            o = memory.read(memory.write(memory.init_state(1, 4, 4), k, v), k)
+            o = mem.read(mem.write(mem.init_state(1, 4, 4), k, v), k)
             grads = torch.autograd.grad(o.float().sum(), [k, v], allow_unused=True)
         if any(g is None or not torch.isfinite(g).all() or not g.abs().sum() > 0 for g in grads):
             why = "no gradient reaches its keys or values"
     except (RuntimeError, CapacityError) as exc:
+        if isinstance(exc, UserCodeError) and not isinstance(exc.__cause__, RuntimeError):
+            raise  # not autograd's complaint (a RuntimeError): the memory's own fault, named as such
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if why is not None:
         raise CapacityError(

@@ -21,6 +21,7 @@ from capacity.base import _validate, labels
 from capacity.errors import CapacityError
 from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 from capacity.tasks.trained import model
+from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -195,6 +196,9 @@ class TrainedTask(Task[Trained]):
         device: torch.device,
     ) -> Measured:
         p, ns = study.task, sorted(set(ns))
+        memory = guard(
+            memory
+        )  # every call into the user's memory is user code (one line naming it, exits and crashes too)
         out: dict[str, list[NDArray[Any]]] = {name: [] for name in _VARS}
         for n in ns:
             rows: dict[str, list[NDArray[Any] | float]] = {name: [] for name in _VARS}
