@@ -44,7 +44,7 @@ delta_product(steps, beta, alpha), dplr(w, eta), and those of 2025-2026: gdn2(al
 gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
 titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam), and the windows swa(window, scale) and
 hybrid(window, state, holds, combine), mom(memories, top, memory, shared), and the solvers
-mesa(lam, alpha, beta) and omega(context, alpha, beta, feature) (docs/memories.md). The recurrent ones take a feature map
+mesa(lam, alpha, beta) and omega(context, alpha, beta, feature), and lattice(beta) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
@@ -370,6 +370,7 @@ def _register_builtins() -> None:
     from capacity.variants.dplr import DPLR
     from capacity.variants.gated import GLA, Decay
     from capacity.variants.gated_2026 import GDN2, Comba, GatedOja, PrecondGatedDelta, PrecondKDA
+    from capacity.variants.lattice import Lattice
     from capacity.variants.learners import TTT, Titans
     from capacity.variants.linear import Linear
     from capacity.variants.log_linear import LogLinear
@@ -509,6 +510,12 @@ def _register_builtins() -> None:
         Omega,
         "S = alpha S + beta sum over the last c pairs phi(k)^T (v - phi(k) S); c = 1: the delta rule (Atlas)",
         display="Omega rule (Atlas)",
+    )
+    register(
+        "lattice",
+        Lattice,
+        "s_i += beta k_i (v - proj_{s_i} v): each slot written only with the part of v orthogonal to it (Lattice)",
+        display="Lattice (orthogonal update)",
     )
 
 
