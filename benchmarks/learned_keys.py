@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from capacity import theory
-from capacity.inputs import learned
+from capacity.tasks import learned
 
 ROWS = [
     ("linear", {}, False),

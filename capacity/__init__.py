@@ -17,6 +17,7 @@ import importlib as _importlib
 import importlib.util as _util
 from typing import TYPE_CHECKING, Any
 
+from capacity.base._version import __version__
 from capacity.errors import CapacityError
 
 if TYPE_CHECKING:  # what type checkers see; at run time the submodules load on first use (__getattr__ below)
@@ -30,14 +31,13 @@ if TYPE_CHECKING:  # what type checkers see; at run time the submodules load on 
     from capacity.check.conformance import check_variant as check_variant
     from capacity.inputs import features as features
     from capacity.inputs import keys as keys
-    from capacity.inputs import learned as learned
     from capacity.inputs import values as values
+    from capacity.tasks import learned as learned
     from capacity.tasks import metrics as metrics
     from capacity.tasks import probe as probe
     from capacity.tasks.mqar import probe as mqar  # noqa: F401
 
 __all__ = ["keys", "values", "theory", "variants", "probe", "metrics", "check_variant", "CapacityError", "__version__"]
-__version__ = "0.1.0"
 
 # kernels/, plots/ and studies/ sit beside this folder in the source tree and are installed inside the package; a
 # source tree that is not installed in editable mode (Python started in the repository root) lacks them
@@ -55,7 +55,7 @@ _PUBLIC = {
     "keys": "capacity.inputs.keys",
     "values": "capacity.inputs.values",
     "features": "capacity.inputs.features",
-    "learned": "capacity.inputs.learned",
+    "learned": "capacity.tasks.learned",
     "theory": "capacity.theory",
     "variants": "capacity.variants",
     "probe": "capacity.tasks.probe",

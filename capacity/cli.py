@@ -22,7 +22,7 @@ import sys
 import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
 from typing import TYPE_CHECKING, Any
 
-from capacity import __version__
+from capacity.base._version import __version__
 from capacity.errors import CapacityError, Terminated, UserCodeError
 
 if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's start-up stays short)

@@ -175,7 +175,7 @@ PUBLIC = [
     "capacity.tasks.metrics",
     "capacity.theory",
     "capacity.tasks.mqar.probe",
-    "capacity.inputs.learned",
+    "capacity.tasks.learned",
     "capacity.inputs.pretrained",
     "capacity.check.conformance",
     "capacity.base.labels",

@@ -117,17 +117,18 @@ def test_the_changelog_has_an_unreleased_section_then_the_current_version():
 def test_the_version_is_written_once_and_read_by_setuptools_without_importing_the_package():
     pyproject = _pyproject()
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "capacity.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "capacity.base._version.__version__"}
     # setuptools' own reader, with capacity made unimportable: it must read the literal from the source
     code = (
         "import sys; sys.modules['capacity'] = None; sys.modules['torch'] = None\n"
         "from setuptools.config.expand import read_attr\n"
-        f"print(read_attr('capacity.__version__', root_dir={str(ROOT)!r}))"
+        f"print(read_attr('capacity.base._version.__version__', root_dir={str(ROOT)!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == capacity.__version__
-    assert len(re.findall(r"^__version__ = ", (ROOT / "capacity" / "__init__.py").read_text(), re.MULTILINE)) == 1
+    written = [p for p in (ROOT / "capacity").rglob("*.py") if re.search(r"^__version__ = ", p.read_text(), re.M)]
+    assert written == [ROOT / "capacity" / "base" / "_version.py"]
     # the installed metadata (written from the attr at install time) and the command line agree
     assert metadata.version(DISTRIBUTION) == capacity.__version__
     cli = subprocess.run([sys.executable, "-m", "capacity.cli", "--version"], capture_output=True, text=True)

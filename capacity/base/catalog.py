@@ -153,20 +153,42 @@ class Classes:
 Shape = Calls | Dict | Classes
 
 
+def _spec(module: str) -> tuple[Path | None, list[Path]]:
+    """(the source file, the package folders) of ``module``, found without running it or its parent packages:
+    only the top package and the one below it are looked up by the import system (their parents imported: for
+    ``capacity.tasks.learned``, ``capacity`` alone), the rest by their files."""
+    parts = module.split(".")
+    spec = importlib.util.find_spec(".".join(parts[:2]))
+    if spec is None:
+        return None, []
+    origin = Path(spec.origin) if spec.origin else None
+    folders = [Path(f) for f in spec.submodule_search_locations or ()]
+    for part in parts[2:]:
+        found = [f / part for f in folders if (f / part / "__init__.py").is_file()]
+        if found:
+            origin, folders = found[0] / "__init__.py", found
+        else:
+            modules = [f / f"{part}.py" for f in folders if (f / f"{part}.py").is_file()]
+            origin, folders = (modules[0] if modules else None), []
+            if origin is None:
+                return None, []
+    return origin, folders
+
+
 def source(module: str) -> Path:
-    """The source file of ``module``, found without running it (its parent packages are imported)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+    """The source file of ``module``, found without running it or the packages it is in below the top one."""
+    origin, _ = _spec(module)
+    if origin is None or origin.suffix != ".py":
         raise CapacityError(f"no Python source for {module!r}")
-    return Path(spec.origin)
+    return origin
 
 
 def files(package: str, pattern: str) -> list[Path]:
     """The files of ``package``'s folder that match ``pattern`` (``"*.py"``, ``"*/task.py"``), sorted."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    _, folders = _spec(package)
+    if not folders:
         raise CapacityError(f"{package!r} is not a package")
-    return sorted(p for folder in spec.submodule_search_locations for p in Path(folder).glob(pattern))
+    return sorted(p for folder in folders for p in folder.glob(pattern))
 
 
 def read(paths: list[Path], shape: Shape) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """The inputs layer: what is written into a memory and how it is encoded.
 
 ``keys`` (key families with controlled orthogonality), ``values`` (value families), ``features`` (feature maps
-phi), ``learned`` (keys optimised for low coherence) and ``pretrained`` (keys of a pretrained model's attention).
+phi), ``pretrained`` (keys of a pretrained model's attention) and ``capture`` (a real model's inputs). The key
+family ``learned`` (keys optimised through a memory's read) is of the tasks layer, ``capacity.tasks.learned``.
 Imports only ``capacity.base``, ``capacity.theory`` and ``capacity.kernels``.
 """
 

@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from capacity import __version__
 from capacity.base._paths import library_dirs, package_dirs
+from capacity.base._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

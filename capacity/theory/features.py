@@ -25,15 +25,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from capacity.errors import CapacityError
-
-if TYPE_CHECKING:  # the feature maps' types (capacity.inputs loads only where a map is given by name, in _map)
-    from capacity.inputs.features import Dpfp, FeatureMap, Performer
 from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = [
@@ -324,16 +321,32 @@ def performer_error(n: Numbers, d: Numbers, m: int = 256) -> Floats:
 # ---------------------------------------------------------------- dispatch
 
 
-def _map(feature: str | FeatureMap, params: dict[str, object]) -> FeatureMap:
-    from capacity.inputs import features as feature_maps
+# the built-in maps with a closed form -> the parameters the closed form reads (performer's seed and orthogonal do not
+# change it: T28 averages over the projections)
+_READS = {"identity": (), "taylor2": (), "relu": (), "elu1": (), "dpfp": ("nu",), "performer": ("m",)}
+_IGNORED = {"performer": ("seed", "orthogonal")}
 
-    phi = feature_maps.get(feature, **params) if isinstance(feature, str) else feature
-    if not isinstance(phi, feature_maps.FeatureMap):
+
+def _map(feature: Any, params: dict[str, object]) -> tuple[str, dict[str, Any]]:
+    """(name, the parameters its closed form reads) of a map given by name and parameters, or of a feature map
+    object (``capacity.features``: its ``name`` and its ``nu`` or ``m``), read without importing the maps."""
+    if isinstance(feature, str):
+        name, label, given = feature, feature, dict(params)
+    elif isinstance(getattr(feature, "name", None), str) and not params:
+        name, label = feature.name, str(getattr(feature, "label", feature.name))
+        given = {p: getattr(feature, p) for p in _READS.get(name, ())}
+    else:
         raise CapacityError(f"feature must be a built-in feature map name or FeatureMap, got {feature!r}")
-    return phi
+    if name not in _READS:
+        raise CapacityError(f"no closed form is known for the feature map {label!r} (built-ins: T25-T28)")
+    unknown = sorted(set(given) - set(_READS[name]) - set(_IGNORED.get(name, ())))
+    if unknown:
+        allowed = ", ".join((*_READS[name], *_IGNORED.get(name, ()))) or "none"
+        raise CapacityError(f"feature map {name!r} got unknown parameter(s) {', '.join(unknown)}; allowed: {allowed}")
+    return name, {p: given[p] for p in _READS[name] if p in given}
 
 
-def feature_crosstalk(feature: str | FeatureMap, d: Numbers, **params: object) -> Floats:
+def feature_crosstalk(feature: Any, d: Numbers, **params: object) -> Floats:
     """rho2 = E cos^2(phi(k), phi(k')) of a built-in feature map for random unit keys in R^d (T25-T28).
 
     ``feature``: a name of ``capacity.features`` (with its parameters, e.g. ``nu=2``, ``m=256``) or a built-in
@@ -341,8 +354,7 @@ def feature_crosstalk(feature: str | FeatureMap, d: Numbers, **params: object) -
     average over i.i.d. projections (T28) whatever the map's ``orthogonal`` and ``seed`` (orthogonal blocks measure
     2-3% lower at m = 256); elu1 and DPFP: the approximations their functions state.
     """
-    phi = _map(feature, params)
-    name = phi.name
+    name, reads = _map(feature, params)
     if name == "identity":
         return polynomial_kernel_error(2, d, [0.0, 1.0])
     if name == "taylor2":
@@ -352,13 +364,11 @@ def feature_crosstalk(feature: str | FeatureMap, d: Numbers, **params: object) -
     if name == "elu1":
         return elu1_feature_error(2, d)
     if name == "dpfp":
-        return dpfp_error(2, d, cast("Dpfp", phi).nu)
-    if name == "performer":
-        return performer_error(2, d, cast("Performer", phi).m)
-    raise CapacityError(f"no closed form is known for the feature map {phi.label!r} (built-ins: T25-T28)")
+        return dpfp_error(2, d, **reads)
+    return performer_error(2, d, **reads)
 
 
-def feature_map_error(feature: str | FeatureMap, n: Numbers, d: Numbers, **params: object) -> Floats:
+def feature_map_error(feature: Any, n: Numbers, d: Numbers, **params: object) -> Floats:
     """Mean error (n - 1) rho2 of the linear memory with L2-normalised features of ``feature`` (see
     ``feature_crosstalk``), random unit keys and values: what the feature-maps study measures."""
     n, _ = _counts(n=n, d=d)

@@ -18,11 +18,11 @@ import torch
 import xarray as xr
 
 from capacity import CapacityError, studies, sweep
-from capacity.inputs import learned
 from capacity.sweep import provenance as store_mod
 from capacity.sweep.jobs import check
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store, _checksum
+from capacity.tasks import learned
 
 PKG = Path(__file__).resolve().parents[1] / "plugin_pkg"
 ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}

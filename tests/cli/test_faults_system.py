@@ -23,7 +23,8 @@ import xarray as xr
 from capacity import CapacityError, studies
 from capacity.base import _files, _validate
 from capacity.cli import main
-from capacity.inputs import features, learned
+from capacity.inputs import features
+from capacity.tasks import learned
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE (capacity.cli.PIPE_CLOSED)
 

@@ -34,7 +34,7 @@ import torch
 
 from capacity.base import _random
 from capacity.errors import CapacityError, UserCodeError
-from capacity.inputs import learned
+from capacity.tasks import learned
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover

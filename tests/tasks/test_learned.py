@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, learned, values
-from capacity.tasks import probe
+from capacity.inputs import keys, values
+from capacity.tasks import learned, probe
 
 
 def test_linear_reaches_the_frame_bound_and_with_gain_the_rank_bound():
