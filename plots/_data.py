@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Hashable, Iterable, Sequence
@@ -16,6 +17,7 @@ from capacity.base import labels
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
 from capacity.tasks.metrics import HIGHER_IS_BETTER
+from capacity.variants.declares import Declares, declared
 
 __all__ = [
     "require",
@@ -28,6 +30,7 @@ __all__ = [
     "undetermined_note",
     "reads",
     "delta_beta",
+    "family",
     "memory",
     "MAX_PANELS",
 ]
@@ -224,19 +227,34 @@ def reads(ds: xr.Dataset, variant: object) -> tuple[bool, bool]:
     if "additive" in ds.coords and "variant" in ds["additive"].dims:
         return bool(ds["additive"].sel(variant=variant)), bool(ds["linear_read"].sel(variant=variant))
     try:
-        built = variants.resolve(str(variant))
+        said = declared(variants.resolve(str(variant)))
     except CapacityError:
         return False, False
-    return getattr(built, "additive", False) is True, getattr(built, "linear_read", False) is True
+    return said.additive is True, said.linear_read is True
 
 
-def memory(ds: xr.Dataset, variant: object) -> tuple[str, Params] | None:
-    """(registered name, every parameter) of the built-in memory labelled ``variant``, as the results carry it.
+@functools.lru_cache(maxsize=256)
+def _rebuilt(path: str, params: str) -> Declares | None:
+    """What the built-in memory of class ``path`` (``module:Class``) with the JSON ``params`` declares, or None where
+    it cannot be rebuilt here (each record is built once per process)."""
+    module, _, name = path.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+        return declared(cls(**json.loads(params)))
+    except (ImportError, AttributeError, CapacityError, TypeError, ValueError):
+        return None
+
+
+def memory(ds: xr.Dataset, variant: object) -> tuple[Declares, Params] | None:
+    """(what it declares, every parameter) of the built-in memory labelled ``variant``, as the results carry it: a
+    figure draws a closed form for the family the memory declares (``Declares.family``), with the constants its
+    parameters give, and never decides by a name.
 
     A sweep's Dataset records each memory's class and all its parameters, defaults included (``attrs["memories"]``):
-    that record is read, so no figure copies a memory's defaults or parses its label. A Dataset made outside the
-    sweep (``probe.recall``, by hand) has no record: the memory is then built from its label by the registry, which
-    fills in every default. None for a memory that is not a built-in (no closed form is drawn for it).
+    that record is read and the memory rebuilt from it, so no figure copies a memory's defaults or parses its label.
+    A Dataset made outside the sweep (``probe.recall``, by hand) has no record: the memory is then built from its
+    label by the registry, which fills in every default. None for a memory that is not a built-in (no closed form is
+    drawn for it) or that cannot be rebuilt here.
     """
     if variant is None:
         return None
@@ -248,19 +266,22 @@ def memory(ds: xr.Dataset, variant: object) -> tuple[str, Params] | None:
         entry = recorded.get(str(variant))
         if not isinstance(entry, dict) or not str(entry.get("class", "")).startswith("capacity.variants."):
             return None
-        module, _, name = entry["class"].partition(":")
-        try:
-            cls = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            return None
-        return str(cls.name), dict(entry.get("params", {}))
+        params = dict(entry.get("params", {}))
+        said = _rebuilt(str(entry["class"]), json.dumps(params, sort_keys=True))
+        return None if said is None else (said, params)
     try:
         built = variants.resolve(str(variant))
     except CapacityError:
         return None
     if not type(built).__module__.startswith("capacity.variants."):
         return None
-    return str(built.name), variants.params(built)
+    return declared(built), variants.params(built)
+
+
+def family(ds: xr.Dataset, variant: object) -> str | None:
+    """The closed-form family the built-in memory labelled ``variant`` declares (``Declares.family``), or None."""
+    found = memory(ds, variant)
+    return None if found is None else found[0].family
 
 
 def spec(ds: xr.Dataset, axis: str, label: object) -> tuple[str, Params]:
@@ -288,9 +309,9 @@ def delta_beta(ds: xr.Dataset, variant: object) -> float | None:
     found = memory(ds, variant)
     if found is None:
         return None
-    name, params = found
+    said, params = found
     beta = params.get("beta")
-    plain = name == "delta" and params.get("normalize", True) is True and params.get("feature") is None
+    plain = said.family == "delta" and params.get("normalize", True) is True and params.get("feature") is None
     if not plain or isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 2:
         return None
     return float(beta)

@@ -41,13 +41,15 @@ THEORY_LABEL = "T25–T28 closed form of each map: (n − 1) ρ² (dashed, the m
 
 
 def _unit_feature_linear(ds: xr.Dataset, variant: object) -> bool:
-    """Whether ``variant`` (a label, or None: no variant axis) is the linear memory with L2-normalised features and a
-    plain read, the memory T25-T28 describe (its parameters as ``ds`` records them)."""
+    """Whether ``variant`` (a label, or None: no variant axis) is of the additive family with L2-normalised features
+    and a plain read, the memory T25-T28 describe (its family as it declares it, its parameters as ``ds`` records
+    them)."""
     found = _data.memory(ds, variant)
     if found is None:
         return False
-    name, params = found
-    return name == "linear" and params.get("normalize") is True and not params.get("normalize_read", False)
+    said, params = found
+    plain = params.get("normalize") is True and not params.get("normalize_read", False)
+    return said.family == "additive" and plain
 
 
 def _crosstalk(ds: xr.Dataset, feature: str, d: int) -> float | None:

@@ -29,6 +29,7 @@ from capacity import theory, variants
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
 from capacity.variants import precision
+from capacity.variants.declares import declared
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -50,13 +51,13 @@ def _built(label: str) -> Variant | None:
 
 def _bytes(v: Variant | None, d: int, dv: int, dtype: str) -> tuple[Callable[[float], float] | None, bool]:
     """(bytes kept by the built variant ``v`` after n writes, as a function of n; grows): for a fixed state, every
-    state tensor at ``dtype``; for a state that grows (a ``numel`` method), ``state_numel(d, dv, n=n)`` numbers at
+    state tensor at ``dtype``; for a state that grows (declared ``state="growing"``), ``state_numel(d, dv, n=n)`` numbers at
     ``dtype`` (softmax's cache n (d + dv), log-linear's floor(log2 n) + 1 levels of d dv), linear between whole n
     (a capacity averaged over seeds need not be whole); None when unknown."""
     if v is None:
         return None, False
     size = precision.itemsize(dtype)
-    if callable(getattr(v, "numel", None)):
+    if declared(v).state == "growing":
 
         def grown(n: float) -> float:
             lo = max(int(math.floor(n)), 0)
@@ -98,7 +99,7 @@ def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
     with theme.style():
         built = {v: _built(v) for v in var_labels}  # each memory resolved once
         # T13's cache line goes with softmax; other growing states (log-linear) are drawn at their own bytes
-        growing = [v for v in var_labels if getattr(built[v], "name", None) == "softmax"]
+        growing = [v for v in var_labels if built[v] is not None and declared(built[v]).family == "softmax"]
         fig, axes = theme.figure(1, 3, height=theme.PANEL_H + 1.6)
         axes[0, 1].sharex(axes[0, 0])
         for c, (metric, thr, crit) in enumerate(criteria):

@@ -31,17 +31,18 @@ __all__ = ["log_linear_bytes", "equal_bytes"]
 def _base_of(ds: xr.Dataset, variant: object) -> str | None:
     """The label of the base memory of log-linear ``variant`` among the Dataset's variants, or None."""
     found = _data.memory(ds, variant)
-    if found is None or found[0] != "log_linear":
+    if found is None or found[0].family != "log_linear":
         return None
     params = found[1]
     base, alpha, beta = params.get("base", "linear"), float(params.get("alpha", 1.0)), float(params.get("beta", 1.0))
-    want = "decay" if base == "linear" and alpha != 1.0 else base
+    # the family of the base memory at these parameters: a gated linear base is the decay memory
+    want = "decay" if base == "linear" and alpha != 1.0 else {"linear": "additive"}.get(str(base), str(base))
     for other in _data.levels(ds, "variant"):
         got = _data.memory(ds, other)
-        if got is None or got[0] != want:
+        if got is None or got[0].family != want:
             continue
         p = got[1]
-        if want != "linear" and float(p.get("alpha", 1.0)) != alpha:
+        if want != "additive" and float(p.get("alpha", 1.0)) != alpha:
             continue
         if want == "gated_delta" and float(p.get("beta", 1.0)) != beta:
             continue

@@ -34,22 +34,27 @@ Memory = tuple[str, float, float]
 __all__ = ["precision_curves", "departures", "DEPART"]
 
 DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
-_MEMORIES = {"linear": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
+# the declared family (capacity.variants.Declares.family) -> the memory kind theory.step_rounding_error takes
+_KINDS = {"additive": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
 
 
 def _memory(ds: xr.Dataset, variant: str) -> Memory | None:
-    """(memory kind of theory.step_rounding_error, alpha, beta) for a plain built-in, or None; its parameters as the
-    results record them (``plots._data.memory``): linear and delta have no gate (alpha 1), linear no beta (1)."""
+    """(memory kind of theory.step_rounding_error, alpha, beta) for a plain built-in of a family T15-T19 cover, or
+    None; its family as it declares it, its parameters as the results record them (``plots._data.memory``): linear
+    and delta have no gate (alpha 1), linear no beta (1)."""
     found = _data.memory(ds, variant)
-    if found is None or found[0] not in _MEMORIES:
+    if found is None or found[0].family not in _KINDS:
         return None
-    name, params = found
-    if params.get("feature") is not None or (name in ("delta", "gated_delta") and params.get("normalize") is not True):
+    said, params = found
+    family = str(said.family)
+    if params.get("feature") is not None or (
+        family in ("delta", "gated_delta") and params.get("normalize") is not True
+    ):
         return None  # T15-T19 take unit keys: the delta rules normalise them unless told not to
     alpha, beta = params.get("alpha", 1.0), params.get("beta", 1.0)
     if isinstance(alpha, (list, tuple)) or isinstance(beta, (list, tuple)):
         return None  # drawn per token: no closed form here
-    return name, float(alpha), float(beta)
+    return _KINDS[family], float(alpha), float(beta)
 
 
 def _mean(da: xr.DataArray) -> xr.DataArray:

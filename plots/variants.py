@@ -44,7 +44,7 @@ class _Style(TypedDict, total=False):
 def _softmax_scale(ds: xr.Dataset, variant: object, d: int) -> float | None:
     """The scale of a softmax memory at key dimension d (its ``scale``; None: sqrt(d)), or None for any other memory."""
     found = _data.memory(ds, variant)
-    if found is None or found[0] != "softmax":
+    if found is None or found[0].family != "softmax":
         return None
     scale = found[1].get("scale")
     return float(np.sqrt(d)) if scale is None else float(scale)
@@ -153,7 +153,7 @@ def variant_curves(ds: xr.Dataset) -> Figure:
             text += f" No closed form for the mean error of: {', '.join(bare)} (T8 bounds those with a linear read)."
         if any(_softmax_scale(ds, v, 16) is not None for v in var_labels):
             text += " Recall: no closed form for softmax's argmax recall; T10 is the additive memory's."
-        if any((_data.memory(ds, v) or ("",))[0] == "log_linear" for v in var_labels):
+        if any(_data.family(ds, v) == "log_linear" for v in var_labels):
             text += (
                 " Log-linear attention: at n = 2^m every pair lies in one Fenwick level, so it reads as its base memory"
                 " (scaled) there and its recall coincides with the base's; only n between powers of two tell them apart."

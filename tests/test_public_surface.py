@@ -50,6 +50,7 @@ SURFACE = {
     ],
     "capacity.variants": [
         "Variant",
+        "Declares",
         "get",
         "resolve",
         "build",

@@ -2,8 +2,10 @@
 
 Run it on your own variant before you probe it: it checks the contract the probe relies on and
 two closed forms at d = 16, then measures the variant's capacity at d = 64 next to the bounds.
-A variant that declares the key dimensions it takes (``dims``) is checked at the declared d
-nearest 16 and measured at the declared d nearest 64.
+A variant that declares the key dimensions it takes (``Declares.dims``) is checked at the declared d
+nearest 16 and measured at the declared d nearest 64. What a variant declares (``capacity.variants.Declares``, the
+table in ``capacity.variants.declares``) decides which closed forms must hold; a variant that declares nothing has
+T2 and T12 tried and reported, and T8 applied to a fixed-size state.
 
 >>> from capacity import check_variant, variants
 >>> report = check_variant(variants.get("delta"))
@@ -12,7 +14,8 @@ nearest 16 and measured at the declared d nearest 64.
 
 The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason):
 
-- protocol: ``name`` and callable ``init_state``, ``write``, ``read``, ``state_numel``;
+- protocol: ``name`` and callable ``init_state``, ``write``, ``read``, ``state_numel``; a ``declares`` that is a
+  ``Declares``; ``numel(state)`` exactly when it declares ``state="growing"``;
 - shape and dtype: reads are float32 ``[B, m, dv]``; the state's tensors (found through dataclasses, tuples,
   lists and dicts) are floating point ``[B, ...]`` in any precision (float32, bfloat16, float16, float8: a state
   stored in low precision is accepted) and hold ``state_numel(d, dv)`` numbers per batch item (or
@@ -25,11 +28,12 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
   writes in chunks, between checkpoints);
 - device placement: the state and the reads stay on the inputs' device (every available device);
 - T2 two pairs: k1 S = |k1|^2 v1 + (k1.k2) v2 for an additive variant; must hold when the
-  variant declares ``additive = True``, is n/a when it declares False, and is tried otherwise;
+  variant declares ``additive=True``, is n/a when it declares False, and is tried otherwise;
 - T12 last key: with unit keys and beta = 1 the last written key reads back exactly; must hold
-  when the variant declares ``delta_rule = True`` and its beta is 1, tried when undeclared.
-  beta is read from ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta``
-  attribute (in that order); a variant that records none is taken to have beta = 1;
+  when the variant declares ``delta_rule=True`` and its beta is 1, tried when undeclared.
+  beta is read from its parameters (``variants.params``: ``params``, else the constructor's arguments kept as
+  attributes): ``beta``, or from_fla's ``per_token["beta"]``;
+  a variant that records none is taken to have beta = 1;
 - probe: ``capacity.probe.measure`` runs and gives finite errors; the capacity is measured there:
   the largest measured n with mse <= eps whose next n fails, found exactly (every n between the
   last grid point that meets eps and the first that fails is measured; the keys are a prefix
@@ -59,7 +63,8 @@ from capacity.base._types import Seed
 from capacity.errors import CapacityError, UserCodeError
 from capacity.inputs import keys, values
 from capacity.tasks import probe
-from capacity.variants._guard import guard
+from capacity.variants import declares
+from capacity.variants._guard import Guarded, guard
 
 __all__ = ["check_variant", "Report", "Result"]
 
@@ -180,11 +185,6 @@ def _state_tensors(state: object, bookkeeping: bool = True) -> list[torch.Tensor
     return state_tensors(state)
 
 
-def _declared(variant: Any, flag: str) -> bool | None:
-    value = getattr(variant, flag, None)
-    return value if isinstance(value, bool) else None
-
-
 class _Inputs:
     """Small seeded inputs: keys [B, n, d] (unit rows), values [B, n, dv], queries [B, m, d]."""
 
@@ -218,8 +218,9 @@ def _shape_dtype(v: Any, x: _Inputs) -> Result:
             f"read returned {r.dtype} {list(r.shape)}, expected float32 [B, m, dv] = {list(want)}",
         )
     tensors = _state_tensors(state, bookkeeping=False)  # fields marked precision.bookkeeping() are not counted
-    if callable(getattr(v, "numel", None)):
-        expect, source = v.numel(state), "numel(state)"
+    grown = declares.numel(v, state)
+    if grown is not None:
+        expect, source = grown, "numel(state)"
     else:
         expect, source = v.state_numel(x.d, x.dv), f"state_numel(d={x.d}, dv={x.dv})"
     if isinstance(expect, bool) or not isinstance(expect, (int, np.integer)) or expect <= 0:
@@ -331,7 +332,7 @@ def _device(v: Any, x: _Inputs) -> Result:
 
 
 def _t2(v: Any, x: _Inputs) -> Result:
-    declared = _declared(v, "additive")
+    declared = declares.declared(v).additive
     if declared is False:
         return Result("T2 two pairs", NA, "declared additive = False")
     g = _random.generator(0, "conformance/t2")
@@ -359,20 +360,16 @@ def _t2(v: Any, x: _Inputs) -> Result:
             f"declared additive, but k1 S differs from |k1|^2 v1 + (k1.k2) v2 by {err:.3g} (max rel.)",
         )
     return Result(
-        "T2 two pairs", NA, f"not additive (k1 S misses T2 by {err:.2g}); declare additive = True to require it"
+        "T2 two pairs", NA, f"not additive (k1 S misses T2 by {err:.2g}); declare Declares(additive=True) to require it"
     )
 
 
 def _beta(v: Any) -> tuple[object, str | None]:
     """Where the variant records beta: (value, where), or (None, None) when it records none."""
-    params = getattr(v, "params", None)
-    if isinstance(params, dict) and "beta" in params:
-        return params["beta"], 'params["beta"]'
-    per_token = getattr(v, "per_token", None)
-    if isinstance(per_token, dict) and "beta" in per_token:
-        return per_token["beta"], 'per_token["beta"]'
-    if hasattr(v, "beta"):
-        return v.beta, "the beta attribute"
+    params = variants.params(v.inner if isinstance(v, Guarded) else v)
+    for key, where in (("beta", 'params["beta"]'), ("per_token.beta", 'per_token["beta"]')):
+        if key in params:
+            return params[key], where
     return None, None
 
 
@@ -393,7 +390,7 @@ def _is_one(beta: object) -> bool | None:
 
 
 def _t12(v: Any, x: _Inputs) -> Result:
-    declared = _declared(v, "delta_rule")
+    declared = declares.declared(v).delta_rule
     if declared is False:
         return Result("T12 last key", NA, "declared delta_rule = False")
     beta, where = _beta(v)
@@ -428,7 +425,7 @@ def _t12(v: Any, x: _Inputs) -> Result:
     return Result(
         "T12 last key",
         NA,
-        f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare delta_rule = True to require it",
+        f"not a delta rule with beta = 1 (last key misses by {err:.2g}); declare Declares(delta_rule=True) to require it",
     )
 
 
@@ -469,7 +466,7 @@ def _capacity(v: Any, report: Report, seed: Seed) -> Result:
     D = int(cv.feature_dim)
     grows = bool(cv.sizes)
     t8 = f"T8 any {D} x dv state, linear read: D / (1 - eps)"
-    linear = _declared(v, "linear_read")
+    linear = declares.declared(v).linear_read
     report.bounds = {
         "T7 random keys, additive rule: 1 + eps d": float(theory.capacity_random_keys(report.eps, d)),
         "T5 tight frame, additive rule: d (1 + eps)": float(theory.capacity_tight_frame(report.eps, d)),
@@ -485,18 +482,12 @@ def _capacity(v: Any, report: Report, seed: Seed) -> Result:
 
 
 def _dims(variant: Any) -> tuple[int, ...] | str | None:
-    """The variant's declared key dimensions: None (any d), a sorted tuple, or a str saying what is wrong."""
-    dims = getattr(variant, "dims", None)
-    if dims is None:
-        return None
+    """The variant's declared key dimensions: None (any d), a sorted tuple, or a str saying what is wrong with its
+    declaration."""
     try:
-        out = tuple(sorted({int(x) for x in dims if not isinstance(x, bool) and int(x) == x and x >= 2}))
-        ok = len(out) == len(set(dims)) and len(out) > 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        return f"dims must be None or a non-empty collection of whole numbers >= 2 (the key dimensions), got {dims!r}"
-    return out
+        return declares.declared(variant).dims
+    except CapacityError as exc:
+        return str(exc)
 
 
 def _nearest(dims: tuple[int, ...] | None, target: int) -> int:
@@ -532,27 +523,28 @@ def check_variant(variant: object, *, d: int | None = None, eps: float = 0.5, se
     if d is not None:
         d = _validate.positive_int("d", d, minimum=2)
         if isinstance(dims, tuple) and d not in dims:
-            who = getattr(variant, "name", type(variant).__name__)
+            who = declares.name(variant)
             raise CapacityError(
                 f"d = {d} is not a key dimension {who!r} takes: its dims are {list(dims)}; "
                 "pass one of them, or leave d unset"
             )
     usable = dims if isinstance(dims, tuple) else None
     d = d if d is not None else _nearest(usable, 64)
-    params = getattr(variant, "params", {})
     report = Report(
-        variant=str(getattr(variant, "name", type(variant).__name__)),
-        params=params if isinstance(params, dict) else {"params": repr(params)},
+        variant=declares.name(variant),
+        params=declares.params(variant) or {},
         d=d,
         eps=eps,
         n_max=4 * d,
         check_d=_nearest(usable, 16),
     )
     missing = [m for m in _REQUIRED if not callable(getattr(variant, m, None))]
-    if not isinstance(getattr(variant, "name", None), str):
+    if not declares.has_name(variant):
         missing.insert(0, "name (a str)")
-    if missing or isinstance(dims, str):
+    unsaid = [] if isinstance(dims, str) else declares.unaccounted(variant)
+    if missing or isinstance(dims, str) or unsaid:
         problems = ([f"missing {', '.join(missing)}"] if missing else []) + ([dims] if isinstance(dims, str) else [])
+        problems += unsaid
         report.results.append(Result("protocol", FAIL, "; ".join(problems)))
         report.results += [Result(name, NA, "protocol incomplete") for name, _ in _CHECKS] + [
             Result("probe", NA, "protocol incomplete")

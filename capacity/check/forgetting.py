@@ -25,6 +25,7 @@ from capacity.inputs import keys, values
 from capacity.tasks import probe
 from capacity.theory._common import Floats
 from capacity.variants import Variant
+from capacity.variants.mamba2 import Mamba2
 
 Bins = tuple[tuple[int, int], ...]  # (first age, end) of each bin or window
 
@@ -94,7 +95,7 @@ def _measure(
         S = mem.write(mem.init_state(b, d, _DV + P, device=dev), K, torch.cat([V, M], dim=-1))
         trace = S[:, :, _DV:].double()  # [b, d, P]
         energy.append((trace * trace).sum(1).cpu())  # [b, P]
-        if hasattr(mem, "steps"):
+        if isinstance(mem, Mamba2):
             steps.append(mem.steps(K).double().cpu())  # [b, n]
     cat: Callable[[list[torch.Tensor]], torch.Tensor | None] = lambda xs: torch.cat(xs) if xs else None
     # B >= 1: one chunk at least, so signal, mse and energy are tensors

@@ -16,6 +16,7 @@ import xarray as xr
 
 from capacity.errors import CapacityError
 from capacity.sweep.config import Study, n_of
+from capacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
@@ -140,13 +141,9 @@ def assemble(
     out = out.assign_coords(schema.coords)
 
     # coordinates over the grid: what each variant is, n or load, dv, dtype, feature dimensions
-    built = [plan.object(v) for v in g.variant]
-    for flag, desc in _FLAGS.items():
-        out.coords[flag] = (
-            "variant",
-            np.array([getattr(b, flag, False) is True for b in built]),
-            {"description": desc},
-        )
+    said = [declares.declared(plan.object(v)) for v in g.variant]
+    for flag, got in (("additive", [x.additive for x in said]), ("linear_read", [x.linear_read for x in said])):
+        out.coords[flag] = ("variant", np.array([x is True for x in got]), {"description": _FLAGS[flag]})
     d = xr.DataArray(np.asarray(g.d), dims="d")
     x = xr.DataArray(np.asarray(g.curve_values), dims=curve)
     if curve == "load":

@@ -457,11 +457,12 @@ def behaviour(memory: Variant, device: str | torch.device = "cpu") -> dict[str, 
 
     from capacity.errors import user_code
     from capacity.variants._guard import _label
+    from capacity.variants.declares import declared
 
     who = f"memory {_label(memory)!r}"
 
     B, n, d, dv = _PROBE
-    dims = getattr(memory, "dims", None)
+    dims = declared(memory).dims
     if dims:
         d = min(dims, key=lambda x: (abs(x - d), x))
     threads = torch.get_num_threads()

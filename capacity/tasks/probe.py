@@ -30,7 +30,7 @@ from capacity import variants as _variants
 from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.tasks.decode import _ks, argmax_correct, topk_correct
-from capacity.variants import Variant
+from capacity.variants import Variant, declares
 from capacity.variants._guard import Guarded, guard
 
 __all__ = [
@@ -275,7 +275,7 @@ def measure(
     dv = values.shape[2]
     cps = _checkpoints(checkpoints, n)
     edges = _age_bins(age_bins, n)
-    vname = getattr(variant, "name", type(variant).__name__)
+    vname = declares.name(variant)
     names = [m for m in METRICS if decode or m != "recall"]
     # reads and per-query metrics at the last checkpoint: about ten [B, n, dv] float32 tensors at once
     _validate.check_alloc("probe: reads and metrics", (B, min(n, queries or n), dv), torch.float32, device, copies=10.0)
@@ -334,7 +334,7 @@ def _measure(
     dv = values.shape[2]
     device = keys.device
     state = variant.init_state(B, d, dv, device=device)
-    measures_size = callable(getattr(variant, "numel", None))
+    measures_size = declares.declared(variant).state == "growing"
     sizes: list[int] = []  # numel(state) after each checkpoint, for memories that grow
     names = [*names, "recall_at"] if ks else list(names)
     rows: dict[str, list[torch.Tensor]] = {m: [] for m in names}
@@ -353,7 +353,7 @@ def _measure(
             written += BLOCK
         at = state if written == c else variant.write(_copy(state, vname), keys[:, written:c], values[:, written:c])
         if measures_size:
-            sizes.append(int(variant.numel(at)))
+            sizes.append(int(declares.numel(variant, at) or 0))
         idx = _sample(c, queries, query_seed, device) if queries is not None and queries < c else None
         m_c = c if idx is None else idx.numel()
         r = variant.read(at, keys[:, :c] if idx is None else keys[:, idx])
@@ -378,7 +378,7 @@ def _measure(
             if queries is not None:  # s.e. of a mean of m_c of c draws without replacement (0 when all are read)
                 fpc = (c - m_c) / (c - 1) if c > 1 else 0.0
                 errs[m].append(x.double().std(-1, correction=1).nan_to_num(0.0) * math.sqrt(fpc / m_c))
-    feature_dim = variant.feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
+    feature_dim = declares.feature_dim(variant, d)
     return Curves(
         checkpoints=cps,
         metrics={
@@ -414,7 +414,7 @@ def peak_bytes(variant: Variant, batch: int, n: int, d: int, dv: int, key_stats:
     errors and per-query metrics ``[B, n, dv]`` four times; the state three times (a copy at a checkpoint inside a
     block); the decode's score block of 2^24 floats; key statistics' Gram blocks ``[B, 2048, n]`` in float64.
     """
-    D = guard(variant).feature_dim(d) if callable(getattr(variant, "feature_dim", None)) else d
+    D = declares.feature_dim(guard(variant), d)
     state = guard(variant).state_numel(D, dv, n=n)  # n for a memory that grows (softmax)
     total = 12 * batch * n * (d + dv) + 4 * batch * n * D + 16 * batch * n * dv + 12 * batch * state + 4 * (1 << 24)
     return int(total + (8 * batch * min(n, 2048) * n if key_stats else 0))
@@ -451,7 +451,7 @@ def recall(
     of the work, c^2 dv per checkpoint against c d dv for the reads. The configuration is the
     JSON attr ``config``. The attr ``feature_dim`` is the number of state rows per key
     (``variant.feature_dim(d)`` where the variant has a feature map, else d). For a variant
-    whose memory grows (one with a ``numel(state)`` method, such as softmax) the Dataset also
+    whose memory grows (one that declares ``state="growing"``, such as softmax) the Dataset also
     holds ``state_numel`` over n, the measured size after each checkpoint, and the attr
     ``state_numel`` is its last value.
 
@@ -484,8 +484,8 @@ def recall(
     B, n, d = keys.shape
     dv = values.shape[2]
     device = keys.device
-    vname = getattr(variant, "name", type(variant).__name__)
-    params = getattr(variant, "params", {})
+    vname = declares.name(variant)
+    params = declares.params(variant) or {}
     config = {
         "variant": vname,
         "variant_params": params,

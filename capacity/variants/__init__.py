@@ -10,30 +10,11 @@ A variant is any object with
 - ``read(state, q) -> r``: reads ``[batch, m, dv]`` for queries q ``[batch, m, d]``;
 - ``state_numel(d, dv) -> int``: numbers kept per batch item.
 
-Optional members, used where present:
-
-- ``params``: a dict, recorded by the probe;
-- ``feature_dim(d) -> int``: rows of the state for keys of dimension d (a feature map's D),
-  recorded by the probe as the attr ``feature_dim`` (d when absent);
-- ``numel(state) -> int``: numbers the given state keeps per batch item, for memories that
-  grow (softmax, log_linear); the probe then records it as a variable ``state_numel`` over n. Such a
-  memory's ``state_numel(d, dv, n=None)`` takes n, the writes, and gives the numbers after them (it
-  raises without n); the frontier, ``precision.state_bytes(..., n=)`` and the bill size it so;
-- bookkeeping in the state: a dataclass field declared with ``capacity.variants.precision.bookkeeping()`` (a token
-  counter, step indices) is never rounded by the precision axis and not counted in the state's numbers;
-- ``additive``, ``delta_rule``: booleans that tell ``check_variant`` whether T2 (the two-pair
-  closed form) and T12 (exact read-back of the last key with beta = 1) must hold, and the figures
-  whether the additive memory's closed forms (T5, T7, T10) apply; T12 reads beta from
-  ``params["beta"]``, from_fla's ``per_token["beta"]`` or a ``beta`` attribute;
-- ``display``: the name figures give it (a string, e.g. ``"Longhorn"``), for a class that is not registered with
-  one (``register(..., display=...)``); without either, figures show the registered name or the class name;
-- ``linear_read``: True when the read is q W for one D x dv matrix W (whatever else the state keeps:
-  log_linear's weighted sum of levels is one), so that the rank bound T8 binds it; ``check_variant``
-  applies T8 exactly when it is declared True (or, undeclared, for a state that does not grow) and says why not;
-- ``dims``: the key dimensions d the variant takes, a tuple of whole numbers >= 2 (absent or
-  None: any d). ``check_variant`` then runs its contract checks at the declared d nearest 16
-  and measures the capacity at the declared d nearest 64 (``from_fla`` sets it when a
-  per-channel input fixes d).
+Optional: ``declares``, a ``Declares`` saying what the memory is (linear read, closed-form family, additive,
+delta rule, growing or learning state, differentiable, how many d x dv states, key dimensions), and the members
+``params``, ``label``, ``feature_dim(d)``, ``numel(state)`` (a growing state), ``state_bytes`` and ``display``.
+``capacity/variants/declares.py`` lists each with its default and who reads it, and is the one module that reads
+them: a memory that declares nothing keeps working with the defaults.
 
 Anything with the required methods works in ``capacity.probe.recall`` and ``capacity.check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
@@ -63,15 +44,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 
+import numpy as np
 import torch
 
 from capacity.base import labels, plugins
 from capacity.base._types import Device
 from capacity.base.registry import Registry
 from capacity.errors import CapacityError, user_code
+from capacity.variants import declares
+from capacity.variants.declares import Declares
 
 __all__ = [
     "Variant",
+    "Declares",
     "get",
     "resolve",
     "build",
@@ -115,12 +100,6 @@ class _Entry:
 _REGISTRY: Registry[Any] = Registry("capacity.variants", "variant", path="module:Class")  # own: _Entry
 
 
-def _own_display(obj: object) -> str | None:
-    """The ``display`` a class (or object) declares for figures, or None."""
-    shown = getattr(obj, "display", None)
-    return shown if isinstance(shown, str) and shown else None
-
-
 def register(name: str, factory: Callable[..., Variant], description: str, *, display: str | None = None) -> None:
     """Make ``get(name, **params)`` call ``factory(**params)``; re-registering a name replaces it.
 
@@ -130,7 +109,7 @@ def register(name: str, factory: Callable[..., Variant], description: str, *, di
         raise CapacityError(f"a variant name must be a non-empty string, got {name!r}")
     if display is not None and (not isinstance(display, str) or not display):
         raise CapacityError(f"a variant's display name must be a non-empty string, got {display!r}")
-    _REGISTRY.add(name, _Entry(factory, description, display or _own_display(factory) or name))
+    _REGISTRY.add(name, _Entry(factory, description, display or declares.display(factory) or name))
 
 
 def available() -> dict[str, str]:
@@ -156,7 +135,7 @@ def display_name(name: str) -> str:
         found = plugins.load_path(name) if labels.is_path(name) else _REGISTRY.find(name)
     except CapacityError:  # not importable here: figures still draw, under its name
         found = None
-    return _own_display(found) or name.rpartition(":")[2]
+    return declares.display(found) or name.rpartition(":")[2]
 
 
 def display_names() -> dict[str, str]:
@@ -266,15 +245,8 @@ def params(variant: object) -> dict[str, object]:
     >>> params(get("delta", beta=0.5))
     {'beta': 0.5, 'normalize': True, 'backend': 'auto'}
     """
-    given = getattr(variant, "params", None)
-    if isinstance(given, dict):
-        return dict(given)
-    try:
-        sig = inspect.signature(type(variant))
-    except (TypeError, ValueError):
-        return {}
-    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return {p: getattr(variant, p) for p, spec in sig.parameters.items() if spec.kind in kinds and hasattr(variant, p)}
+    given = declares.params(variant)
+    return given if given is not None else declares.arguments(variant)
 
 
 def _defaults(cls: type) -> dict[str, object]:
@@ -300,7 +272,9 @@ def _shown(value: object) -> object:
         return [_shown(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _shown(v) for k, v in value.items()}
-    if hasattr(value, "tolist") and getattr(value, "numel", lambda: getattr(value, "size", 99))() <= 8:
+    if isinstance(value, torch.Tensor) and value.numel() <= 8:
+        return value.tolist()
+    if isinstance(value, (np.ndarray, np.generic)) and value.size <= 8:
         return value.tolist()
     name = getattr(value, "__qualname__", None) or getattr(value, "name", None) or type(value).__name__
     return f"{getattr(value, '__module__', None) or type(value).__module__}.{name}" if callable(value) else str(name)
@@ -309,7 +283,7 @@ def _shown(value: object) -> object:
 def _registered_name(variant: object) -> str | None:
     """The name a memory's class is registered (or declared by an entry point) under: its own ``name`` if that one
     builds its class, else the first name that does; None for a class no name builds."""
-    cls, own = type(variant), getattr(variant, "name", None)
+    cls, own = type(variant), declares.name(variant)
     names = [n for n, e in _REGISTRY.own().items() if e.factory is cls]
     path = f"{cls.__module__}:{cls.__qualname__}"
     declared = _REGISTRY.declared()
@@ -354,8 +328,8 @@ def label(variant: object) -> str:
     >>> label(get("delta", beta=0.5)), label(get("delta", normalize=False)), label(get("linear"))
     ('delta(beta=0.5)', 'delta(normalize=false)', 'linear')
     """
-    own = getattr(variant, "label", None)
-    if isinstance(own, str) and own:
+    own = declares.label(variant)
+    if own is not None:
         return own
     cls = type(variant)
     base = _registered_name(variant) or f"{cls.__module__}:{cls.__qualname__}"

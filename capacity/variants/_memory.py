@@ -9,7 +9,7 @@ tokens written, so that token t always gets the same draw however the writes are
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import torch
 
@@ -17,6 +17,7 @@ from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._params import Interval, Param
+from capacity.variants.declares import Declares
 from capacity.variants.recurrent import State, TokenState, state_matrix
 
 __all__ = ["GATE", "POSITIVE", "RATE", "Memory", "unit"]
@@ -36,9 +37,8 @@ class Memory:
     """Base of the four memories; subclasses set ``name`` and call ``_setup`` from ``__init__``."""
 
     name = ""
-    additive = False  # T2 does not hold for any of them
-    linear_read = True  # each reads q S for a d x dv matrix S (lsq: S = A^-1 B), so the rank bound T8 binds it
     backends: tuple[str, ...] = ("auto", "torch", "triton")
+    _states: ClassVar[int] = 1  # d x dv matrices in the state (declares.Declares.states)
 
     def _setup(
         self, *, normalize: bool, seed: int, backend: str = "torch", **params: tuple[object, Interval, bool]
@@ -55,6 +55,23 @@ class Memory:
             self._params[pname] = Param(self.name, pname, spec, per_channel=per_channel, **interval)
 
     # ------------------------------------------------------------------ description
+
+    @property
+    def declares(self) -> Declares:
+        """Not additive (T2 holds for none of them); a linear read, q S for one d x dv matrix S (lsq: S = A^-1 B), so
+        the rank bound T8 binds it; a delta rule (T12) where ``_delta_rule`` says so; differentiable but on the Triton
+        backend."""
+        return Declares(
+            linear_read=True,
+            additive=False,
+            delta_rule=self._delta_rule(),
+            differentiable=self.backend != "triton",
+            states=self._states,
+        )
+
+    def _delta_rule(self) -> bool:
+        """Whether the last written unit key reads its value back exactly (T12) at these parameters."""
+        return False
 
     @property
     def drawn(self) -> bool:

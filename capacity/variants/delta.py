@@ -30,7 +30,7 @@ class Delta(Recurrent):
 
     name = "delta"
     mode = "delta"
-    delta_rule = True
+    _family = "delta"
     beta: object = 1.0
     normalize: bool = True
 
@@ -40,7 +40,7 @@ class GatedDelta(Recurrent):
 
     name = "gated_delta"
     mode = "gated_delta"
-    delta_rule = True
+    _family = "gated_delta"
     alpha: object = 0.95
     beta: object = 1.0
     normalize: bool = True
@@ -51,7 +51,6 @@ class KDA(Recurrent):
 
     name = "kda"
     mode = "kda"
-    delta_rule = True
     gate_per_channel = True
     alpha: object = 0.95
     beta: object = 1.0

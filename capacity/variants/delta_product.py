@@ -86,8 +86,7 @@ class DeltaProduct(Memory):
             ]
         self._rot: dict[tuple[int, str], torch.Tensor] = {}
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """With one step it is the delta rule (T12), gated or not; with more the later steps move the read of k."""
         return self.steps == 1
 

@@ -132,8 +132,7 @@ class DPLR(Memory):
     def _extra_params(self) -> dict[str, object]:
         return {p: _label(fn) for p, fn in (("a", self.a), ("b", self.b)) if fn is not None}
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """True for RWKV-7's a, b with w = 1 and eta = 1: the delta rule with beta = 1 (T12 holds)."""
         return self.a is None and self.b is None and self._constant("w", 1.0) and self._constant("eta", 1.0)
 

@@ -69,6 +69,7 @@ import torch
 from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
+from capacity.variants.declares import Declares
 
 __all__ = ["FlaVariant", "from_fla"]
 
@@ -191,14 +192,11 @@ class FlaVariant:
         if len(set(channel_lengths.values())) > 1:
             listed = ", ".join(f"per_token[{k!r}] has {n}" for k, n in channel_lengths.items())
             raise CapacityError(f"{self.name}: per-channel inputs must all have K = d entries, but {listed}")
-        self.dims = self._dims(dims, channel_lengths)
         for flag, given in (("additive", additive), ("delta_rule", delta_rule)):
             if given is not None and not isinstance(given, bool):
                 raise CapacityError(f"{self.name}: {flag} must be True, False or None, got {given!r}")
-        if additive is not None:
-            self.additive = additive
-        if delta_rule is not None:
-            self.delta_rule = delta_rule
+        # what the caller says of the op (T2, T12; unsaid: check_variant measures); the d a per-channel input fixes
+        self.declares = Declares(additive=additive, delta_rule=delta_rule, dims=self._dims(dims, channel_lengths))
 
     def _mapping(
         self, names: object, states: object, read: object
@@ -274,8 +272,8 @@ class FlaVariant:
         out: dict[str, object] = {"fn": _label(self.fn), "layout": self.layout}
         out.update({f"per_token.{k}": _jsonable(v) for k, v in self.per_token.items()})
         out.update({k: _jsonable(v) for k, v in self.fixed_kwargs.items()})
-        if self.dims is not None:
-            out["dims"] = list(self.dims)
+        if self.declares.dims is not None:
+            out["dims"] = list(self.declares.dims)
         if self.names:
             out["names"] = dict(self.names)
         if self.states != {"initial_state": "KV"}:

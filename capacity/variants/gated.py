@@ -22,6 +22,7 @@ class Decay(Recurrent):
 
     name = "decay"
     mode = "decay"
+    _family = "decay"
     alpha: object = 0.95
 
 

@@ -112,8 +112,7 @@ class GDN2(_Gated):
             gamma=(gamma, GATE, True),
         )
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """True when beta = gamma = 1 for every channel: the last unit key then reads back exactly (T12)."""
         return self._constant("beta", 1.0) and self._constant("gamma", 1.0)
 
@@ -156,8 +155,7 @@ class Comba(_Gated):
             mu=(mu, GATE, False),
         )
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """True for mu = 1 and beta = 1: the gated delta rule with beta = 1 (T12 holds)."""
         return self._constant("mu", 1.0) and self._constant("beta", 1.0)
 
@@ -176,7 +174,7 @@ class GatedOja(_Gated):
     """The gated Oja rule: S = S Diag(alpha) + beta (k - v S^T)^T v, alpha in (0, 1]^dv, beta in (0, 2)."""
 
     name = "gated_oja"
-    delta_rule = False  # the erase runs along the value: v reads back k, not k reads back v
+    # not a delta rule (T12): the erase runs along the value: v reads back k, not k reads back v
 
     def __init__(
         self, *, alpha: object = 0.95, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto"
@@ -212,7 +210,7 @@ class _Precond(Memory):
     """The preconditioned gated delta rule; ``gate_per_channel`` picks KDA's per-key-channel gate."""
 
     gate_per_channel = False
-    delta_rule = False  # the written key k (.) m is not k: the last key reads back only where k . (k (.) m) = 1
+    # not a delta rule (T12): the written key k (.) m is not k: the last key reads back only where k . (k (.) m) = 1
     backends: tuple[str, ...] = ("auto", "torch")
 
     def __init__(

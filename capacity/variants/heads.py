@@ -35,6 +35,7 @@ import torch
 from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
+from capacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
@@ -70,20 +71,27 @@ class Heads:
             raise CapacityError(f"one of heads = {self.H} and value_heads = {self.HV} must divide the other")
         self.G = max(self.H, self.HV)
         self.normalize = _validate.flag("normalize", normalize)
-        self.name = getattr(memory, "name", type(memory).__name__)
-        self.linear_read = getattr(memory, "linear_read", False) is True
-        if hasattr(memory, "display"):
-            self.display = memory.display
-        numel = getattr(memory, "numel", None)
-        if callable(numel):
-            self.numel: Callable[[Any], int] = lambda state: self.G * numel(state)
-
-    additive = False  # per-head normalisation and the mean over shared heads break T2's identity
-    delta_rule = False
+        self.name = declares.name(memory)
+        shown = declares.display(memory)
+        if shown is not None:
+            self.display = shown
+        inner = declares.declared(memory)
+        # the memory's linear read (T8) and kind of state; not additive (per-head normalisation and the mean over
+        # shared heads break T2's identity), no delta rule (T12), no closed-form family at d; ``states`` per head
+        self.declares = declares.Declares(
+            linear_read=inner.linear_read is True,
+            additive=False,
+            delta_rule=False,
+            state=inner.state,
+            differentiable=inner.differentiable,
+            states=inner.states,
+        )
+        if inner.state == "growing":  # numel exactly where the declaration says the state grows
+            self.numel: Callable[[Any], int] = lambda state: self.G * int(declares.numel(memory, state) or 0)
 
     @property
     def params(self) -> dict[str, object]:
-        return {**(getattr(self.memory, "params", None) or {}), "heads": self.H, "value_heads": self.HV}
+        return {**(declares.params(self.memory) or {}), "heads": self.H, "value_heads": self.HV}
 
     def __repr__(self) -> str:
         return f"heads.split({self.memory!r}, heads={self.H}, value_heads={self.HV})"
@@ -104,9 +112,7 @@ class Heads:
 
     def feature_dim(self, d: int) -> int:
         """State rows of one head for keys of dimension d (its key slice d/H, or its feature map's)."""
-        dk = int(d) // self.H
-        feature_dim = getattr(self.memory, "feature_dim", None)
-        return int(feature_dim(dk)) if callable(feature_dim) else dk
+        return declares.feature_dim(self.memory, int(d) // self.H)
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:  # Any: the memory's state
         batch = _validate.positive_int("batch", batch)

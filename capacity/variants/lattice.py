@@ -40,7 +40,7 @@ class Lattice(_Gated):
     """Lattice's orthogonal update: s_i += beta k_i (v - proj_{s_i} v), beta in (0, 2); state ``[B, d, dv]``."""
 
     name = "lattice"
-    delta_rule = False  # a write does not correct the read of k towards v
+    # not a delta rule (T12): a write does not correct the read of k towards v
 
     def __init__(self, *, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto") -> None:
         self._setup(normalize=normalize, seed=seed, backend=backend, beta=(beta, RATE, False))

@@ -45,6 +45,7 @@ from capacity.base import _random, _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import GATE, RATE, Memory, unit
+from capacity.variants.declares import Declares
 
 __all__ = ["Titans", "TitansState", "TTT", "TTTState"]
 
@@ -64,6 +65,19 @@ class Titans(Memory):
     name = "titans"
     backends: tuple[str, ...] = ("auto", "torch")
 
+    @property
+    def declares(self) -> Declares:
+        """A learning state of two d x dv matrices (weights and momentum), read linearly (q M: T8 binds it); the delta
+        rule (T12) with no momentum, no forgetting and beta = 1."""
+        return Declares(
+            linear_read=True,
+            additive=False,
+            delta_rule=self._delta_rule(),
+            state="learning",
+            differentiable=True,
+            states=2,
+        )
+
     def __init__(
         self, *, alpha: object = 0.99, beta: object = 0.5, eta: float = 0.5, normalize: bool = True, seed: int = 0
     ) -> None:
@@ -73,8 +87,7 @@ class Titans(Memory):
     def _extra_params(self) -> dict[str, object]:
         return {"eta": self.eta}
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """True with no momentum (eta = 0), no forgetting (alpha = 1) and beta = 1: the delta rule (T12 holds)."""
         return self.eta == 0.0 and self._constant("alpha", 1.0) and self._constant("beta", 1.0)
 
@@ -139,9 +152,20 @@ class TTT(Memory):
     """TTT-MLP with one gradient step per token: hidden width ``expand`` d, step ``beta`` / h, beta in (0, 2)."""
 
     name = "ttt"
-    delta_rule = False
-    linear_read = False  # gelu(q W1) W2: T8's rank bound does not bind a nonlinear read
     backends: tuple[str, ...] = ("auto", "torch")
+
+    @property
+    def declares(self) -> Declares:
+        """A learning state (an MLP's weights W1 [d, expand d], W2 [expand d, dv]: 2 expand d x dv matrices at dv =
+        d), read through gelu(q W1) W2, a nonlinear read: T8's rank bound does not bind it; no delta rule (T12)."""
+        return Declares(
+            linear_read=False,
+            additive=False,
+            delta_rule=False,
+            state="learning",
+            differentiable=True,
+            states=2 * self.expand,
+        )
 
     def __init__(self, *, expand: int = 4, beta: object = 1.0, normalize: bool = True, seed: int = 0) -> None:
         if isinstance(expand, bool) or not isinstance(expand, numbers.Integral) or expand < 1:

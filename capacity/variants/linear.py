@@ -21,3 +21,4 @@ class Linear(Recurrent):
 
     name = "linear"
     mode = "linear"
+    _family = "additive"

@@ -54,6 +54,7 @@ from capacity.theory.log_linear import level_weights
 from capacity.variants._bookkeeping import bookkeeping
 from capacity.variants._memory import GATE, RATE, Memory, unit
 from capacity.variants._params import Interval
+from capacity.variants.declares import Declares
 
 __all__ = ["LogLinear", "LogLinearState", "level_weights"]
 
@@ -73,7 +74,6 @@ class LogLinear(Memory):
 
     name = "log_linear"
     backends: tuple[str, ...] = ("auto", "torch")
-    linear_read = True  # q (sum_l lam_l S_l): one d x dv matrix per read, fixed weights
 
     def __init__(
         self,
@@ -116,12 +116,21 @@ class LogLinear(Memory):
         return {"base": self.base, "lam": self.lam}
 
     @property
-    def additive(self) -> bool:  # type: ignore[override]  # Memory's class attribute False, computed here
-        """False: the levels are weighed (True only for lam = 1, where it is linear attention)."""
-        return self.base == "linear" and self.lam == 1.0 and self._constant("alpha", 1.0)
+    def declares(self) -> Declares:
+        """A growing state (levels of d x dv) read linearly: q (sum_l lam_l S_l) is one d x dv matrix per read with
+        fixed weights, so T8 binds it. Additive (T2) only for lam = 1 over an ungated linear base, where it is linear
+        attention; a delta rule (T12) as ``_delta_rule`` says."""
+        additive = self.base == "linear" and self.lam == 1.0 and self._constant("alpha", 1.0)
+        return Declares(
+            linear_read=True,
+            family="log_linear",
+            additive=additive,
+            delta_rule=self._delta_rule(),
+            state="growing",
+            differentiable=True,
+        )
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """True over the gated delta rule with beta = 1 and every level weight 1: the last key then reads back exactly
         (T12). The last key reads back lam_l v, l its merge level, which depends on n: any weight below 1 breaks it."""
         weights = [self.lam] if isinstance(self.lam, float) else self.lam

@@ -49,7 +49,6 @@ class Longhorn(Memory):
     """Longhorn with beta > 0, float32 state ``[B, d, dv]`` (a TokenState when beta is drawn)."""
 
     name = "longhorn"
-    delta_rule = False  # the last key does not read back exactly: eps k^2 < 1
 
     def __init__(self, *, beta: object = 1.0, normalize: bool = True, seed: int = 0, backend: str = "auto") -> None:
         self._setup(normalize=normalize, seed=seed, backend=backend, beta=(beta, POSITIVE, False))

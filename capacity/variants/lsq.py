@@ -55,7 +55,7 @@ class LSQ(Memory):
     """Online least squares with ridge ``lam`` > 0 (default 1e-3); ``normalize=True`` L2-normalises keys and queries."""
 
     name = "lsq"
-    delta_rule = False  # the last key reads back exactly only when n <= d and lam -> 0
+    _states = 2  # A [d, d] and Bm [d, dv]; the last key reads back exactly only when n <= d and lam -> 0 (no T12)
 
     def __init__(self, *, lam: float = 1e-3, normalize: bool = False) -> None:
         self._setup(normalize=normalize, seed=0)

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import ClassVar
 
 import torch
 
 import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
 from capacity.base import _random, _validate
 from capacity.errors import CapacityError
+from capacity.variants.declares import Family
 from capacity.variants.recurrent import Recurrent, State, TokenState
 
 __all__ = ["Mamba2"]
@@ -57,6 +59,7 @@ class Mamba2(Recurrent):
 
     name = "mamba2"
     mode = "decay"
+    _family: ClassVar[Family | None] = "selective"
 
     A: float = 1.0
     dt: float = 0.01

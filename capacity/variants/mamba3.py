@@ -84,7 +84,7 @@ class Mamba3(Mamba2):
 
     name = "mamba3"
     mode = "decay"
-    linear_read = True  # q R(tau_n) S: one D x dv matrix per read
+    _family = None  # not Mamba2's: the trapezoidal write and the turned keys leave T24 (a linear read: q R(tau_n) S)
 
     lam: float = 0.5
     omega: float = 1.0

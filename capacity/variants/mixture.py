@@ -11,7 +11,7 @@ memories with the softmax of their scores:
 
 ``shared=True`` adds one more memory that every token is written to and every read adds (MoM's shared memory).
 M = 1, top = 1 without a shared memory is the memory itself. The read weights depend on the query, so it is not
-q W for one matrix: ``linear_read = False`` (T8 does not bind it; each memory is bound by it on its own tokens).
+q W for one matrix: ``linear_read=False`` (T8 does not bind it; each memory is bound by it on its own tokens).
 
 The state is float32 ``[B, M (+ 1), d, dv]``: (M + shared) times the memory's numbers. The memory must keep a
 ``[B, d, dv]`` tensor state with nothing drawn per token (the routed writes call it on each memory's tokens).
@@ -34,6 +34,7 @@ from capacity.base import _random, _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import unit
+from capacity.variants.declares import Declares, declared
 
 __all__ = ["MixtureOfMemories"]
 
@@ -43,9 +44,6 @@ class MixtureOfMemories:
     memory every token is written to. State float32 ``[B, M (+ 1), d, dv]``."""
 
     name = "mom"
-    additive = False
-    delta_rule = False
-    linear_read = False  # the mixing weights depend on the query
 
     def __init__(
         self, *, memories: int = 4, top: int = 2, memory: str = "linear", shared: bool = False, seed: int = 0
@@ -70,6 +68,19 @@ class MixtureOfMemories:
             )
         self.inner, self.memory, self.shared = inner, label(inner), shared
         self._w: dict[int, torch.Tensor] = {}
+
+    @property
+    def declares(self) -> Declares:
+        """Not a linear read (the mixing weights depend on the query: T8 does not bind the whole), neither T2 nor
+        T12; M (+ 1 shared) copies of the memory's d x dv states."""
+        inner = declared(self.inner)
+        return Declares(
+            linear_read=False,
+            additive=False,
+            delta_rule=False,
+            differentiable=inner.differentiable,
+            states=self._slots() * inner.states,
+        )
 
     @property
     def params(self) -> dict[str, object]:

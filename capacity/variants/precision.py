@@ -49,8 +49,10 @@ import torch
 from capacity.base import _random, _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
+from capacity.variants import declares
 from capacity.variants._bookkeeping import BOOKKEEPING, bookkeeping
 from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
+from capacity.variants.declares import Declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
@@ -184,26 +186,35 @@ class Stored:
         self.state_dtype = _dtype(state_dtype)
         self.rounding = Rounding.parse(rounding)
         self.seed = _seeds(seed)
-        self.name = getattr(memory, "name", type(memory).__name__)
+        self.name = declares.name(memory)
         self._fast = _fast_mode(memory)
-        for flag in ("linear_read", "display", "dims"):
-            if hasattr(memory, flag):
-                setattr(self, flag, getattr(memory, flag))
-        feature_dim, numel = getattr(memory, "feature_dim", None), getattr(memory, "numel", None)
-        if callable(feature_dim):
-            self.feature_dim: Callable[[int], int] = feature_dim
-        if callable(numel):
-            self.numel: Callable[[Any], int] = lambda state: numel(
-                state.inner if isinstance(state, StoredState) else state
+        shown = declares.display(memory)
+        if shown is not None:
+            self.display = shown
+        inner = declares.declared(memory)
+        # the memory's read, state and dims; not additive (rounding breaks T2's exact identity), no delta rule (nor
+        # T12's exact read-back), no closed-form family of float32 numbers
+        self.declares = Declares(
+            linear_read=inner.linear_read,
+            additive=False,
+            delta_rule=False,
+            state=inner.state,
+            differentiable=inner.differentiable,
+            states=inner.states,
+            dims=inner.dims,
+        )
+        if inner.state == "growing":  # numel exactly where the declaration says the state grows
+            self.numel: Callable[[Any], int] = lambda state: int(
+                declares.numel(memory, state.inner if isinstance(state, StoredState) else state) or 0
             )
 
-    additive = False  # rounding breaks T2's exact identity
-    delta_rule = False  # and T12's exact read-back
+    def feature_dim(self, d: int) -> int:
+        return declares.feature_dim(self.memory, d)
 
     @property
     def params(self) -> dict[str, object]:
         return {
-            **(getattr(self.memory, "params", None) or {}),
+            **(declares.params(self.memory) or {}),
             "state_dtype": self.state_dtype,
             "rounding": self.rounding.label,
         }
@@ -348,8 +359,8 @@ def state_bytes(memory: Variant, d: int, dv: int, dtype: object = "float32", *, 
     dv = _validate.positive_int("dv", dv)
     quantised = _dtype(dtype) not in TORCH_DTYPES
     size = 1 if quantised else itemsize(dtype)
-    own = getattr(memory, "state_bytes", None)
-    if callable(own) and not isinstance(memory, Stored):
+    own = declares.own_state_bytes(memory)
+    if own is not None and not isinstance(memory, Stored):
         kwargs = {"n": n} if n is not None else {}
         try:
             got = own(d, dv, _dtype(dtype), **kwargs)
@@ -360,15 +371,15 @@ def state_bytes(memory: Variant, d: int, dv: int, dtype: object = "float32", *, 
         return got
     if isinstance(memory, Stored):
         memory = memory.memory
-    grows = callable(getattr(memory, "numel", None))
+    grows = declares.declared(memory).state == "growing"
     if grows and n is None:
-        raise CapacityError(f"{getattr(memory, 'name', memory)!r} keeps every pair: state_bytes needs n")
+        raise CapacityError(f"{declares.name(memory)!r} keeps every pair: state_bytes needs n")
     state = memory.init_state(1, d, dv, device="cpu")
     if grows and n:
         g = _random.generator(0, "precision/state_bytes")
         state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
         if not quantised:
-            return int(memory.numel(state)) * size  # type: ignore[attr-defined]  # grows: it has numel
+            return int(declares.numel(memory, state) or 0) * size
     tensors = state_tensors(state, stored=True)
     if quantised:  # integers, scales and residuals (capacity.variants.quantise.nbytes)
         from capacity.variants import quantise

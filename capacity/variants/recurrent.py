@@ -28,6 +28,7 @@ from capacity.errors import CapacityError
 from capacity.inputs import features
 from capacity.inputs.features import FeatureMap
 from capacity.variants._params import Interval, Param
+from capacity.variants.declares import Declares, Family
 
 __all__ = ["Recurrent", "TokenState", "state_matrix"]
 
@@ -63,6 +64,7 @@ def state_matrix(name: str, drawn: bool, state: object) -> tuple[torch.Tensor, i
     return state, 0
 
 
+_DELTA_MODES = ("delta", "gated_delta", "kda")  # the writes that correct towards v (T12 holds with beta = 1)
 _CORE = ("normalize", "feature", "normalize_read", "seed", "backend", "alpha", "beta")  # what _setup takes
 
 
@@ -70,7 +72,7 @@ _CORE = ("normalize", "feature", "normalize_read", "seed", "backend", "alpha", "
 class Recurrent:
     """A matrix memory written through ``kernels.update(mode=...)``; see the module docstring.
 
-    Each parameter is declared once, as a field: a subclass sets ``name``, ``mode``, ``delta_rule`` and
+    Each parameter is declared once, as a field: a subclass sets ``name``, ``mode``, ``_family`` and
     ``gate_per_channel`` and declares its gate ``alpha`` and step ``beta`` fields (with their defaults) and, where it
     differs, the default of ``normalize``. The constructor, its signature, ``params`` and the label follow from the
     fields; any other keyword goes to the feature map (``feature="dpfp", nu=2``).
@@ -78,7 +80,7 @@ class Recurrent:
 
     name: ClassVar[str] = ""
     mode: ClassVar[str] = ""
-    delta_rule: ClassVar[bool] = False  # the write corrects towards v (T12 holds with beta = 1)
+    _family: ClassVar[Family | None] = None  # the closed-form family of the rule (declares.FAMILIES), None: none
     gate_per_channel: ClassVar[bool] = False  # the gate alpha: one per feature row of the state (gla, kda)
 
     normalize: bool = False
@@ -139,7 +141,7 @@ class Recurrent:
                 self.feature = features.get(feature, **fp)
             except CapacityError as exc:
                 raise CapacityError(f"{self.name}: {exc}") from None
-        if normalize_read and self.delta_rule:
+        if normalize_read and self.mode in _DELTA_MODES:
             raise CapacityError(
                 f"{self.name}: normalize_read applies to the additive and gated memories (linear, decay, gla), not to a delta rule, whose write already corrects the read"
             )
@@ -173,18 +175,18 @@ class Recurrent:
         return any(p.drawn for p in self._params.values())
 
     @property
-    def additive(self) -> bool:
-        """True when the write is S += k^T v and the read q S exactly (T2 holds)."""
-        return (
-            self.mode == "linear"
-            and not self.normalize_read
-            and (self.feature is None or self.feature.name == "identity")
+    def declares(self) -> Declares:
+        """Additive (T2) when the write is S += k^T v and the read q S exactly; a linear read (T8, with D for d)
+        unless normalize_read divides it; a delta rule (T12) for the writes that correct towards v; differentiable
+        but on the Triton backend."""
+        plain = self.feature is None or self.feature.name == "identity"
+        return Declares(
+            linear_read=not self.normalize_read,
+            family=self._family,
+            additive=self.mode == "linear" and not self.normalize_read and plain,
+            delta_rule=self.mode in _DELTA_MODES,
+            differentiable=self.backend != "triton",
         )
-
-    @property
-    def linear_read(self) -> bool:
-        """True when the read is phi(q) S, linear in a state of D x dv numbers (T8 binds it, with D for d)."""
-        return not self.normalize_read
 
     @property
     def params(self) -> dict[str, object]:

@@ -26,6 +26,7 @@ from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.kernels._batched import matmul
+from capacity.variants.declares import Declares
 
 
 @dataclass
@@ -45,9 +46,10 @@ class Softmax:
     """
 
     name = "softmax"
-    additive = False
-    delta_rule = False
-    linear_read = False  # the cache grows and the read is a softmax: T8 does not bind it
+    # a cache that grows, read through a softmax: T8 does not bind it, nor T2 or T12
+    declares = Declares(
+        linear_read=False, family="softmax", additive=False, delta_rule=False, state="growing", differentiable=True
+    )
 
     def __init__(self, *, scale: float | None = None, normalize: bool = False) -> None:
         if scale is not None:

@@ -64,7 +64,7 @@ class Mesa(Memory):
     ``lam`` > 0; state G ``[B, d, d]`` and C ``[B, d, dv]``."""
 
     name = "mesa"
-    delta_rule = False  # the last key reads back exactly only when n <= d and lam -> 0
+    _states = 2  # G [d, d] and C [d, dv]; the last key reads back exactly only when n <= d and lam -> 0 (no T12)
     backends: tuple[str, ...] = ("auto", "torch")
 
     def __init__(
@@ -180,8 +180,7 @@ class Omega(Memory):
             out.update(self.feature.params)
         return out
 
-    @property
-    def delta_rule(self) -> bool:
+    def _delta_rule(self) -> bool:
         """True for c = 1, alpha = 1, beta = 1 and no feature map: the delta rule (T12 holds)."""
         return (
             self.context == 1 and self.feature is None and self._constant("alpha", 1.0) and self._constant("beta", 1.0)

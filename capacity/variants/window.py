@@ -51,6 +51,7 @@ import torch
 from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
+from capacity.variants.declares import Declares, declared
 
 __all__ = ["Hybrid", "HybridState", "SlidingWindow", "WindowCache"]
 
@@ -82,9 +83,8 @@ class SlidingWindow:
     """
 
     name = "swa"
-    additive = False
-    delta_rule = False
-    linear_read = False  # a softmax read of a cache: T8 does not bind it
+    # a softmax read of a cache that grows up to the window: T8 does not bind it, nor T2 or T12
+    declares = Declares(linear_read=False, additive=False, delta_rule=False, state="growing", differentiable=True)
 
     def __init__(self, *, window: int = 64, scale: float | None = None, normalize: bool = False) -> None:
         self.window = _validate.positive_int(f"{self.name}: window", window)
@@ -215,7 +215,7 @@ class Hybrid(SlidingWindow):
         from capacity.variants import label, resolve  # the registry imports this module
 
         inner = resolve(state)
-        if callable(getattr(inner, "numel", None)):
+        if declared(inner).state == "growing":
             raise CapacityError(f"{self.name}: the state memory must keep a fixed state; {label(inner)!r} grows")
         self.inner, self.state, self.holds, self.combine = inner, label(inner), holds, combine
 

@@ -8,6 +8,7 @@ import torch
 
 from capacity import CapacityError, theory, variants
 from capacity.check.conformance import check_variant
+from capacity.variants import Declares
 
 
 def _status(report, check):
@@ -76,7 +77,7 @@ class _Good:
     """A correct additive memory that users might write; subclasses break one property each."""
 
     name = "user-linear"
-    additive = True
+    declares = Declares(additive=True)
 
     def init_state(self, batch, d, dv, *, device=None):
         return torch.zeros(batch, d, dv, device=device)
@@ -138,8 +139,7 @@ class _LowPrecision(_Good):
 
 
 class _NotDelta(_Good):
-    additive = False
-    delta_rule = True  # claims T12 but writes additively
+    declares = Declares(additive=False, delta_rule=True)  # claims T12 but writes additively
     params = {"beta": 1.0}
 
 
@@ -185,7 +185,7 @@ def test_the_good_user_variant_passes_and_an_undeclared_one_is_tried():
     assert check_variant(_Good(), d=16).passed
 
     class Undeclared(_Good):
-        additive = None
+        declares = Declares()
 
     status, detail = _status(check_variant(Undeclared(), d=16), "T2 two pairs")
     assert status == "pass" and "not declared, holds" in detail
@@ -195,7 +195,7 @@ def test_the_good_user_variant_passes_and_an_undeclared_one_is_tried():
             return 2.0 * (q.float() @ state)
 
     status, detail = _status(check_variant(Scaled(), d=16), "T2 two pairs")
-    assert status == "n/a" and "declare additive = True to require it" in detail
+    assert status == "n/a" and "declare Declares(additive=True) to require it" in detail
 
 
 # ------------------------------------------------------------------ beta, dims and the exact capacity
@@ -205,7 +205,7 @@ class _LeastSquares(_Good):
     """Keeps every pair and reads q pinv(K) V: the best linear read of a d x dv state (T8), error exactly 1 - d/n."""
 
     name = "least-squares"
-    additive = False
+    declares = Declares(additive=False, state="growing")
 
     def init_state(self, batch, d, dv, *, device=None):
         return (torch.zeros(batch, 0, d, device=device), torch.zeros(batch, 0, dv, device=device))
@@ -247,17 +247,16 @@ def test_capacity_of_the_linear_memory_is_the_first_crossing_of_its_measured_cur
 
 
 class _DeltaHalf(_Good):
-    additive = False
-    delta_rule = True
+    declares = Declares(additive=False, delta_rule=True)
 
     def __init__(self, beta, where):
         self.b = beta
         if where == "params":
             self.params = {"beta": beta}
-        elif where == "attribute":
+        elif where == "attribute":  # a constructor argument kept as an attribute: variants.params reads it back
             self.beta = beta
-        else:
-            self.per_token = {"beta": torch.tensor(beta)}
+        else:  # as from_fla records its per-token inputs
+            self.params = {"per_token.beta": torch.tensor(beta).tolist()}
 
     def write(self, state, k, v):
         for t in range(k.shape[1]):
@@ -266,7 +265,7 @@ class _DeltaHalf(_Good):
         return state
 
 
-@pytest.mark.parametrize("where", ["params", "attribute", "per_token"])
+@pytest.mark.parametrize("where", ["params", "attribute", "fla"])
 def test_t12_reads_beta_wherever_the_variant_records_it(where):
     status, detail = _status(check_variant(_DeltaHalf(0.5, where), d=16), "T12 last key")
     assert status == "n/a" and "beta = 0.5" in detail and "T12 needs beta = 1" in detail
@@ -276,11 +275,11 @@ def test_t12_reads_beta_wherever_the_variant_records_it(where):
 class _OnlyDims(_Good):
     """Refuses every key dimension but the declared ones."""
 
-    dims = (8, 24)
+    declares = Declares(additive=True, dims=(8, 24))
 
     def write(self, state, k, v):
-        if k.shape[-1] not in self.dims:
-            raise ValueError(f"this memory takes d in {self.dims}, got {k.shape[-1]}")
+        if k.shape[-1] not in self.declares.dims:
+            raise ValueError(f"this memory takes d in {self.declares.dims}, got {k.shape[-1]}")
         return super().write(state, k, v)
 
 
@@ -293,7 +292,9 @@ def test_checks_and_capacity_run_at_a_declared_d():
     wrong_d = r"d = 64 is not a key dimension 'user-linear' takes: its dims are \[8, 24\]"
     with pytest.raises(CapacityError, match=wrong_d):
         check_variant(_OnlyDims(), d=64)
+    with pytest.raises(CapacityError, match="dims must be None or a tuple of distinct whole numbers >= 2"):
+        Declares(dims=("eight",))
     bad = _Good()
-    bad.dims = ("eight",)
+    bad.declares = {"dims": (8, 24)}  # not a Declares
     status, detail = _status(check_variant(bad, d=16), "protocol")
-    assert status == "FAIL" and "dims must be None or a non-empty collection" in detail
+    assert status == "FAIL" and "declares must be a capacity.variants.Declares, got dict" in detail

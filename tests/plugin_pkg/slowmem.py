@@ -4,11 +4,12 @@ import time
 
 import torch
 
+from capacity.variants import Declares
+
 
 class SlowMemory:
     name = "slow"
-    additive = True
-    linear_read = True
+    declares = Declares(additive=True, linear_read=True)
 
     def __init__(self, sleep: float = 0.3):
         self.sleep = float(sleep)

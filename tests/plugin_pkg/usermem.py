@@ -5,11 +5,12 @@ A Hebbian memory read with a scalar gain c: S = S + k^T v, r = c q S (c = 1 is t
 
 import torch
 
+from capacity.variants import Declares
+
 
 class GainMemory:
     name = "gain-memory"
-    additive = False
-    linear_read = True
+    declares = Declares(additive=False, linear_read=True)
 
     def __init__(self, c: float = 1.0):
         self.c = float(c)

@@ -204,7 +204,7 @@ def test_callable_inputs_follow_d_and_iplr_with_a_minus_k_is_the_delta_rule():
         K = keys.make("gaussian", 30, d, batch=2, seed=3)
         V = values.make("gaussian", 30, 5, batch=2, seed=3)
         mem = from_fla(fake_iplr_bthk, per_token={"a": neg, "b": lambda k: k})
-        assert mem.dims is None and mem.params["per_token.a"].endswith("test_fla.neg")
+        assert mem.declares.dims is None and mem.params["per_token.a"].endswith("test_fla.neg")
         S = mem.write(mem.write(mem.init_state(2, d, 5), K[:, :7], V[:, :7]), K[:, 7:], V[:, 7:])
         ref = variants.get("delta", beta=1.0, normalize=False)
         S_ref = ref.write(ref.init_state(2, d, 5), K, V)
@@ -237,8 +237,8 @@ def test_callable_inputs_follow_d_and_iplr_with_a_minus_k_is_the_delta_rule():
 
 def test_a_per_channel_sequence_fixes_d_and_declares_dims():
     mem = from_fla(fake_iplr_bthk, per_token={"a": [0.0] * 12, "b": [0.0] * 12})
-    assert mem.dims == (12,) and mem.params["dims"] == [12]
-    assert from_fla(fake_linear_bhtk, layout="BHTK", dims=[16, 8]).dims == (8, 16)
+    assert mem.declares.dims == (12,) and mem.params["dims"] == [12]
+    assert from_fla(fake_linear_bhtk, layout="BHTK", dims=[16, 8]).declares.dims == (8, 16)
     with pytest.raises(
         CapacityError,
         match=r"per-channel inputs must all have K = d entries, but per_token\['a'\] has 12, per_token\['b'\] has 4",
@@ -322,7 +322,7 @@ def test_variants_pickle_when_their_functions_are_importable():
     K, V = keys.make("gaussian", 10, 8, batch=2, seed=4), torch.randn(2, 10, 4)
     mem = from_fla(fake_iplr_bthk, name="iplr", per_token={"a": neg, "b": [1.0] * 8})
     back = pickle.loads(pickle.dumps(mem))
-    assert back.name == "iplr" and back.dims == (8,)
+    assert back.name == "iplr" and back.declares.dims == (8,)
     assert torch.equal(back.write(back.init_state(2, 8, 4), K, V), mem.write(mem.init_state(2, 8, 4), K, V))
     with pytest.raises(
         CapacityError,

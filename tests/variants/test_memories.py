@@ -13,6 +13,7 @@ from capacity.check.conformance import check_variant
 from capacity.inputs import keys, values
 from capacity.tasks import probe
 from capacity.variants import _oracles
+from capacity.variants.declares import declared
 from capacity.variants.delta_product import rotations
 from capacity.variants.longhorn import gate_and_key
 
@@ -98,7 +99,10 @@ def test_delta_product_with_one_step_is_delta_exactly():
     for beta in (1.0, 0.6):
         a, b = variants.get("delta_product", steps=1, beta=beta), variants.get("delta", beta=beta)
         assert torch.equal(_write_chunks(a, K, V, [10, 40]), _write_chunks(b, K, V, [10, 40]))
-    assert variants.get("delta_product", steps=1).delta_rule and not variants.get("delta_product").delta_rule
+    assert (
+        declared(variants.get("delta_product", steps=1)).delta_rule
+        and not declared(variants.get("delta_product")).delta_rule
+    )
     # the later steps use other keys: two steps differ from one
     two = _write_chunks(variants.get("delta_product", steps=2), K, V, [50])
     assert _rel(two, _write_chunks(variants.get("delta"), K, V, [50])) > 1e-2
@@ -119,7 +123,7 @@ def test_dplr_with_unit_decay_is_the_delta_rule():
         a = variants.get("dplr", w=1.0, eta=eta)
         b = variants.get("delta", beta=eta)
         assert _rel(_write_chunks(a, K, V, [60]), _write_chunks(b, K, V, [60])) <= 1e-5
-    assert variants.get("dplr", w=1.0, eta=1.0).delta_rule and not variants.get("dplr").delta_rule
+    assert declared(variants.get("dplr", w=1.0, eta=1.0)).delta_rule and not declared(variants.get("dplr")).delta_rule
 
 
 def _low_rank_inputs(B=2, T=45, d=12, dv=5, seed=8, dtype=torch.float32):
@@ -146,7 +150,7 @@ def test_dplr_with_callable_low_rank_parts():
     mem = variants.get("dplr", w=("uniform", 0.8, 1.0), eta=0.6, a=lambda k: -0.5 * k, b=lambda k: k.flip(-1), seed=1)
     K, V = _data(n=40)
     assert _rel(_matrix(mem, _write_chunks(mem, K, V, [3, 37])), _oracle_state(mem, K, V)) <= 1e-5
-    assert mem.params["a"].endswith("<lambda>") and not mem.delta_rule
+    assert mem.params["a"].endswith("<lambda>") and not declared(mem).delta_rule
     with pytest.raises(
         CapacityError, match=r"dplr: a must be None \(RWKV-7's choice: a = -k, b = eta k\) or a callable"
     ):

@@ -13,6 +13,7 @@ from capacity import check_variant, variants
 from capacity.inputs import keys, values
 from capacity.tasks import Bill, probe
 from capacity.variants import precision
+from capacity.variants.declares import declared
 
 
 @pytest.fixture(scope="module")
@@ -592,7 +593,7 @@ def test_log_linear_over_the_delta_rule_reads_its_last_key_back_only_with_unit_w
     exact = check_variant(variants.get("log_linear", base="gated_delta", alpha=0.9, lam=1.0), d=8)
     assert {r.check: r.status for r in exact.results}["T12 last key"] == "pass", str(exact)
     mem = variants.get("log_linear", base="gated_delta", alpha=0.9, lam=0.5)
-    assert mem.delta_rule is False
+    assert declared(mem).delta_rule is False
     K, V = _inputs(B=1, T=24, d=16, dv=4)
     st = _write(mem, K, V)  # 24 = 16 + 8: the last write merged 8 tokens into level 4, read with 0.5^3
     assert rel_rms(mem.read(st, K[:, -1:]), 0.125 * V[:, -1:]) < 1e-5

@@ -23,6 +23,7 @@ from capacity.inputs import keys as keys_mod
 from capacity.inputs import values
 from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 from capacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
+from capacity.variants import declares
 from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
 
@@ -143,7 +144,8 @@ class BillTask(Task[Bill]):
         state, numel, seconds, written = mem.init_state(1, cell.d, cell.dv, device=device), {}, {}, 0
         for n in order:
             state, written = mem.write(state, K[:, written:n], V[:, written:n]), n
-            numel[n] = int(mem.numel(state)) if callable(getattr(memory, "numel", None)) else _numel(state)
+            grown = declares.numel(mem, state)  # None for a fixed state: its tensors are counted
+            numel[n] = grown if grown is not None else _numel(state)
             trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
             times = []
             with user_code(mem.who, "in a timed write() or read()", passthrough=_validate.is_alloc_failure):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from capacity.errors import CapacityError
+from capacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
@@ -35,8 +36,7 @@ def _check_variant(variant: object) -> str:
             raise CapacityError(
                 f"variant {variant!r} has no method {name}(); a variant needs init_state, write and read"
             )
-    label: str = getattr(variant, "name", type(variant).__name__)  # a variant's name, or its class's
-    return label
+    return declares.name(variant)  # a variant's name, or its class's
 
 
 def _read(variant: Variant, vname: str, state: Any, q: torch.Tensor, dv: int) -> torch.Tensor:

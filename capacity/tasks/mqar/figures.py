@@ -36,7 +36,7 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
     ``pairs``: where the right panel cuts the grid (default the smallest pairs value measured, where the memories
     still recall well without overwrites, so the panel shows what overwrites alone cost).
     """
-    if "n" in getattr(ds, "dims", ()) and "pairs" not in ds.dims:  # a sweep's layout
+    if "n" in ds.dims and "pairs" not in ds.dims:  # a sweep's layout
         for dim in ("key_family", "d"):
             if ds.sizes.get(dim, 1) != 1:
                 raise CapacityError(f"the MQAR figure draws one {dim}; select one first, e.g. ds.sel({dim}=...)")

@@ -50,6 +50,7 @@ from capacity.inputs import keys as key_families
 from capacity.inputs import values as value_families
 from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
 from capacity.tasks.mqar.zoology import ZOOLOGY_BASED_FIGURE2_TEST, ZOOLOGY_VOCAB, ZoologyTask, zoology, zoology_task
+from capacity.variants import declares
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -366,7 +367,7 @@ def mqar(
         np.asarray([_overwrites(p, overwrite) for p in plist]),
         {"long_name": "keys overwritten", "units": "keys"},
     )
-    params = getattr(variant, "params", {})
+    params = declares.params(variant) or {}
     seed_json = seed if not isinstance(seed, torch.Generator) else "generator"
     config = {
         **common,
@@ -480,7 +481,7 @@ def grid(
         combine_attrs="drop",
     )
     out["overwrite"].attrs = {"long_name": "fraction of keys overwritten", "units": "fraction"}
-    params = {label: getattr(v, "params", {}) for label, v in table.items()}
+    params = {label: declares.params(v) or {} for label, v in table.items()}
     out.attrs = {
         "study": "mqar",
         "vocab": int(vocab),

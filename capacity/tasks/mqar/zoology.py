@@ -24,6 +24,7 @@ from capacity.errors import CapacityError
 from capacity.inputs import keys as key_families
 from capacity.inputs import values as value_families
 from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
+from capacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.base._types import Device, Seed
@@ -225,7 +226,7 @@ def zoology(
         coords={"batch": ("batch", np.arange(B), {"long_name": "batch item"})},
         attrs={
             "variant": vname,
-            "variant_params": json.dumps(getattr(variant, "params", {}), sort_keys=True, default=str),
+            "variant_params": json.dumps(declares.params(variant) or {}, sort_keys=True, default=str),
             "task": "zoology multiquery_ar",
             "vocab": vocab,
             "seq_len": seq_len,

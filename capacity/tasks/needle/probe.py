@@ -47,6 +47,7 @@ from capacity import variants as _variants
 from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.inputs import pretrained
+from capacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike, NDArray
@@ -320,8 +321,8 @@ def needle(
         "age": (("length", "depth"), np.asarray(age), {"long_name": "needle age", "units": "writes"}),
     }
     config = {
-        "variant": getattr(var, "name", type(var).__name__),
-        "variant_params": getattr(var, "params", {}),
+        "variant": declares.name(var),
+        "variant_params": declares.params(var) or {},
         "haystack": haystack,
         "d": d,
         "dv": dv,

@@ -24,6 +24,7 @@ from capacity.tasks._shared import drawn
 from capacity.tasks.protocol import CellView, Config, GridView, Measured, Schema, StudyView, Task, Variable
 from capacity.variants import heads, precision
 from capacity.variants._guard import guard
+from capacity.variants.declares import declared
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
@@ -111,14 +112,12 @@ _STATE_NUMEL = (
 
 
 def grows(study: StudyView[Config]) -> bool:
-    """True when a memory of the study keeps a state that grows (it has ``numel(state)``, as softmax and log_linear
-    do): every cell then records ``state_numel`` per point. Studies of fixed states record nothing new."""
+    """True when a memory of the study keeps a state that grows (it declares ``state="growing"``, as softmax and
+    log_linear do): every cell then records ``state_numel`` per point. Studies of fixed states record nothing new."""
     from capacity import variants
 
     g = study.grid
-    return any(
-        callable(getattr(variants.build(v, f), "numel", None)) for v in g.variant for f in (g.feature or (None,))
-    )
+    return any(declared(variants.build(v, f)).state == "growing" for v in g.variant for f in (g.feature or (None,)))
 
 
 def check_values(family: str) -> None:

@@ -36,6 +36,7 @@ from capacity.base import _random
 from capacity.errors import CapacityError, UserCodeError
 from capacity.tasks import learned
 from capacity.variants._guard import guard
+from capacity.variants.declares import declared
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
@@ -263,8 +264,13 @@ def learned_keys(
 
 
 def differentiable(memory: Variant, label: str) -> None:
-    """Refuse, in one line, a memory that cannot be trained through: its write and read must pass gradients to the
-    keys, values and queries (a tiny write and read, differentiated)."""
+    """Refuse, in one line, a memory that cannot be trained through: one that declares ``differentiable=False`` at once;
+    any other must pass gradients from its write and read to the keys and values (a tiny write and read,
+    differentiated, proves it)."""
+    if declared(memory).differentiable is False:
+        raise CapacityError(
+            f"the trained task trains through the memory's write and read, and {label} declares them not differentiable; use a memory with a torch write (the built-ins with backend='auto' or 'torch')"
+        )
     k = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
     v = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(1)).requires_grad_(True)
     why, mem = None, guard(memory)  # the user's code: a fault in it is one line naming it
@@ -294,5 +300,5 @@ _STEP = {"additive": (2.4e-4, 5.4e-6), "delta": (2.2e-4, 2.2e-5)}
 def step_seconds(memory: Variant, n: int, d: int) -> float:
     """Estimated seconds of one step per sequence of ``n`` pairs at key dimension ``d`` (scaled by (d/32)^2 past
     the per-item overhead)."""
-    c0, c1 = _STEP["delta" if getattr(memory, "delta_rule", False) else "additive"]
+    c0, c1 = _STEP["delta" if declared(memory).delta_rule else "additive"]
     return c0 + c1 * n * max(1.0, (d / 32) ** 2)
