@@ -195,11 +195,14 @@ class Spec:
 
     @property
     def kwargs(self) -> dict[str, Any]:
+        """The parameters as keyword arguments, name -> value (lists as lists)."""
         return {k: _thawed(v) for k, v in self.params}
 
     @property
     def label(self) -> str:
+        """``name(k=v, ...)``, the label that parses back to this spec (an object's: its name)."""
         return self.name if self.obj is not None else format(self.name, self.kwargs)
 
     def to_json(self) -> dict[str, Any]:
+        """``{"name": ..., "params": {...}}`` (with ``"object": True`` for a memory object, which JSON cannot hold)."""
         return {"name": self.name, "params": self.kwargs, **({"object": True} if self.obj is not None else {})}

@@ -105,10 +105,12 @@ class Report:
 
     @property
     def passed(self) -> bool:
+        """No check failed (a check that does not apply is not a failure)."""
         return all(r.status != FAIL for r in self.results)
 
     @property
     def failures(self) -> list[Result]:
+        """The results that failed, in the order they ran."""
         return [r for r in self.results if r.status == FAIL]
 
     def __str__(self) -> str:

@@ -61,10 +61,12 @@ class FeatureMap(abc.ABC):
 
     @property
     def params(self) -> dict[str, object]:
+        """The map's own parameters, name -> value (none for a map without any)."""
         return {}
 
     @property
     def label(self) -> str:
+        """``name(k=v, ...)`` from ``name`` and ``params``, or the name alone: ``dpfp(nu=2)``, ``relu``."""
         inner = ", ".join(f"{k}={v}" for k, v in self.params.items())
         return f"{self.name}({inner})" if inner else self.name
 

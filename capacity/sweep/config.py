@@ -178,6 +178,7 @@ class Grid:
 
     @property
     def curve_values(self) -> tuple[float, ...] | tuple[int, ...]:
+        """The values along the curve axis: the loads n/d, or the pair counts n."""
         return self.load or self.n
 
     def ns(self, d: int) -> list[int]:
@@ -190,6 +191,7 @@ class Grid:
         return getattr(self, axis) or (None,)
 
     def to_json(self) -> dict[str, list[Any]]:
+        """Axis -> its values, labels as ``Spec.to_json`` dicts: what ``Grid(**...)`` reads back."""
         return {k: [x.to_json() if isinstance(x, Spec) else x for x in getattr(self, k)] for k in _AXES}
 
 
@@ -262,6 +264,7 @@ class Study:
         return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), config(**task))
 
     def to_json(self) -> dict[str, Any]:
+        """The study as plain data (name, description, grid, task settings): what ``Study.from_json`` reads."""
         return {
             "name": self.name,
             "description": self.description,

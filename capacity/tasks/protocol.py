@@ -88,6 +88,7 @@ class Config(metaclass=_Checked):
             _Checked.registry[kind] = cls
 
     def to_json(self) -> dict[str, Any]:
+        """The settings as plain data, with ``kind`` naming the task (tuples as lists)."""
         out: dict[str, Any] = {"kind": self.kind}
         for f in dataclasses.fields(self):
             x = getattr(self, f.name)
@@ -244,8 +245,9 @@ class Task(abc.ABC, Generic[C]):
     ``name``: the kind (``study.task.kind``); ``description``: one line for ``capacity list``; ``Config``: its
     settings class; ``per_point``: a point's numbers depend only on its cell, seed and n (points are stored and
     reused one by one; else a cell is measured and stored whole); ``key_axis``: the study's Dataset has a
-    ``key_family`` dimension; ``grid_axes``: the optional grid axes (``capacity.sweep.config.OPTIONAL_AXES``) this
-    task takes. ``figures(ds)`` names the figures drawn for its results."""
+    ``key_family`` dimension; ``grid_axes``: the grid axes beyond the common ones that this task takes (of
+    ``capacity.sweep.Grid``'s ``state_dtype``, ``rounding``, ``heads``, ``value_heads``). ``figures(ds)`` names the
+    figures drawn for its results."""
 
     name: ClassVar[str]
     description: ClassVar[str]

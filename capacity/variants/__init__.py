@@ -76,16 +76,26 @@ class Variant(Protocol):
     """What the probe needs from a memory; see the module docstring for shapes."""
 
     @property
-    def name(self) -> str: ...  # a class attribute or an instance's: read only
+    def name(self) -> str:  # a class attribute or an instance's: read only
+        """The memory's name, as figures and labels show it (``delta``)."""
+        ...
 
     # the state is the memory's own (a tensor, a dataclass of tensors, ...): Any, whatever each memory makes it
-    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any: ...
+    def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:
+        """The empty state of ``batch`` memories with d-dimensional keys and dv-dimensional values."""
+        ...
 
-    def write(self, state: Any, k: torch.Tensor, v: torch.Tensor) -> Any: ...
+    def write(self, state: Any, k: torch.Tensor, v: torch.Tensor) -> Any:
+        """The state after writing the pairs in order: keys ``k`` [B, t, d], values ``v`` [B, t, dv]."""
+        ...
 
-    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor: ...
+    def read(self, state: Any, q: torch.Tensor) -> torch.Tensor:
+        """What the state returns for the queries ``q`` [B, m, d]: [B, m, dv]."""
+        ...
 
-    def state_numel(self, d: int, dv: int) -> int: ...
+    def state_numel(self, d: int, dv: int) -> int:
+        """The number of values the state holds (``d * dv`` for a linear-attention state)."""
+        ...
 
 
 @dataclass(frozen=True)
