@@ -3,7 +3,7 @@
 Left: numbers kept per head after n writes, measured (``state_numel``), next to T13's
 n (d + dv) for the KV cache and d dv for the linear state, with the break-even
 n = d dv / (d + dv) (d/2 when dv = d) marked. Right: measured decode time per token
-(``decode_seconds``, mean over seeds with the min-max range) and, on the right-hand axis,
+(``decode_seconds``, mean over seeds with its standard error) and, on the right-hand axis,
 T13's FLOPs per token, 2 n (d + dv) against 4 d dv, with their break-even 2 d dv / (d + dv)
 (d when dv = d) marked. One row per key dimension d.
 """
@@ -110,6 +110,6 @@ def bill(ds: xr.Dataset) -> Figure:
         what = ds["decode_seconds"].attrs.get("description", "measured decode time")
         theme.note(
             fig,
-            f"Measured: markers (state sizes counted from the state after n writes; decode times: {what}; mean over {nseeds} seed{'s' if nseeds != 1 else ''}, band min to max). Dashed and dotted: T13 closed forms. {thinned}".rstrip(),
+            f"Measured: markers (state sizes counted from the state after n writes; decode times: {what}; mean over {nseeds} seed{'s' if nseeds != 1 else ''}, band one standard error of the mean). Dashed and dotted: T13 closed forms. {thinned}".rstrip(),
         )
     return theme.finish(fig, "bill")

@@ -2,7 +2,7 @@
 
 Capacity is the largest n that still meets a criterion (``capacity.metrics.capacity``): mean
 error <= eps, or argmax recall >= tau. One row of panels per variant, one column per criterion,
-one colour per key family; markers are the mean over seeds with min-max bars. Theory lines
+one colour per key family; markers are the mean over seeds with standard-error bars. Theory lines
 (docs/theory.md, for the additive memory):
 
 - T7, random keys: n* = 1 + eps d (``theory.capacity_random_keys``);

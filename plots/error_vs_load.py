@@ -1,6 +1,6 @@
 """Measured mean error against load n/d, with the bounds and the expectation it tests.
 
-One panel per (variant, d), one colour per key family (mean over seeds, min-max band), log-log,
+One panel per (variant, d), one colour per key family (mean over seeds, standard-error band), log-log,
 a dotted marker at n = d. Closed forms, drawn on a fine grid of n/d for each panel's d:
 
 - T5 frame bound max(n/d - 1, 0): no n unit keys do better (tight frames meet it);

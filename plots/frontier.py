@@ -1,7 +1,7 @@
 """The recall-memory frontier: capacity against the bytes a memory keeps, every memory on one pair of axes.
 
 For each memory (variant, with its feature map) and key dimension d, the capacity at each criterion (mean error
-<= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with min-max bars) against the bytes
+<= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with standard-error bars) against the bytes
 of everything its state holds (``capacity.variants.precision.state_bytes``: every state tensor, lsq's d x d matrix included,
 at the Dataset's ``state_dtype``, float32 when it has none), per sequence and head; for softmax's cache, at its
 capacity n*: n* (d + dv) numbers. T8 bounds every linear read: no D x dv state keeps mean error <= eps past

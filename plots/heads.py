@@ -4,7 +4,7 @@ Left: the capacity at mean error <= eps against H, one line per d (H heads of d/
 T20's 1 + eps d / min(H, HV) for the additive memory. Second: the same at argmax recall >= tau, with T10 in the
 effective key dimension d / min(H, HV) (``theory.argmax_capacity``, its conservative Gaussian bound). Third and
 fourth: the layouts whose state holds the same number of numbers, d dv / min(H, HV) = N for the N the grid has most
-often, capacity against H at each criterion, with T20 and T10 drawn through them. Mean over seeds with min-max bars.
+often, capacity against H at each criterion, with T20 and T10 drawn through them. Mean over seeds with standard-error bars.
 """
 
 from __future__ import annotations

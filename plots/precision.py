@@ -1,6 +1,6 @@
 """Error and argmax recall against n for each state dtype and rounding, with the rounding closed forms (T14-T19).
 
-One row per memory (variant), two columns: mean error and argmax recall against n (mean over seeds, min-max band),
+One row per memory (variant), two columns: mean error and argmax recall against n (mean over seeds, standard-error band),
 colour by ``state_dtype`` (float32 in black), dashes by ``rounding``. In the error column each dtype's prediction
 is drawn as a thin line of its colour: the float32 curve plus the predicted deviation of a read (``step`` rounding:
 T15, with T18 for decay and T19 for the delta rules; round-to-nearest, the study's default). Each dtype's measured

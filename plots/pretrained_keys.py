@@ -1,7 +1,7 @@
 """Keys of a pretrained model next to random keys and tight frames: error against load, and coherence.
 
 One row per d. One panel per memory (variant): mean error against load n/d, one colour per key
-family (mean over seeds, min-max band), with the closed forms drawn where they hold: T5 (frame
+family (mean over seeds, standard-error band), with the closed forms drawn where they hold: T5 (frame
 bound) and T7 (random keys) for the additive memory, T8 (rank bound) for every memory. A last
 panel: the keys' mean squared coherence mean_{i != j} (k_i . k_j)^2 against load, next to the
 random-key value 1/d (T7) and the tight-frame value (n/d - 1)/(n - 1) for n > d (T5 equality),

@@ -72,7 +72,7 @@ MAX_LEGEND = 24  # entries of a figure legend; more measured curves are thinned 
 _THEOREM = re.compile(r"^T\d")  # legend labels of closed forms: "T5 frame bound ...", "T8: ..."
 THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests find them by it)
 MEASURED_GID = "measured:"  # prefix of the gid of every measured mean line: "measured:<label>"
-RANGE_GID = "range:"  # prefix of the gid of every min-max band or bar set: "range:<label>"
+RANGE_GID = "range:"  # prefix of the gid of every band or bar set of standard errors (theme.curves): "range:<label>"
 
 # seaborn's axes_style("ticks", {"axes.grid": True, "grid.color": ".92"}), less its image.cmap ("rocket", which
 # exists only once seaborn is imported; no figure draws an image)
@@ -358,7 +358,10 @@ class _Markers(TypedDict):
     markeredgewidth: float
 
 
-SEEDS_NOTE = "Lines and markers: mean over seeds; bands and bars: min to max across seeds."
+SEEDS_NOTE = (
+    "Lines and markers: mean over seeds; bands and bars: one standard error of that mean (the seeds' sample standard"
+    " deviation / sqrt(seeds)), none with one seed."
+)
 
 
 def _name_axis(axis: XAxis | YAxis, text: str) -> None:
@@ -384,19 +387,22 @@ def curves(
     err_style: Literal["band", "bars"] = "band",
     colors: Colors | None = None,
 ) -> Axes:
-    """Measured curves: one per ``hue`` label (shown as ``name(label)``), the mean over seeds with the min-max range.
+    """Measured curves: one per ``hue`` label (shown as ``name(label)``), the mean over seeds with its standard error.
 
-    ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The mean, min and max
-    are taken here (a pandas groupby), in linear space, whatever the axes' scales, and each curve is drawn by
+    ``df`` is a tidy table (``_data.tidy``); rows that share (x, hue, style) are the seeds. The mean and its
+    standard error (sample standard deviation, ddof 1, over the seeds that have a value, / sqrt of their number) are
+    taken here (a pandas groupby), in linear space, whatever the axes' scales, and each curve is drawn by
     itself, so every artist is known by its label: the mean (``ax.plot``, gid ``measured:<label>``, legend label
-    ``name(label)``), then the ranges (``ax.fill_between``, or ``ax.errorbar`` with ``err_style="bars"``; gid
+    ``name(label)``), then mean +- one standard error (``ax.fill_between``, or ``ax.errorbar`` with ``err_style="bars"``; gid
     ``range:<label>``). With ``style`` each (hue, style) pair is a line, dashed by style label (gid
     ``measured:<label>|<style label>``), and the legend lists the hues (colours) and the styles (dashes) apart.
     """
     labels = ordered(df[hue])
     colors = colors or palette(labels)
     keys = [hue] + ([style] if style is not None else []) + [x]
-    agg = df.groupby(keys, sort=True)[y].agg(["mean", "min", "max"]).reset_index()
+    agg = df.groupby(keys, sort=True)[y].agg(["mean", "std", "count"]).reset_index()  # std: ddof 1, NaN for one seed
+    se = agg["std"] / np.sqrt(agg["count"])
+    agg["min"], agg["max"] = agg["mean"] - se, agg["mean"] + se
     parts = {tuple(map(str, np.atleast_1d(g))): part for g, part in agg.groupby(keys[:-1], sort=True)}
     styles = ordered(agg[style]) if style is not None else []
     dashes = dict(zip(styles, DASHES * (len(styles) // len(DASHES) + 1)))
@@ -421,9 +427,9 @@ def curves(
         for st in styles:
             ax.add_artist(Line2D([], [], label=style_name(st), color=".2", dashes=dashes[st], **kw))
     art: Artist
-    for group, part in parts.items():  # the min-max ranges, over the means
+    for group, part in parts.items():  # mean +- one standard error, over the means
         lab = group[0]
-        if (part["max"] - part["min"]).abs().max() == 0:
+        if not (part["max"] - part["min"]).abs().max() > 0:  # one seed (NaN) or seeds that agree
             continue
         if err_style == "bars":
             bars = ax.errorbar(

@@ -154,7 +154,7 @@ def _curve_table(seed=1):
 
 
 @pytest.mark.parametrize("err_style", ["band", "bars"])
-def test_curves_draw_each_labels_mean_and_range(err_style):
+def test_curves_draw_each_labels_mean_and_standard_error(err_style):
     da, df = _curve_table()
     with theme.style():
         fig, axes = theme.figure()
@@ -169,17 +169,21 @@ def test_curves_draw_each_labels_mean_and_range(err_style):
         np.testing.assert_allclose(y, np.nanmean(values, axis=-1), rtol=1e-12)
         assert lines[0].get_label() == names.variant_name(label)
         ranges = [a for a in ax.collections if a.get_gid() == f"range:{label}"]
+        # the standard error of the mean over the seeds that have a value: sample deviation / sqrt(their number)
+        count = np.sum(~np.isnan(values), axis=-1)
+        se = np.nanstd(values, axis=-1, ddof=1) / np.sqrt(count)
+        lo, hi = np.nanmean(values, axis=-1) - se, np.nanmean(values, axis=-1) + se
         if err_style == "bars":
             (bars,) = ranges
             assert isinstance(bars, LineCollection)
             segments = np.array(bars.get_segments())  # [load, 2 ends, (x, y)]
-            np.testing.assert_allclose(segments[:, 0, 1], np.nanmin(values, axis=-1), rtol=1e-12)
-            np.testing.assert_allclose(segments[:, 1, 1], np.nanmax(values, axis=-1), rtol=1e-12)
+            np.testing.assert_allclose(segments[:, 0, 1], lo, rtol=1e-12)
+            np.testing.assert_allclose(segments[:, 1, 1], hi, rtol=1e-12)
         else:
             (band,) = ranges
             assert isinstance(band, PolyCollection)
             ys = band.get_paths()[0].vertices[:, 1]
-            assert ys.min() == pytest.approx(np.nanmin(values)) and ys.max() == pytest.approx(np.nanmax(values))
+            assert ys.min() == pytest.approx(lo.min()) and ys.max() == pytest.approx(hi.max())
 
 
 def test_curves_find_no_line_by_its_colour():
