@@ -42,7 +42,7 @@ from capacity.errors import CapacityError, one_line
 _T = TypeVar("_T")  # a task
 _R = TypeVar("_R")  # its result
 
-__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG"]
+__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG", "LARGE"]
 
 EXECUTORS = {
     "auto": "dask with --scheduler; else processes on a CPU with more than one core when the work is worth a pool's start-up, serial otherwise",
@@ -62,7 +62,8 @@ class WorkerLost(CapacityError):
         self.key = key
 
 
-LONG = 180.0  # seconds of estimated work above which a run says how long it will take before it starts
+LONG = 60.0  # seconds of estimated work above which a run says how long it will take before it starts
+LARGE = 2**30  # bytes of estimated memory above which it says so too
 
 
 def _duration(seconds: float) -> str:
@@ -72,16 +73,17 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def announce(name: str, work: float, drawing: float, parallel: int, training: float = 0.0) -> None:
-    """One line on stderr before long work starts, under --quiet too: the estimate (``work`` seconds of writing and
-    reading, ``training`` of them spent training models, ``drawing`` seconds of key draws, on one core), and what
-    most of it is."""
+def announce(name: str, work: float, drawing: float, parallel: int, training: float = 0.0, memory: float = 0.0) -> None:
+    """One line on stderr before long or large work starts, under --quiet too: the estimate (``work`` seconds of
+    writing and reading, ``training`` of them spent training models, ``drawing`` seconds of key draws, on one core;
+    ``memory``: peak bytes of the passes run at once), and what most of it is."""
     most = "optimising the learned keys" if drawing > work else "writing and reading the pairs"
     most = "training the models" if training > max(drawing, work - training) else most
     wall = f", about {_duration((work + drawing) / parallel)} on {parallel} workers" if parallel > 1 else ""
+    size = f" and about {memory / 2**30:.1f} GiB of memory" if memory > LARGE else ""
     print(
-        f"capacity: {name}: estimated work about {_duration(work + drawing)} of one CPU core{wall}, most of it "
-        f"{most}; starting now (Ctrl-C stops it, finished points are kept)",
+        f"capacity: {name}: estimated work about {_duration(work + drawing)} of one CPU core{wall}{size}, most of "
+        f"it {most}; starting now (Ctrl-C stops it, finished points are kept)",
         file=sys.stderr,
         flush=True,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import torch
 
@@ -22,7 +22,7 @@ from capacity.variants import heads as heads_mod
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.sweep.config import Study
     from capacity.sweep.plan import Pass, Plan
-    from capacity.tasks import Mqar
+    from capacity.tasks import Mqar, Task
     from capacity.variants import Variant
 
 __all__ = ["measure", "prepare", "check", "check_memory", "READ_FILES"]
@@ -74,13 +74,19 @@ def prepare() -> None:
     _common._scipy()
 
 
-def check(study: Study) -> None:
-    """Check every name and parameter before any work, cheaply: variants are built (not run), key families check
-    their parameters on two keys (learned keys optimise nothing), sizes are compared."""
+def check(study: Study, device: torch.device | None = None) -> None:
+    """Check every name and parameter before any work, cheaply: variants are built (not run), the largest pass of
+    each is estimated against ``device``'s free memory (before any key is drawn: a fingerprint at a huge d would
+    allocate first), key families check their parameters on two keys (learned keys optimise nothing), sizes are
+    compared."""
     g = study.grid
+    task = tasks_get(cast(str, study.task.kind))  # cast: as in measure
     for v in g.variant:
         for f in g.feature or (None,):
-            variants.build(v, f)
+            obj = variants.build(v, f)
+            if device is not None:
+                for d in g.d:
+                    _fits(study, task, obj, v.label, d, device)
     for k in g.keys:
         fam = keys_mod.family(k.name)
         for d in g.d:
@@ -94,33 +100,53 @@ def check(study: Study) -> None:
             for h in g.heads:
                 for hv in g.value_heads or (h,):
                     heads_mod.check_layout(d, dv, h, hv)
-    tasks_get(cast(str, study.task.kind)).check(study)  # cast: as in measure
+    task.check(study)
 
 
-def check_memory(plan: Plan, passes: Sequence[Pass], parallel: int = 1) -> None:
+def _peak(study: Study, task: Task[Any], memory: Variant, seeds: int, ns: list[int], d: int, dv: int) -> int:
+    """Estimated peak bytes of one pass (``probe.peak_bytes`` and the task's ``extra_bytes``)."""
+    T = task.writes(study, ns)
+    return probe.peak_bytes(memory, seeds, T, d, dv, task.key_stats(study)) + task.extra_bytes(study, d, max(ns), seeds)
+
+
+def _refuse(
+    study: Study, task: Task[Any], what: str, ns: list[int], need: int, have: int, device: str, parallel: int
+) -> None:
+    gib: Callable[[float], str] = lambda b: f"{b / 2**30:.1f} GiB"
+    at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
+    n, T = max(ns), task.writes(study, ns)
+    tokens = f", {T} tokens written" if T != n else ""
+    mqar = cast("Mqar", study.task)  # read only when the kind is mqar: its config is Mqar
+    fewer = " (or fewer distractors)" if study.task.kind == "mqar" and mqar.distractors else ""
+    sized = ", batch, vocabulary" if study.task.kind == "trained" else ""
+    raise CapacityError(
+        f"the largest pass ({what}, n up to {n}{tokens}) needs about {gib(need)}{at_once} but {device} has "
+        f"{gib(have)} available; use a smaller d{sized}, load or fewer seeds{fewer}"
+    )
+
+
+def _fits(study: Study, task: Task[Any], memory: Variant, label: str, d: int, device: torch.device) -> None:
+    """Refuse, in one line, a memory whose largest pass at ``d`` (every seed, every n) cannot fit in memory."""
+    have = _validate.available_bytes(device)
+    ns = study.grid.ns(d)
+    dvs = study.grid.dv or (d,)
+    need = max(_peak(study, task, memory, len(study.grid.seed), ns, d, dv) for dv in dvs)
+    if have is not None and need > 0.9 * have:
+        _refuse(study, task, f"{label}, d = {d}", ns, need, have, device.type, 1)
+
+
+def check_memory(plan: Plan, passes: Sequence[Pass], parallel: int = 1) -> int:
     """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory
-    (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run)."""
+    (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run); else return that estimate in bytes."""
     if not passes:
-        return
+        return 0
     study, task = plan.study, tasks_get(cast(str, plan.study.task.kind))  # cast: as in measure
-    peak: Callable[[Pass], int] = lambda p: probe.peak_bytes(
-        plan.memory(p.cell).obj,
-        len(p.seeds),
-        task.writes(study, list(p.ns)),
-        p.cell.d,
-        p.cell.dv,
-        task.key_stats(study),
+    peak: Callable[[Pass], int] = lambda p: _peak(
+        study, task, plan.memory(p.cell).obj, len(p.seeds), list(p.ns), p.cell.d, p.cell.dv
     )
     need, at = max((peak(p), i) for i, p in enumerate(passes))
     worst, need, have = passes[at], need * parallel, _validate.available_bytes(plan.device)
     if have is not None and need > 0.9 * have:
-        gib: Callable[[float], str] = lambda b: f"{b / 2**30:.1f} GiB"
-        at_once = f" ({parallel} passes at once)" if parallel > 1 else ""
-        n, T = max(worst.ns), task.writes(study, list(worst.ns))
-        tokens = f", {T} tokens written" if T != n else ""
-        mqar = cast("Mqar", study.task)  # read only when the kind is mqar: its config is Mqar
-        fewer = " (or fewer distractors)" if study.task.kind == "mqar" and mqar.distractors else ""
-        raise CapacityError(
-            f"the largest pass ({plan.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}, n up to {n}{tokens}) "
-            f"needs about {gib(need)}{at_once} but {plan.device.type} has {gib(have)} available; use a smaller d, load or fewer seeds{fewer}"
-        )
+        what = f"{plan.memory(worst.cell).label}, {worst.cell.keys.label}, d = {worst.cell.d}"
+        _refuse(study, task, what, list(worst.ns), need, have, plan.device.type, parallel)
+    return need

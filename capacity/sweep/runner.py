@@ -88,7 +88,7 @@ def run(
         raise CapacityError(f"scheduler applies to the dask executor only, not {executor!r}")
     imports = list(imports or ())
     plugins.import_modules(imports)
-    check(study)
+    check(study, dev)
     if executors.bootstrapping():  # a worker importing a script that starts this sweep outside its main guard
         raise CapacityError(
             "this sweep was started while a worker process imported the script; put the script's work under if __name__ == '__main__':"
@@ -154,9 +154,10 @@ def run(
             executor, str(dev), len(todo), scheduler, work_seconds=work + drawing, local_only=bool(local)
         )
         parallel = 1 if executor == "serial" else (workers or executors.cores())
-        check_memory(plan, todo, parallel=min(parallel, max(1, len(todo))))
-        if progress and work + drawing > executors.LONG:  # after every check: only work that will run is announced
-            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))), training)
+        peak = check_memory(plan, todo, parallel=min(parallel, max(1, len(todo))))
+        long = work + drawing > executors.LONG or peak > executors.LARGE
+        if progress and long:  # after every check: only work that will run is announced
+            executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))), training, peak)
         if executor != "serial":  # largest first: better balance across workers
             todo.sort(key=lambda p: -p.cost())
         total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)

@@ -314,3 +314,9 @@ class Task(abc.ABC, Generic[C]):
     def key_stats(self, study: StudyView[C]) -> bool:
         """Whether a pass also describes its keys (their Gram matrix: a memory estimate's term)."""
         return False
+
+    def extra_bytes(self, study: StudyView[C], d: int, n: int, seeds: int) -> int:
+        """Bytes a pass of ``seeds`` seeds and up to ``n`` pairs at key dimension ``d`` allocates beyond the probe's
+        writes and reads (``capacity.tasks.probe.peak_bytes``): a task that trains, its models and optimiser. Part
+        of the estimate checked before any work. 0: nothing beyond them."""
+        return 0

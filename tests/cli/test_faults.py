@@ -88,9 +88,12 @@ def _alive(pids) -> set[int]:
     return out
 
 
-def _start_slow(out: Path, *extra):
+def _start_slow(out: Path, *extra, hold: Path | None = None):
+    """The slow run; ``hold``: its pass at d = 48 waits until that file exists (the run cannot end before;
+    ``slowmem``'s SLOWMEM_HOLD)."""
     cmd = [sys.executable, "-m", "capacity.cli", "compare", *SLOW, "--out", str(out), "--verbose", *extra]
-    return subprocess.Popen(cmd, env=ENV, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    env = {**ENV, "SLOWMEM_HOLD": str(hold)} if hold else ENV
+    return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
 def _wait_for_a_group(proc) -> list[str]:
@@ -314,7 +317,8 @@ def test_bad_devices_and_selections_are_one_line(cli, argv, fragments):
     "executor,moment", [("processes", "after a group"), ("processes", "at start-up"), ("dask", "after a group")]
 )
 def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, monkeypatch, executor, moment):
-    proc = _start_slow(tmp_path / "o", "--executor", executor, "--workers", "2")
+    gate = tmp_path / "gate"  # the run cannot finish before it is killed
+    proc = _start_slow(tmp_path / "o", "--executor", executor, "--workers", "2", hold=gate)
     try:
         if moment == "at start-up":  # workers spawned, none finished
             deadline = time.time() + 60
@@ -341,7 +345,7 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, monkeypatch, e
 
 @pytest.mark.slow
 def test_sigterm_ends_the_run_in_one_line_and_takes_the_workers(tmp_path):
-    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
+    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2", hold=tmp_path / "gate")
     try:
         _wait_for_a_group(proc)
         kids = _children(proc.pid)
@@ -359,7 +363,8 @@ def test_sigterm_ends_the_run_in_one_line_and_takes_the_workers(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
-    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2")
+    """The run holds its pass at d = 48 (it cannot end before the kill, however fast the machine: issue 51)."""
+    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2", hold=tmp_path / "gate")
     try:
         _wait_for_a_group(proc)
         workers = _workers(proc.pid)

@@ -284,6 +284,38 @@ def test_distractors_beyond_memory_are_refused_up_front_in_one_line(cli, tmp_pat
     assert not list((tmp_path / "o" / ".sweep" / "mqar").glob("*.json"))
 
 
+@pytest.mark.parametrize(
+    "argv,fragments",
+    [
+        (["compare", "linear", "--d", "1000000000"], ["(linear, d = 1000000000, n up to", "use a smaller d"]),
+        (
+            ["run", "trained", "--set", "d=1000000000"],
+            ["(linear, d = 1000000000", "use a smaller d, batch, vocabulary"],
+        ),
+        (["run", "trained", "--set", "batch=1000000000"], ["(linear, d = 32, n up to 64)", "batch, vocabulary"]),
+        (["run", "trained", "--set", "vocabulary=2000000000"], ["(linear, d = 32, n up to 64)", "GiB"]),
+    ],
+)
+def test_a_size_beyond_memory_is_refused_before_any_key_is_drawn(cli, tmp_path, monkeypatch, argv, fragments):
+    """Issue 51: d = 1e9 was killed for lack of memory while the key family's fingerprint drew (the built-in
+    blamed), batch = 1e9 of the trained task ended in the catch-all allocation error."""
+    from capacity.inputs import keys
+
+    monkeypatch.setattr(keys, "make", lambda *a, **k: pytest.fail("a key was drawn before the size was checked"))
+    code, _, err = cli.here(*argv, "--out", tmp_path / "o", "--quiet", "--no-figures")
+    cli.one_line(code, err, "capacity: error: the largest pass", "available", *fragments)
+
+
+def test_work_over_a_gib_is_announced(tmp_path, monkeypatch, cli):
+    from capacity.sweep import executors, runner
+
+    real = runner.check_memory
+    monkeypatch.setattr(runner, "check_memory", lambda *a, **k: (real(*a, **k), 3 * 2**30)[1])  # as ttt(expand=4096)
+    code, _, err = cli.here("compare", "linear", "--d", "8", "--load", "1", "--out", tmp_path / "o", "--quiet")
+    assert code == 0 and executors.LARGE == 2**30, err
+    assert err.count("\n") == 1 and "estimated work about" in err and "about 3.0 GiB of memory" in err, err
+
+
 def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on(tmp_path, monkeypatch, cli):
     from capacity.sweep import executors
 

@@ -1,5 +1,11 @@
-"""A linear memory that sleeps on every write: runs that last long enough to be killed part-way (tests/cli/test_faults.py)."""
+"""A linear memory that sleeps on every write: runs that last long enough to be killed part-way (tests/cli/test_faults.py).
 
+The environment variable SLOWMEM_HOLD, a file path: while it does not exist, a write at d = 48 waits (a run that
+cannot end before the test has done what it does mid-run, however fast the machine: the tests wait for an event,
+not a time). Not a parameter: the file would then be part of the reuse key (files named in parameters are).
+"""
+
+import os
 import time
 
 import torch
@@ -23,6 +29,9 @@ class SlowMemory:
 
     def write(self, state, k, v):
         time.sleep(self.sleep)
+        hold = os.environ.get("SLOWMEM_HOLD")
+        while hold and k.shape[-1] == 48 and not os.path.exists(hold):
+            time.sleep(0.05)
         return state + k.float().transpose(1, 2) @ v.float()
 
     def read(self, state, q):

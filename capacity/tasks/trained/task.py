@@ -186,6 +186,17 @@ class TrainedTask(Task[Trained]):
         sequences = p.steps * p.batch * len(p.lr) + p.learned_steps * p.test
         return len(seeds) * sum(sequences * model.step_seconds(memory, n, cell.d) for n in set(ns))
 
+    def extra_bytes(self, study: StudyView[Trained], d: int, n: int, seeds: int) -> int:
+        """Float32 bytes of one point's training (seeds run one after another): the sequences ``[batch, n, 2d]`` and
+        their projections, reads and gradients ``[M * batch, n, d]`` (M = len(lr) models), the states ``[M * batch,
+        d, d]`` kept for the backward pass, the embeddings ``[vocabulary, d]``, the weights ``[M, 2d, d]`` three
+        times with their gradients and AdamW's moments, and the learned-keys ceiling's ``[test, n, d]`` keys, its
+        Adam state and its states ``[test, d, d]``."""
+        p, M = study.task, len(study.task.lr)
+        floats = 4 * p.batch * n * d + 9 * M * p.batch * n * d + 3 * M * p.batch * d * d + 2 * p.vocabulary * d
+        floats += 24 * M * d * d + 4 * p.test * n * d + 6 * p.test * n * d + 3 * p.test * d * d
+        return 4 * floats
+
     def measure(
         self,
         study: StudyView[Trained],
