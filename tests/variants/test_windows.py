@@ -79,6 +79,18 @@ def test_swa_recalls_exactly_inside_the_window_and_not_outside():
     assert (outside - V[:, :10]).pow(2).sum(-1).min() > 0.1
 
 
+def test_swa_recall_is_its_closed_form():
+    """Argmax recall of every stored key after n writes is min(w, n) / n: exact inside the window, none outside."""
+    from capacity.tasks import probe
+
+    K = keys.make("gaussian", 32, 32, batch=2, seed=0)
+    V = values.make("gaussian", 32, 32, batch=2, seed=1)
+    ns = [4, 8, 12, 16, 32]
+    ds = probe.recall(variants.get("swa", window=8, scale=50.0), K, V, checkpoints=ns)
+    got = ds.recall.mean("batch").values
+    assert max(abs(g - min(8, n) / n) for g, n in zip(got, ns)) < 1e-6  # recall is kept in float32
+
+
 @pytest.mark.parametrize("holds", ["evicted", "all"])
 def test_hybrid_sum_with_gated_delta_state_matches_float64(holds):
     K, V, Q = _inputs(seed=3)
