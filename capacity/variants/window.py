@@ -223,6 +223,20 @@ class Hybrid(SlidingWindow):
     def params(self) -> dict[str, object]:
         return {**super().params, "state": self.state, "holds": self.holds, "combine": self.combine}
 
+    @property
+    def declares(self) -> Declares:  # type: ignore[override]  # the window's class attribute, refined here
+        """The window's (a growing cache read by softmax: no T2, T8, T12), with the state memory's d x dv matrices
+        and its differentiability."""
+        inner = declared(self.inner)
+        return Declares(
+            linear_read=False,
+            additive=False,
+            delta_rule=False,
+            state="growing",
+            differentiable=inner.differentiable,
+            states=inner.states,
+        )
+
     def _dv(self, dv: int) -> int:
         return int(dv) + (self.combine == "normalise")  # the ones column of the normaliser
 

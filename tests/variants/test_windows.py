@@ -167,6 +167,14 @@ def test_windows_pass_check_variant(label):
     assert math.isnan(report.bounds[t8])  # a softmax read of a cache: T8 does not bind it
 
 
+def test_hybrid_declares_its_state_memorys_matrices():
+    from capacity.variants.declares import declared
+
+    assert declared(variants.get("hybrid", state="lsq")).states == 2  # lsq's A and B
+    assert declared(variants.get("hybrid")).states == 1 and declared(variants.get("swa")).state == "growing"
+    assert declared(variants.get("hybrid", state="linear(backend=triton)")).differentiable is False
+
+
 def test_hybrid_params_rebuild_it_and_bad_parameters_are_one_line_errors():
     mem = variants.get("hybrid", window=3, state="gated_delta(alpha=0.9)", holds="all", combine="normalise")
     again = variants.get("hybrid", **mem.params)
