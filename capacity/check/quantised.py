@@ -26,6 +26,14 @@ def _t31(dev: torch.device, seed: int, rows: list[Check]) -> None:
         want = theory.quantised_final_error(n, d, d, bits, scope)
         what = f"linear d = dv = {d}, n = {n}, {dt} final: deviation (3 s.e.)"
         rows.append(eq("T31", what, m, want, 3 * se, function="quantised_final_error"))
+    # one scale per tensor over a short memory's heavy-tailed entries (kappa from their tails, not kappa_m): 3 s.e.
+    # about 2.4% at this batch; the Gaussian form is 31% low here
+    n, d, B = 200, 64, 1024
+    label, dt = "decay(alpha=0.9)", "int8"
+    m, se = mean_se(_deviation(label, dt, "final", n, d, d, B, seed, dev))
+    want = theory.quantised_final_error(n, d, d, 8, "tensor", memory="decay", alpha=0.9)
+    what = f"{label} d = dv = {d}, n = {n}, int8 (one scale per tensor) final: deviation (3 s.e.)"
+    rows.append(eq("T31", what, m, want, 3 * se, function="quantised_final_error"))
     G, m_, sigma = 4096, 32, 2.0
     g = torch.Generator(device=dev).manual_seed(int(seed))
     x = torch.randn(1, G, m_, generator=g, device=dev) * sigma  # [1, G, m]: G rows of m entries

@@ -10,7 +10,12 @@ keys and values; ``capacity.theory.precision``'s moments), so one rounding of a 
     w(sigma) = (m - 1)/m * kappa_m sigma^2 / (12 Q^2),   kappa_m = E max_{i <= m} |z_i|^2 / E z^2, z ~ N(0, 1),
 
 kappa_m by quadrature (1 at m = 1, 3.46 at m = 8, 5.71 at m = 32, 11.96 at m = 1024). The group size m: dv for
-``/row``, d for ``/col``, d dv for a tensor scale, N for ``/gN``.
+``/row``, d for ``/col``, d dv for a tensor scale, N for ``/gN``. A row, a column or a group of a row is an
+isotropic vector (a sum of isotropic keys or values), so kappa_m holds for it exactly; the entries of a whole
+tensor do not share one variance (its rows and columns differ) and a short memory's entries are heavy-tailed, so
+for a tensor scale kappa is taken from the entries' own tails (``_kappa_tensor``: the standardised fourth and sixth
+cumulants of sum_t alpha^(n - t) k_a v_b in a second-order Edgeworth tail; 1.09 times kappa_m at n = 30, d = 24,
+dv = 16, 1.46 times at alpha = 0.9, d = dv = 64).
 
 >>> from capacity import theory
 >>> round(theory.quantised_final_error(1024, 32, 32, bits=8, scope="row") / (1024 / 32), 7)   # against crosstalk
@@ -21,10 +26,11 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, CapacityWarning
 from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _out
 from capacity.theory.precision import _check_memory, _contraction, _moment
 
@@ -56,6 +62,83 @@ def _kappa(m: int) -> float:
     return float(val)
 
 
+G4_MAX = 0.65  # the largest fourth cumulant of a tensor's entries where the Edgeworth tail is measured to hold
+
+
+@functools.lru_cache(maxsize=4096)
+def _kappa_edgeworth(m: int, g4: float, g6: float) -> float:
+    """E max_{i <= m} x_i^2 for m independent symmetric x of unit variance whose standardised fourth and sixth
+    cumulants are g4 and g6: P(|x| > t) from the second-order Edgeworth series,
+    P(x > t) = Q(t) + phi(t) (g4/24 He3(t) + g6/720 He5(t) + g4^2/1152 He7(t))."""
+    from scipy import integrate
+    from scipy.special import erfc
+
+    if g4 == 0.0 and g6 == 0.0:
+        return _kappa(m)
+
+    def tail(t: float) -> float:
+        phi = math.exp(-t * t / 2.0) / math.sqrt(2.0 * math.pi)
+        he3, he5 = t**3 - 3 * t, t**5 - 10 * t**3 + 15 * t
+        he7 = t**7 - 21 * t**5 + 105 * t**3 - 105 * t
+        return 0.5 * float(erfc(t / math.sqrt(2.0))) + phi * (g4 / 24 * he3 + g6 / 720 * he5 + g4 * g4 / 1152 * he7)
+
+    def f(t: float) -> float:
+        return 2.0 * t * (1.0 - min(1.0, max(0.0, 1.0 - 2.0 * tail(t))) ** m)
+
+    top = math.sqrt(2.0 * math.log(max(m, 2))) + 12.0
+    val, _ = integrate.quad(f, 0.0, top, limit=400, epsabs=1e-12, epsrel=1e-10)
+    return float(val)
+
+
+def _cumulants(memory: str, s: FloatArray, d: Floats, dv: Floats, alpha: float) -> tuple[FloatArray, FloatArray]:
+    """g4, g6: the standardised fourth and sixth cumulants of an entry sum_t alpha^(s - t) k_a v_b of the additive
+    or decaying state after s writes of uniform unit keys (R^d) and values (R^dv). One product k_a v_b (variance
+    1 / (d dv)) has standardised moments 9 d dv / ((d + 2)(dv + 2)) (fourth) and 225 d^2 dv^2 / ((d + 2)(d + 4)(dv
+    + 2)(dv + 4)) (sixth); a weighted sum of s independent ones has cumulants k_r sum w^r / (sum w^2)^(r / 2).
+    The delta rules' entries are taken Gaussian (0, 0): their tails are not derived."""
+    s = np.asarray(s, dtype=np.float64)
+    if memory not in ("linear", "decay"):
+        return np.zeros_like(s), np.zeros_like(s)
+    m4 = 9.0 * d * dv / ((d + 2.0) * (dv + 2.0))
+    m6 = 225.0 * d * d * dv * dv / ((d + 2.0) * (d + 4.0) * (dv + 2.0) * (dv + 4.0))
+    k4, k6 = m4 - 3.0, m6 - 15.0 * m4 + 30.0
+    a2 = 1.0 if memory == "linear" else float(alpha) ** 2
+    if a2 == 1.0:
+        return k4 / s, k6 / s**2
+
+    def power_sum(p: int) -> FloatArray:  # sum_{t < s} (a2^p)^t
+        got: FloatArray = (1.0 - a2 ** (p * s)) / (1.0 - a2**p)
+        return got
+
+    p1 = power_sum(1)
+    return k4 * power_sum(2) / p1**2, k6 * power_sum(3) / p1**3
+
+
+def _kappa_tensor(memory: str, s: FloatArray, d: float, dv: float, alpha: float) -> FloatArray:
+    """kappa for one scale over a whole d x dv tensor after s writes (``[S]`` over s): the Edgeworth value from
+    the entries' cumulants, on rounded cumulants (4 significant digits) so that nearby steps share a quadrature."""
+    g4, g6 = _cumulants(memory, s, d, dv, alpha)
+    m = int(d * dv)
+
+    def one(a: float, b: float) -> float:
+        return _kappa_edgeworth(m, float(f"{a:.4g}"), float(f"{b:.4g}"))
+
+    got: FloatArray = np.vectorize(one, otypes=[np.float64])(g4, g6)
+    return got
+
+
+def _warn_tails(memory: str, s: FloatArray, d: FloatArray, dv: FloatArray, alpha: float, what: str) -> None:
+    g4 = np.asarray(_cumulants(memory, s, d, dv, alpha)[0])
+    if np.any(g4 > G4_MAX):
+        warnings.warn(
+            f"{what}: a tensor scale over entries this heavy-tailed (fourth cumulant {float(np.max(g4)):.2g} > "
+            f"{G4_MAX}: few writes, or decay below about 0.9) lies outside the range the form is measured in "
+            "(docs/quantised-accuracy.md)",
+            CapacityWarning,
+            stacklevel=3,
+        )
+
+
 def scale_moment(group: Numbers) -> Floats:
     """kappa_m = E max_{i <= m} z_i^2 for m = ``group`` independent standard normal z: the mean squared largest
     magnitude of a group, in units of its entries' variance (1, 3.46, 5.71, 11.96 at m = 1, 8, 32, 1024)."""
@@ -82,9 +165,11 @@ def _group(scope: str, d: FloatArray, dv: FloatArray, group: Numbers | None) -> 
     return {"tensor": d * dv, "row": dv * np.ones_like(d), "col": d * np.ones_like(dv)}[scope]
 
 
-def _w(sigma2: Floats, m: Floats, bits: int, stochastic: bool) -> Floats:
-    """One rounding's variance per entry of a group of m with entries N(0, sigma2)."""
-    kappa = np.vectorize(lambda x: _kappa(int(x)))(m)
+def _w(sigma2: Floats, m: Floats, bits: int, stochastic: bool, kappa: Floats | None = None) -> Floats:
+    """One rounding's variance per entry of a group of m with entries N(0, sigma2) (``kappa``: the group's mean
+    squared largest entry over sigma2 where it is not kappa_m)."""
+    if kappa is None:
+        kappa = np.vectorize(lambda x: _kappa(int(x)))(m)
     got: Floats = (m - 1.0) / m * kappa * sigma2 / ((6.0 if stochastic else 12.0) * _q(bits) ** 2)
     return got
 
@@ -115,11 +200,22 @@ def quantised_final_error(
 ) -> Floats:
     """T31: the mean squared deviation of a unit query's read after one rounding of the finished state (n float32
     writes of random unit keys and values) to ``bits`` with ``scope`` scales: dv w(sigma_n), sigma_n^2 = E ||S_n||^2
-    / (d dv). For the linear memory at int8 per row, d = dv = 32: 2.86e-5 n / d, 2.9e-5 times the crosstalk."""
+    / (d dv). For the linear memory at int8 per row, d = dv = 32: 2.86e-5 n / d, 2.9e-5 times the crosstalk.
+
+    Per row, column or group kappa_m is exact (isotropic rows and columns). With one scale per tensor kappa comes
+    from the entries' tails (the module's docstring), for the additive and decaying memories; measured within 2%
+    (docs/quantised-accuracy.md, generated: d 16..128, dv 16..64, alpha 0.9..1, n 30..65536). A CapacityWarning
+    where the entries' fourth cumulant exceeds ``G4_MAX`` (fewer than about 9 writes, or alpha below about 0.9);
+    the delta rules' tensors are taken Gaussian (their accuracy in the same table)."""
     n, d, dv = _counts(n=n, d=d, dv=dv)
     m = _group(scope, d, dv, group)
     s2 = _moment(memory, n, d, alpha, beta) / (d * dv)
-    return _out(dv * _w(s2, m, bits, stochastic))
+    kappa = None
+    if scope == "tensor":
+        _check_memory(memory, alpha, beta)
+        _warn_tails(memory, n, d, dv, alpha, "quantised_final_error")
+        kappa = np.vectorize(lambda a, b, c: float(_kappa_tensor(memory, np.float64(a), b, c, alpha)))(n, d, dv)
+    return _out(dv * _w(s2, m, bits, stochastic, kappa))
 
 
 _QUANTILES = 256  # equally likely values of a group's largest magnitude
@@ -137,11 +233,12 @@ def _max_quantiles(m: int) -> FloatArray:
 
 
 def _grid_variance(
-    sig2: FloatArray, scale: FloatArray, d: int, dv: int, m: float, bits: int, stochastic: bool
+    sig2: FloatArray, scale: FloatArray, d: int, dv: int, m: float, bits: int, stochastic: bool, tail: FloatArray
 ) -> FloatArray:
     """Per entry and step: the variance of rounding an increment delta = scale k_a v_b to the grid Delta = M / Q
     (the stored entry on the grid; M the group's largest magnitude, entries N(0, sig2)), over the distribution of
-    M, times (m - 1)/m. Arrays over steps ``[S]``; Delta^2 / 12 (/ 6) while Delta is far below the increments."""
+    M, times (m - 1)/m. Arrays over steps ``[S]``; Delta^2 / 12 (/ 6) while Delta is far below the increments.
+    ``tail`` ``[S]``: the group's kappa over kappa_m (1 but for a tensor scale's heavy tails)."""
     from capacity.theory.precision import _increment_table, _interp
 
     log_rho, var, _, _, _ = _increment_table(int(d), int(dv), bool(stochastic))
@@ -149,7 +246,7 @@ def _grid_variance(
     out = np.empty(len(sig2))
     for lo in range(0, len(sig2), 4096):  # [steps, quantiles] blocks
         sl = slice(lo, lo + 4096)
-        delta = np.sqrt(sig2[sl])[:, None] * xq[None, :] / _q(bits)
+        delta = np.sqrt(sig2[sl] * tail[sl])[:, None] * xq[None, :] / _q(bits)
         rho = delta / scale[sl, None]
         v = _interp(log_rho, var, rho) * scale[sl, None] ** 2
         v = np.where(rho < np.exp(log_rho[0]), delta**2 / (6.0 if stochastic else 12.0), v)
@@ -168,24 +265,36 @@ def _step(
     beta: float,
     stochastic: bool,
     feedback: bool,
+    nodes: tuple[int, ...],
 ) -> FloatArray:
-    """Deviations of a unit query's read after s = 1 .. n_max writes, the state rounded after every write."""
+    """Deviations of a unit query's read after s = 1 .. n_max writes, the state rounded after every write. A
+    tensor scale (m = d dv) takes kappa from the entries' tails, computed at ``nodes`` (the steps asked for) and
+    64 steps spread geometrically, interpolated in log s between them."""
     a, b = _check_memory(memory, alpha, beta)
     c = float(_contraction(memory, d, alpha, beta))  # d is one number, and so is c
     N = d * dv
     s = np.arange(1, n_max + 1, dtype=np.float64)
     sig = np.asarray(_moment(memory, s, d, alpha, beta)) / N  # the float32 state's entry variance after s writes
-    A = float(_w(1.0, np.float64(m), bits, stochastic))  # w = A sigma^2
+    tail = np.ones(n_max)
+    if m == N and N > 1:
+        at = np.unique(np.concatenate([np.round(np.geomspace(1, n_max, 64)), np.asarray(nodes, dtype=np.float64)]))
+        tail = np.interp(np.log(s), np.log(at), _kappa_tensor(memory, at, d, dv, alpha) / _kappa(int(m)))
+    A = np.asarray(_w(1.0, np.float64(m), bits, stochastic)) * tail  # w = A sigma^2, [S]
     out = np.empty(n_max)
     e = 0.0
     if not feedback:
-        # e_s = c e_(s-1) + w_s: each rounding adds the error of rounding the write's increment to the grid of the
-        # stored state (T15's increment distribution), independent of the last
-        if memory in ("delta", "gated_delta"):  # increment b k_a (v - alpha k S)_b, E ||v - alpha k S||^2 = 1 + a^2 m/d
-            scale = b * np.sqrt(1.0 + a * a * _moment(memory, s - 1, d, alpha, beta) / d)
+        # e_s = c e_(s-1) + w_s: each rounding adds an error independent of the last. int8: the error of rounding
+        # the write's increment to the grid of the stored state (T15's increment distribution). int4: uniform
+        # over the grid (T31's w at the current spread): the scale moves at every write by a share of a step of
+        # the order of the increment, and re-rounds every stored entry against a shifted grid
+        if bits == 4:
+            w = A * sig
         else:
-            scale = np.ones_like(s)
-        w = _grid_variance(sig, scale, d, dv, m, bits, stochastic)
+            if memory in ("delta", "gated_delta"):  # increment b k_a (v - alpha k S)_b, E ||.||^2 = 1 + a^2 m/d
+                scale = b * np.sqrt(1.0 + a * a * _moment(memory, s - 1, d, alpha, beta) / d)
+            else:
+                scale = np.ones_like(s)
+            w = _grid_variance(sig, scale, d, dv, m, bits, stochastic, tail)
         for i in range(n_max):
             e = c * e + w[i]
             out[i] = dv * e
@@ -196,7 +305,7 @@ def _step(
     prev_r = 0.0
     for i in range(n_max):
         e = c * e + g * prev_r
-        prev_r = A * sig[i]
+        prev_r = A[i] * sig[i]
         out[i] = dv * (e + prev_r)
     return out
 
@@ -218,17 +327,23 @@ def quantised_step_error(
     """T32: the mean squared deviation of a unit query's read from the float32 read after n writes, the state
     quantised after every write.
 
-    Without feedback each write's increment (T15's exact distribution: scale k_a v_b, the delta rules' scale b
-    sqrt(1 + alpha^2 m_(s-1)/d)) is rounded to the grid Delta = M / Q of the stored state, M distributed as the
+    Without feedback, int8: each write's increment (T15's exact distribution: scale k_a v_b, the delta rules' scale
+    b sqrt(1 + alpha^2 m_(s-1)/d)) is rounded to the grid Delta = M / Q of the stored state, M distributed as the
     largest of the group's m entries N(0, sigma_s^2); (m - 1)/m of the entries take that error (the largest is
     kept), independent from write to write, and the errors add up contracted by the memory (c: 1 linear, alpha^2
     decay, alpha^2 (1 - (2 beta - beta^2)/d) the delta rules): e_s = c e_(s-1) + w_s. While the increments span many
     grid steps w_s = T31's w and the linear memory's deviation is A n (n + 1) / (2 d) (A = w / sigma^2); as the grid
     grows past the increments it falls below that (0.98, 0.96, 0.92 of it at n = 64, 256, 1024 for int8 per row, d
-    = 32, as measured). Measured within 1% for int8 (2026-12-03: linear, decay, delta; round-to-nearest and
-    stochastic). For int4 the increments fall below the grid within a few writes; there the scale's change at every
-    write shifts the stored entries against the grid and the errors stay near uniform: T33's uniform model holds
-    better (this form is 30% low for int4 per row, stochastic rounding, at n = 104).
+    = 32, as measured). Measured within 1% for int8 per row (2026-12-03: linear, decay, delta; round-to-nearest and
+    stochastic), 0.97-1.04 per tensor (docs/quantised-accuracy.md).
+
+    Without feedback, int4: the increments fall below the grid within a few writes, but the scale moves at every
+    write and re-rounds every stored entry against a shifted grid, so each rounding's error is taken uniform over
+    the cell (T31's w at the current spread, T33's model): e_s = c e_(s-1) + w_s. Accuracy (docs/quantised-
+    accuracy.md, an independent simulation, d 16..128, dv 16..64, up to T33's crossover n*): stochastic rounding
+    0.93-1.00 of the form; round-to-nearest 0.84-0.91 below n* and 1.05-1.10 at n* (it stalls, as in T17); decay
+    alpha = 0.99 round-to-nearest 0.88-0.92 to n = 100, 1.17 at 400. A CapacityWarning for the additive memory
+    in int4 without feedback past n*. A tensor scale takes kappa from the entries' tails at every step (T31).
 
     With error feedback (``feedback=True``) the residual r, the last rounding's error, is added back before the next
     rounding, so Z = Q + r follows the float32 recurrence up to the memory's own use of Q: E = Z - F obeys E_s =
@@ -239,13 +354,26 @@ def quantised_step_error(
     """
     n, d, dv = _counts(n=n, d=d, dv=dv)
     m = _group(scope, d, dv, group)
+    _check_memory(memory, alpha, beta)
+    if scope == "tensor":
+        _warn_tails(memory, n, d, dv, alpha, "quantised_step_error")
+    if bits == 4 and not feedback and memory == "linear":
+        past = n > np.asarray(quantised_crossover(d, dv, 4, scope, group=group, stochastic=stochastic))
+        if np.any(past):
+            warnings.warn(
+                "quantised_step_error: int4 without feedback past T33's crossover (the deviation above the "
+                "crosstalk) lies outside the range the form is measured in (docs/quantised-accuracy.md)",
+                CapacityWarning,
+                stacklevel=2,
+            )
     out = np.empty(n.shape)
     cache: dict[tuple[int, int, float], FloatArray] = {}
     n_max = int(np.max(n))
+    nodes = tuple(sorted({int(round(float(x))) for x in n.flat}))
     for idx in np.ndindex(n.shape):
         key = (int(d[idx]), int(dv[idx]), float(m[idx]))
         if key not in cache:
-            cache[key] = _step(n_max, *key, bits, memory, alpha, beta, bool(stochastic), bool(feedback))
+            cache[key] = _step(n_max, *key, bits, memory, alpha, beta, bool(stochastic), bool(feedback), nodes)
         out[idx] = cache[key][int(round(float(n[idx]))) - 1]
     return _out(out)
 
@@ -270,7 +398,10 @@ def quantised_crossover(
     there). The scale then moves with the group's largest entry at every write and shifts the stored entries
     against the grid, so the errors are closer to uniform than T32's on-grid model says: measured (2026-12-03, d =
     32, per row) the int4 deviation at n* is 0.98 of the crosstalk with stochastic rounding and 1.07 with
-    round-to-nearest. For int8 the crossing is an estimate far past the measured range. ``inf`` where the deviation
+    round-to-nearest. Below ratio 1 the crossing comes later than the form says: at ratios 1/4 and 1/2 the
+    measured deviation at n* is 0.91-0.94 of r times the crosstalk with stochastic rounding (per row and per
+    column, d 32..64) and 0.84-0.88 with round-to-nearest (docs/quantised-accuracy.md). For int8 the crossing is
+    an estimate far past the measured range. ``inf`` where the deviation
     never reaches the ratio (A >= 2 r (3 - 2 sqrt 2))."""
     (d, dv) = _counts(d=d, dv=dv)
     r = float(ratio)
