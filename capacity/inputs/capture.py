@@ -10,7 +10,7 @@ layer's capture at a time (the callback keeps what it wants).
 What a ``Layer`` holds is the kernel's input in the toolkit's row convention (state ``S`` of ``[d, dv]`` per head, a
 write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in float32:
 
-    family        memory (kernels.update mode)          q, k                        alpha [H, T](, d)   beta     v
+    family        memory (kernels mode)                 q, k                        alpha [H, T](, d)   beta     v
     gated_delta   S = alpha (I - b k^T k) S + b k^T v   l2-normalised as the kernel  exp(g)             beta     v
                   (q also times d^-1/2)                  does (``l2norm``, eps 1e-6)
     kda           S = (I - b k^T k) Diag(alpha) S + ...  as gated_delta               exp(g), per channel beta     v
@@ -43,8 +43,8 @@ from typing import Any, Literal
 
 import torch
 
-import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
 from capacity.errors import CapacityError
+from capacity.kernels import reference
 
 __all__ = [
     "FAMILIES",
@@ -54,6 +54,7 @@ __all__ = [
     "capture",
     "collect",
     "family_of",
+    "proof",
     "replay",
     "rel_rms",
     "tiny",
@@ -89,8 +90,9 @@ class Layer:
 
     ``q``, ``k`` ``[H, T, d]``; ``v`` ``[H, T, dv]``; ``alpha`` ``[H, T]`` (``[H, T, d]`` for kda); ``beta``
     ``[H, T]`` or None (mamba2); ``out`` ``[H, T, dv]`` and ``state`` ``[H, d, dv]``: the kernel's own output and
-    final state; ``dt`` ``[H, T]``: Mamba-2's step (already in ``v`` and ``alpha``), None otherwise. ``index`` is the
-    layer's ``layer_idx`` in the model.
+    final state; ``dt`` ``[H, T]``: Mamba-2's step (already in ``v`` and ``alpha``), None otherwise; ``skip``
+    ``[H, T, dv]``: Mamba-2's skip term ``D x``, which the kernel added to ``out`` (``out`` is without it), None
+    otherwise. ``index`` is the layer's ``layer_idx`` in the model.
     """
 
     index: int
@@ -103,6 +105,7 @@ class Layer:
     out: torch.Tensor
     state: torch.Tensor
     dt: torch.Tensor | None = None
+    skip: torch.Tensor | None = None
 
     @property
     def heads(self) -> int:
@@ -176,8 +179,9 @@ def _mamba2_layer(index: int, args: dict[str, Any], result: Any) -> Layer:
     x = _heads_first(x)  # [H, T, P]
     D = args.get("D")
     out = _heads_first(out)
-    if D is not None:
-        out = out - D.float()[:, None, None] * x
+    skip = None if D is None else D.float()[:, None, None] * x
+    if skip is not None:
+        out = out - skip
     return Layer(
         index=index,
         family="mamba2",
@@ -189,6 +193,7 @@ def _mamba2_layer(index: int, args: dict[str, Any], result: Any) -> Layer:
         out=out,
         state=state[0].float().transpose(-1, -2).contiguous(),  # [H, P, N] -> [H, N, P]
         dt=dt,
+        skip=skip,
     )
 
 
@@ -281,6 +286,18 @@ def collect(model: torch.nn.Module, ids: torch.Tensor) -> tuple[list[Layer], Any
     return layers, output
 
 
+def proof(layer: Layer, replayed: tuple[torch.Tensor, torch.Tensor] | None = None) -> float:
+    """The largest relative RMS error of ``replay(layer)`` against what the kernel returned: its outputs (with
+    Mamba-2's skip term added back to both, so that a scan output far smaller than the skip is not judged by the
+    skip's rounding) and its final state. ``replayed``: ``replay(layer)`` where it was computed already."""
+    out, S = replay(layer) if replayed is None else replayed
+    if layer.skip is not None:
+        out, ref = out + layer.skip, layer.out + layer.skip
+    else:
+        ref = layer.out
+    return max(rel_rms(out, ref), rel_rms(S, layer.state))
+
+
 def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
     """||x - ref|| / ||ref|| over all entries, in float64 (0 when both are 0)."""
     num = float((x.double() - ref.double()).norm())
@@ -298,8 +315,9 @@ def replay(
     write: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The layer's outputs ``[H, T, dv]`` and final state ``[H, d, dv]`` recomputed from its captured inputs by the
-    toolkit's recurrence of its family (``kernels.update`` in float32, the state's heads as the batch), token by
-    token: the output of token t is ``q_t S_t`` after token t is written.
+    toolkit's recurrence of its family (``capacity.kernels.reference``, the one-token oracle that ``kernels.update``
+    and the Triton kernels are held to, in float32, the state's heads as the batch), token by token: the output of
+    token t is ``q_t S_t`` after token t is written.
 
     ``state``: the initial state (zeros by default). ``write(S, t)``, when given, is applied to the state after
     token t is written and returns the state the next token sees (how a server's rounding of the state enters).
@@ -310,11 +328,14 @@ def replay(
     out = torch.empty(H, T, dv)
     mode = _MODE[layer.family]
     for t in range(T):
-        kw: dict[str, Any] = {"alpha": layer.alpha[:, t : t + 1]}
-        if layer.beta is not None:
-            kw["beta"] = layer.beta[:, t : t + 1]
-        S = kernels.update(
-            S, layer.k[:, t : t + 1], layer.v[:, t : t + 1], mode=mode, normalize=False, backend="torch", **kw
+        S = reference.recurrence(
+            layer.k[:, t : t + 1],
+            layer.v[:, t : t + 1],
+            mode=mode,
+            beta=None if layer.beta is None else layer.beta[:, t : t + 1],
+            gate=layer.alpha[:, t : t + 1],
+            initial_state=S,
+            normalize=False,
         )
         if write is not None:
             S = write(S, t)

@@ -1,5 +1,5 @@
 """A real model as an input (capacity.inputs.capture): the capture of each linear layer's kernel inputs is proved by
-replay. The toolkit's recurrence of the family (``kernels.update``), fed the captured q, k, v, gates and beta,
+replay. The toolkit's recurrence of the family (``capacity.kernels.reference``), fed the captured q, k, v, gates and beta,
 reproduces the kernel's own outputs and the final state the model keeps in its cache, in float32, on tiny random
 configs built from the config classes (no download). A wrong convention (the log-gate taken as a gate, beta applied
 twice, grouped heads mapped the other way) gives a large error: those runs are kept as tests.
@@ -86,6 +86,19 @@ def test_a_wrong_convention_is_caught(captured, wrong):
     bad = wrong(layer)
     out, S = capture.replay(bad)
     assert max(capture.rel_rms(out, layer.out), capture.rel_rms(S, layer.state)) > 1e-2
+
+
+def test_the_proof_adds_mamba2s_skip_back():
+    """With Nemotron-H's random init the scan's output is about 1e-6 of its skip term D x: the output less D x keeps
+    only the skip's rounding (3e-2 against the replay, seen), so ``proof`` compares outputs with the skip added back
+    to both; the state, which the skip never enters, is compared as it is."""
+    model = capture.tiny("nemotron_h", seed=1)
+    ids = torch.randint(0, 256, (1, T), generator=torch.Generator().manual_seed(2))
+    (layer,), _ = capture.collect(model, ids)
+    assert layer.skip is not None and float(layer.skip.norm()) > 1e3 * float(layer.out.norm())
+    assert capture.proof(layer) <= 1e-5
+    out, S = capture.replay(layer)
+    assert capture.rel_rms(S, layer.state) <= 1e-5
 
 
 def test_a_model_without_a_captured_family_is_one_line():

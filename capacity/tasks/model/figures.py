@@ -121,7 +121,7 @@ def model_recall(ds: xr.Dataset) -> Figure:
                 )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-            ax.set_xlabel("age of the pair (writes since; age 0 drawn at 1/2)")
+            ax.set_xlabel("age (writes since; age 0 at 1/2)")
             ax.set_ylabel("recall error ||k S - v||^2 / ||v||^2")
             ax.set_title(f"layer {layer}: the head's own rule")
         ax = axes[0, -1]
@@ -137,7 +137,7 @@ def model_recall(ds: xr.Dataset) -> Figure:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_ylim(bottom=FLOOR)  # an exact read-back (1e-13) would flatten the rest
-        ax.set_xlabel("age of the pair (writes since; age 0 drawn at 1/2)")
+        ax.set_xlabel("age (writes since; age 0 at 1/2)")
         ax.set_title("same keys and values, other memories")
         theme.legend(fig, axes)
         theme.note(fig, _caption(ds))

@@ -150,14 +150,14 @@ def _own(
     parts: list[dict[str, np.ndarray]] = []
 
     def on_layer(layer: capture.Layer) -> None:
-        out, S = capture.replay(layer)
-        err = max(capture.rel_rms(out, layer.out), capture.rel_rms(S, layer.state))
+        replayed = capture.replay(layer)
+        err = capture.proof(layer, replayed)
         if err > PROOF:
             raise CapacityError(
                 f"model: the replay of layer {layer.index} differs from the model's kernel by {err:.2g} (relative RMS, more than {PROOF:g}): this capture is not used"
             )
         part = {**heads.geometry(layer), **heads.recall(layer, ages, window)}
-        part["precision_error"] = heads.precision_errors(layer, formats, out)
+        part["precision_error"] = heads.precision_errors(layer, formats, replayed[0])
         parts.append(part)
 
     with user_code(f"model {model!r}", "in its forward pass"):
