@@ -21,6 +21,7 @@ import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity import theory
+from capacity.tasks.recall.task import CLOSED_FORMS
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -36,11 +37,12 @@ __all__ = ["error_vs_load", "theory_curves", "delta_curve", "FLOOR"]
 
 FLOOR = 1e-3  # lowest error shown on the log axis
 
-# theorem -> (function of (n, d), legend label, line style)
+# theorem -> (function of (n, d), legend label, line style): the functions the recall task stores the variables
+# frame_bound, random_keys_error and rank_bound by, evaluated here on a finer grid
 THEORY: dict[str, tuple[Callable[[npt.NDArray[np.float64], int], Floats], str, LineStyleType]] = {
-    "T5": (theory.frame_bound, "T5 frame bound: max(n/d − 1, 0)", "--"),
-    "T7": (theory.random_keys_error, "T7 random keys: (n − 1)/d", ":"),
-    "T8": (theory.rank_bound, "T8 rank bound: max(1 − d/n, 0)", "-."),
+    "T5": (CLOSED_FORMS["frame_bound"][0], "T5 frame bound: max(n/d − 1, 0)", "--"),
+    "T7": (CLOSED_FORMS["random_keys_error"][0], "T7 random keys: (n − 1)/d", ":"),
+    "T8": (CLOSED_FORMS["rank_bound"][0], "T8 rank bound: max(1 − d/n, 0)", "-."),
 }
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from matplotlib.figure import Figure
 
-__all__ = ["forgetting", "rule_of", "hypothesis"]
+__all__ = ["forgetting", "rule_of"]
 
 # the declared family (capacity.variants.Declares.family) -> its rule's name in theory.forgetting_*
 _RULE_OF = {"delta": "delta", "decay": "decay", "gated_delta": "gated_delta", "selective": "mamba2"}
@@ -59,18 +59,6 @@ def rule_of(label: str, ds: xr.Dataset | None = None) -> tuple[str, RuleParams] 
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in out.values()):
         return None  # drawn per token
     return base, cast(RuleParams, {k: float(v) for k, v in out.items()})  # the keys are _RULES[base]'s
-
-
-def hypothesis(rule: str, d: int, params: RuleParams) -> float | None:
-    """The outside analyses' time constant for ``rule`` (None for mamba2, which they do not cover)."""
-    b, a = params.get("beta", 0.0), params.get("alpha", 1.0)
-    if rule == "delta":
-        return d / (b * (2 - b))
-    if rule == "decay":
-        return math.inf if a == 1 else 1 / (1 - a)
-    if rule == "gated_delta":
-        return 1 / ((1 - a) + b * (2 - b) / (2 * d))
-    return None
 
 
 def _bins(ds: xr.Dataset) -> tuple[npt.NDArray[np.int_], npt.NDArray[np.int_]]:
@@ -150,7 +138,7 @@ def forgetting(ds: xr.Dataset, *, d: int | None = None, n: int | None = None) ->
                 if math.isfinite(tau) and tau < nn:
                     line = ax.axvline(tau, color=colors[lab], lw=0.9, ls=":", zorder=1, label="signal horizon τ")
                     line.set_gid(f"horizon:{lab}")
-                guess = hypothesis(kind, dd, p)
+                guess = theory.forgetting_hypothesis(dd, kind, **p)
                 if var == "signal_age" and guess is not None and math.isfinite(guess) and guess < nn:
                     (mark,) = ax.plot(
                         [guess],

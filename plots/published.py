@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from capacity import theory
 from capacity.tasks import published
 from capacity.tasks.mqar import probe as mqar
 
@@ -75,7 +76,7 @@ def trained_points(
 def mqar_ceiling(ax: Axes, lo_bytes: float, hi_bytes: float, *, color: ColorType = "0.15") -> Line2D:
     """The additive memory's predicted accuracy on zoology's Fig. 2 test mix against the bytes of one float32 d x d state.
 
-    Accuracy = sum over the test configurations of pairs x ``capacity.mqar.predicted_accuracy(pairs, d, d, vocab)``
+    Accuracy = sum over the test configurations of pairs x ``capacity.theory.vocab_argmax_recall(pairs, d, d, vocab)``
     / sum of pairs (zoology's valid/accuracy counts every query), vocab = the 4,096 value tokens, d = sqrt(bytes / 4).
     Random keys, no training: a floor of what the state holds, not a bound on what a trained layer can do.
     """
@@ -84,7 +85,7 @@ def mqar_ceiling(ax: Axes, lo_bytes: float, hi_bytes: float, *, color: ColorType
     vocab = mqar.ZOOLOGY_VOCAB // 2
     b = np.geomspace(lo_bytes, hi_bytes, 40)
     d = np.sqrt(b / 4.0)
-    acc = np.array([(pairs * mqar.predicted_accuracy(pairs, dd, dd, vocab)).sum() / pairs.sum() for dd in d])
+    acc = np.array([(pairs * theory.vocab_argmax_recall(pairs, dd, dd, vocab)).sum() / pairs.sum() for dd in d])
     (line,) = ax.plot(
         b,
         acc,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from types import ModuleType
 
@@ -18,6 +19,7 @@ __all__ = [
     "recall_at",
     "recall_at_refined",
     "recall_at_capacity_refined",
+    "vocab_argmax_recall",
 ]
 
 
@@ -277,3 +279,41 @@ def recall_at_capacity_refined(d: Numbers, dv: Numbers, k: Numbers, tau: float =
             xtol=1e-7,
         )
     )
+
+
+def vocab_argmax_recall(n: Numbers, d: Numbers, dv: Numbers, vocab: Numbers) -> Floats:
+    """T10 over a vocabulary: predicted MQAR accuracy of the additive memory (random keys and values, no overwrites),
+    what the mqar task stores as ``accuracy_pred`` and its figure draws.
+
+    ``capacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
+    values. The read r = v_i + sum_{j != i} G_ij v_j scores N(1, s_c^2) on its own value, N(0, s_w^2) on each of
+    the n - 1 other stored values (s_c, s_w as in T10) and N(0, s_u^2), s_u^2 = (1 + (n - 1)/d)/dv, on each of
+    the vocab - n values never stored; treating the wrong scores as independent,
+
+        P(correct) = E_z [ Phi((1 + s_c z)/s_w)^(n - 1) Phi((1 + s_c z)/s_u)^(vocab - n) ],   z ~ N(0, 1).
+
+    Equals ``argmax_recall(n, d, dv)`` at vocab = n; conservative like it (measured accuracy runs above).
+    """
+    integrate, _, special = _scipy()
+
+    n, d, dv, vocab = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(n, d, dv, vocab))
+    for name, a in (("n", n), ("d", d), ("dv", dv), ("vocab", vocab)):
+        if not np.all(np.isfinite(a)) or np.any(a < 1):
+            raise CapacityError(f"{name} must be >= 1 (finite), got {a!r}")
+    if np.any(vocab < n):
+        raise CapacityError("vocab must be >= n (the stored values are part of the vocabulary)")
+    shape = n.shape
+    n, d, dv, vocab = (a.ravel() for a in (n, d, dv, vocab))
+    s_c = np.sqrt((n - 1.0) / (d * dv))
+    s_w = np.sqrt(1.0 / dv + 1.0 / d + np.maximum(n - 2.0, 0.0) / (d * dv))
+    s_u = np.sqrt((1.0 + (n - 1.0) / d) / dv)
+
+    def integrand(z: float) -> FloatArray:
+        mean = 1.0 + s_c * z
+        log_p = (n - 1.0) * special.log_ndtr(mean / s_w) + (vocab - n) * special.log_ndtr(mean / s_u)
+        density: FloatArray = np.exp(-0.5 * z * z + log_p) / math.sqrt(2.0 * math.pi)  # scipy is untyped
+        return density
+
+    value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
+    value = np.clip(value, 0.0, 1.0).reshape(shape)
+    return float(value) if value.ndim == 0 else value

@@ -41,7 +41,13 @@ import numpy as np
 from capacity.errors import CapacityError
 from capacity.theory._common import FloatArray, Floats, Numbers, _numbers, _out, _scipy
 
-__all__ = ["forgetting_signal", "forgetting_error", "forgetting_horizon", "mamba2_step_moments"]
+__all__ = [
+    "forgetting_signal",
+    "forgetting_error",
+    "forgetting_horizon",
+    "forgetting_hypothesis",
+    "mamba2_step_moments",
+]
 
 RULES = {
     "delta": ("beta",),
@@ -253,3 +259,22 @@ def forgetting_horizon(
         return math.inf
     tau = -1.0 / math.log(rate)
     return 2.0 * tau if quantity == "trace" else tau
+
+
+def forgetting_hypothesis(d: float, rule: str, **params: float) -> float | None:
+    """The time constant the outside analyses give for ``rule`` at key dimension ``d`` (None for mamba2, which they
+    do not cover), set beside ``forgetting_horizon`` by the forgetting figure: delta d / (beta (2 - beta)), decay
+    1 / (1 - alpha) (inf at alpha = 1), gated delta 1 / ((1 - alpha) + beta (2 - beta) / (2 d)). ``params``: the
+    rule's parameters (``alpha``, ``beta``; others are not read).
+
+    >>> forgetting_hypothesis(64, "delta", beta=0.5)
+    85.33333333333333
+    """
+    b, a = params.get("beta", 0.0), params.get("alpha", 1.0)
+    if rule == "delta":
+        return d / (b * (2 - b))
+    if rule == "decay":
+        return math.inf if a == 1 else 1 / (1 - a)
+    if rule == "gated_delta":
+        return 1 / ((1 - a) + b * (2 - b) / (2 * d))
+    return None

@@ -30,18 +30,6 @@ RULES = [
 ]
 
 
-def hypothesis(rule: str, d: int, p: dict) -> float | None:
-    """The outside analyses' time constants (none for mamba2)."""
-    b, a = p.get("beta", 0.0), p.get("alpha", 1.0)
-    if rule == "delta":
-        return d / (b * (2 - b))
-    if rule == "decay":
-        return 1 / (1 - a)
-    if rule == "gated_delta":
-        return 1 / ((1 - a) + b * (2 - b) / (2 * d))
-    return None
-
-
 def fitted(label: str, d: int, n: int, batch: int, tau: float) -> float:
     K = keys.make("gaussian", n, d, batch=batch, seed=list(range(batch)))
     V = values.make("gaussian", n, d, batch=batch, seed=list(range(batch, 2 * batch)))
@@ -66,7 +54,7 @@ def main(argv=None) -> None:
         tau = theory.forgetting_horizon(d, rule, **p)
         te = theory.forgetting_horizon(d, rule, quantity="energy", **p)
         tt = theory.forgetting_horizon(d, rule, quantity="trace", **p)
-        guess = hypothesis(rule, d, p)
+        guess = theory.forgetting_hypothesis(d, rule, **p)
         meas = fitted(label, d, args.n, args.batch, tau)
         g = f"{guess:.1f}" if guess is not None and math.isfinite(guess) else "none"
         print(f"| `{label}` | {tau:.1f} | {te:.1f} | {tt:.1f} | {g} | {meas:.1f} |")

@@ -203,10 +203,10 @@ def test_softmax_averages_duplicate_keys():
     assert (free.accuracy == 1).all()
 
 
-def test_predicted_accuracy():
+def test_vocab_argmax_recall():
     n = np.array([2, 10, 40, 100])
-    np.testing.assert_allclose(mqar.predicted_accuracy(n, 32, 16, n), theory.argmax_recall(n, 32, 16), rtol=1e-9)
-    by_vocab = mqar.predicted_accuracy(40, 32, 16, np.array([40, 100, 1000, 10000]))
+    np.testing.assert_allclose(theory.vocab_argmax_recall(n, 32, 16, n), theory.argmax_recall(n, 32, 16), rtol=1e-9)
+    by_vocab = theory.vocab_argmax_recall(40, 32, 16, np.array([40, 100, 1000, 10000]))
     assert np.all(np.diff(by_vocab) < 0)  # more wrong candidates, lower accuracy
     # Monte Carlo of the model itself: Gaussian scores with the stated spreads, independent
     g = torch.Generator().manual_seed(0)
@@ -222,14 +222,14 @@ def test_predicted_accuracy():
         (sw * torch.randn(trials, nn - 1, generator=g, dtype=torch.float64)).amax(1),
         (su * torch.randn(trials, vocab - nn, generator=g, dtype=torch.float64)).amax(1),
     )
-    assert abs(float((own > best).double().mean()) - mqar.predicted_accuracy(nn, d, dv, vocab)) < 0.005
+    assert abs(float((own > best).double().mean()) - theory.vocab_argmax_recall(nn, d, dv, vocab)) < 0.005
     # measured: the additive memory with Gaussian keys runs above the (conservative) prediction, by at most ~0.15
     pairs = [16, 32, 64, 128]
     ds = mqar.mqar(variants.get("linear"), vocab=256, pairs=pairs, d=32, batch=16, seed=0)
-    gap = ds.accuracy.mean("batch").values - mqar.predicted_accuracy(np.array(pairs), 32, 32, 256)
+    gap = ds.accuracy.mean("batch").values - theory.vocab_argmax_recall(np.array(pairs), 32, 32, 256)
     assert np.all(gap > -0.02) and np.all(gap < 0.15), gap
     with pytest.raises(CapacityError, match="vocab must be >= n"):
-        mqar.predicted_accuracy(10, 8, 8, 5)
+        theory.vocab_argmax_recall(10, 8, 8, 5)
 
 
 def test_grid_equals_direct_calls():
@@ -258,7 +258,7 @@ def test_figure():
     th = [ln for ln in left.get_lines() if ln.get_gid() == "theory:T10"]
     assert len(th) == 1
     x, y = th[0].get_data()
-    np.testing.assert_allclose(y, mqar.predicted_accuracy(x, 16, 16, 96), rtol=1e-12)
+    np.testing.assert_allclose(y, theory.vocab_argmax_recall(x, 16, 16, 96), rtol=1e-12)
     assert not [ln for ln in right.get_lines() if (ln.get_gid() or "").startswith("theory:")]
     for lab in ("linear", "delta(beta=1)", "softmax(scale=16)"):
         for ax in (left, right):

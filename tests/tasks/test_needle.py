@@ -243,12 +243,12 @@ def _rule(label):
 
 
 def test_rule_of_reads_labels():
-    from capacity.plots.forgetting import hypothesis, rule_of
+    from capacity.plots.forgetting import rule_of
 
     assert rule_of("delta(beta=0.5)") == ("delta", {"beta": 0.5})
     assert rule_of("gated_delta(alpha=0.9, beta=1.0)") == ("gated_delta", {"alpha": 0.9, "beta": 1.0})
     assert rule_of("decay(alpha=['uniform', 0.9, 1.0])") is None and rule_of("linear") is None
-    assert hypothesis("delta", 64, {"beta": 0.5}) == pytest.approx(64 / 0.75)
+    assert theory.forgetting_hypothesis(64, "delta", beta=0.5) == pytest.approx(64 / 0.75)
 
 
 def test_the_needle_study_settings_come_from_the_paper():

@@ -2,7 +2,7 @@
 the tasks layer imports this module). MQAR accuracy of memories without training: one colour per memory.
 
 Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction
-decoded over the whole vocabulary (``capacity.mqar.predicted_accuracy``; ``theory.argmax_recall``
+decoded over the whole vocabulary (``capacity.theory.vocab_argmax_recall``; ``theory.argmax_recall``
 decodes over the n stored values only), drawn only where it applies: the additive memory with
 random (Gaussian) keys. Right: accuracy against the fraction of keys overwritten, at one pairs value.
 """
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from capacity import theory
 from capacity.base import _validate
 from capacity.errors import CapacityError
 from capacity.plots import _data, names, theme
-from capacity.tasks.mqar import probe as mqar_task
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -86,7 +86,7 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
                 theme.theory_line(
                     left,
                     x,
-                    mqar_task.predicted_accuracy(x, d, dv, vocab),
+                    theory.vocab_argmax_recall(x, d, dv, vocab),  # the function the task stores accuracy_pred by
                     theorem="T10",
                     label=f"T10, argmax over {vocab} values (additive)",
                 )

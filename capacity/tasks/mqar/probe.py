@@ -34,7 +34,6 @@ measurement (zoology's own generator lives in ``zoology.py``, the tokens in ``_t
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,7 +56,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
     from capacity.base._types import Device, Seed
-    from capacity.theory._common import Floats, Numbers
     from capacity.variants import Variant
 
 __all__ = [
@@ -70,7 +68,7 @@ __all__ = [
     "Task",
     "grid",
     "mqar",
-    "predicted_accuracy",
+    "measure",
     "task",
 ]
 
@@ -286,7 +284,7 @@ def _scores(
     }
 
 
-def mqar(
+def _measure(
     variant: Variant,
     *,
     vocab: int,
@@ -301,19 +299,9 @@ def mqar(
     batch: int = 1,
     seed: Seed = 0,
     device: Device = None,
-) -> xr.Dataset:
-    """MQAR recall of ``variant`` (any object with init_state, write, read): an xarray.Dataset over (pairs, batch).
-
-    ``vocab``: key and value tokens (>= 2); ``pairs``: distinct keys written (<= vocab), a whole number or a list
-    (one result per value); ``d``, ``dv`` (default d): key and value dimensions; ``keys``: a key family of
-    ``capacity.keys`` for the key embeddings, with ``key_params`` (e.g. ``{"rho": 0.5}``); ``overwrite``: fraction
-    of the written keys written again with a new value, after all first writes; ``distractors``: unqueried tokens
-    interleaved at random positions; ``queries``: read a seeded subsample of this many written keys (default all);
-    ``seed`` as in ``task``. With ``overwrite == 0``, no distractors and all keys queried, a list of ``pairs``
-    is measured from one pass (the task for p pairs is the prefix of the task for the largest p); otherwise each
-    value is drawn and written separately. Variables: see ``METRICS``; ``writes`` and ``overwrites`` count the
-    tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
-    """
+) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any]]:
+    """``mqar``'s numbers without the Dataset: (metric -> float64 array over (pairs, batch), with ``writes`` and
+    ``overwrites`` over pairs; the checked arguments ``mqar`` records: ``vname``, ``plist``, ``common``, ...)."""
     vname = _check_variant(variant)
     variant = guard(variant)
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
@@ -352,21 +340,100 @@ def mqar(
             state = variant.write(variant.init_state(k.shape[0], d, dv, device=k.device), k, v)
             rows.append(_scores(_read(variant, vname, state, q, dv), t.value_emb, t.target, t.stale))
             writes.append(k.shape[1])
-    B = rows[0]["accuracy"].shape[0]
+    out = {m: torch.stack([row[m] for row in rows]).cpu().numpy() for m in METRICS}
+    out["writes"] = np.asarray(writes)
+    out["overwrites"] = np.asarray([_overwrites(p, overwrite) for p in plist])
+    checked = {"vname": vname, "variant": variant, "plist": plist, "common": common, "vocab": vocab, "d": d, "dv": dv}
+    return out, {**checked, "overwrite": overwrite, "distractors": distractors}
+
+
+def measure(
+    variant: Variant,
+    *,
+    vocab: int,
+    pairs: Sequence[int],
+    d: int,
+    dv: int,
+    keys: str,
+    key_params: Mapping[str, Any] | None,
+    overwrite: float,
+    distractors: int,
+    batch: int,
+    seed: Seed,
+    device: Device,
+) -> dict[str, NDArray[np.float64]]:
+    """The mqar task's pass: each metric of ``METRICS`` as a float64 array over (pairs, batch), pairs in the order
+    given (increasing, distinct); the numbers of ``mqar`` with the same arguments, without building its Dataset."""
+    out, checked = _measure(
+        variant,
+        vocab=vocab,
+        pairs=sorted(set(pairs)),
+        d=d,
+        dv=dv,
+        keys=keys,
+        key_params=key_params,
+        overwrite=overwrite,
+        distractors=distractors,
+        batch=batch,
+        seed=seed,
+        device=device,
+    )
+    at = [checked["plist"].index(p) for p in pairs]
+    return {m: out[m][at] for m in METRICS}
+
+
+def mqar(
+    variant: Variant,
+    *,
+    vocab: int,
+    pairs: int | Sequence[int] | NDArray[np.integer[Any]],
+    d: int,
+    dv: int | None = None,
+    keys: str = "gaussian",
+    key_params: Mapping[str, Any] | None = None,
+    overwrite: float = 0.0,
+    distractors: int = 0,
+    queries: int | None = None,
+    batch: int = 1,
+    seed: Seed = 0,
+    device: Device = None,
+) -> xr.Dataset:
+    """MQAR recall of ``variant`` (any object with init_state, write, read): an xarray.Dataset over (pairs, batch).
+
+    ``vocab``: key and value tokens (>= 2); ``pairs``: distinct keys written (<= vocab), a whole number or a list
+    (one result per value); ``d``, ``dv`` (default d): key and value dimensions; ``keys``: a key family of
+    ``capacity.keys`` for the key embeddings, with ``key_params`` (e.g. ``{"rho": 0.5}``); ``overwrite``: fraction
+    of the written keys written again with a new value, after all first writes; ``distractors``: unqueried tokens
+    interleaved at random positions; ``queries``: read a seeded subsample of this many written keys (default all);
+    ``seed`` as in ``task``. With ``overwrite == 0``, no distractors and all keys queried, a list of ``pairs``
+    is measured from one pass (the task for p pairs is the prefix of the task for the largest p); otherwise each
+    value is drawn and written separately. Variables: see ``METRICS``; ``writes`` and ``overwrites`` count the
+    tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
+    """
+    out, checked = _measure(
+        variant,
+        vocab=vocab,
+        pairs=pairs,
+        d=d,
+        dv=dv,
+        keys=keys,
+        key_params=key_params,
+        overwrite=overwrite,
+        distractors=distractors,
+        queries=queries,
+        batch=batch,
+        seed=seed,
+        device=device,
+    )
+    vname, variant, plist, common = checked["vname"], checked["variant"], checked["plist"], checked["common"]
+    vocab, d, dv, overwrite, distractors = (checked[k] for k in ("vocab", "d", "dv", "overwrite", "distractors"))
+    B = out["accuracy"].shape[1]
     data: dict[str, tuple[str | tuple[str, ...], NDArray[Any], dict[str, str]]] = {
-        m: (
-            ("pairs", "batch"),
-            torch.stack([row[m] for row in rows]).cpu().numpy(),
-            dict(zip(("long_name", "units", "description"), spec)),
-        )
+        m: (("pairs", "batch"), out[m], dict(zip(("long_name", "units", "description"), spec)))
         for m, spec in METRICS.items()
     }
-    data["writes"] = ("pairs", np.asarray(writes), {"long_name": "tokens written", "units": "tokens"})
-    data["overwrites"] = (
-        "pairs",
-        np.asarray([_overwrites(p, overwrite) for p in plist]),
-        {"long_name": "keys overwritten", "units": "keys"},
-    )
+    data["writes"] = ("pairs", out["writes"], {"long_name": "tokens written", "units": "tokens"})
+    data["overwrites"] = ("pairs", out["overwrites"], {"long_name": "keys overwritten", "units": "keys"})
     params = declares.params(variant) or {}
     seed_json = seed if not isinstance(seed, torch.Generator) else "generator"
     config = {
@@ -494,43 +561,6 @@ def grid(
         "variant_params": json.dumps(params, sort_keys=True, default=str),
     }
     return out
-
-
-def predicted_accuracy(n: Numbers, d: Numbers, dv: Numbers, vocab: Numbers) -> Floats:
-    """T10 over a vocabulary: predicted MQAR accuracy of the additive memory (random keys and values, no overwrites).
-
-    ``capacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
-    values. The read r = v_i + sum_{j != i} G_ij v_j scores N(1, s_c^2) on its own value, N(0, s_w^2) on each of
-    the n - 1 other stored values (s_c, s_w as in T10) and N(0, s_u^2), s_u^2 = (1 + (n - 1)/d)/dv, on each of
-    the vocab - n values never stored; treating the wrong scores as independent,
-
-        P(correct) = E_z [ Phi((1 + s_c z)/s_w)^(n - 1) Phi((1 + s_c z)/s_u)^(vocab - n) ],   z ~ N(0, 1).
-
-    Equals ``argmax_recall(n, d, dv)`` at vocab = n; conservative like it (measured accuracy runs above).
-    """
-    from scipy import integrate, special  # here, not at import: the start-up needs no scipy
-
-    n, d, dv, vocab = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(n, d, dv, vocab))
-    for name, a in (("n", n), ("d", d), ("dv", dv), ("vocab", vocab)):
-        if not np.all(np.isfinite(a)) or np.any(a < 1):
-            raise CapacityError(f"{name} must be >= 1 (finite), got {a!r}")
-    if np.any(vocab < n):
-        raise CapacityError("vocab must be >= n (the stored values are part of the vocabulary)")
-    shape = n.shape
-    n, d, dv, vocab = (a.ravel() for a in (n, d, dv, vocab))
-    s_c = np.sqrt((n - 1.0) / (d * dv))
-    s_w = np.sqrt(1.0 / dv + 1.0 / d + np.maximum(n - 2.0, 0.0) / (d * dv))
-    s_u = np.sqrt((1.0 + (n - 1.0) / d) / dv)
-
-    def integrand(z: float) -> NDArray[np.float64]:
-        mean = 1.0 + s_c * z
-        log_p = (n - 1.0) * special.log_ndtr(mean / s_w) + (vocab - n) * special.log_ndtr(mean / s_u)
-        density: NDArray[np.float64] = np.exp(-0.5 * z * z + log_p) / math.sqrt(2.0 * math.pi)  # scipy is untyped
-        return density
-
-    value, _ = integrate.quad_vec(integrand, -12.0, 12.0, epsabs=1e-10, epsrel=1e-8)
-    value = np.clip(value, 0.0, 1.0).reshape(shape)
-    return float(value) if value.ndim == 0 else value
 
 
 # ---------------------------------------------------------------- zoology's MQAR, exactly as its generator defines it

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from capacity import theory
 from capacity.base import _validate, labels
 from capacity.errors import CapacityError
 from capacity.tasks.mqar import probe as mqar
@@ -97,12 +98,12 @@ class MqarTask(Task[Mqar]):
         ns: list[int],
         device: torch.device,
     ) -> Measured:
-        p, parts = study.task, []
-        for ow in p.overwrite:
-            ds = mqar.mqar(
+        p = study.task
+        parts = [
+            mqar.measure(
                 memory,
                 vocab=p.vocab,
-                pairs=sorted(set(ns)),
+                pairs=ns,
                 d=cell.d,
                 dv=cell.dv,
                 keys=cell.keys.name,
@@ -112,8 +113,9 @@ class MqarTask(Task[Mqar]):
                 batch=len(seeds),
                 seed=seeds,
                 device=device,
-            )  # over (pairs, batch)
-            parts.append({m: ds[m].sel(pairs=ns).transpose("pairs", "batch").values for m in mqar.METRICS})
+            )  # each metric over (n, seed)
+            for ow in p.overwrite
+        ]
         return Measured({m: np.stack([part[m] for part in parts], axis=1).astype(np.float64) for m in mqar.METRICS})
 
     def theory(
@@ -124,7 +126,7 @@ class MqarTask(Task[Mqar]):
             "units": "fraction",
             "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)",
         }
-        return {"accuracy_pred": (mqar.predicted_accuracy(n, d, dv, study.task.vocab), attrs)}
+        return {"accuracy_pred": (theory.vocab_argmax_recall(n, d, dv, study.task.vocab), attrs)}
 
     def attrs(self, study: StudyView[Mqar]) -> dict[str, Any]:
         return {"vocab": int(study.task.vocab), "distractors": int(study.task.distractors)}

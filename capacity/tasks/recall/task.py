@@ -46,7 +46,9 @@ _STATS = {
     "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
     "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
 }
-_THEORY = {  # name: (function of n and d, units)
+# the closed forms stored with a recall study (Task.theory), name: (function of n and d, units); a figure that draws
+# one on a finer grid calls the function named here (capacity.plots.error_vs_load)
+CLOSED_FORMS = {
     "frame_bound": (theory.frame_bound, "value units^2"),
     "welch_bound": (theory.welch_bound, "1"),
     "random_keys_error": (theory.random_keys_error, "value units^2"),
@@ -305,7 +307,7 @@ class RecallTask(Task[Recall]):
 
         out = {
             name: (fn(n, d), {"units": units, "description": (fn.__doc__ or "").split("\n")[0]})
-            for name, (fn, units) in _THEORY.items()
+            for name, (fn, units) in CLOSED_FORMS.items()
         }
         out["argmax_recall_pred"] = (
             theory.argmax_recall(n, d, dv),
