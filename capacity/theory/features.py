@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, CapacityWarning
 from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = [
@@ -176,9 +177,18 @@ def elu1_feature_error(n: Numbers, d: Numbers) -> Floats:
     phi(x) = elu(x) + 1 is close to 1 + x for the small coordinates of a unit key, so every feature vector lies near
     the all-ones direction and rho2 = 1 - O(1/d): 0.911 at d = 16, 0.973 at d = 64. Computed with the key's
     coordinates taken independent N(0, 1/d) (elu + 1 is not homogeneous, so the sphere's coordinates are replaced
-    by Gaussian ones); against uniform unit keys this is 0.1% high at d = 16, 0.03% at d = 32, 0.004% at d = 64.
+    by Gaussian ones); against uniform unit keys this is 0.12% high at d = 16, 0.02% at d = 32, 0.004% at d = 64
+    (docs/theory.md, T26). Below d = 16 the bias grows (0.55% at d = 8, 2.0% at d = 4; measured 2026-12-06 on
+    400,000 pairs of uniform unit keys): a CapacityWarning says so.
     """
-    n, _ = _counts(n=n, d=d)
+    n, d_ = _counts(n=n, d=d)
+    if np.any(d_ < 16):
+        warnings.warn(
+            "elu1_feature_error: d below 16 lies outside the documented range; the Gaussian-coordinate form is "
+            "0.55% high at d = 8 and 2.0% at d = 4 (docs/theory.md, T26)",
+            CapacityWarning,
+            stacklevel=2,
+        )
     return _out((n - 1.0) * _crosstalk_over_d("elu1", d))
 
 

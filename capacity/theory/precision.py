@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import TypeAlias
 
 import numpy as np
 import torch
 
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, CapacityWarning
 from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = [
@@ -445,7 +446,16 @@ def stall_fraction(n: Numbers, d: Numbers, dv: Numbers, dtype: Dtype) -> Floats:
     Measured 0.935-0.976 of it from u^2 n = 1/4 to 1 in every format (2026-12-03, docs/precision-accuracy.md).
     It depends on n through u^2 n (and weakly on d, dv). The stored entries are taken Gaussian with the spread
     of the stored (not the float32) state, which grows more slowly once writes are lost (``step_rounding_error``'s
-    trajectory)."""
+    trajectory). Past u^2 n = 1 an estimate: 9.4% high at u^2 n = 4 (the issue-46 audit, 2026-12-06); a
+    CapacityWarning past u^2 n = 4, where nothing is measured."""
+    u2n = unit_roundoff(dtype) ** 2 * np.asarray(_numbers("n", n))
+    if np.any(u2n > 4.0):
+        warnings.warn(
+            f"stall_fraction: u^2 n = {float(np.max(u2n)):.3g} lies past the measured range (u^2 n <= 4, where the "
+            "form is up to about 10% high; docs/theory.md, T17)",
+            CapacityWarning,
+            stacklevel=2,
+        )
     return _out(_stall_stats(n, d, dv, dtype)[0])
 
 
@@ -460,8 +470,9 @@ def stall_onset(d: Numbers, dv: Numbers, dtype: Dtype, *, fraction: float = 0.5)
     """T17: the number of writes after which round-to-nearest leaves ``fraction`` of a write's entries unchanged
     (``stall_fraction`` = fraction), found by bisection in log n. About 0.7/u^2 at fraction 0.5 (0.76/u^2 at d = 16).
     The measured onset differs by 10-27% (2026-12-03, d = 16: 0.96/u^2 in bfloat16, 213 against 194 writes in
-    float8_e4m3fn, 45 against 50 in float8_e5m2; docs/precision-accuracy.md): stall_fraction is 2.5-7% high near
-    the onset, where the fraction rises slowly with n."""
+    float8_e4m3fn, 45 against 50 in float8_e5m2; docs/precision-accuracy.md), and 34% later in float8_e5m2 at d =
+    40, dv = 24 (the issue-46 audit, 2026-12-06): stall_fraction is a few percent high near the onset, where the
+    fraction rises slowly with n. The onset is a prediction good to about a third, the measured one later."""
     f = float(fraction)
     if not 0.0 < f < 1.0:
         raise CapacityError(f"fraction must lie in (0, 1), got {fraction!r}")
@@ -504,8 +515,18 @@ def delta_rounding_floor(
     key, E ||E_t||^2 = alpha^2 (1 - (2 beta - beta^2)/d) E ||E_{t-1}||^2 + d dv w_t, so it is bounded at
     dv w_inf / (1 - c), about 0.18 u^2 d beta / ((2 - beta)(2 beta - beta^2)) at alpha = 1 (0.18 u^2 d at beta =
     1), whatever n. Holds for any u small enough that the increments span many ulps (no stall: the residual v - k S
-    keeps the increments as large as the state's entries)."""
+    keeps the increments as large as the state's entries). Measured within 5% in bfloat16 (docs/precision-accuracy.md)
+    and float8 for the delta rule at d = 16; in float8 at d = 64 0.88-0.98 of it; the gated delta rule in
+    float8_e4m3fn is 11-15% above it at alpha = 0.95-0.98 (it holds at 0.995; the issue-46 audit, 2026-12-06): the
+    decayed state's increments span about one ulp there (T18's limit). A CapacityWarning for float8 at alpha < 0.99."""
     _check_memory("gated_delta", alpha, beta)
+    if str(dtype).startswith("float8") and float(alpha) < 0.99:
+        warnings.warn(
+            f"delta_rounding_floor: {dtype} at alpha = {float(alpha):g} lies outside the measured range (alpha >= "
+            "0.99 in float8; at 0.95-0.98 the measured floor is 11-15% above the form; docs/theory.md, T19)",
+            CapacityWarning,
+            stacklevel=2,
+        )
     (d, dv) = _counts(d=d, dv=dv)
     c = _contraction("gated_delta", float(np.max(d)), alpha, beta)
     n = np.ceil(40.0 / (1.0 - c)) + 1

@@ -15,7 +15,7 @@ is o = q S. (.) is the elementwise product; Diag(a) S scales row i of S by a_i, 
   ``gamma`` gates the written value per value channel (gamma in (0, 1]^dv). With beta and gamma one scalar it is
   ``kda``; with a scalar alpha as well, ``gated_delta``.
 - ``comba``: the erase reads the state along a feedback key p = mu k (Comba's p = k sigmoid(b), a per-head mu in
-  (0, 1]), a scalar-plus-low-rank transition alpha I - beta k^T p. With mu = 1 it is ``gated_delta``. Comba's output
+  (0, 1]), a scalar-plus-low-rank transition alpha (I - beta k^T p). With mu = 1 it is ``gated_delta``. Comba's output
   correction (o = (q - d k_t) S, which needs the current token's key) is not part of a memory read.
 - ``gated_oja``: the erase runs along the value: the state is corrected so that the value v reads back the key
   (v S^T -> k), a delta rule on S^T; ``alpha`` gates each value channel. The last key does not read back (T12 is n/a).

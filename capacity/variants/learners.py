@@ -9,7 +9,8 @@ f_M(k) = k M ``[d, dv]`` with momentum S (the paper's "surprise") and a forgetti
     S_t = eta S_{t-1} - beta k_t^T (k_t M_{t-1} - v_t)        (momentum eta in [0, 1), step beta in (0, 2))
     M_t = alpha M_{t-1} + S_t                                  (alpha = 1 - the paper's forgetting rate, in (0, 1])
 
-read q M. The state is M and S (2 d dv numbers). With eta = 0 and alpha = 1 it is the delta rule with step beta.
+read q M. The state is M and S (2 d dv numbers). The loss here carries a 1/2 and Titans' does not
+(l = ||k M - v||^2), so beta = 2 theta for the paper's learning rate theta. With eta = 0 and alpha = 1 it is the delta rule with step beta.
 The paper's deep memory (an MLP), its data-dependent gates and the layer norm of fla's ``titans_linear`` are left
 out: fla's reference learns the residual v - k through a layer norm, another memory (docs/fla.md).
 
@@ -20,8 +21,8 @@ h = ``expand`` d, and each write is one gradient step
     z = k W1,  a = gelu(z),  e = a W2 - v
     W2 <- W2 - (beta / h) a^T e,    W1 <- W1 - (beta / h) k^T ((e W2^T) (.) gelu'(z))
 
-(both gradients at the weights before the step; the step is divided by the width, as TTT divides its learning rate
-by the model width). Read: gelu(q W1) W2, a nonlinear read (``linear_read = False``: T8 does not bind it). W1 starts
+(both gradients at the weights before the step; the step is divided by the hidden width h = expand d, the toolkit's
+choice: TTT's code divides its learning rate by the head dimension, which is d here). Read: gelu(q W1) W2, a nonlinear read (``linear_read = False``: T8 does not bind it). W1 starts
 as a seeded gaussian matrix with unit-variance entries (the same for every batch item), W2 at zero. TTT's residual
 connection and layer norm (which need dv = d) are left out. The state holds d h + h dv numbers.
 
