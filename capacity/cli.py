@@ -335,6 +335,22 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_table(args: argparse.Namespace) -> int:
+    import xarray as xr
+
+    from capacity.plots import tables
+
+    if not os.path.isfile(args.results):
+        raise CapacityError(f"no results file {args.results!r}")
+    with xr.open_dataset(args.results) as ds:
+        df = tables.headline(ds.load())
+    if args.out is None:
+        print(tables.markdown(df))
+    else:
+        print(tables.write(df, args.out))
+    return 0
+
+
 def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: results)")
     p.add_argument(
@@ -470,6 +486,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", metavar="DIR", default=None, help="where the figures go (default: figures/ beside the results)"
     )
     p.set_defaults(func=_cmd_plot)
+
+    p = sub.add_parser(
+        "table", help="the headline numbers of a results file: capacity, errors, bytes (Markdown or CSV)"
+    )
+    p.add_argument("results", metavar="RESULTS", help="a results file (.nc)")
+    p.add_argument(
+        "--out", metavar="FILE", default=None, help="write FILE.csv or FILE.md (default: print the Markdown)"
+    )
+    p.set_defaults(func=_cmd_table)
     return parser
 
 
@@ -620,7 +645,7 @@ def _main(argv: list[str] | None) -> int:
             if args.command in ("run", "compare", "plot"):
                 saved_env.setdefault("MPLCONFIGDIR", os.environ.get("MPLCONFIGDIR"))
                 mpl_home = _matplotlib_home()
-            if args.command in ("run", "compare", "plot", "check"):  # the commands that import torch
+            if args.command in ("run", "compare", "plot", "check", "table"):  # the commands that import torch
                 with _uninterrupted():
                     import torch  # noqa: F401
             command: Callable[[argparse.Namespace], int] = args.func  # the command's _cmd_* function

@@ -104,6 +104,7 @@ SURFACE = {
         "needle_figure",
         "needle_depth",
     ],
+    "capacity.plots.tables": ["headline", "markdown", "write"],
     "capacity.studies": ["available", "get"],
     "capacity.theory": [
         "two_pair_readout",
