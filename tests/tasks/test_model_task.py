@@ -54,6 +54,7 @@ def ran(folder, tmp_path_factory):
     return out, result
 
 
+@pytest.mark.slow  # about 10-25 s on the loaded 2-core VM (an engine run of a model)
 def test_the_numbers_are_the_models(ran, folder):
     out, _ = ran
     with xr.open_dataset(out / "model.nc") as ds:
@@ -91,6 +92,7 @@ def test_the_numbers_are_the_models(ran, folder):
     assert (prec[:, 0] > 0).all()
 
 
+@pytest.mark.slow  # about 10-25 s on the loaded 2-core VM (an engine run of a model)
 def test_a_second_run_reuses_and_new_weights_or_text_do_not(ran, folder, tmp_path):
     out, _ = ran
     from capacity.sweep import runner
@@ -111,6 +113,7 @@ def test_a_second_run_reuses_and_new_weights_or_text_do_not(ran, folder, tmp_pat
     assert base.to_json()["digest"] == source.digest(str(folder), None)
 
 
+@pytest.mark.slow  # about 10-25 s on the loaded 2-core VM (an engine run of a model)
 def test_the_command_runs_on_a_random_config_and_draws(cli, tmp_path):
     ran = cli.here(
         "run", "model", *_sets("model=random:kimi_linear"), "--out", tmp_path, "--quiet", "--executor", "serial"
