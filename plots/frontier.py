@@ -77,13 +77,22 @@ def _bytes(v: Variant | None, d: int, dv: int, dtype: str) -> tuple[Callable[[fl
     return (lambda n: kept), False
 
 
-def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
-    """The frontier figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``)."""
+def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU, published: bool = False) -> Figure:
+    """The frontier figure of a result Dataset (dims ``variant``, ``d``, ``load``; variables ``mse``, ``recall``).
+
+    x is the state's bytes given to d at the memory's own dv: bytes / (s dv), the key dimension of one linear d x dv
+    state of the same bytes (s bytes a number). A memory is so compared with the linear state its bytes would buy at
+    its own value width, whatever shape it spends them on: one that holds two d x dv states sits at x = 2d, beside
+    a linear state of key dimension 2d. ``published``: add the panel of trained models' results in bytes (Based,
+    Fig. 2), on its own x range; a study asks for it with ``Study(figures={"frontier": {"published": True}})``.
+    """
     _data.require(ds, "frontier", variables=("mse", "recall"), coords=("n", "dv"), dims=("variant", "d", "load"))
     if ds.sizes.get("key_family", 1) != 1:
         raise CapacityError(
             "the frontier figure draws one key family; select one first, e.g. ds.sel(key_family='gaussian')"
         )
+    if not isinstance(published, bool):
+        raise CapacityError(f"frontier: published must be True or False, got {published!r}")
     sub = ds.squeeze("key_family", drop=True) if "key_family" in ds.dims else ds
     dtype = (
         str(sub["state_dtype"].values) if "state_dtype" in sub.coords and sub["state_dtype"].ndim == 0 else "float32"
@@ -96,11 +105,16 @@ def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
         ("recall", float(tau), f"argmax recall ≥ τ = {tau:g}"),
     ]
     skipped: list[str] = []
+    several: list[str] = []  # memories that hold more than one d x dv state (declares.states)
     with theme.style():
         built = {v: _built(v) for v in var_labels}  # each memory resolved once
+        for v in var_labels:
+            held = declared(built[v]).states if built[v] is not None else 1
+            if held > 1:
+                several.append(f"{held} in {names.variant_name(v)}")
         # T13's cache line goes with softmax; other growing states (log-linear) are drawn at their own bytes
         growing = [v for v in var_labels if built[v] is not None and declared(built[v]).family == "softmax"]
-        fig, axes = theme.figure(1, 3, height=theme.PANEL_H + 1.6)
+        fig, axes = theme.figure(1, 3 if published else 2, height=theme.PANEL_H + 1.6)
         axes[0, 1].sharex(axes[0, 0])
         for c, (metric, thr, crit) in enumerate(criteria):
             ax = axes[0, c]
@@ -115,14 +129,16 @@ def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
                             skipped.append(v)
                         continue
                     for seed_cap in np.atleast_1d(cap.sel(variant=v, d=d).values):
-                        if np.isfinite(seed_cap):
-                            rows.append({"variant": v, "bytes": kept(float(seed_cap)), "capacity": seed_cap})
+                        if np.isfinite(seed_cap):  # the bytes given to d at this memory's own dv
+                            rows.append(
+                                {"variant": v, "d_bytes": kept(float(seed_cap)) / (size * dv), "capacity": seed_cap}
+                            )
             df = pd.DataFrame(rows)
             if len(df):
                 theme.curves(
                     ax,
                     df,
-                    x="bytes",
+                    x="d_bytes",
                     y="capacity",
                     hue="variant",
                     name=names.variant_name,
@@ -130,51 +146,60 @@ def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
                     colors=colors,
                 )
             d_all = [int(x) for x in sub["d"].values]
-            lo = float(df["bytes"].min()) if len(df) else float(size * min(d_all) ** 2)
-            hi = max(float(df["bytes"].max()) if len(df) else 0.0, 4.0 * size * max(d_all) ** 2)
+            lo = float(df["d_bytes"].min()) if len(df) else float(min(d_all))
+            hi = max(float(df["d_bytes"].max()) if len(df) else 0.0, 4.0 * max(d_all))
             x = np.geomspace(lo, hi, 48)
-            if metric == "mse":
-                dvs = sorted({_data.dv_of(sub, d) for d in d_all})
-                for i, dv in enumerate(dvs):  # T8 in bytes, one line per value dimension
-                    theme.theory_line(
-                        ax,
-                        x,
-                        theory.rank_bound_capacity(thr, x / (size * dv)),
-                        theorem=f"T8:dv={dv}",
-                        label=f"T8 frontier of linear reads: n* = bytes / ({size} dv (1 − ε)), dv = {dv}",
-                        color=str(0.15 + 0.2 * i),
-                    )
+            if metric == "mse":  # T8 at equal bytes: one line for every dv, n* = (bytes / (s dv)) / (1 - eps)
+                theme.theory_line(
+                    ax,
+                    x,
+                    theory.rank_bound_capacity(thr, x),
+                    theorem="T8",
+                    label="T8 frontier of linear reads: n* = x / (1 − ε)",
+                    color="0.15",
+                )
             if growing:
                 dv0 = _data.dv_of(sub, int(sub["d"].values[0]))
                 d0 = int(sub["d"].values[0])
                 theme.theory_line(
                     ax,
                     x,
-                    x / (size * (d0 + dv0)),
+                    x * dv0 / (d0 + dv0),
                     theorem="T13:cache",
-                    label=f"softmax keeps every pair: n = bytes / ({size} (d + dv)) (T13)",
+                    label=f"softmax keeps every pair: n = x dv / (d + dv) (T13, d = {d0}, dv = {dv0})",
                     color=colors[growing[0]],
                     ls=":",
                 )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
             ax.set_title(crit)
-            ax.set_xlabel(f"state bytes ({dtype})")
+            ax.set_xlabel(f"d at equal bytes: state bytes / ({size} dv)")
         axes[0, 0].set_ylabel(names.AXIS["capacity"])
         axes[0, 1].set_ylabel("")
-        _trained_panel(axes[0, 2])
+        if published:
+            _trained_panel(axes[0, 2])
         theme.legend(fig, axes, title="memory / theory")
         nseeds = sub.sizes.get("seed", 1)
         text = (
             theme.SEEDS_NOTE
-            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). x: the bytes of every tensor the state holds ({dtype}, {size} bytes a number; lsq's d x d matrix included); a state that grows at its capacity n*: softmax's cache n* (d + dv) numbers (where its capacity lies on the grid: it keeps every pair, so it usually meets the criterion at every n measured), log-linear attention's floor(log2 n*) + 1 levels of d dv numbers (state_numel(d, dv, n*))."
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). Equal bytes: x gives a memory's state bytes to d at its"
+            f" own dv, x = bytes / ({size} dv) ({dtype}, {size} bytes a number), the key dimension of one linear d × dv"
+            " state of the same bytes; so T8 is one line for every dv, and a memory that spends its bytes on several"
+            " d × dv states sits at several times d, beside the linear state those bytes buy."
+            " The bytes count every tensor the state holds (lsq's d × d matrix included); a state that grows at its"
+            " capacity n*: softmax's cache n* (d + dv) numbers (where its capacity lies on the grid: it keeps every"
+            " pair, so it usually meets the criterion at every n measured), log-linear attention's floor(log2 n*) + 1"
+            " levels of d dv numbers (state_numel(d, dv, n*))."
         )
-        text += (
-            " Right: trained models' MQAR accuracy as read from Based's Fig. 2 (Arora et al., arXiv 2402.18668;"
-            " capacity/data/based_figure2.csv, reading error ±0.01 in log2 bytes and ±0.003 in accuracy); its bytes count"
-            " the paper's recurrent state, the T10 line one float32 d × d state on zoology's test mix (4-256 pairs,"
-            " vocabulary 8,192)."
-        )
+        if several:
+            text += f" Several d × dv states: {'; '.join(several)}."
+        if published:
+            text += (
+                " Right: trained models' MQAR accuracy as read from Based's Fig. 2 (Arora et al., arXiv 2402.18668;"
+                " capacity/data/based_figure2.csv, reading error ±0.01 in log2 bytes and ±0.003 in accuracy); its"
+                " bytes count the paper's recurrent state, the T10 line one float32 d × d state on zoology's test mix"
+                " (4-256 pairs, vocabulary 8,192)."
+            )
         if skipped:
             text += f" Not drawn (no size known): {', '.join(skipped)}."
         theme.note(fig, text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
 import json
 import multiprocessing
 import os
@@ -141,7 +142,23 @@ def builders(ds: xr.Dataset) -> list[Job]:
             f"the {task.name} task names the figure {unknown[0]!r}, which neither capacity.plots nor its folder defines"
         )
     study = str(ds.attrs.get("study") or "results")
-    return [(f"{study}_{name}", functools.partial(known[name], ds)) for name in names]
+    asked = _options(ds)
+    for name, options in asked.items():  # a study's options for its figures (``Study.figures``)
+        allowed = inspect.signature(known[name]).parameters if name in known else {}
+        wrong = [k for k in options if k not in allowed or k == "ds"]
+        if name in names and wrong:
+            raise CapacityError(f"the study asks the {name} figure for {wrong[0]!r}, which it does not take")
+    return [(f"{study}_{name}", functools.partial(known[name], ds, **asked.get(name, {}))) for name in names]
+
+
+def _options(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    """The options the study of ``ds`` asks of its figures, as its configuration records them (``Study.figures``)."""
+    try:
+        recorded = json.loads(str(ds.attrs["config"])) if "config" in ds.attrs else {}
+    except ValueError:
+        return {}
+    asked = recorded.get("figures", {}) if isinstance(recorded, dict) else {}
+    return {str(k): dict(v) for k, v in asked.items() if isinstance(v, dict)} if isinstance(asked, dict) else {}
 
 
 def figures(ds: xr.Dataset) -> list[tuple[str, Figure]]:

@@ -230,12 +230,15 @@ def _recall() -> Config:
 @dataclass(frozen=True)
 class Study:
     """A named grid with its task's settings (``task``: a ``capacity.tasks.Config`` such as ``Recall(...)``,
-    ``Mqar(...)``, ``Needle(...)`` or ``Bill(...)``)."""
+    ``Mqar(...)``, ``Needle(...)`` or ``Bill(...)``) and the options it asks of its figures (``figures``: figure
+    name -> keyword arguments, e.g. ``{"frontier": {"published": True}}``; recorded with the results, read by
+    ``capacity.plots.render``)."""
 
     name: str
     description: str
     grid: Grid = field(default_factory=Grid)
     task: Config = field(default_factory=_recall)
+    figures: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # Any: a figure's own keyword values
 
     def __post_init__(self) -> None:
         from capacity.tasks import Config
@@ -247,6 +250,14 @@ class Study:
         if not isinstance(self.grid, Grid) or not isinstance(self.task, Config) or self.task.kind is None:
             raise CapacityError(
                 "Study takes grid=Grid(...) and task=Recall(...) (or Mqar, Needle, Bill: capacity.tasks)"
+            )
+        shaped = isinstance(self.figures, Mapping) and all(
+            isinstance(k, str) and isinstance(v, Mapping) and all(isinstance(o, str) for o in v)
+            for k, v in self.figures.items()
+        )
+        if not shaped:
+            raise CapacityError(
+                f"a study's figures map a figure's name to its options, e.g. {{'frontier': {{'published': True}}}}, got {self.figures!r}"
             )
         _task_rules(self)
 
@@ -261,16 +272,21 @@ class Study:
         _known("study", data, _fields(cls))
         _known("grid", grid, _fields(Grid))
         config = config_class(str(task.pop("kind", "recall")))
-        return cls(str(data.get("name", "")), str(data.get("description", "")), Grid(**grid), config(**task))
+        name, description = str(data.get("name", "")), str(data.get("description", ""))
+        return cls(name, description, Grid(**grid), config(**task), data.get("figures", {}))
 
     def to_json(self) -> dict[str, Any]:
-        """The study as plain data (name, description, grid, task settings): what ``Study.from_json`` reads."""
-        return {
+        """The study as plain data (name, description, grid, task settings, and the figures' options where set): what
+        ``Study.from_dict`` reads."""
+        out = {
             "name": self.name,
             "description": self.description,
             "grid": self.grid.to_json(),
             "task": self.task.to_json(),
         }
+        if self.figures:  # recorded only where a study asks its figures for something
+            out["figures"] = {k: dict(v) for k, v in self.figures.items()}
+        return out
 
     def settable(self) -> list[str]:
         """The keys ``with_overrides`` applies to this study: every grid field, ``kind`` and its task's fields."""
@@ -337,7 +353,7 @@ class Study:
         config = config_class(cast(str, kind))  # cast: a study's task has a kind (Study.__post_init__)
         if kind != self.task.kind:  # a new task keeps the fields it shares with the old one
             task = {k: v for k, v in task.items() if k in config.settable() or k not in self.task.settable()}
-        return Study(self.name, self.description, Grid(**grid), config(**task))
+        return Study(self.name, self.description, Grid(**grid), config(**task), self.figures)
 
     def config_hash(self) -> str:
         """A hash of the configuration (recorded in result files; reuse is decided per cell, ``plan.Plan.identity``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from capacity import variants as variants_mod
 from capacity.base import _files, _validate, plugins
 from capacity.base._progress import Progress
 from capacity.base._progress import log as _log
-from capacity.errors import CapacityError
+from capacity.errors import CapacityError, CapacityWarning
 from capacity.sweep import executors, provenance
 from capacity.sweep import store as store_mod
 from capacity.sweep.assemble import assemble, split
@@ -31,6 +32,7 @@ from capacity.sweep.config import Grid, Study
 from capacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
 from capacity.sweep.plan import Plan
 from capacity.sweep.store import Store, declared
+from capacity.variants import coincide
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.sweep.plan import Cell, Pass
@@ -279,10 +281,17 @@ def compare(
     ``variants``: names, labels, import paths ``module:Class(k=v)`` or variant objects, e.g.
     ``["linear", "delta", "mypkg.memories:Longhorn(beta=0.5)"]``; ``seeds``: how many (0..seeds-1) or a list.
     The other keywords go to ``run``. Draw its overlay figures with ``capacity.plots.render(result.dataset, out=...)``.
+
+    Memories given under different names that are the same memory at their parameters (``gated_delta``, ``kda`` and
+    ``gdn2`` at their defaults) are named in one ``CapacityWarning`` line each group, before the run: they read a
+    fixed probe alike at the grid's two smallest d (``capacity.variants.coincide``), so their curves coincide.
     """
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else seeds
     listed = cast("Sequence[str | Variant]", variants)  # cast: one memory or label was put in a list above
     grid = Grid(variant=tuple(listed), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
+    at = sorted(grid.d)[:2]
+    for group, worst in coincide.same([(s.label, variants_mod.build(s)) for s in grid.variant], at):
+        warnings.warn(coincide.sentence(group, worst, at), CapacityWarning, stacklevel=2)
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)

@@ -4,6 +4,7 @@ deterministically, and the `capacity plot` command's errors."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -536,11 +537,12 @@ def test_names_as_users_know_them():
     assert names.variant_name("my_memory(k=3)") == "my_memory, k = 3"  # unknown names pass through
 
 
-def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
+@pytest.mark.slow  # about 7 s
+def test_frontier_figure_gives_the_bytes_to_d_at_each_memorys_own_dv(tmp_path):
     from capacity.plots.frontier import frontier
 
     res = sweep.compare(
-        ["lsq", "linear", "softmax(scale=16.0)"],
+        ["lsq", "linear", "softmax(scale=16.0)", "mom(memories=2, top=1)"],
         d=(8, 16),
         load=(0.5, 1, 1.5, 2, 3, 4),
         seeds=2,
@@ -551,17 +553,50 @@ def test_frontier_figure_puts_the_least_squares_memory_on_t8(tmp_path):
     assert "frontier" in plots.choose(res.dataset)
     fig = frontier(res.dataset)
     left = fig.axes[0]
-    for dv in (8, 16):  # T8 in bytes, one line per value dimension: n* = bytes / (4 dv (1 - eps))
-        x, y = xy(theory_lines(left)[f"T8:dv={dv}"])
-        np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x / (4 * dv)), **EXACT)
+    x, y = xy(theory_lines(left)["T8"])  # at equal bytes one T8 line for every dv: n* = x / (1 - eps)
+    np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, x), **EXACT)
     x, y = xy(measured_line(left, "lsq"))
     d = np.array([8, 16])
-    np.testing.assert_allclose(x, 4 * (d * d + d * d))  # every state tensor in bytes: lsq's d x d matrix too
+    np.testing.assert_allclose(x, (d * d + d * d) / d)  # its bytes / (4 dv): lsq's d x d matrix counts too
     np.testing.assert_allclose(y, theory.rank_bound_capacity(0.5, d), rtol=0.05)  # T8 for its d x dv read
     xl, lin = xy(measured_line(left, "linear"))
-    np.testing.assert_allclose(xl, 4 * d * d)  # a d x dv float32 state
+    np.testing.assert_allclose(xl, d)  # a d x dv state: x = d
     assert (lin < 0.7 * y).all()  # the additive memory sits well below it
-    assert left.get_xlabel() == "state bytes (float32)"
+    xm, _ = xy(measured_line(left, "mom(memories=2, top=1)"))
+    np.testing.assert_allclose(xm, 2 * d)  # two d x dv states: beside the linear state of key dimension 2d
+    assert left.get_xlabel() == "d at equal bytes: state bytes / (4 dv)"
+    caption = " ".join(fig.texts[-1].get_text().split())
+    assert (
+        "x gives a memory's state bytes to d at its own dv" in caption
+        and "Several d × dv states: 2 in lsq; 2 in mixture" in caption
+    )
+    assert len(fig.axes) == 2 and "Based" not in caption  # the published panel only when asked
+    asked = frontier(res.dataset, published=True)
+    assert len(asked.axes) == 3 and "Based's Fig. 2" in asked.texts[-1].get_text()
+
+
+def test_a_study_asks_its_figures_for_options(tmp_path):
+    import sys
+
+    render = sys.modules["capacity.plots.render"]
+
+    from capacity.sweep import Grid, Study
+
+    grid = Grid(variant=("linear", "delta"), keys=("gaussian",), d=(8, 16), load=(0.5, 1, 2), seed=(0,))
+    study = Study("asks", "", grid, figures={"frontier": {"published": True}})
+    assert Study.from_dict(study.to_json()) == study and "figures" not in Study("plain", "", grid).to_json()
+    ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
+    built = dict(render.figures(ds))
+    assert len(built["asks_frontier"].axes) == 3  # asked: the published panel
+    plain = ds.assign_attrs(config=json.dumps(Study("plain", "", grid).to_json()))
+    assert len(dict(render.figures(plain))["asks_frontier"].axes) == 2
+    wrong = ds.assign_attrs(config=json.dumps({**study.to_json(), "figures": {"frontier": {"colour": "red"}}}))
+    with pytest.raises(
+        CapacityError, match="^the study asks the frontier figure for 'colour', which it does not take$"
+    ):
+        render.builders(wrong)
+    with pytest.raises(CapacityError, match="a study's figures map a figure's name to its options"):
+        Study("bad", "", grid, figures={"frontier": True})
 
 
 @pytest.mark.slow
