@@ -354,6 +354,17 @@ def tiny(
     family_of(model_type)
     import transformers
 
+    names = {
+        "qwen3_next": "Qwen3NextConfig",
+        "qwen3_5_text": "Qwen3_5TextConfig",
+        "olmo_hybrid": "OlmoHybridConfig",
+        "kimi_linear": "KimiLinearConfig",
+        "nemotron_h": "NemotronHConfig",
+    }
+    if getattr(transformers, names[model_type], None) is None:
+        raise CapacityError(
+            f"transformers {transformers.__version__} has no {names[model_type]} (model type {model_type!r}): install a release that has it (5.2 or later)"
+        )
     torch.manual_seed(seed)
     kinds = ["linear_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     common: dict[str, Any] = {

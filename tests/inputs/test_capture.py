@@ -104,3 +104,11 @@ def test_the_proof_adds_mamba2s_skip_back():
 def test_a_model_without_a_captured_family_is_one_line():
     with pytest.raises(CapacityError, match=r"model type 'llama' has no linear-attention layer.*qwen3_next"):
         capture.family_of("llama")
+
+
+def test_a_transformers_without_the_family_is_one_line(monkeypatch):
+    import transformers
+
+    monkeypatch.setattr(transformers, "Qwen3NextConfig", None)
+    with pytest.raises(CapacityError, match=r"transformers .* has no Qwen3NextConfig .*5\.2 or later"):
+        capture.tiny("qwen3_next")
