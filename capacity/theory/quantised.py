@@ -375,6 +375,18 @@ def quantised_step_error(
         if key not in cache:
             cache[key] = _step(n_max, *key, bits, memory, alpha, beta, bool(stochastic), bool(feedback), nodes)
         out[idx] = cache[key][int(round(float(n[idx]))) - 1]
+    if bits == 4 and not feedback and memory != "linear":
+        # the stored state's own spread then carries the rounding error and the scale grows with it: measured 1.2-3.8
+        # times the form at alpha = 0.99-0.995 (docs/precision.md, "Rounding against decay")
+        share = out / dv / (np.asarray(_moment(memory, n, d, alpha, beta)) / (d * dv))
+        if np.any(share > 0.25):
+            warnings.warn(
+                "quantised_step_error: int4 without feedback where the rounding error reaches a quarter of the "
+                "state's own spread lies outside the range the form holds in (measured 1.2-3.8 times the form at "
+                "decay 0.99-0.995; docs/precision.md)",
+                CapacityWarning,
+                stacklevel=2,
+            )
     return _out(out)
 
 

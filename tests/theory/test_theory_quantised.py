@@ -177,7 +177,10 @@ def test_forms_warn_outside_their_measured_range():
         theory.quantised_final_error(1000, 32, 32, 8, "tensor", memory="decay", alpha=0.8)
     with pytest.warns(CapacityWarning, match="crossover"):
         theory.quantised_step_error(400, 32, 32, 4, "row")
+    with pytest.warns(CapacityWarning, match="a quarter of the state's own spread"):
+        theory.quantised_step_error(800, 32, 32, 4, "row", memory="decay", alpha=0.99)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        theory.quantised_step_error(400, 32, 32, 4, "row", memory="decay", alpha=0.95, stochastic=True)
         theory.quantised_final_error(1000, 32, 32, 8, "tensor", memory="decay", alpha=0.9)
         theory.quantised_step_error(100, 32, 32, 4, "row")

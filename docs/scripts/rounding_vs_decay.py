@@ -1,0 +1,118 @@
+"""The figure a server engineer choosing how to round a decaying state reads: round to nearest, stochastic rounding
+and error feedback against decay (docs/precision.md, "Rounding against decay").
+
+A decaying memory (RetNet's S = alpha S + k^T v) at d = dv = 32 (one head) is stored as int8 and int4 with one scale
+per row (a (head, dim) row of dv entries), rounded after every write (decode), three ways: round to nearest
+(``int8/row``, ``step``), stochastic rounding (``step+stochastic``) and error feedback (``int8/row+ef``: the last
+rounding's error added back before the next). Measured through ``capacity.variants.precision.stored`` on random unit
+keys and values after n = 8 / (1 - alpha) writes (steady state; at most 2048): the mean squared deviation of a unit
+query's read from the float32 read (16 batch items; bars: one standard error). Lines: T32
+(``theory.quantised_step_error``). Writes ``docs/figures/rounding-vs-decay.png`` and prints the numbers.
+
+    python docs/scripts/rounding_vs_decay.py [--out docs/figures]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+
+from capacity import theory, variants
+from capacity.inputs import keys, values
+from capacity.variants import precision
+
+ALPHAS = (0.9, 0.95, 0.99, 0.995)
+WAYS = (
+    ("round to nearest", "", "step"),
+    ("stochastic rounding", "", "step+stochastic"),
+    ("error feedback", "+ef", "step"),
+)
+
+
+def deviation(alpha, dtype, rounding, n, d=32, B=16, seed=0):
+    K = keys.make("gaussian", n, d, batch=B, seed=seed)
+    V = values.make("gaussian", n, d, batch=B, seed=seed)
+    base = variants.resolve(f"decay(alpha={alpha})")
+    mem = precision.stored(base, dtype, rounding, seed=seed)
+    eye = torch.eye(d).expand(B, d, d)
+    ref = base.read(base.write(base.init_state(B, d, d), K, V), eye)
+    got = mem.read(mem.write(mem.init_state(B, d, d), K, V), eye)
+    x = ((got.double() - ref.double()) ** 2).sum(-1).mean(-1)
+    return float(x.mean()), float(x.std() / math.sqrt(B))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="docs/figures")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=False)
+    colours = {"round to nearest": "C0", "stochastic rounding": "C3", "error feedback": "C2"}
+    for ax, bits in zip(axes, (8, 4)):
+        for way, fb, rounding in WAYS:
+            dtype = f"int{bits}/row{fb}"
+            meas, want = [], []
+            for a in ALPHAS:
+                n = min(2048, int(8 / (1 - a)))
+                meas.append(deviation(a, dtype, rounding, n))
+                want.append(
+                    float(
+                        theory.quantised_step_error(
+                            n,
+                            32,
+                            32,
+                            bits,
+                            "row",
+                            feedback=bool(fb),
+                            memory="decay",
+                            alpha=a,
+                            stochastic=rounding.endswith("stochastic"),
+                        )
+                    )
+                )
+                print(
+                    f"int{bits}/row {way:20s} alpha {a}: measured {meas[-1][0]:.4g} +- {meas[-1][1]:.2g}, "
+                    f"T32 {want[-1]:.4g}, ratio {meas[-1][0] / want[-1]:.3f}",
+                    flush=True,
+                )
+            x = [1 - a for a in ALPHAS]
+            c = colours[way]
+            ax.errorbar(x, [m for m, _ in meas], yerr=[s for _, s in meas], fmt="o", color=c, label=f"{way} (measured)")
+            ax.plot(x, want, "-", color=c, alpha=0.6, label=f"{way} (T32)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.invert_xaxis()
+        ax.set_xticks([1 - a for a in ALPHAS], [f"{a:g}" for a in ALPHAS])
+        ax.minorticks_off()
+        ax.set_xlabel("decay alpha (longer memory to the right)")
+        ax.set_ylabel("read deviation from float32 (value units^2)")
+        ax.set_title(f"int{bits}, one scale per (head, dim) row, d = dv = 32")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("Rounding a decaying state at every write: round to nearest, stochastic rounding, error feedback")
+    fig.text(
+        0.01,
+        0.01,
+        "Steady state (n = 8 / (1 - alpha) writes, at most 2048); 16 items, bars one standard error. Lines: T32 "
+        f"(capacity.theory.quantised_step_error). {time.strftime('%Y-%m-%d')}, {platform.machine()}.",
+        fontsize=7,
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "rounding-vs-decay.png", dpi=110)
+    print(f"wrote {out / 'rounding-vs-decay.png'} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
