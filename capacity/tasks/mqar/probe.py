@@ -284,7 +284,7 @@ def _scores(
     }
 
 
-def _measure(
+def measure(
     variant: Variant,
     *,
     vocab: int,
@@ -300,8 +300,9 @@ def _measure(
     seed: Seed = 0,
     device: Device = None,
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, Any]]:
-    """``mqar``'s numbers without the Dataset: (metric -> float64 array over (pairs, batch), with ``writes`` and
-    ``overwrites`` over pairs; the checked arguments ``mqar`` records: ``vname``, ``plist``, ``common``, ...)."""
+    """``mqar``'s numbers without its Dataset (the mqar task's pass): (metric -> float64 array over (pairs, batch),
+    pairs increasing, with ``writes`` and ``overwrites`` over pairs; the checked arguments ``mqar`` records:
+    ``vname``, ``plist`` (the pairs, increasing), ``common``, ...)."""
     vname = _check_variant(variant)
     variant = guard(variant)
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
@@ -347,41 +348,6 @@ def _measure(
     return out, {**checked, "overwrite": overwrite, "distractors": distractors}
 
 
-def measure(
-    variant: Variant,
-    *,
-    vocab: int,
-    pairs: Sequence[int],
-    d: int,
-    dv: int,
-    keys: str,
-    key_params: Mapping[str, Any] | None,
-    overwrite: float,
-    distractors: int,
-    batch: int,
-    seed: Seed,
-    device: Device,
-) -> dict[str, NDArray[np.float64]]:
-    """The mqar task's pass: each metric of ``METRICS`` as a float64 array over (pairs, batch), pairs in the order
-    given (increasing, distinct); the numbers of ``mqar`` with the same arguments, without building its Dataset."""
-    out, checked = _measure(
-        variant,
-        vocab=vocab,
-        pairs=sorted(set(pairs)),
-        d=d,
-        dv=dv,
-        keys=keys,
-        key_params=key_params,
-        overwrite=overwrite,
-        distractors=distractors,
-        batch=batch,
-        seed=seed,
-        device=device,
-    )
-    at = [checked["plist"].index(p) for p in pairs]
-    return {m: out[m][at] for m in METRICS}
-
-
 def mqar(
     variant: Variant,
     *,
@@ -410,7 +376,7 @@ def mqar(
     value is drawn and written separately. Variables: see ``METRICS``; ``writes`` and ``overwrites`` count the
     tokens written and the keys overwritten, per pairs value. With int seeds, each pairs value equals a separate call.
     """
-    out, checked = _measure(
+    out, checked = measure(
         variant,
         vocab=vocab,
         pairs=pairs,

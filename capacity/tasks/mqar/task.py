@@ -98,12 +98,12 @@ class MqarTask(Task[Mqar]):
         ns: list[int],
         device: torch.device,
     ) -> Measured:
-        p = study.task
-        parts = [
-            mqar.measure(
+        p, parts, order = study.task, [], sorted(set(ns))
+        for ow in p.overwrite:
+            out, _ = mqar.measure(
                 memory,
                 vocab=p.vocab,
-                pairs=ns,
+                pairs=order,
                 d=cell.d,
                 dv=cell.dv,
                 keys=cell.keys.name,
@@ -113,9 +113,8 @@ class MqarTask(Task[Mqar]):
                 batch=len(seeds),
                 seed=seeds,
                 device=device,
-            )  # each metric over (n, seed)
-            for ow in p.overwrite
-        ]
+            )  # each metric over (pairs, seed), pairs increasing
+            parts.append({m: out[m][[order.index(n) for n in ns]] for m in mqar.METRICS})
         return Measured({m: np.stack([part[m] for part in parts], axis=1).astype(np.float64) for m in mqar.METRICS})
 
     def theory(
