@@ -26,6 +26,7 @@ from capacity.sweep import provenance
 from capacity.sweep.config import CELL_AXES, Spec, Study
 from capacity.sweep.store import reuse_key
 from capacity.tasks import get as tasks_get
+from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
@@ -190,6 +191,18 @@ class Plan:
     def memory(self, cell: Cell) -> Memory:
         return self._memories[cell.variant, cell.feature]
 
+    def cost(self, p: Pass) -> float:
+        """``p.cost()`` with its writes scaled by the memory's state per batch item over d x dv (a write touches its
+        whole state: log_linear's levels at large n, ttt's expand), at least 1."""
+        c, n = p.cell, max(p.ns)
+        try:
+            numel = guard(self.memory(c).obj).state_numel(c.d, c.dv, n=n)
+        except CapacityError:  # a memory whose size cannot be read: the writes as counted
+            numel = c.d * c.dv
+        scale = max(1.0, numel / (c.d * c.dv))
+        writes = len(p.seeds) * n * c.d * c.dv
+        return p.cost() + (scale - 1.0) * writes
+
     def user_modules(self) -> list[str]:
         """The user's modules whose code is in the keys (the memories', the key families', the ``--import`` ones)."""
         names = {m for memory in self._memories.values() for m in memory.code["user"]} | set(self.code["imports"])
@@ -232,7 +245,10 @@ class Plan:
                 by_n = self.task.per_point and (self.task.pass_per_n or not keys_mod.family(c.keys.name).iid_rows)
                 split = [(n,) for n in ns] if by_n else [ns]
                 seeds = tuple(s for s in self.study.grid.seed if s in listed)
-                out += [Pass(c, seeds, part, self.task.queries(self.study)) for part in split]
+                # a task whose passes are long (it trains) saves each seed's point as it ends, where it may
+                by_seed_too = self.task.pass_per_n and self.per_seed(c) and self.per_n(c)
+                groups = [(s,) for s in seeds] if by_seed_too else [seeds]
+                out += [Pass(c, g, part, self.task.queries(self.study)) for g in groups for part in split]
         return out
 
     def draw_seconds(self, p: Pass) -> float:

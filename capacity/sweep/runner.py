@@ -138,7 +138,7 @@ def run(
                 if store.path(plan.keys[c]).is_dir():  # a folder in the way of the cell's file: moved aside
                     store.set_aside(plan.keys[c])
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
-        work = sum(p.cost() for p in todo) / RATE
+        work = sum(plan.cost(p) for p in todo) / RATE
         drawing = sum(plan.draw_seconds(p) for p in todo)
         training = sum(  # a task's own work beyond writing and reading (the trained task's training)
             plan.task.seconds(study, p.cell, plan.memory(p.cell).obj, list(p.seeds), list(p.ns)) for p in todo

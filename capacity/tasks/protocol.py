@@ -255,7 +255,9 @@ class Task(abc.ABC, Generic[C]):
     per_point: ClassVar[bool]
     key_axis: ClassVar[bool]
     grid_axes: ClassVar[tuple[str, ...]]
-    pass_per_n: ClassVar[bool] = False  # a per-point task whose passes are long: one pass per n (parallel, resumable)
+    pass_per_n: ClassVar[bool] = (
+        False  # a per-point task whose passes are long: one pass per n and seed (parallel, resumable)
+    )
 
     @abc.abstractmethod
     def check_grid(self, study: StudyView[C]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import xarray as xr
 
 from capacity import CapacityError, studies
@@ -314,6 +315,23 @@ def test_work_over_a_gib_is_announced(tmp_path, monkeypatch, cli):
     code, _, err = cli.here("compare", "linear", "--d", "8", "--load", "1", "--out", tmp_path / "o", "--quiet")
     assert code == 0 and executors.LARGE == 2**30, err
     assert err.count("\n") == 1 and "estimated work about" in err and "about 3.0 GiB of memory" in err, err
+
+
+def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
+    """log_linear keeps about log2(n) levels of d x dv: at n = 2^20 its writes cost that many times the linear
+    memory's (issue 51: 19 CPU-minutes were not announced)."""
+    from capacity import variants
+    from capacity.sweep.plan import Pass, Plan
+
+    study = studies.get("capacity-vs-d").with_overrides({"variant": ["linear", "log_linear"], "d": 16, "load": 1})
+    plan = Plan(study, torch.device("cpu"))
+    n = 2**20
+    lin, log = (next(c for c in plan.cells if c.variant.label == name) for name in ("linear", "log_linear"))
+    levels = variants.get("log_linear").state_numel(16, 16, n=n) / (16 * 16)
+    assert levels >= 20
+    assert plan.cost(Pass(lin, (0,), (n,))) == Pass(lin, (0,), (n,)).cost()
+    extra = plan.cost(Pass(log, (0,), (n,))) - Pass(log, (0,), (n,)).cost()
+    assert extra == pytest.approx((levels - 1) * n * 16 * 16)
 
 
 def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on(tmp_path, monkeypatch, cli):

@@ -223,3 +223,19 @@ def test_worker_processes_and_dask_train_what_one_process_trains(tmp_path, train
     assert got.measured == 4
     for name in alone.data_vars:
         np.testing.assert_array_equal(got.dataset[name].values, alone[name].values)
+
+
+@pytest.mark.slow  # three trained runs: about 12 s on the loaded 2-core VM
+def test_each_seed_and_pair_count_is_a_pass_of_its_own_saved_as_it_ends(tmp_path):
+    """Issue 51: a training pass of every seed at once could outlast an interrupt and leave nothing saved; one pass
+    per (seed, n), each equal to the same point measured alone."""
+    one_seed = [x for x in TINY if not x.startswith(("seed=", "variant="))] + ["variant=linear"]
+    both = sweep.run(_study(["variant=linear", "seed=0,1"]), out=tmp_path / "b", device="cpu", progress=False)
+    assert (both.passes, both.measured) == (4, 4)  # n = 2, 4 times seeds 0, 1
+    for s in (0, 1):
+        study = studies.get("trained").with_overrides([*one_seed, f"seed={s}"])
+        alone = sweep.run(study, out=tmp_path / f"s{s}", device="cpu", progress=False).dataset
+        for v in alone.data_vars:
+            if "seed" in alone[v].dims:
+                got = both.dataset[v].sel(seed=[s]).transpose(*alone[v].dims)
+                assert np.array_equal(got.values, alone[v].values, equal_nan=True), v

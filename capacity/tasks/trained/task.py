@@ -139,7 +139,9 @@ class TrainedTask(Task[Trained]):
     )
     Config = Trained
     per_point = True  # a point's training depends only on its cell, seed and pairs
-    pass_per_n = True  # a pass trains: one per pair count, so that workers share them and each is saved as it ends
+    pass_per_n = (
+        True  # a pass trains: one per pair count and seed, so that workers share them and each is saved as it ends
+    )
     key_axis = False
     grid_axes = ()
 
