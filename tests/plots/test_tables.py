@@ -74,6 +74,7 @@ def test_csv_and_markdown_round_trip(tmp_path):
         tables.headline(_results().drop_vars(["mse", "recall"]))
 
 
+@pytest.mark.slow  # two command-line runs, each importing torch
 def test_capacity_table_prints_the_markdown_and_refuses_a_missing_file(tmp_path):
     path = tmp_path / "r.nc"
     _results().to_netcdf(path)
