@@ -218,12 +218,16 @@ def table(rows, *, seconds: float, B: int, seed: int) -> str:
         "Measured: mean and standard error over the batch items (stall_onset: over 8 groups of items) of the "
         "package's wrapper; predicted: the closed form of `capacity.theory`; z = (measured - predicted) / SE.",
         "",
-        "| form | setting | measured | SE | predicted | ratio | z |",
-        "|---|---|---|---|---|---|---|",
     ]
+    return "\n".join(lines + markdown_rows(rows)) + "\n"
+
+
+def markdown_rows(rows) -> list[str]:
+    """The table's header and one line per (form, setting, measured, SE, predicted, ratio, z)."""
+    lines = ["| form | setting | measured | SE | predicted | ratio | z |", "|---|---|---|---|---|---|---|"]
     for form, setting, m, se, p, ratio, z in rows:
         lines.append(f"| `{form}` | {setting} | {m:.4g} | {se:.2g} | {p:.4g} | {ratio:.3f} | {z:+.1f} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv=None) -> int:
@@ -239,13 +243,17 @@ def main(argv=None) -> int:
     for name in args.only.split(","):
         globals()[name.strip()](rows, B, args.seed)
         print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    text = table(rows, seconds=time.perf_counter() - start, B=B, seed=args.seed)
-    if args.out == "-":
+    emit(table(rows, seconds=time.perf_counter() - start, B=B, seed=args.seed), args.out)
+    return 0
+
+
+def emit(text: str, out: str) -> None:
+    """``text`` to the file ``out``, or to stdout for ``-``."""
+    if out == "-":
         print(text)
     else:
-        with open(args.out, "w") as f:
+        with open(out, "w") as f:
             f.write(text)
-    return 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import sys
 import time
 import warnings
@@ -30,6 +29,9 @@ import warnings
 import numpy as np
 
 from capacity import theory
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from precision_accuracy import _machine, emit, markdown_rows  # the sibling script: its machine line and table
 
 
 def unit(rng, shape):
@@ -218,16 +220,6 @@ def crossover(rows, B, seed):
             _row(rows, "quantised_crossover", label, got[n] * d / (n - 1) / r, 1.0)
 
 
-def _machine() -> str:
-    model = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
-    except OSError:
-        pass
-    return f"{os.cpu_count()}-core {model} ({platform.machine()})".replace("  ", " ")
-
-
 def table(rows, *, seconds: float, B: int, seed: int) -> str:
     lines = [
         "# Integer-state forms against an independent simulation (generated)",
@@ -240,12 +232,8 @@ def table(rows, *, seconds: float, B: int, seed: int) -> str:
         "definitions (not the package's code); predicted: the closed form of `capacity.theory`; z = (measured - "
         "predicted) / SE. Where a setting lies outside a form's stated range the form warns (CapacityWarning).",
         "",
-        "| form | setting | measured | SE | predicted | ratio | z |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for form, setting, m, se, p, ratio, z in rows:
-        lines.append(f"| `{form}` | {setting} | {m:.4g} | {se:.2g} | {p:.4g} | {ratio:.3f} | {z:+.1f} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + markdown_rows(rows)) + "\n"
 
 
 def main(argv=None) -> int:
@@ -261,12 +249,7 @@ def main(argv=None) -> int:
         for name in args.only.split(","):
             globals()[name.strip()](rows, args.batch, args.seed)
             print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    text = table(rows, seconds=time.perf_counter() - start, B=args.batch, seed=args.seed)
-    if args.out == "-":
-        print(text)
-    else:
-        with open(args.out, "w") as f:
-            f.write(text)
+    emit(table(rows, seconds=time.perf_counter() - start, B=args.batch, seed=args.seed), args.out)
     return 0
 
 
