@@ -25,7 +25,7 @@ delta_product(steps, beta, alpha), dplr(w, eta), and those of 2025-2026: gdn2(al
 gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
 titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam), and the windows swa(window, scale) and
 hybrid(window, state, holds, combine), mom(memories, top, memory, shared), and the solvers
-mesa(lam, alpha, beta) and omega(context, alpha, beta, feature), and lattice(beta) (docs/memories.md). The recurrent ones take a feature map
+mesa(lam, alpha, beta), gka(eta, iterations, alpha, beta) and omega(context, alpha, beta, feature), and lattice(beta) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
@@ -364,7 +364,7 @@ def _register_builtins() -> None:
     from capacity.variants.mamba3 import Mamba3
     from capacity.variants.mixture import MixtureOfMemories
     from capacity.variants.softmax import Softmax
-    from capacity.variants.solvers import Mesa, Omega
+    from capacity.variants.solvers import GKA, Mesa, Omega
     from capacity.variants.window import Hybrid, SlidingWindow
 
     # registration order is the order of figure legends (and of their colours)
@@ -488,6 +488,12 @@ def _register_builtins() -> None:
         Mesa,
         "G = alpha G + beta k^T k, C = alpha C + beta k^T v, read q (G + lam I)^-1 C, solved exactly (Mesa layer)",
         display="Mesa (gated ridge regression)",
+    )
+    register(
+        "gka",
+        GKA,
+        "Mesa's faded regression read through the ridge eta |G|_F, solved by Chebyshev iteration (Gated KalmaNet)",
+        display="Gated KalmaNet",
     )
     register(
         "omega",

@@ -11,6 +11,17 @@ reaches it by conjugate gradient. The ridge lam is added at the read, so it does
 alpha = beta = 1 it is ``lsq`` (the same normal equations, K^T K + lam I, without forgetting). State: G ``[B, d, d]``
 and C ``[B, d, dv]``, d d + d dv numbers, and a token counter (for per-token draws).
 
+gka (Peng et al., Gated KalmaNet, arXiv 2511.21016), the same fading regression with an adaptive ridge and an
+iterative solve:
+
+    lam_t = eta |G_t|_F,   read q X,   X = (G_n + lam_n I)^-1 C_n by ``iterations`` steps of Chebyshev iteration
+
+The ridge grows with the Gram matrix so that the condition number stays at most (1 + eta) / eta (the eigenvalues of
+G + lam I lie in [lam, lam + |G|_F], the interval the iteration is given); ``iterations=None`` solves exactly (the
+reference). The paper's regulariser is input-dependent through a learnt gate; here it is eta times the Frobenius
+norm, the form that bounds the condition number as the paper's abstract describes. A floor of 1e-6 keeps an empty
+memory's ridge positive.
+
 omega (Behrouz et al., Atlas, arXiv 2505.23735: the Omega rule), one gradient step per token on the loss over the
 last ``context`` = c pairs, with a feature map phi (Atlas's polynomial map: ``feature="taylor2"`` for degree 2):
 
@@ -30,7 +41,7 @@ Gates ``alpha`` lie in (0, 1], steps ``beta`` in (0, 2) (omega) or > 0 (mesa's w
 >>> om, dl = variants.get("omega", context=1, beta=0.5), variants.get("delta", beta=0.5)
 >>> bool(torch.allclose(om.write(om.init_state(1, 8, 4), K, V).matrix, dl.write(dl.init_state(1, 8, 4), K, V), atol=1e-6))
 True
->>> variants.get("omega", context=4).state_numel(8, 4), variants.get("mesa").state_numel(8, 4)
+>>> variants.get("omega", context=4).state_numel(8, 4), variants.get("gka").state_numel(8, 4)
 (68, 96)
 """
 
@@ -47,7 +58,7 @@ from capacity.errors import CapacityError
 from capacity.inputs import features
 from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
 
-__all__ = ["Mesa", "MesaState", "Omega", "OmegaState"]
+__all__ = ["GKA", "Mesa", "MesaState", "Omega", "OmegaState", "chebyshev"]
 
 
 @dataclass
@@ -94,7 +105,9 @@ class Mesa(Memory):
 
     def _state(self, state: object) -> MesaState:
         if not isinstance(state, MesaState):
-            raise CapacityError(f"mesa: the state must be the MesaState from init_state(), got {type(state).__name__}")
+            raise CapacityError(
+                f"{self.name}: the state must be the MesaState from init_state(), got {type(state).__name__}"
+            )
         return state
 
     def write(self, state: MesaState, k: torch.Tensor, v: torch.Tensor) -> MesaState:
@@ -124,12 +137,74 @@ class Mesa(Memory):
         _validate.tensor("q", q, ndim=3, finite=False)
         if q.shape[0] != st.cross.shape[0] or q.shape[2] != st.cross.shape[1]:
             raise CapacityError(
-                f"mesa: q [B, m, d] = {list(q.shape)} does not match the state's d = {st.cross.shape[1]} "
+                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state's d = {st.cross.shape[1]} "
                 f"and B = {st.cross.shape[0]}"
             )
         _validate.same_device(state=st.cross, q=q)
         q = q.float()
         return (unit(q) if self.normalize else q) @ self.solution(st)
+
+
+def chebyshev(A: torch.Tensor, b: torch.Tensor, low: torch.Tensor, high: torch.Tensor, steps: int) -> torch.Tensor:
+    """x ~ A^-1 b by ``steps`` steps of Chebyshev iteration from x = 0, for symmetric A with eigenvalues in
+    [low, high]. Shapes: A ``[B, d, d]``, b ``[B, d, dv]``, low and high ``[B]`` (float64 throughout) -> ``[B, d, dv]``.
+    The A-norm error after k steps is at most 2 ((sqrt(kappa) - 1) / (sqrt(kappa) + 1))^k times the first,
+    kappa = high / low."""
+    centre, half = ((high + low) / 2)[:, None, None], ((high - low) / 2)[:, None, None]
+    x, r = torch.zeros_like(b), b.clone()
+    p, a = torch.zeros_like(b), torch.zeros_like(centre)
+    for i in range(steps):
+        if i == 0:
+            p, a = r.clone(), 1.0 / centre
+        else:
+            w = 0.5 * (half * a) ** 2 if i == 1 else (half * a / 2) ** 2
+            a = 1.0 / (centre - w / a)
+            p = r + w * p
+        x = x + a * p
+        r = b - A @ x
+    return x
+
+
+class GKA(Mesa):
+    """Gated KalmaNet: Mesa's faded G and C, read through the ridge lam = eta |G|_F by ``iterations`` Chebyshev
+    steps (None: the exact solve); state G ``[B, d, d]`` and C ``[B, d, dv]``."""
+
+    name = "gka"
+    _FLOOR = 1e-6
+
+    def __init__(
+        self,
+        *,
+        eta: float = 0.05,
+        iterations: int | None = 30,
+        alpha: object = 1.0,
+        beta: object = 1.0,
+        normalize: bool = False,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(lam=self._FLOOR, alpha=alpha, beta=beta, normalize=normalize, seed=seed)
+        self.eta = _validate.in_range("gka: eta", eta, 0.0, math.inf, low_open=True, high_open=True)
+        self.iterations = None if iterations is None else _validate.positive_int("gka: iterations", iterations)
+
+    def _extra_params(self) -> dict[str, object]:
+        return {"eta": self.eta, "iterations": self.iterations}
+
+    def ridge(self, state: MesaState) -> torch.Tensor:
+        """lam = max(eta |G|_F, 1e-6) per batch item: float64 ``[B]``."""
+        G = self._state(state).gram.double()
+        norm: torch.Tensor = torch.linalg.matrix_norm(G)  # (torch types matrix_norm Any)
+        return (self.eta * norm).clamp_min(self._FLOOR)
+
+    def solution(self, state: MesaState) -> torch.Tensor:
+        """X = (G + lam I)^-1 C by Chebyshev iteration (exactly with ``iterations=None``): float32 ``[B, d, dv]``."""
+        st = self._state(state)
+        G, lam = st.gram.double(), self.ridge(st)
+        A = G + lam[:, None, None] * torch.eye(G.shape[1], dtype=torch.float64, device=G.device)
+        if self.iterations is None:
+            X: torch.Tensor = torch.linalg.solve(A, st.cross.double())  # (torch types solve Any)
+        else:
+            X = chebyshev(A, st.cross.double(), lam, lam + torch.linalg.matrix_norm(G), self.iterations)
+        return X.float()
 
 
 @dataclass

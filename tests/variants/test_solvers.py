@@ -114,3 +114,68 @@ def test_params_rebuild_and_errors():
     ]:
         with pytest.raises(ValueError, match=match):
             variants.get(name, **kw)
+
+
+def test_gka_exact_read_is_the_ridge_regression_with_the_adaptive_ridge():
+    """G, C faded and weighted in float64; lam = eta |G|_F; the read q (G + lam I)^-1 C."""
+    K, V = _inputs(seed=10)
+    B, T, d = K.shape
+    mem = variants.get("gka", eta=0.05, iterations=None, alpha=("uniform", 0.9, 1.0), beta=0.8, seed=1)
+    alpha = mem._values("alpha", B, 0, T, d, "cpu").double()
+    G = torch.zeros(B, d, d, dtype=torch.float64)
+    C = torch.zeros(B, d, 6, dtype=torch.float64)
+    for t in range(T):
+        k, v = K[:, t].double(), V[:, t].double()
+        G = alpha[:, t, None, None] * G + 0.8 * torch.einsum("bi,bj->bij", k, k)
+        C = alpha[:, t, None, None] * C + 0.8 * torch.einsum("bi,bj->bij", k, v)
+    lam = 0.05 * G.flatten(1).norm(dim=1)
+    want = K.double() @ torch.linalg.solve(G + lam[:, None, None] * torch.eye(d, dtype=torch.float64), C)
+    assert rel_rms(mem.read(_write(mem, K, V), K), want) < 1e-5
+    assert (
+        rel_rms(
+            variants.get("gka", eta=0.05, iterations=80, alpha=("uniform", 0.9, 1.0), beta=0.8, seed=1).read(
+                _write(mem, K, V), K
+            ),
+            want,
+        )
+        < 1e-5
+    )  # Chebyshev iteration reaches the exact read
+
+
+@pytest.mark.parametrize("eta", [0.02, 0.2])
+def test_chebyshev_iteration_keeps_its_error_bound(eta):
+    """||x_k - x||_A <= 2 rho^k ||x||_A, rho = (sqrt(kappa) - 1) / (sqrt(kappa) + 1), kappa <= (1 + eta) / eta."""
+    from capacity.variants.solvers import chebyshev
+
+    K, V = _inputs(seed=12)
+    mem = variants.get("gka", eta=eta, iterations=None)
+    st = _write(mem, K, V)
+    G, C = st.gram.double(), st.cross.double()
+    lam = mem.ridge(st)
+    high = lam + torch.linalg.matrix_norm(G)
+    A = G + lam[:, None, None] * torch.eye(12, dtype=torch.float64)
+    x = torch.linalg.solve(A, C)
+    kappa = float((high / lam).max())
+    assert kappa <= (1 + eta) / eta + 1e-9
+    rho = (kappa**0.5 - 1) / (kappa**0.5 + 1)
+
+    def a_norm(e):
+        return torch.einsum("bij,bik,bkj->b", e, A, e).sqrt()
+
+    for k in (1, 3, 8, 20):
+        err = a_norm(chebyshev(A, C, lam, high, k) - x)
+        assert (err <= 2 * rho**k * a_norm(x) * (1 + 1e-9)).all(), (k, err, rho)
+    assert float(a_norm(chebyshev(A, C, lam, high, 3) - x).max()) > 1e-3  # three steps are not the solution
+    # exactly: the error after k steps is T_k((c - A) / h) / T_k(c / h) applied to the first, c, h the interval's
+    # centre and half-width (T_k the Chebyshev polynomial), computed here through A's eigenvectors
+    w, U = torch.linalg.eigh(A)
+    c, h = ((high + lam) / 2)[:, None], ((high - lam) / 2)[:, None]
+    for k in (1, 2, 5, 12):
+        poly = torch.cos(k * torch.arccos(((c - w) / h).clamp(-1, 1))) / torch.cosh(k * torch.arccosh(c / h))
+        want = x - U @ (poly[:, :, None] * (U.transpose(1, 2) @ x))
+        assert rel_rms(chebyshev(A, C, lam, high, k), want) < 1e-9, k
+
+
+def test_gka_passes_check_variant():
+    report = check_variant(variants.get("gka", alpha=0.95), d=8)
+    assert report.passed, str(report)
