@@ -330,7 +330,8 @@ def _store_row(folder: Path, age: Callable[[float | None], str], args: argparse.
 def _cmd_plot(args: argparse.Namespace) -> int:
     from capacity.plots import render_path
 
-    for path in render_path(args.results, out=args.out):
+    only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
+    for path in render_path(args.results, out=args.out, only=only):
         print(path)
     return 0
 
@@ -484,6 +485,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", metavar="RESULTS", help="a results file (.nc) or a directory of them")
     p.add_argument(
         "--out", metavar="DIR", default=None, help="where the figures go (default: figures/ beside the results)"
+    )
+    p.add_argument(
+        "--only",
+        metavar="NAMES",
+        default=None,
+        help="draw only these figures, comma-separated: the names after the study in the file names (capacity, variants, ...)",
     )
     p.set_defaults(func=_cmd_plot)
 

@@ -18,7 +18,7 @@ import inspect
 import json
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -119,9 +119,10 @@ def available() -> dict[str, str]:
     return {name: next(iter((FIGURES[name].__doc__ or "").strip().splitlines()), "") for name in sorted(FIGURES)}
 
 
-def builders(ds: xr.Dataset) -> list[Job]:
+def builders(ds: xr.Dataset, only: Sequence[str] | None = None) -> list[Job]:
     """The figures that fit ``ds``, not yet built: ``[(file stem, build), ...]`` with ``build()`` -> Figure, stems
-    ``<study>_<figure>``. The Dataset's own faults (no variables, text, no figure that fits) are raised here."""
+    ``<study>_<figure>``; with ``only``, those of the figures named there (each must fit). The Dataset's own faults
+    (no variables, text, no figure that fits) are raised here."""
     if not isinstance(ds, xr.Dataset):
         raise CapacityError(f"plots need an xarray.Dataset, got {type(ds).__name__}")
     if len(ds.data_vars) == 0:
@@ -141,6 +142,13 @@ def builders(ds: xr.Dataset) -> list[Job]:
         raise CapacityError(
             f"the {task.name} task names the figure {unknown[0]!r}, which neither capacity.plots nor its folder defines"
         )
+    if only is not None:
+        missing = [name for name in only if name not in names]
+        if missing:
+            raise CapacityError(
+                f"the figure {missing[0]!r} does not fit these results; those that do: {', '.join(names)}"
+            )
+        names = [name for name in names if name in only]
     study = str(ds.attrs.get("study") or "results")
     asked = _options(ds)
     for name, options in asked.items():  # a study's options for its figures (``Study.figures``)
@@ -219,8 +227,9 @@ def _open(path: Path) -> xr.Dataset:
         ) from None
 
 
-def render_path(results: Folder, out: Folder | None = None) -> list[Path]:
-    """Render a results file (``.nc``) or every ``.nc`` in a directory; ``out`` defaults to ``figures/`` beside them."""
+def render_path(results: Folder, out: Folder | None = None, *, only: Sequence[str] | None = None) -> list[Path]:
+    """Render a results file (``.nc``) or every ``.nc`` in a directory; ``out`` defaults to ``figures/`` beside them;
+    ``only``: just the figures named there (``capacity plot --only``)."""
     for name, value in (("results", results), ("out", out)):
         if not isinstance(value, (str, os.PathLike)) and (value is not None or name == "results"):
             raise CapacityError(f"render_path's {name} must be a path (str or os.PathLike), got {value!r}")
@@ -238,7 +247,7 @@ def render_path(results: Folder, out: Folder | None = None) -> list[Path]:
     jobs: list[Job] = []
     for f in files:  # every file's faults reported before anything is built or written
         try:
-            jobs += [(stem, _named(f, build)) for stem, build in builders(_open(f))]
+            jobs += [(stem, _named(f, build)) for stem, build in builders(_open(f), only)]
         except CapacityError as exc:
             raise CapacityError(f"{f}: {exc}") from None
     return save_all(jobs, out_dir)

@@ -630,3 +630,19 @@ def test_several_figures_are_built_by_one_child_each_with_the_same_bytes(cvd, tm
     with pytest.raises(CapacityError, match="^no mse to draw$"):
         mod.save_all([jobs[0], ("x_broken", broken)], tmp_path / "none")
     assert not (tmp_path / "none").exists() or not list((tmp_path / "none").iterdir())
+
+
+def test_only_draws_the_named_figures_and_refuses_one_that_does_not_fit(cvd, tmp_path):
+    import importlib
+
+    render = importlib.import_module("capacity.plots.render")  # the module: capacity.plots.render is the function
+    fitting = [stem for stem, _ in render.builders(cvd)]
+    assert len(fitting) == 2
+    chosen = render.builders(cvd, only=["capacity"])
+    assert [stem for stem, _ in chosen] == [s for s in fitting if s.endswith("_capacity")]
+    with pytest.raises(CapacityError, match=r"the figure 'frontier' does not fit these results; those that do: "):
+        render.builders(cvd, only=["frontier"])
+    path = tmp_path / "r.nc"
+    cvd.to_netcdf(path)
+    written = render.render_path(path, tmp_path / "figs", only=["capacity"])
+    assert sorted(p.name for p in written) == sorted(f"{s}{ext}" for s, _ in chosen for ext in (".png", ".pdf"))
