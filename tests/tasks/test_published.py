@@ -45,7 +45,7 @@ def variants_ds(tmp_path_factory):
 
 
 def test_the_frontier_figure_draws_the_file_and_nothing_typed_in(variants_ds):
-    fig = frontier(variants_ds)
+    fig = frontier(variants_ds, published=True)  # the panel is drawn when asked
     ax = fig.axes[2]
     t = published.load("based_figure2")
     drawn = {ln.get_gid().split(":")[-1]: ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("published:")}
