@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["BOOKKEEPING", "bookkeeping", "is_bookkeeping"]
+__all__ = ["BOOKKEEPING", "bookkeeping"]
 
 BOOKKEEPING = "capacity.bookkeeping"  # dataclass field metadata: the field is bookkeeping, not stored numbers
 
@@ -19,8 +19,3 @@ def bookkeeping(**kwargs: Any) -> Any:  # Any: dataclasses.field's own (its resu
     """A dataclass field that holds bookkeeping (a token counter, step indices): never rounded by the precision axis,
     not counted in the state's numbers or bytes. ``tokens: torch.Tensor = bookkeeping()``."""
     return dataclasses.field(metadata={BOOKKEEPING: True}, **kwargs)
-
-
-def is_bookkeeping(field: dataclasses.Field[object]) -> bool:
-    """True for a dataclass field declared with ``bookkeeping()``."""
-    return bool(field.metadata.get(BOOKKEEPING))

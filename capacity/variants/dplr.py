@@ -30,7 +30,7 @@ solve the unit lower-triangular system
         = (b_t (.) e^(L'_t)) S_0 + sum_{j < t} [sum_c b_tc kw_jc e^(L'_tc - L_jc)] v_j
 
 and S_C = Diag(e^(L_C)) S_0 + sum_j Diag(e^(L_C - L_j)) (a_j^T u_j + kw_j^T v_j). Decay ratios
-are exponentials of differences of cumulative logs, never above 1. ``_oracles.dplr`` is the
+are exponentials of differences of cumulative logs, never above 1. ``tests/memory_oracles.py``'s ``dplr`` is the
 token-by-token form the tests hold it to.
 
 >>> import torch

@@ -5,7 +5,7 @@ values on the keys written so far:
 
     S_n = argmin_S  sum_{i <= n} ||k_i S - v_i||^2 + lam ||S||_F^2 = (K^T K + lam I)^-1 K^T V
 
-Token by token this is the RLS recurrence (``_oracles.lsq``, the tests' oracle)
+Token by token this is the RLS recurrence (``lsq`` of tests/memory_oracles.py, the tests' oracle)
 
     P_t = P_{t-1} - P_{t-1} k_t^T k_t P_{t-1} / (1 + k_t P_{t-1} k_t^T),   P_0 = I / lam
     S_t = S_{t-1} + P_t k_t^T (v_t - k_t S_{t-1})

@@ -5,12 +5,12 @@ read past the row at such d)."""
 
 import pathlib
 
+import memory_oracles as _oracles
 import pytest
 import torch
 
 from capacity import variants
 from capacity.inputs import keys, values
-from capacity.variants import _oracles
 from capacity.variants.delta_product import rotations
 
 DIMS = (60, 96, 100)

@@ -4,6 +4,7 @@ flash-linear-attention 0.6.0's naive references where fla is installed."""
 
 import json
 
+import memory_oracles as _oracles
 import numpy as np
 import pytest
 import torch
@@ -12,7 +13,6 @@ from capacity import CapacityError, theory, variants
 from capacity.check.conformance import check_variant
 from capacity.inputs import keys, values
 from capacity.tasks import probe
-from capacity.variants import _oracles
 from capacity.variants.declares import declared
 from capacity.variants.delta_product import rotations
 from capacity.variants.longhorn import gate_and_key
