@@ -77,7 +77,9 @@ class LSQ(Memory):
 
     def _state(self, state: object) -> LsqState:
         if not isinstance(state, LsqState):
-            raise CapacityError(f"lsq: the state must be the LsqState from init_state(), got {type(state).__name__}")
+            raise CapacityError(
+                f"{self.name}: the state must be the LsqState from init_state(), got {type(state).__name__}"
+            )
         return state
 
     def write(self, state: LsqState, k: torch.Tensor, v: torch.Tensor) -> LsqState:
@@ -99,7 +101,7 @@ class LSQ(Memory):
         _validate.tensor("q", q, ndim=3, finite=False)
         if q.shape[0] != st.cross.shape[0] or q.shape[2] != st.cross.shape[1]:
             raise CapacityError(
-                f"lsq: q [B, m, d] = {list(q.shape)} does not match the state's "
+                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state's "
                 f"d = {st.cross.shape[1]} and B = {st.cross.shape[0]}"
             )
         _validate.same_device(state=st.cross, q=q)

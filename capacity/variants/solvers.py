@@ -57,25 +57,23 @@ from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.inputs import features
 from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
+from capacity.variants.lsq import LSQ, LsqState
 
 __all__ = ["GKA", "Mesa", "MesaState", "Omega", "OmegaState", "chebyshev"]
 
 
 @dataclass
-class MesaState:
+class MesaState(LsqState):
     """``gram`` G float32 ``[B, d, d]`` (without the ridge), ``cross`` C float32 ``[B, d, dv]``, ``tokens`` written."""
 
-    gram: torch.Tensor
-    cross: torch.Tensor
-    tokens: int
+    tokens: int = 0
 
 
-class Mesa(Memory):
+class Mesa(LSQ):
     """Gated ridge regression solved exactly at each read: gate ``alpha`` in (0, 1], write weight ``beta`` > 0, ridge
-    ``lam`` > 0; state G ``[B, d, d]`` and C ``[B, d, dv]``."""
+    ``lam`` > 0; state G ``[B, d, d]`` and C ``[B, d, dv]``. The read is ``lsq``'s, q S with S the solution."""
 
     name = "mesa"
-    _states = 2  # G [d, d] and C [d, dv]; the last key reads back exactly only when n <= d and lam -> 0 (no T12)
     backends: tuple[str, ...] = ("auto", "torch")
 
     def __init__(
@@ -88,13 +86,7 @@ class Mesa(Memory):
         seed: int = 0,
     ) -> None:
         self._setup(normalize=normalize, seed=seed, alpha=(alpha, GATE, False), beta=(beta, POSITIVE, False))
-        self.lam = _validate.in_range("mesa: lam", lam, 0.0, math.inf, low_open=True, high_open=True)
-
-    def _extra_params(self) -> dict[str, object]:
-        return {"lam": self.lam}
-
-    def state_numel(self, d: int, dv: int) -> int:
-        return int(d) * int(d) + int(d) * int(dv)
+        self.lam = _validate.in_range(f"{self.name}: lam", lam, 0.0, math.inf, low_open=True, high_open=True)
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> MesaState:
         batch = _validate.positive_int("batch", batch)
@@ -110,7 +102,7 @@ class Mesa(Memory):
             )
         return state
 
-    def write(self, state: MesaState, k: torch.Tensor, v: torch.Tensor) -> MesaState:
+    def write(self, state: LsqState, k: torch.Tensor, v: torch.Tensor) -> MesaState:
         """Fade and add the tokens' weighted k^T k and k^T v. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
         st = self._state(state)
         k, v = self._inputs(st.cross, k, v)
@@ -124,25 +116,12 @@ class Mesa(Memory):
             C = alpha[:, t, None, None] * C + beta[:, t, None, None] * (kt[:, :, None] * v[:, t, None, :])
         return MesaState(G, C, st.tokens + T)
 
-    def solution(self, state: MesaState) -> torch.Tensor:
+    def solution(self, state: LsqState) -> torch.Tensor:
         """S = (G + lam I)^-1 C, float32 ``[B, d, dv]`` (solved in float64)."""
         st = self._state(state)
         G = st.gram.double() + self.lam * torch.eye(st.gram.shape[1], dtype=torch.float64, device=st.gram.device)
         S: torch.Tensor = torch.linalg.solve(G, st.cross.double())  # (torch types solve Any)
         return S.float()
-
-    def read(self, state: MesaState, q: torch.Tensor) -> torch.Tensor:
-        """q S with S the ridge solution. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
-        st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != st.cross.shape[0] or q.shape[2] != st.cross.shape[1]:
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state's d = {st.cross.shape[1]} "
-                f"and B = {st.cross.shape[0]}"
-            )
-        _validate.same_device(state=st.cross, q=q)
-        q = q.float()
-        return (unit(q) if self.normalize else q) @ self.solution(st)
 
 
 def chebyshev(A: torch.Tensor, b: torch.Tensor, low: torch.Tensor, high: torch.Tensor, steps: int) -> torch.Tensor:
@@ -189,13 +168,13 @@ class GKA(Mesa):
     def _extra_params(self) -> dict[str, object]:
         return {"eta": self.eta, "iterations": self.iterations}
 
-    def ridge(self, state: MesaState) -> torch.Tensor:
+    def ridge(self, state: LsqState) -> torch.Tensor:
         """lam = max(eta |G|_F, 1e-6) per batch item: float64 ``[B]``."""
         G = self._state(state).gram.double()
         norm: torch.Tensor = torch.linalg.matrix_norm(G)  # (torch types matrix_norm Any)
         return (self.eta * norm).clamp_min(self._FLOOR)
 
-    def solution(self, state: MesaState) -> torch.Tensor:
+    def solution(self, state: LsqState) -> torch.Tensor:
         """X = (G + lam I)^-1 C by Chebyshev iteration (exactly with ``iterations=None``): float32 ``[B, d, dv]``."""
         st = self._state(state)
         G, lam = st.gram.double(), self.ridge(st)

@@ -8,17 +8,13 @@ import pathlib
 import memory_oracles as _oracles
 import pytest
 import torch
+from memory_support import rel_rms
 
 from capacity import variants
 from capacity.inputs import keys, values
 from capacity.variants.delta_product import rotations
 
 DIMS = (60, 96, 100)
-
-
-def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double(), b.double()
-    return float((a - b).pow(2).mean().sqrt() / b.pow(2).mean().sqrt())
 
 
 def _inputs(d, B=2, T=24, dv=8, seed=0):

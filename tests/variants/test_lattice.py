@@ -3,14 +3,10 @@ along a slot leaves it; check_variant."""
 
 import pytest
 import torch
+from memory_support import rel_rms
 
 from capacity import check_variant, variants
 from capacity.inputs import keys, values
-
-
-def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double(), b.double()
-    return float((a - b).pow(2).mean().sqrt() / b.pow(2).mean().sqrt())
 
 
 @pytest.mark.parametrize("d", [12, 96])

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from memory_support import rel_rms
 
 from capacity import check_variant, variants
 from capacity.inputs import keys, values
@@ -37,12 +38,6 @@ def fla() -> SimpleNamespace:
 
 
 NEW = ("gdn2", "comba", "gated_oja", "precond_gated_delta", "precond_kda", "titans", "ttt", "log_linear")
-
-
-def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
-    """fla's metric: RMS of the difference over the RMS of the reference."""
-    a, b = a.double(), b.double()
-    return float((a - b).pow(2).mean().sqrt() / b.pow(2).mean().sqrt())
 
 
 def _inputs(B=2, T=40, d=12, dv=8, seed=0):

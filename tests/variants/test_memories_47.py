@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from memory_support import pairs, rel_rms
 
 from capacity import check_variant, variants
-from capacity.inputs import keys, values
 from capacity.variants.delta_product import rotations
 
 
@@ -24,14 +24,8 @@ def fla() -> SimpleNamespace:
     )
 
 
-def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double(), b.double()
-    return float((a - b).pow(2).mean().sqrt() / b.pow(2).mean().sqrt())
-
-
 def _inputs(B=2, T=40, d=12, dv=8, seed=0):
-    K = keys.make("gaussian", T, d, batch=B, seed=seed)  # unit rows
-    V = values.make("gaussian", T, dv, batch=B, seed=seed + 1)
+    K, V = pairs(T, d, dv, B=B, seed=seed)
     return K, V
 
 

@@ -6,20 +6,15 @@ import math
 
 import pytest
 import torch
+from memory_support import pairs, rel_rms
 
 from capacity import check_variant, variants
 from capacity.inputs import keys, values
 from capacity.variants import precision
 
 
-def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.double(), b.double()
-    return float((a - b).pow(2).mean().sqrt() / b.pow(2).mean().sqrt())
-
-
 def _inputs(B=2, T=30, d=12, dv=6, seed=0):
-    K = keys.make("gaussian", T, d, batch=B, seed=seed)  # unit rows
-    V = values.make("gaussian", T, dv, batch=B, seed=seed + 1)
+    K, V = pairs(T, d, dv, B=B, seed=seed)
     Q = keys.make("gaussian", 5, d, batch=B, seed=seed + 2)
     return K, V, torch.cat([K[:, -3:], Q], 1)
 
