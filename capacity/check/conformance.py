@@ -167,23 +167,22 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
-def _state_tensors(state: object, bookkeeping: bool = True) -> list[torch.Tensor]:
+def _state_tensors(state: object, skip: tuple[str, ...] | None = None) -> list[torch.Tensor]:
     """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested;
-    without ``bookkeeping``, not those of the dataclass fields marked ``precision.bookkeeping()``."""
-    from capacity.variants._bookkeeping import BOOKKEEPING
+    with ``skip`` (the memory's ``Declares.bookkeeping``), not those of the dataclass fields it names."""
     from capacity.variants.precision import StoredState, state_tensors
 
-    if bookkeeping:
+    if skip is None:
         return state_tensors(state)
     if isinstance(state, StoredState):
         state = state.inner
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        fields = [f for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING)]
-        return [t for f in fields for t in _state_tensors(getattr(state, f.name), False)]
+        fields = [f for f in dataclasses.fields(state) if f.name not in skip]
+        return [t for f in fields for t in _state_tensors(getattr(state, f.name), skip)]
     if isinstance(state, (tuple, list)):
-        return [t for m in state for t in _state_tensors(m, False)]
+        return [t for m in state for t in _state_tensors(m, skip)]
     if isinstance(state, dict):
-        return [t for m in state.values() for t in _state_tensors(m, False)]
+        return [t for m in state.values() for t in _state_tensors(m, skip)]
     return state_tensors(state)
 
 
@@ -219,7 +218,7 @@ def _shape_dtype(v: Any, x: _Inputs) -> Result:
             FAIL,
             f"read returned {r.dtype} {list(r.shape)}, expected float32 [B, m, dv] = {list(want)}",
         )
-    tensors = _state_tensors(state, bookkeeping=False)  # fields marked precision.bookkeeping() are not counted
+    tensors = _state_tensors(state, declares.declared(v).bookkeeping)  # its bookkeeping fields are not counted
     grown = declares.numel(v, state)
     if grown is not None:
         expect, source = grown, "numel(state)"

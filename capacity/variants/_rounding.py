@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,6 @@ import torch
 
 from capacity.base import _random
 from capacity.errors import CapacityError
-from capacity.variants._bookkeeping import BOOKKEEPING
 
 __all__ = ["TORCH_DTYPES", "DTYPES", "StoredState", "state_tensors"]
 
@@ -36,27 +36,27 @@ class StoredState:
     tokens: int
 
 
-def state_tensors(state: object, *, stored: bool = False) -> list[torch.Tensor]:
+def state_tensors(state: object, *, stored: bool = False, skip: Collection[str] = ()) -> list[torch.Tensor]:
     """Every tensor a state holds, found through tensors, dataclasses, tuples, lists and dicts (in order).
 
     ``stored=True``: only the stored numbers, the ones a state dtype rounds and its bytes count: floating tensors
-    outside the dataclass fields marked ``bookkeeping()``.
+    outside the dataclass fields named in ``skip`` (the memory's ``Declares.bookkeeping``), at any depth.
     """
     if isinstance(state, torch.Tensor):
         return [state] if not stored or state.is_floating_point() else []
     if isinstance(state, StoredState):
-        return state_tensors(state.inner, stored=stored)
+        return state_tensors(state.inner, stored=stored, skip=skip)
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
         return [
             t
             for f in dataclasses.fields(state)
-            if not (stored and f.metadata.get(BOOKKEEPING))
-            for t in state_tensors(getattr(state, f.name), stored=stored)
+            if not (stored and f.name in skip)
+            for t in state_tensors(getattr(state, f.name), stored=stored, skip=skip)
         ]
     if isinstance(state, (tuple, list)):
-        return [t for m in state for t in state_tensors(m, stored=stored)]
+        return [t for m in state for t in state_tensors(m, stored=stored, skip=skip)]
     if isinstance(state, dict):
-        return [t for m in state.values() for t in state_tensors(m, stored=stored)]
+        return [t for m in state.values() for t in state_tensors(m, stored=stored, skip=skip)]
     return []
 
 
@@ -64,8 +64,9 @@ class _Rounder:
     """Rounds float32 tensors in place to one format: round-to-nearest-even through a reusable buffer, or
     stochastically from per-item seeded streams (``draws(item, token)``)."""
 
-    def __init__(self, dtype: str, stochastic: bool, seed: object) -> None:  # seed: a user's, checked by _seeds
-        self.dtype, self.stochastic, self.seed = TORCH_DTYPES[dtype], stochastic, _seeds(seed)
+    def __init__(self, dtype: str, stochastic: bool, seed: object, skip: Collection[str] = ()) -> None:
+        # seed: a user's, checked by _seeds; skip: the state's bookkeeping fields (never rounded)
+        self.dtype, self.stochastic, self.seed, self.skip = TORCH_DTYPES[dtype], stochastic, _seeds(seed), skip
         info = torch.finfo(self.dtype)
         self.max = float(info.max)
         self.p = 1 - int(round(math.log2(float(info.eps))))  # significand bits with the implicit one
@@ -124,7 +125,7 @@ class _Rounder:
         t.copy_(out.clamp_(-self.max, self.max))
 
     def round_(self, state: object, token: int) -> None:
-        for which, t in enumerate(state_tensors(state, stored=True)):
+        for which, t in enumerate(state_tensors(state, stored=True, skip=self.skip)):
             if self.stochastic:
                 if t.ndim == 0:
                     raise CapacityError("stochastic rounding needs state tensors with a batch dimension first")

@@ -27,6 +27,11 @@ state             "fixed"             "growing": the state grows with the writes
                                       so. "learning": a fixed-size state written by gradient steps (TTT, Titans)
 differentiable    None (unsaid)       False: write and read pass no gradient (a Triton backend); the trained task
                                       refuses the memory at once. True or unsaid: it checks with a tiny backward
+bookkeeping       ()                  names of the state's dataclass fields that hold counters or indices, not
+                                      stored numbers (log-linear's token counter, Mamba-3's clock): never rounded
+                                      by the precision axis, not counted in the state's numbers or bytes
+                                      (``precision``, ``check_variant``, the bill); a field of that name at any
+                                      depth of the state
 states            1                   how many d x dv matrices the state holds (lsq's A and B, Titans' weights and
                                       momentum: 2); the frontier's caption names memories that hold more than one
 dims              None (any d)        the key dimensions d the memory takes (``from_fla`` sets it where a
@@ -79,6 +84,7 @@ class Declares:
     delta_rule: bool | None = None
     state: StateKind = "fixed"
     differentiable: bool | None = None
+    bookkeeping: tuple[str, ...] = ()
     states: int = 1
     dims: tuple[int, ...] | None = None
 
@@ -90,6 +96,8 @@ class Declares:
             raise CapacityError(f"Declares: unknown family {self.family!r}; known: {', '.join(FAMILIES)} (or None)")
         if self.state not in _STATES:
             raise CapacityError(f"Declares: state must be one of {', '.join(_STATES)}, got {self.state!r}")
+        if not isinstance(self.bookkeeping, tuple) or not all(isinstance(x, str) and x for x in self.bookkeeping):
+            raise CapacityError(f"Declares: bookkeeping must be a tuple of field names, got {self.bookkeeping!r}")
         if isinstance(self.states, bool) or not isinstance(self.states, int) or self.states < 1:
             raise CapacityError(f"Declares: states must be a whole number >= 1, got {self.states!r}")
         if self.dims is not None:

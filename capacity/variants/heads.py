@@ -84,6 +84,7 @@ class Heads:
             delta_rule=False,
             state=inner.state,
             differentiable=inner.differentiable,
+            bookkeeping=inner.bookkeeping,
             states=inner.states,
         )
         if inner.state == "growing":  # numel exactly where the declaration says the state grows

@@ -23,7 +23,7 @@ bound T8 binds it (``linear_read = True``) although the state grows.
 
 The state grows with log2 n: ``levels`` float32 ``[B, L, d, dv]`` with L = n.bit_length() (= floor(log2 n) + 1; the
 levels of the bits of n that are zero are kept as zeros, as a kernel's fixed level layout would), and ``tokens``, an
-int64 ``[B]`` token counter marked bookkeeping (``capacity.variants.precision.bookkeeping``, defined in ``capacity.variants._bookkeeping``), so that a state stored in bfloat16
+int64 ``[B]`` token counter it declares bookkeeping (``Declares(bookkeeping=("tokens",))``), so that a state stored in bfloat16
 still counts past 256. ``state_numel(d, dv, n)`` = L d dv; ``numel(state)`` measures it.
 
 Its expected error with random unit keys, pair by pair and level by level, is T34 (``capacity.theory.log_linear_error``
@@ -51,7 +51,6 @@ from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.theory.log_linear import level_weights
-from capacity.variants._bookkeeping import bookkeeping
 from capacity.variants._memory import GATE, RATE, Memory, unit
 from capacity.variants._params import Interval
 from capacity.variants.declares import Declares
@@ -66,7 +65,7 @@ class LogLinearState:
     """``levels`` float32 ``[B, L, d, dv]`` (level j: a bucket of 2^j tokens), ``tokens`` int64 ``[B]`` (bookkeeping)."""
 
     levels: torch.Tensor
-    tokens: torch.Tensor = bookkeeping()
+    tokens: torch.Tensor  # bookkeeping (LogLinear declares it): never rounded, not counted
 
 
 class LogLinear(Memory):
@@ -128,6 +127,7 @@ class LogLinear(Memory):
             delta_rule=self._delta_rule(),
             state="growing",
             differentiable=True,
+            bookkeeping=("tokens",),
         )
 
     def _delta_rule(self) -> bool:

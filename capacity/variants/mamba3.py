@@ -20,7 +20,7 @@ complex transition exp(dt (-A + i omega)) applied to a complex state. In Mamba-3
 integrated over the data-dependent steps dt. ``omega = 0`` turns the rotation off.
 
 The state: S float32 ``[B, D, dv]``, the previous written key kr_{t-1} ``[B, D]`` and value ``[B, dv]`` that the
-next trapezoidal step needs (absent, zero numbers, with lam = 1), and the clock tau float64 ``[B]`` marked bookkeeping
+next trapezoidal step needs (absent, zero numbers, with lam = 1), and the clock tau float64 ``[B]`` declared bookkeeping
 (like a token counter: never rounded, not counted). State numbers D dv (+ D + dv with lam < 1). The write runs token
 by token in plain torch (float32); ``tests/variants/test_mamba3.py`` holds it to a float64 complex recurrence.
 
@@ -44,7 +44,6 @@ import torch
 from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
-from capacity.variants._bookkeeping import bookkeeping
 from capacity.variants._memory import unit
 from capacity.variants.mamba2 import _FLOOR, Mamba2
 
@@ -59,7 +58,7 @@ class Mamba3State:
     matrix: torch.Tensor
     key: torch.Tensor
     value: torch.Tensor
-    clock: torch.Tensor = bookkeeping()
+    clock: torch.Tensor  # bookkeeping (Mamba3 declares it): never rounded, not counted
 
 
 def rotate(x: torch.Tensor, angle: torch.Tensor, omega: torch.Tensor) -> torch.Tensor:
@@ -84,6 +83,7 @@ class Mamba3(Mamba2):
 
     name = "mamba3"
     mode = "decay"
+    _bookkeeping = ("clock",)  # Mamba3State.clock: a clock, not stored numbers
     _family = None  # not Mamba2's: the trapezoidal write and the turned keys leave T24 (a linear read: q R(tau_n) S)
 
     lam: float = 0.5

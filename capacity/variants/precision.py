@@ -3,7 +3,8 @@
 ``stored(memory, state_dtype, rounding)`` returns a memory whose state is rounded to ``state_dtype`` as a deployed
 model stores it; every floating tensor of the state is rounded (a tensor, the tensor fields of a dataclass such as
 ``TokenState`` or lsq's ``LsqState``, tuples, lists, dicts), so it works for every built-in and for user memories;
-dataclass fields declared with ``bookkeeping()`` (a token counter) are neither rounded nor counted in the bytes.
+the dataclass fields a memory declares bookkeeping (``Declares.bookkeeping``: a token counter) are neither rounded
+nor counted in the bytes.
 
 - ``rounding="step"``: the tokens are written one at a time and the state rounded after every write (decode with a
   low-precision state cache);
@@ -50,7 +51,6 @@ from capacity.base import _random, _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants import declares
-from capacity.variants._bookkeeping import BOOKKEEPING, bookkeeping
 from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
 from capacity.variants.declares import Declares
 
@@ -69,8 +69,6 @@ __all__ = [
     "state_bytes",
     "state_tensors",
     "itemsize",
-    "bookkeeping",
-    "BOOKKEEPING",
 ]
 
 
@@ -99,14 +97,17 @@ def itemsize(state_dtype: object) -> int:
     return torch.empty(0, dtype=TORCH_DTYPES[name]).element_size()
 
 
-def _rounder_for(state_dtype: str, stochastic: bool, seed: object, *, feedback: bool = True) -> _Rounder:
+def _rounder_for(
+    state_dtype: str, stochastic: bool, seed: object, *, feedback: bool = True, skip: tuple[str, ...] = ()
+) -> _Rounder:
     """The rounder of ``state_dtype`` (a checked name): a float format's, or an integer format's with its
-    feedback residuals (``capacity.variants.quantise``; ``feedback=False``: none kept)."""
+    feedback residuals (``capacity.variants.quantise``; ``feedback=False``: none kept). ``skip``: the state's
+    bookkeeping fields, never rounded."""
     if state_dtype in TORCH_DTYPES:
-        return _Rounder(state_dtype, stochastic, seed)
+        return _Rounder(state_dtype, stochastic, seed, skip)
     from capacity.variants.quantise import Quantiser
 
-    return Quantiser(state_dtype, stochastic, seed, feedback=feedback)
+    return Quantiser(state_dtype, stochastic, seed, feedback=feedback, skip=skip)
 
 
 @dataclass(frozen=True)
@@ -151,13 +152,22 @@ class Rounding:
         return self.label
 
 
-def round_(state: Any, state_dtype: object, *, stochastic: bool = False, seed: object = 0, token: int = 0) -> Any:
+def round_(
+    state: Any,
+    state_dtype: object,
+    *,
+    stochastic: bool = False,
+    seed: object = 0,
+    token: int = 0,
+    bookkeeping: tuple[str, ...] = (),
+) -> Any:
     """Round every floating tensor of ``state`` to ``state_dtype`` in place (kept as float32 numbers); returns it.
 
-    Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item. (``state``: any
+    Stochastic rounding draws from the seeded stream of (``seed``, ``token``) for each batch item. The dataclass
+    fields named in ``bookkeeping`` (a memory's ``Declares.bookkeeping``) are left as they are. (``state``: any
     memory's state, hence Any; ``seed``: one seed or one per batch item.)
     """
-    _rounder_for(_dtype(state_dtype), bool(stochastic), seed, feedback=False).round_(state, token)
+    _rounder_for(_dtype(state_dtype), bool(stochastic), seed, feedback=False, skip=bookkeeping).round_(state, token)
     return state
 
 
@@ -200,6 +210,7 @@ class Stored:
             delta_rule=False,
             state=inner.state,
             differentiable=inner.differentiable,
+            bookkeeping=inner.bookkeeping,
             states=inner.states,
             dims=inner.dims,
         )
@@ -234,7 +245,11 @@ class Stored:
         if r is None:
             # under final the state is rounded afresh for each read: nothing to feed back
             r = _rounder_for(
-                self.state_dtype, self.rounding.stochastic, self.seed, feedback=self.rounding.kind != "final"
+                self.state_dtype,
+                self.rounding.stochastic,
+                self.seed,
+                feedback=self.rounding.kind != "final",
+                skip=self.declares.bookkeeping,
             )
             object.__setattr__(state, "_rounder", r)
         return r
@@ -380,7 +395,7 @@ def state_bytes(memory: Variant, d: int, dv: int, dtype: object = "float32", *, 
         state = memory.write(state, torch.randn(1, int(n), d, generator=g), torch.randn(1, int(n), dv, generator=g))
         if not quantised:
             return int(declares.numel(memory, state) or 0) * size
-    tensors = state_tensors(state, stored=True)
+    tensors = state_tensors(state, stored=True, skip=declares.declared(memory).bookkeeping)
     if quantised:  # integers, scales and residuals (capacity.variants.quantise.nbytes)
         from capacity.variants import quantise
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -205,8 +205,10 @@ class Quantiser(_Rounder):
     """Rounds a state's float32 tensors in place to an integer format, keeping the feedback residuals (one per
     tensor position) between roundings. ``feedback=False``: the residuals are neither used nor kept."""
 
-    def __init__(self, spec: Spec | str, stochastic: bool, seed: object, *, feedback: bool = True) -> None:
-        self.spec = parse(spec)
+    def __init__(
+        self, spec: Spec | str, stochastic: bool, seed: object, *, feedback: bool = True, skip: Collection[str] = ()
+    ) -> None:
+        self.spec, self.skip = parse(spec), skip
         self.stochastic, self.seed = bool(stochastic), _seeds(seed)
         self.feedback = bool(feedback) and self.spec.feedback is not None
         self._streams: dict[tuple[int | str, int], tuple[int, torch.Tensor]] = {}

@@ -81,6 +81,7 @@ class Recurrent:
     name: ClassVar[str] = ""
     mode: ClassVar[str] = ""
     _family: ClassVar[Family | None] = None  # the closed-form family of the rule (declares.FAMILIES), None: none
+    _bookkeeping: ClassVar[tuple[str, ...]] = ()  # the state's fields that are counters, not numbers (Declares)
     gate_per_channel: ClassVar[bool] = False  # the gate alpha: one per feature row of the state (gla, kda)
 
     normalize: bool = False
@@ -186,6 +187,7 @@ class Recurrent:
             additive=self.mode == "linear" and not self.normalize_read and plain,
             delta_rule=self.mode in _DELTA_MODES,
             differentiable=self.backend != "triton",
+            bookkeeping=self._bookkeeping,
         )
 
     @property

@@ -225,8 +225,8 @@ class Hybrid(SlidingWindow):
 
     @property
     def declares(self) -> Declares:  # type: ignore[override]  # the window's class attribute, refined here
-        """The window's (a growing cache read by softmax: no T2, T8, T12), with the state memory's d x dv matrices
-        and its differentiability."""
+        """The window's (a growing cache read by softmax: no T2, T8, T12), with the state memory's d x dv matrices,
+        its differentiability and its bookkeeping fields (never rounded)."""
         inner = declared(self.inner)
         return Declares(
             linear_read=False,
@@ -234,6 +234,7 @@ class Hybrid(SlidingWindow):
             delta_rule=False,
             state="growing",
             differentiable=inner.differentiable,
+            bookkeeping=inner.bookkeeping,
             states=inner.states,
         )
 

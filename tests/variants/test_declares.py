@@ -3,6 +3,7 @@ wrappers forward them, a memory that declares nothing keeps working, and no modu
 optional members."""
 
 import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ def test_each_builtin_declares_what_its_state_and_methods_show(name):
             mem.state_numel(16, 16)
     else:
         assert said.states == round(mem.state_numel(16, 16) / 256), name
+    # a declared bookkeeping field is a field of the state (at any depth)
+    fields, todo = set(), [mem.init_state(1, 16, 16)]
+    while todo:
+        st = todo.pop()
+        if dataclasses.is_dataclass(st):
+            fields |= {f.name for f in dataclasses.fields(st)}
+            todo += [getattr(st, f.name) for f in dataclasses.fields(st)]
+    assert set(said.bookkeeping) <= fields, name
     # a declared delta rule reads the last of more than d unit keys back exactly (T12, beta = 1 at the defaults)
     K = keys.make("gaussian", 24, 16, seed=0)
     V = values.make("gaussian", 24, 8, seed=0)
@@ -53,6 +62,20 @@ def test_declared_families_are_the_rules_they_name():
     feat = declared(variants.get("linear", feature="elu1", normalize_read=True))
     assert feat.family == "additive" and feat.additive is False and feat.linear_read is False
     assert declared(variants.get("delta", backend="triton")).differentiable is False
+
+
+def test_bookkeeping_declared_is_never_rounded_nor_counted():
+    assert declared(variants.get("log_linear")).bookkeeping == ("tokens",)
+    assert declared(variants.get("mamba3")).bookkeeping == ("clock",)
+    assert declared(variants.get("hybrid", state="mamba3")).bookkeeping == ("clock",)
+    mem = precision.stored(variants.get("mamba3", dt=0.5), "bfloat16")  # the clock passes 256 steps of 0.5 ...
+    K = keys.make("gaussian", 600, 8, seed=0)
+    st = mem.write(mem.init_state(1, 8, 4), K, values.make("gaussian", 600, 4, seed=0))
+    clock = st.inner.clock.double()  # ... and is not rounded to bfloat16's 8 bits: it keeps its float64 sum
+    assert float((clock - clock.to(torch.bfloat16).double()).abs().max()) > 0
+    assert precision.state_bytes(variants.get("mamba3"), 8, 4, "bfloat16") == 2 * variants.get("mamba3").state_numel(
+        8, 4
+    )
 
 
 def test_wrappers_forward_what_still_holds():

@@ -14,7 +14,7 @@ from capacity import check_variant, variants
 from capacity.inputs import keys, values
 from capacity.tasks import Bill, probe
 from capacity.variants import precision
-from capacity.variants.declares import declared
+from capacity.variants.declares import Declares, declared
 
 
 @pytest.fixture(scope="module")
@@ -327,8 +327,8 @@ class _CountingMemory:
     def __init__(self, mark: bool):
         import dataclasses
 
-        field = precision.bookkeeping() if mark else dataclasses.field()
-        self.State = dataclasses.make_dataclass("State", [("matrix", torch.Tensor), ("count", torch.Tensor, field)])
+        self.declares = Declares(bookkeeping=("count",) if mark else ())
+        self.State = dataclasses.make_dataclass("State", [("matrix", torch.Tensor), ("count", torch.Tensor)])
 
     def init_state(self, batch, d, dv, *, device=None):
         return self.State(torch.zeros(batch, d, dv), torch.zeros(batch))

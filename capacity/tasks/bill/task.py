@@ -24,7 +24,6 @@ from capacity.inputs import values
 from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 from capacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
 from capacity.variants import declares
-from capacity.variants._bookkeeping import BOOKKEEPING
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,13 +77,13 @@ _VARIABLES = {
 }
 
 
-def _numel(state: object) -> int:
-    """Numbers a state holds: tensors counted, containers walked (dataclass fields marked
-    ``precision.bookkeeping()``, such as a token counter, not counted)."""
+def _numel(state: object, skip: tuple[str, ...] = ()) -> int:
+    """Numbers a state holds: tensors counted, containers walked (the dataclass fields named in ``skip``, the
+    memory's ``Declares.bookkeeping`` such as a token counter, not counted)."""
     if isinstance(state, torch.Tensor):
         return state.numel()
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return sum(_numel(getattr(state, f.name)) for f in dataclasses.fields(state) if not f.metadata.get(BOOKKEEPING))
+        return sum(_numel(getattr(state, f.name), skip) for f in dataclasses.fields(state) if f.name not in skip)
     if isinstance(state, (list, tuple, dict)) or hasattr(state, "__dict__"):
         items = (
             state.values()
@@ -93,7 +92,7 @@ def _numel(state: object) -> int:
             if isinstance(state, (list, tuple))
             else vars(state).values()
         )
-        return sum(_numel(v) for v in items)
+        return sum(_numel(v, skip) for v in items)
     return 0
 
 
@@ -145,7 +144,7 @@ class BillTask(Task[Bill]):
         for n in order:
             state, written = mem.write(state, K[:, written:n], V[:, written:n]), n
             grown = declares.numel(mem, state)  # None for a fixed state: its tensors are counted
-            numel[n] = grown if grown is not None else _numel(state)
+            numel[n] = grown if grown is not None else _numel(state, declares.declared(mem).bookkeeping)
             trial = state.clone() if isinstance(state, torch.Tensor) else copy.deepcopy(state)
             times = []
             with user_code(mem.who, "in a timed write() or read()", passthrough=_validate.is_alloc_failure):
