@@ -9,7 +9,10 @@
 3. Atlas's Omega rule and polynomial features: recall of ``delta`` at d against ``omega`` over c pairs, without and
    with the degree-2 map ``taylor2`` (D = 1 + d + d (d + 1) / 2 rows), at d = 8 and 16, n from d to 8 d.
 
-Gaussian unit keys and values, 4 batch items. Writes ``docs/figures/memories-47_window.png``.
+4. The frontier of the new memories at their true bytes (d = 16, 1 seed).
+
+Gaussian unit keys and values, 4 batch items. Writes ``docs/figures/memories-47_window.png`` and
+``memories-47_frontier.png``.
 
     python docs/scripts/memories_47.py [--out docs/figures]
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,10 +29,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
+from capacity.plots.frontier import _bytes, frontier
+from capacity.plots.render import save_all
 
-from capacity import variants
+from capacity import sweep, variants
 from capacity.inputs import keys, values
-from capacity.tasks import probe
+from capacity.tasks import metrics, probe
 
 B = 4
 
@@ -102,6 +109,42 @@ def atlas(_: Path) -> None:
             print(f"         {label:46} {D:5}" + "".join(f"{x:7.3f}" for x in r))
 
 
+FRONTIER = (
+    "linear",
+    "gated_delta(alpha=0.99)",
+    "swa(window=16, scale=50.0)",
+    "hybrid(window=8, state='gated_delta(alpha=0.99)', scale=50.0)",
+    "mamba3",
+    "mom(memories=4, top=1)",
+    "mesa(alpha=0.99)",
+    "gka(alpha=0.99)",
+    "omega",
+    "lattice",
+)
+
+
+def frontier_figure(out: Path) -> None:
+    """Each new memory's capacity (recall >= 0.9) at the bytes its state holds there, d = 16, 1 seed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        res = sweep.compare(
+            list(FRONTIER), d=(16,), load=(1 / 4, 1 / 2, 1, 3 / 2, 2, 3, 4), seeds=1, out=tmp, progress=False
+        )
+    fds = res.dataset
+    cap = metrics.capacity(fds.squeeze("key_family", drop=True), metric="recall", threshold=0.9).mean("seed")
+    print("\n4. the frontier at d = 16 (1 seed): n* with recall >= 0.9 and the float32 bytes held there")
+    for label in [str(v) for v in fds.variant.values]:
+        n = float(cap.sel(variant=label, d=16))
+        kept, _ = _bytes(variants.resolve(label), 16, 16, "float32")
+        print(
+            f"  {label:62} n* = {n:6.1f}  bytes {kept(n):8.0f}" if np.isfinite(n) else f"  {label:62} not on the grid"
+        )
+    paths = save_all([("memories-47_frontier", lambda: frontier(fds))], out)
+    for p in paths:
+        if p.suffix == ".pdf":
+            p.unlink()
+    print("figures:", ", ".join(p.name for p in paths if p.suffix == ".png"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "figures"))
@@ -112,6 +155,7 @@ def main() -> None:
     window(out)
     mamba(out)
     atlas(out)
+    frontier_figure(out)
     print(f"\n{time.time() - t0:.0f} s")
 
 
