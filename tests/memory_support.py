@@ -1,10 +1,28 @@
-"""Shared by the memory tests: fla's error metric and seeded inputs."""
+"""Shared by the memory tests: a user's memory, fla's error metric and seeded inputs."""
 
 from __future__ import annotations
 
 import torch
 
 from capacity.inputs import keys, values
+
+
+class UserLinear:
+    """The additive memory as a user writes it, declaring nothing: S += k^T v, read q S; float32 ``[B, d, dv]``."""
+
+    name = "user-linear"
+
+    def init_state(self, batch, d, dv, *, device=None):
+        return torch.zeros(batch, d, dv, device=device)
+
+    def write(self, state, k, v):
+        return state + k.float().transpose(1, 2) @ v.float()
+
+    def read(self, state, q):
+        return q.float() @ state
+
+    def state_numel(self, d, dv):
+        return d * dv
 
 
 def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:

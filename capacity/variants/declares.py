@@ -58,7 +58,7 @@ from typing import Any, Literal, get_args
 from capacity.errors import CapacityError
 
 __all__ = ["Declares", "FAMILIES", "Family", "StateKind", "declared", "name", "params", "display", "label"]
-__all__ += ["arguments", "has_name", "feature_dim", "numel", "own_state_bytes", "unaccounted"]
+__all__ += ["wrapped", "arguments", "has_name", "feature_dim", "numel", "own_state_bytes", "unaccounted"]
 
 # the rules whose closed forms capacity.theory holds (docs/theory.md):
 # additive      S += phi(k)^T v (T1-T10; T25-T28 with a feature map)
@@ -110,6 +110,14 @@ class Declares:
 
 
 _NOTHING = Declares()
+
+
+def wrapped(inner: Declares, **changes: Any) -> Declares:  # Any: Declares' own field values
+    """What a wrapper of a memory that declares ``inner`` declares (``precision.stored``, ``heads.split``): the same
+    read, state, differentiability, bookkeeping, states and dims, but neither T2 nor T12 exactly (rounding, or heads,
+    break them) and no closed-form family; ``changes`` replace fields."""
+    out = dataclasses.replace(inner, additive=False, delta_rule=False, family=None)
+    return dataclasses.replace(out, **changes) if changes else out
 
 
 def declared(memory: object) -> Declares:

@@ -76,17 +76,9 @@ class Heads:
         if shown is not None:
             self.display = shown
         inner = declares.declared(memory)
-        # the memory's linear read (T8) and kind of state; not additive (per-head normalisation and the mean over
-        # shared heads break T2's identity), no delta rule (T12), no closed-form family at d; ``states`` per head
-        self.declares = declares.Declares(
-            linear_read=inner.linear_read is True,
-            additive=False,
-            delta_rule=False,
-            state=inner.state,
-            differentiable=inner.differentiable,
-            bookkeeping=inner.bookkeeping,
-            states=inner.states,
-        )
+        # the memory's linear read (T8) and kind of state, ``states`` per head; per-head normalisation and the mean
+        # over shared heads break T2 and T12; the heads take any d their layout divides
+        self.declares = declares.wrapped(inner, linear_read=inner.linear_read is True, dims=None)
         if inner.state == "growing":  # numel exactly where the declaration says the state grows
             self.numel: Callable[[Any], int] = lambda state: self.G * int(declares.numel(memory, state) or 0)
 

@@ -52,7 +52,6 @@ from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants import declares
 from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
-from capacity.variants.declares import Declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
@@ -202,18 +201,8 @@ class Stored:
         if shown is not None:
             self.display = shown
         inner = declares.declared(memory)
-        # the memory's read, state and dims; not additive (rounding breaks T2's exact identity), no delta rule (nor
-        # T12's exact read-back), no closed-form family of float32 numbers
-        self.declares = Declares(
-            linear_read=inner.linear_read,
-            additive=False,
-            delta_rule=False,
-            state=inner.state,
-            differentiable=inner.differentiable,
-            bookkeeping=inner.bookkeeping,
-            states=inner.states,
-            dims=inner.dims,
-        )
+        # the memory's read, state and dims; rounding breaks T2's exact identity and T12's exact read-back
+        self.declares = declares.wrapped(inner)
         if inner.state == "growing":  # numel exactly where the declaration says the state grows
             self.numel: Callable[[Any], int] = lambda state: int(
                 declares.numel(memory, state.inner if isinstance(state, StoredState) else state) or 0

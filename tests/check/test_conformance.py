@@ -5,6 +5,7 @@ import re
 
 import pytest
 import torch
+from memory_support import UserLinear
 
 from capacity import CapacityError, theory, variants
 from capacity.check.conformance import check_variant
@@ -73,23 +74,10 @@ def test_report_capacity_next_to_the_bounds_at_d_64():
 # ------------------------------------------------------------------ broken variants
 
 
-class _Good:
+class _Good(UserLinear):
     """A correct additive memory that users might write; subclasses break one property each."""
 
-    name = "user-linear"
     declares = Declares(additive=True)
-
-    def init_state(self, batch, d, dv, *, device=None):
-        return torch.zeros(batch, d, dv, device=device)
-
-    def write(self, state, k, v):
-        return state + k.float().transpose(1, 2) @ v.float()
-
-    def read(self, state, q):
-        return q.float() @ state
-
-    def state_numel(self, d, dv):
-        return d * dv
 
 
 class _LeaksAcrossBatch(_Good):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from memory_support import UserLinear
 
 from capacity import CapacityError, check_variant, variants
 from capacity.inputs import keys, values
@@ -90,22 +91,7 @@ def test_wrappers_forward_what_still_holds():
     assert numel(mem, st) == 3 * (4 + 2)
 
 
-class _Plain:
-    """A user's additive memory that declares nothing."""
-
-    name = "plain"
-
-    def init_state(self, batch, d, dv, *, device=None):
-        return torch.zeros(batch, d, dv, device=device)
-
-    def write(self, state, k, v):
-        return state + k.float().transpose(1, 2) @ v.float()
-
-    def read(self, state, q):
-        return q.float() @ state
-
-    def state_numel(self, d, dv):
-        return d * dv
+_Plain = UserLinear  # a user's additive memory that declares nothing
 
 
 def test_a_memory_that_declares_nothing_keeps_working():
