@@ -32,6 +32,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import CancelledError
 from typing import Any, TypeVar
@@ -244,13 +245,18 @@ def _dask(
     meanwhile: Callable[[], object] | None = None,
 ) -> Generator[tuple[str, _R], None, None]:
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster
     except ImportError:
         raise CapacityError(
             "the dask executor needs dask[distributed]: pip install 'linear-attention-capacity[dask]'"
         ) from None
     cluster, threads, scratch, config = None, None, None, None  # a remote cluster keeps its own thread setting
+    # a lost scheduler is our one line, not Dask's log lines too (its loggers have levels of their own)
+    quiet = [logging.getLogger(f"distributed{n}") for n in ("", ".client", ".comm", ".core", ".batched")]
+    levels = [q.level for q in quiet]
     if scheduler:
+        for q in quiet:
+            q.setLevel(logging.CRITICAL + 1)
         client = _connect(Client, scheduler, connect_timeout())
     else:
         import dask
@@ -289,12 +295,22 @@ def _dask(
         for key, task in tasks:
             futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
         _meanwhile(meanwhile)
-        for fut in as_completed(list(futures), loop=client.loop):
+        for fut in _finished(client, futures, scheduler):
             try:
                 result = fut.result()
             except CancelledError:  # the scheduler went away (the client cancels what it waited for)
-                raise CapacityError(
-                    f"lost the Dask scheduler {scheduler or 'of the local cluster'} while measuring {futures[fut]}"
+                raise WorkerLost(
+                    futures[fut], f"lost the Dask scheduler {scheduler or 'of the local cluster'}"
+                ) from None
+            except CapacityError:
+                raise
+            except Exception as exc:  # Dask's own, not the user's (user code raises UserCodeError)
+                if not isinstance(exc, ImportError) and "deserializ" not in str(exc).lower():
+                    raise
+                raise WorkerLost(
+                    futures[fut],
+                    f"the Dask cluster could not load the work ({type(exc).__name__}: {one_line(exc)[:200]}); the "
+                    "scheduler and every worker need this package and your modules importable, in one environment",
                 ) from None
             yield futures[fut], result
     finally:
@@ -303,10 +319,41 @@ def _dask(
         client.close(timeout=connect_timeout())
         if cluster is not None:
             cluster.close(timeout=connect_timeout())
+        for q, lvl in zip(quiet, levels):
+            q.setLevel(lvl)
         if config is not None:
             config.__exit__(None, None, None)  # the caller's Dask configuration again
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _finished(client: Any, futures: dict[Any, str], scheduler: str | None) -> Generator[Any, None, None]:
+    """The futures as each finishes (distributed.Future, untyped). A scheduler left without any worker for longer
+    than ``connect_timeout()`` (every worker killed, a node pre-empted) ends the wait: ``WorkerLost``."""
+    from distributed import as_completed
+
+    waiting, since, limit, looked = as_completed(list(futures), loop=client.loop), None, connect_timeout(), 0.0
+    while not waiting.is_empty():
+        if waiting.has_ready():
+            yield from waiting.next_batch(block=False)
+            since = None
+            continue
+        time.sleep(0.05)  # the client's own thread marks futures done; a look at the workers once a second
+        if time.monotonic() - looked < 1.0:
+            continue
+        looked = time.monotonic()
+        try:
+            workers = len(client.scheduler_info().get("workers", {}))
+        except Exception:  # the scheduler is gone: its futures are cancelled, and the caller says so
+            workers = 1
+        since = None if workers else since or looked
+        if since is not None and looked - since > limit:
+            key = next((k for f, k in futures.items() if not f.done()), next(iter(futures.values())))
+            raise WorkerLost(
+                key,
+                f"the Dask scheduler {scheduler or 'of the local cluster'} has had no worker for {limit:g} s (killed, or "
+                "their node is gone; start workers)",
+            )
 
 
 def connect_timeout() -> float:
