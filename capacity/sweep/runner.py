@@ -291,7 +291,8 @@ def compare(
     seeds = tuple(range(_validate.positive_int("seeds", seeds))) if isinstance(seeds, int) else seeds
     listed = cast("Sequence[str | Variant]", variants)  # cast: one memory or label was put in a list above
     grid = Grid(variant=tuple(listed), keys=keys, d=d, load=load, seed=seeds)  # one value or a list: Grid checks
-    at = sorted(grid.d)[:2]
-    for group, worst in coincide.same([(s.label, variants_mod.build(s)) for s in grid.variant], at):
+    # at most d = 2048 (the probe's keys: 2 x 2d x d floats), before the run's own size check: a huge d is refused there
+    at = [x for x in sorted(grid.d)[:2] if x <= 2048] if len(grid.variant) > 1 else []
+    for group, worst in coincide.same([(s.label, variants_mod.build(s)) for s in grid.variant], at) if at else []:
         warnings.warn(coincide.sentence(group, worst, at), CapacityWarning, stacklevel=2)
     return run(Study(name, "memories compared on the same keys and values", grid), out=out, **run_kwargs)
