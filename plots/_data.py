@@ -247,7 +247,7 @@ def _rebuilt(path: str, params: str) -> Declares | None:
 
 def memory(ds: xr.Dataset, variant: object) -> tuple[Declares, Params] | None:
     """(what it declares, every parameter) of the built-in memory labelled ``variant``, as the results carry it: a
-    figure draws a closed form for the family the memory declares (``Declares.family``), with the constants its
+    figure draws a closed form for the family the memory declares (``Declares.form``), with the constants its
     parameters give, and never decides by a name.
 
     A sweep's Dataset records each memory's class and all its parameters, defaults included (``attrs["memories"]``):
@@ -279,9 +279,9 @@ def memory(ds: xr.Dataset, variant: object) -> tuple[Declares, Params] | None:
 
 
 def family(ds: xr.Dataset, variant: object) -> str | None:
-    """The closed-form family the built-in memory labelled ``variant`` declares (``Declares.family``), or None."""
+    """The closed-form family the built-in memory labelled ``variant`` declares (``Declares.form``), or None."""
     found = memory(ds, variant)
-    return None if found is None else found[0].family
+    return None if found is None else found[0].form
 
 
 def spec(ds: xr.Dataset, axis: str, label: object) -> tuple[str, Params]:
@@ -311,7 +311,7 @@ def delta_beta(ds: xr.Dataset, variant: object) -> float | None:
         return None
     said, params = found
     beta = params.get("beta")
-    plain = said.family == "delta" and params.get("normalize", True) is True and params.get("feature") is None
+    plain = said.form == "delta" and params.get("normalize", True) is True and params.get("feature") is None
     if not plain or isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 2:
         return None
     return float(beta)

@@ -49,7 +49,7 @@ def _unit_feature_linear(ds: xr.Dataset, variant: object) -> bool:
         return False
     said, params = found
     plain = params.get("normalize") is True and not params.get("normalize_read", False)
-    return said.family == "additive" and plain
+    return said.form == "additive" and plain
 
 
 def _crosstalk(ds: xr.Dataset, feature: str, d: int) -> float | None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["forgetting", "rule_of"]
 
-# the declared family (capacity.variants.Declares.family) -> its rule's name in theory.forgetting_*
+# the declared family (capacity.variants.Declares.form) -> its rule's name in theory.forgetting_*
 _RULE_OF = {"delta": "delta", "decay": "decay", "gated_delta": "gated_delta", "selective": "mamba2"}
 _RULES = {"delta": ("beta",), "decay": ("alpha",), "gated_delta": ("alpha", "beta"), "mamba2": ("A", "dt", "w_std")}
 AGE = "pair age (writes since stored)"
@@ -49,7 +49,7 @@ def rule_of(label: str, ds: xr.Dataset | None = None) -> tuple[str, RuleParams] 
     """The T21-T24 rule and parameters of the memory labelled ``label`` (its parameters as ``ds`` records them, or as
     the registry builds them: ``plots._data.memory``), or None (another memory, or a gate drawn per token)."""
     found = _data.memory(ds if ds is not None else xr.Dataset(), label)
-    base = _RULE_OF.get(str(found[0].family)) if found is not None else None
+    base = _RULE_OF.get(str(found[0].form)) if found is not None else None
     if found is None or base is None:
         return None
     params = found[1]

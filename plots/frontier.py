@@ -113,7 +113,7 @@ def frontier(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU, published: b
             if held > 1:
                 several.append(f"{held} in {names.variant_name(v)}")
         # T13's cache line goes with softmax; other growing states (log-linear) are drawn at their own bytes
-        growing = [v for v in var_labels if built[v] is not None and declared(built[v]).family == "softmax"]
+        growing = [v for v in var_labels if built[v] is not None and declared(built[v]).form == "softmax"]
         fig, axes = theme.figure(1, 3 if published else 2, height=theme.PANEL_H + 1.6)
         axes[0, 1].sharex(axes[0, 0])
         for c, (metric, thr, crit) in enumerate(criteria):

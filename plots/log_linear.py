@@ -31,7 +31,7 @@ __all__ = ["log_linear_bytes", "equal_bytes"]
 def _base_of(ds: xr.Dataset, variant: object) -> str | None:
     """The label of the base memory of log-linear ``variant`` among the Dataset's variants, or None."""
     found = _data.memory(ds, variant)
-    if found is None or found[0].family != "log_linear":
+    if found is None or found[0].form != "log_linear":
         return None
     params = found[1]
     base, alpha, beta = params.get("base", "linear"), float(params.get("alpha", 1.0)), float(params.get("beta", 1.0))
@@ -39,7 +39,7 @@ def _base_of(ds: xr.Dataset, variant: object) -> str | None:
     want = "decay" if base == "linear" and alpha != 1.0 else {"linear": "additive"}.get(str(base), str(base))
     for other in _data.levels(ds, "variant"):
         got = _data.memory(ds, other)
-        if got is None or got[0].family != want:
+        if got is None or got[0].form != want:
             continue
         p = got[1]
         if want != "additive" and float(p.get("alpha", 1.0)) != alpha:

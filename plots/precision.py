@@ -34,7 +34,7 @@ Memory = tuple[str, float, float]
 __all__ = ["precision_curves", "departures", "DEPART"]
 
 DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
-# the declared family (capacity.variants.Declares.family) -> the memory kind theory.step_rounding_error takes
+# the declared family (capacity.variants.Declares.form) -> the memory kind theory.step_rounding_error takes
 _KINDS = {"additive": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
 
 
@@ -43,10 +43,10 @@ def _memory(ds: xr.Dataset, variant: str) -> Memory | None:
     None; its family as it declares it, its parameters as the results record them (``plots._data.memory``): linear
     and delta have no gate (alpha 1), linear no beta (1)."""
     found = _data.memory(ds, variant)
-    if found is None or found[0].family not in _KINDS:
+    if found is None or found[0].form not in _KINDS:
         return None
     said, params = found
-    family = str(said.family)
+    family = str(said.form)
     if params.get("feature") is not None or (
         family in ("delta", "gated_delta") and params.get("normalize") is not True
     ):

@@ -44,7 +44,7 @@ class _Style(TypedDict, total=False):
 def _softmax_scale(ds: xr.Dataset, variant: object, d: int) -> float | None:
     """The scale of a softmax memory at key dimension d (its ``scale``; None: sqrt(d)), or None for any other memory."""
     found = _data.memory(ds, variant)
-    if found is None or found[0].family != "softmax":
+    if found is None or found[0].form != "softmax":
         return None
     scale = found[1].get("scale")
     return float(np.sqrt(d)) if scale is None else float(scale)

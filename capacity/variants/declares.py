@@ -11,7 +11,7 @@ linear_read       None (unsaid)       True: the read is q W for one D x dv matri
                                       it (``check_variant``, the figures' T8 lines, the sweep's coordinate
                                       ``linear_read``). Unsaid: ``check_variant`` applies T8 to a fixed state and
                                       says so; figures draw no T8 line
-family            None (no closed     the closed-form family of the rule at its parameters (``FAMILIES``); figures
+form              None (no closed     the closed-form family of the rule at its parameters (``FAMILIES``); figures
                   form)               draw a family's closed forms only for a memory that declares it, its
                                       constants read from the memory's recorded parameters
 additive          None (unsaid)       True: the write is S += k^T v and the read q S exactly: ``check_variant``
@@ -44,7 +44,7 @@ dict), ``feature_dim(d)``, ``numel(state)`` (of a growing state), ``state_bytes(
 class's name in figures) and ``label`` (a string that overrides ``variants.label``).
 
 >>> from capacity import variants
->>> declared(variants.get("delta")).family, declared(variants.get("softmax")).state
+>>> declared(variants.get("delta")).form, declared(variants.get("softmax")).state
 ('delta', 'growing')
 """
 
@@ -76,10 +76,10 @@ _STATES: tuple[str, ...] = get_args(StateKind)
 
 @dataclasses.dataclass(frozen=True)
 class Declares:
-    """What a memory is (the table in this module's docstring). ``Declares(family="delta", delta_rule=True)``."""
+    """What a memory is (the table in this module's docstring). ``Declares(form="delta", delta_rule=True)``."""
 
     linear_read: bool | None = None
-    family: Family | None = None
+    form: Family | None = None
     additive: bool | None = None
     delta_rule: bool | None = None
     state: StateKind = "fixed"
@@ -92,8 +92,8 @@ class Declares:
         for f in ("linear_read", "additive", "delta_rule", "differentiable"):
             if getattr(self, f) is not None and not isinstance(getattr(self, f), bool):
                 raise CapacityError(f"Declares: {f} must be True, False or None, got {getattr(self, f)!r}")
-        if self.family is not None and self.family not in FAMILIES:
-            raise CapacityError(f"Declares: unknown family {self.family!r}; known: {', '.join(FAMILIES)} (or None)")
+        if self.form is not None and self.form not in FAMILIES:
+            raise CapacityError(f"Declares: unknown form {self.form!r}; known: {', '.join(FAMILIES)} (or None)")
         if self.state not in _STATES:
             raise CapacityError(f"Declares: state must be one of {', '.join(_STATES)}, got {self.state!r}")
         if not isinstance(self.bookkeeping, tuple) or not all(isinstance(x, str) and x for x in self.bookkeeping):
@@ -116,7 +116,7 @@ def wrapped(inner: Declares, **changes: Any) -> Declares:  # Any: Declares' own 
     """What a wrapper of a memory that declares ``inner`` declares (``precision.stored``, ``heads.split``): the same
     read, state, differentiability, bookkeeping, states and dims, but neither T2 nor T12 exactly (rounding, or heads,
     break them) and no closed-form family; ``changes`` replace fields."""
-    out = dataclasses.replace(inner, additive=False, delta_rule=False, family=None)
+    out = dataclasses.replace(inner, additive=False, delta_rule=False, form=None)
     return dataclasses.replace(out, **changes) if changes else out
 
 

@@ -122,7 +122,7 @@ class LogLinear(Memory):
         additive = self.base == "linear" and self.lam == 1.0 and self._constant("alpha", 1.0)
         return Declares(
             linear_read=True,
-            family="log_linear",
+            form="log_linear",
             additive=additive,
             delta_rule=self._delta_rule(),
             state="growing",

@@ -183,7 +183,7 @@ class Recurrent:
         plain = self.feature is None or self.feature.name == "identity"
         return Declares(
             linear_read=not self.normalize_read,
-            family=self._family,
+            form=self._family,
             additive=self.mode == "linear" and not self.normalize_read and plain,
             delta_rule=self.mode in _DELTA_MODES,
             differentiable=self.backend != "triton",

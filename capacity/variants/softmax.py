@@ -48,7 +48,7 @@ class Softmax:
     name = "softmax"
     # a cache that grows, read through a softmax: T8 does not bind it, nor T2 or T12
     declares = Declares(
-        linear_read=False, family="softmax", additive=False, delta_rule=False, state="growing", differentiable=True
+        linear_read=False, form="softmax", additive=False, delta_rule=False, state="growing", differentiable=True
     )
 
     def __init__(self, *, scale: float | None = None, normalize: bool = False) -> None:

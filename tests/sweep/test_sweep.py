@@ -49,7 +49,9 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         Study.from_dict({**base, "task": {"kind": "recall", "metric": "mse"}})
     with pytest.raises(CapacityError, match=r"^vocab applies to mqar studies only \(kind=mqar\)$"):
         Study.from_dict({**base, "task": {"vocab": 8}})  # a field of another task names it
-    with pytest.raises(CapacityError, match=r"unknown task kind 'recal'; known: bill, mqar, needle, recall, trained"):
+    with pytest.raises(
+        CapacityError, match=r"unknown task kind 'recal'; known: bill, model, mqar, needle, recall, trained"
+    ):
         Study.from_dict({**base, "task": {"kind": "recal"}})
     with pytest.raises(CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, queries$"):
         studies.get("capacity-vs-d").with_overrides(["width=3"])
@@ -65,7 +67,7 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         ("seed=-2", "seed must be a whole number >= 0"),
         ("dtype=float64", "unknown dtype 'float64'; known: bfloat16, float16, float32"),
         ("values=uniform", "unknown value family 'uniform'; known: gaussian, orthonormal"),
-        ("kind=train", "unknown task kind 'train'; known: bill, mqar, needle, recall, trained"),
+        ("kind=train", "unknown task kind 'train'; known: bill, model, mqar, needle, recall, trained"),
         ("key_stats=maybe", "key_stats must be true or false"),
         ("variant=", "grid axis variant must list at least one value"),
         ("seed=1,1", "seed lists 1 more than once"),
@@ -135,6 +137,7 @@ def test_every_study_is_listed_and_either_checks_or_names_what_is_missing():
         "heads",
         "log-linear",
         "trained",
+        "model",
     }
     assert all(desc and "\n" not in desc for desc in names.values())
     known = variants.available()

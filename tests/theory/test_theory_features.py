@@ -130,7 +130,7 @@ def test_the_mean_error_is_n_minus_one_times_the_crosstalk():
         rho2 = theory.feature_crosstalk(name, 32, **params)
         assert theory.feature_map_error(name, 17, 32, **params) == pytest.approx(16 * rho2, rel=1e-12)
     assert theory.feature_crosstalk("identity", 32) == pytest.approx(1 / 32)
-    with pytest.raises(CapacityError, match="unknown feature map"):
+    with pytest.raises(CapacityError, match="no closed form is known for the feature map"):
         theory.feature_crosstalk("softplus", 16)
 
 

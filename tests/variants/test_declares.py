@@ -49,7 +49,7 @@ def test_each_builtin_declares_what_its_state_and_methods_show(name):
 
 
 def test_declared_families_are_the_rules_they_name():
-    fam = {n: declared(variants.get(n)).family for n in variants.available()}
+    fam = {n: declared(variants.get(n)).form for n in variants.available()}
     assert {n: f for n, f in fam.items() if f is not None} == {
         "linear": "additive",
         "decay": "decay",
@@ -61,7 +61,7 @@ def test_declared_families_are_the_rules_they_name():
     }
     # at its parameters: a feature map keeps the family but not T2; normalize_read gives up the linear read
     feat = declared(variants.get("linear", feature="elu1", normalize_read=True))
-    assert feat.family == "additive" and feat.additive is False and feat.linear_read is False
+    assert feat.form == "additive" and feat.additive is False and feat.linear_read is False
     assert declared(variants.get("delta", backend="triton")).differentiable is False
 
 
@@ -82,9 +82,9 @@ def test_bookkeeping_declared_is_never_rounded_nor_counted():
 def test_wrappers_forward_what_still_holds():
     stored = declared(precision.stored(variants.get("log_linear"), "bfloat16"))
     assert stored.state == "growing" and stored.linear_read is True
-    assert stored.additive is False and stored.delta_rule is False and stored.family is None
+    assert stored.additive is False and stored.delta_rule is False and stored.form is None
     split = declared(heads.split(variants.get("linear"), heads=2))
-    assert split.linear_read is True and split.additive is False and split.family is None
+    assert split.linear_read is True and split.additive is False and split.form is None
     assert declared(guard(variants.get("softmax"))) == declared(variants.get("softmax"))
     mem = precision.stored(variants.get("softmax"), "bfloat16")
     st = mem.write(mem.init_state(1, 4, 2), torch.randn(1, 3, 4), torch.randn(1, 3, 2))
@@ -120,7 +120,7 @@ def test_check_variant_asks_for_a_declaration_that_matches_the_methods():
 
     row = check_variant(Says(), d=16).results[0]
     assert row.status == "FAIL" and "has no numel(state)" in row.detail
-    for bad in ({"family": "hebbian"}, {"state": "big"}, {"states": 0}, {"linear_read": 1}):
+    for bad in ({"form": "hebbian"}, {"state": "big"}, {"states": 0}, {"linear_read": 1}):
         with pytest.raises(CapacityError, match="Declares: "):
             Declares(**bad)
 
@@ -158,5 +158,5 @@ def test_the_table_in_docs_memories_is_what_the_memories_declare():
     assert set(shown) == set(variants.available())
     for name, (family, additive, delta, linear, state, states) in shown.items():
         said = declared(variants.get(name))
-        assert (said.family or "-", said.additive, said.delta_rule) == (family, yes[additive], yes[delta]), name
+        assert (said.form or "-", said.additive, said.delta_rule) == (family, yes[additive], yes[delta]), name
         assert (said.linear_read, said.state, said.states) == (yes[linear], state, int(states)), name
