@@ -59,6 +59,24 @@ def _gaussian_model(dev: torch.device, seed: int, batch: int = 256) -> npt.NDArr
     return np.stack(out)  # [C, batch]
 
 
+VOCAB_N, VOCAB = 162, 512
+
+
+def _vocab_model(seed: int, batch: int = 128) -> npt.NDArray[np.float64]:
+    """Recall of vocab_argmax_recall's model at n = VOCAB_N over VOCAB values, ``[batch]``: each read's own score
+    1 + s_c z, its n - 1 other stored values' s_w z', the vocab - n unstored values' s_u z'' (all independent
+    standard normal; s_u^2 = (1 + (n - 1)/d)/dv), correct where its own score is the largest."""
+    g = _random.generator(seed, "check/t10-vocab")
+    n = VOCAB_N
+    sc, su = math.sqrt((n - 1) / (D * DV)), math.sqrt((1 + (n - 1) / D) / DV)
+    sw = math.sqrt(1 / DV + 1 / D + (n - 2) / (D * DV))
+    own = 1 + sc * torch.randn(batch, n, generator=g, dtype=torch.float64)
+    stored = sw * torch.randn(batch, n, n - 1, generator=g, dtype=torch.float64)
+    unstored = su * torch.randn(batch, n, VOCAB - n, generator=g, dtype=torch.float64)
+    best = torch.maximum(stored.amax(-1), unstored.amax(-1))
+    return cast("npt.NDArray[np.float64]", (own > best).double().mean(-1).numpy())
+
+
 def _argmax(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T10 at d = dv = 64: the memory's recall and capacity, and the Gaussian model's."""
     rec = measured("memory", lambda: _memory(dev, seed))  # [C, B]
@@ -86,6 +104,10 @@ def _argmax(dev: torch.device, seed: int, rows: list[Check]) -> None:
     cap, se = capacity_se(model, MODEL_GRID, metric="recall", threshold=TAU)
     what = "Gaussian model's scores, decoded: 90%-recall capacity = argmax_capacity (3 s.e.)"
     rows.append(eq("T10", what, cap, theory.argmax_capacity(D, DV, tau=TAU), 3 * se, function="argmax_capacity"))
+    m, se = mean_se(measured("vocab", lambda: _vocab_model(seed)))
+    want = theory.vocab_argmax_recall(VOCAB_N, D, DV, VOCAB)
+    what = f"the vocabulary model's scores, n = {VOCAB_N}, vocab = {VOCAB}: recall = vocab_argmax_recall (3 s.e.)"
+    rows.append(eq("T10", what, m, float(want), 3 * se, function="vocab_argmax_recall"))
 
 
 GROUPS = [

@@ -154,19 +154,38 @@ def _rows_for(thm: str, dev: torch.device, seed: int, rows: list[Check]) -> None
         rows.append(eq(thm, what, m, want, max(3 * se, 1e-5 * want), function="forgetting_horizon"))
 
 
+# forgetting_hypothesis (the outside analyses' time constants) is the first-order form of forgetting_horizon: delta's is
+# the trace energy's, decay's the signal's, gated delta's the trace's; at d = 4096 and alpha = 0.999 the two agree to
+# within 1e-3 (the first-order terms dropped are ~1/(2 tau))
+_FIRST_ORDER = {"T21": ("delta", "energy", {"beta": 0.5}), "T22": ("decay", "signal", {"alpha": 0.999})}
+_FIRST_ORDER["T23"] = ("gated_delta", "trace", {"alpha": 0.999, "beta": 0.5})
+FIRST_ORDER_D, FIRST_ORDER_TOL = 4096, 1e-3
+
+
+def _hypothesis(thm: str, rows: list[Check]) -> None:
+    rule, quantity, params = _FIRST_ORDER[thm]
+    want = theory.forgetting_horizon(FIRST_ORDER_D, rule, quantity=quantity, **params)
+    got = theory.forgetting_hypothesis(FIRST_ORDER_D, rule, **params)
+    what = f"{rule}, d = {FIRST_ORDER_D}: forgetting_hypothesis = first-order {quantity} horizon ({FIRST_ORDER_TOL:.0e} rel.)"
+    rows.append(eq(thm, what, float(cast(float, got)), want, FIRST_ORDER_TOL * want, function="forgetting_hypothesis"))
+
+
 def _t21(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T21: the delta rule forgets its signal with tau = -1/ln(1 - b/d), its trace energy with -1/ln(1 - b(2-b)/d)."""
     _rows_for("T21", dev, seed, rows)
+    _hypothesis("T21", rows)
 
 
 def _t22(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T22: scalar decay: signal alpha^age, tau = -1/ln(alpha)."""
     _rows_for("T22", dev, seed, rows)
+    _hypothesis("T22", rows)
 
 
 def _t23(dev: torch.device, seed: int, rows: list[Check]) -> None:
     """T23: gated delta: signal b (alpha (1 - b/d))^age."""
     _rows_for("T23", dev, seed, rows)
+    _hypothesis("T23", rows)
 
 
 def _t24(dev: torch.device, seed: int, rows: list[Check]) -> None:
