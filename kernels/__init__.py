@@ -271,4 +271,3 @@ def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> tor
     if not isinstance(normalize, bool):
         raise CapacityError(f"normalize must be True or False, got {normalize!r}")
     return reference.read(state, q, normalize=normalize)
-

@@ -86,4 +86,3 @@ def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> tor
     if normalize:
         q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return matmul(q, state)  # batch-invariant on the CPU (see _batched)
-
