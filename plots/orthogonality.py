@@ -5,8 +5,9 @@ statistics of its keys (``capacity.keys.describe``). Colour: load n/d; marker: k
 For unit keys the additive memory's error is a function of the keys' frame potential
 ||G||_F^2 (T4), which both statistics measure, so each load has one exact curve:
 
-- against mean squared coherence mu^2 = mean_{i != j} (k_i . k_j)^2: error = (n - 1) mu^2;
-- against effective rank r = n^2 / ||G||_F^2: error = n / r - 1.
+- against mean squared coherence mu^2 = mean_{i != j} (k_i . k_j)^2: error = (n - 1) mu^2
+  (``theory.crosstalk_from_coherence``);
+- against effective rank r = n^2 / ||G||_F^2: error = n / r - 1 (``theory.crosstalk_from_effective_rank``).
 
 (Exact for orthonormal values, the expectation over values for random ones.) Whatever the
 family (correlated, anisotropic, random, tight frame), the points fall on these curves: what
@@ -21,29 +22,20 @@ import numpy as np
 from capacity.plots import _data, names, theme
 from capacity.plots.error_vs_load import FLOOR
 
+from capacity import theory
+
 if TYPE_CHECKING:
-    import numpy.typing as npt
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["orthogonality", "error_from_coherence", "error_from_effective_rank"]
+__all__ = ["orthogonality"]
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 
 
-def error_from_coherence(n: npt.ArrayLike, mean_sq_coherence: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """T4 in terms of the mean squared coherence of n unit keys: (n - 1) mu^2."""
-    return (np.asarray(n, dtype=np.float64) - 1.0) * np.asarray(mean_sq_coherence, dtype=np.float64)
-
-
-def error_from_effective_rank(n: npt.ArrayLike, effective_rank: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """T4 in terms of the effective rank r = n^2 / ||G||_F^2 of n unit keys: n / r - 1."""
-    return np.asarray(n, dtype=np.float64) / np.asarray(effective_rank, dtype=np.float64) - 1.0
-
-
-PANELS = [
-    ("mean_sq_coherence", error_from_coherence, "T4: (n − 1) · mean (k_i·k_j)²"),
-    ("effective_rank", error_from_effective_rank, "T4: n / (effective rank) − 1"),
+PANELS = [  # statistic, T4 as a function of (n, it), the legend's text
+    ("mean_sq_coherence", theory.crosstalk_from_coherence, "T4: (n − 1) · mean (k_i·k_j)²"),
+    ("effective_rank", theory.crosstalk_from_effective_rank, "T4: n / (effective rank) − 1"),
 ]
 
 

@@ -110,6 +110,8 @@ SURFACE = {
         "two_pair_readout",
         "decomposition",
         "crosstalk_error",
+        "crosstalk_from_coherence",
+        "crosstalk_from_effective_rank",
         "frame_bound",
         "welch_bound",
         "tight_frame_coherence",

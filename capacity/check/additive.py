@@ -80,6 +80,15 @@ def _t3_t4(dev: torch.device, seed: int, rows: list[Check]) -> None:
     t4 = np.asarray(theory.crosstalk_error(K).cpu())
     rel = float(np.abs(ds.mse.isel(n=0).values - t4).max() / t4.max())
     rows.append(eq("T4", "probe mse = (|G|_F^2 - n)/n per item (max rel.)", rel, 0.0, 1e-5, function="crosstalk_error"))
+    stats, n = keys.statistics(K), K.shape[1]  # the keys' statistics, as a study with key_stats stores them
+    for fn, stat in (
+        (theory.crosstalk_from_coherence, "mean_sq_coherence"),
+        (theory.crosstalk_from_effective_rank, "effective_rank"),
+    ):
+        t4 = np.asarray(fn(n, stats[stat]))
+        rel = float(np.abs(ds.mse.isel(n=0).values - t4).max() / t4.max())
+        what = f"probe mse = T4 from the keys' {stat.replace('_', ' ')} per item (max rel.)"
+        rows.append(eq("T4", what, rel, 0.0, 1e-5, function=fn.__name__))
 
 
 _FAMILIES: dict[str, dict[str, float]] = {"gaussian": {}, "correlated": {"rho": 0.3}, "anisotropic": {"rank": 8}}

@@ -27,6 +27,8 @@ __all__ = [
     "two_pair_readout",
     "decomposition",
     "crosstalk_error",
+    "crosstalk_from_coherence",
+    "crosstalk_from_effective_rank",
     "frame_bound",
     "welch_bound",
     "tight_frame_coherence",
@@ -91,6 +93,31 @@ def crosstalk_error(K: Numbers) -> Array:
     G = _gram(_matrix("K", K))
     n = G.shape[-1]
     return ((G**2).sum((-2, -1)) - 2 * _diag(G).sum(-1) + n) / n
+
+
+def crosstalk_from_coherence(n: Numbers, mean_sq_coherence: Numbers) -> Floats:
+    """T4 for n unit keys from their mean squared coherence mu^2 = mean_{i != j} (k_i . k_j)^2: (n - 1) mu^2.
+
+    The same number as ``crosstalk_error`` (||G||_F^2 = n + n (n - 1) mu^2 for unit keys), from the statistic
+    ``capacity.keys.describe`` stores; broadcasts ``n`` against ``mean_sq_coherence``.
+    """
+    (n,) = _counts(n=n)
+    mu2 = _numbers("mean_sq_coherence", mean_sq_coherence)
+    if np.any(mu2 < 0):
+        raise CapacityError(f"mean_sq_coherence must be >= 0, got {mean_sq_coherence!r}")
+    return _out((n - 1.0) * mu2)
+
+
+def crosstalk_from_effective_rank(n: Numbers, effective_rank: Numbers) -> Floats:
+    """T4 for n unit keys from their effective rank r = n^2 / ||G||_F^2 (``capacity.keys.describe``): n / r - 1.
+
+    The same number as ``crosstalk_error`` for unit keys; broadcasts ``n`` against ``effective_rank``.
+    """
+    (n,) = _counts(n=n)
+    r = _numbers("effective_rank", effective_rank)
+    if not np.all(r > 0):
+        raise CapacityError(f"effective_rank must be > 0, got {effective_rank!r}")
+    return _out(n / r - 1.0)
 
 
 # ---------------------------------------------------------------- T5-T9: bounds and expectations

@@ -22,7 +22,6 @@ from capacity.plots import (
     render,
     variant_curves,
 )
-from capacity.plots.orthogonality import error_from_coherence, error_from_effective_rank
 from capacity.plots.save import save
 
 from capacity import plots, studies, sweep, theory, variants
@@ -256,21 +255,6 @@ def test_error_vs_load_figure(cvd):
 
 
 # ---------------------------------------------------------------- orthogonality
-
-
-def test_t4_curves_are_the_crosstalk_of_the_keys():
-    """error = (n - 1) mu^2 = n / r_eff - 1 is T4 (theory.crosstalk_error) for any unit keys."""
-    for family, params in (
-        ("gaussian", {}),
-        ("correlated", {"rho": 0.4}),
-        ("anisotropic", {"rank": 3}),
-        ("orthogonal", {}),
-    ):
-        K = keys.make(family, 40, 16, batch=3, seed=5, **params)
-        stats = keys.describe(K)
-        t4 = theory.crosstalk_error(K.double()).numpy()
-        np.testing.assert_allclose(error_from_coherence(40, stats.mean_sq_coherence.values), t4, rtol=1e-6, atol=1e-9)
-        np.testing.assert_allclose(error_from_effective_rank(40, stats.effective_rank.values), t4, rtol=1e-6, atol=1e-9)
 
 
 def test_orthogonality_figure(orth):

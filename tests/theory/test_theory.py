@@ -50,6 +50,19 @@ def test_crosstalk_error_equals_the_measured_error_for_orthonormal_values():
     assert np.allclose(theory.crosstalk_error(Ku), ((G**2).sum((1, 2)) - 10) / 10)  # T4 for unit keys
 
 
+def test_t4_from_the_keys_statistics_is_the_crosstalk_by_a_double_loop():
+    """(n - 1) mu^2 = n / r_eff - 1 = T4 for unit keys of any geometry, the statistics and T4 computed pair by pair."""
+    for K in (RNG.normal(size=(2, 12, 5)), RNG.normal(size=(2, 12, 5)) + 2.0, np.eye(6)[None, :4]):
+        Ku, n = _unit(K), K.shape[1]
+        G = Ku @ Ku.transpose(0, 2, 1)
+        mu2 = np.array([sum(g[i, j] ** 2 for i in range(n) for j in range(n) if i != j) / (n * (n - 1)) for g in G])
+        rank = np.array([n * n / sum(g[i, j] ** 2 for i in range(n) for j in range(n)) for g in G])
+        brute = np.array([np.mean([np.sum((g[i] @ np.eye(n) - np.eye(n)[i]) ** 2) for i in range(n)]) for g in G])
+        np.testing.assert_allclose(theory.crosstalk_from_coherence(n, mu2), brute, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(theory.crosstalk_from_effective_rank(n, rank), brute, rtol=1e-12, atol=1e-15)
+    assert theory.crosstalk_from_coherence([4, 8], 0.25).tolist() == [0.75, 1.75]  # n broadcasts
+
+
 def test_scalar_bounds_values_and_broadcasting():
     assert theory.frame_bound(96, 32) == 2.0 and theory.frame_bound(10, 32) == 0.0
     assert np.array_equal(theory.frame_bound([16, 64], [[32], [8]]), [[0.0, 1.0], [1.0, 7.0]])

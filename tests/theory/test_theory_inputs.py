@@ -35,6 +35,13 @@ _STALE = r"age must hold whole numbers >= 0 \(writes since the pair was stored\)
 _DTYPES = "known: float32, bfloat16, float16, float8_e4m3fn, float8_e5m2"
 
 BAD = {
+    # T4 from the keys' statistics
+    "coherence below 0": (
+        lambda: theory.crosstalk_from_coherence(8, [0.1, -0.1]),
+        r"mean_sq_coherence must be >= 0, got \[0\.1, -0\.1\]",
+    ),
+    "effective rank 0": (lambda: theory.crosstalk_from_effective_rank(8, 0.0), r"effective_rank must be > 0, got 0\.0"),
+    "T4 n below 1": (lambda: theory.crosstalk_from_coherence(0, 0.1), r"n must be >= 1 \(finite\), got 0"),
     # T11: the decaying memory's reads name the matrix that is not one
     "decay K a string": (
         lambda: theory.decay_readout("K", np.ones((3, 2)), 0.5),
