@@ -46,20 +46,6 @@ import torch
 from capacity.errors import CapacityError
 from capacity.kernels import reference
 
-__all__ = [
-    "FAMILIES",
-    "INSTALL",
-    "Family",
-    "Layer",
-    "capture",
-    "collect",
-    "family_of",
-    "proof",
-    "replay",
-    "rel_rms",
-    "tiny",
-]
-
 Family = Literal["gated_delta", "kda", "mamba2"]
 INSTALL = "pip install 'linear-attention-capacity[models]'"
 GATE_FLOOR = 1e-30

@@ -43,7 +43,6 @@ from capacity.errors import CapacityError, one_line
 _T = TypeVar("_T")  # a task
 _R = TypeVar("_R")  # its result
 
-__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG", "LARGE"]
 
 EXECUTORS = {
     "auto": "dask with --scheduler; else processes on a CPU with more than one core when the work is worth a pool's start-up, serial otherwise",

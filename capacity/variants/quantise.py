@@ -48,8 +48,6 @@ import torch
 from capacity.errors import CapacityError
 from capacity.variants._rounding import _Rounder, _seeds
 
-__all__ = ["Spec", "parse", "is_quantised", "quantise", "nbytes", "Quantiser", "SPELLING"]
-
 SPELLING = (
     "int8 or int4, optionally /row, /col, /tensor or /g<N> (a group of N entries along the last dimension), "
     "optionally +ef (a float32 residual fed back) or +int4 / +int8 (the residual stored in that format)"
