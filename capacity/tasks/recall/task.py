@@ -299,8 +299,8 @@ class RecallTask(Task[Recall]):
                 sizes = cv.sizes or [guard(memory).state_numel(cell.d, cell.dv)] * len(at)
                 got["state_numel"] = np.repeat(np.asarray(sizes, dtype=np.float64)[:, None], len(seeds), axis=1)
             if study.task.key_stats:
-                stats = [keys_mod.describe(K[:, :n].float()) for n in at]
-                got.update({s: np.stack([x[s].values for x in stats]) for s in _STATS})  # [C, S]
+                stats = [keys_mod.statistics(K[:, :n].float()) for n in at]  # describe's numbers, no Dataset
+                got.update({s: np.stack([x[s] for x in stats]) for s in _STATS})  # [C, S]
             for m in parts:
                 parts[m].append(got[m])
             if cv.feature_dim is not None:
