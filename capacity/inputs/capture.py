@@ -5,7 +5,9 @@ A hybrid model of ``transformers`` computes each linear-attention layer by one m
 in ``kimi_linear``; ``mamba2_chunk_scan`` in ``nemotron_h``). ``capture`` replaces that function in the model's
 module for the length of one forward pass by a wrapper that calls the original, unchanged, and hands what it received
 and returned to a callback, one layer at a time: nothing of the model's code is copied, and memory holds one
-layer's capture at a time (the callback keeps what it wants).
+layer's capture at a time (the callback keeps what it wants). A multimodal model whose language model is one of these
+(Qwen3.5, type ``qwen3_5``, runs a ``qwen3_5_text`` model) is captured through it (``linear_type``). MiniMax's
+lightning attention is refused: its recurrence is written inside the layer's ``forward``, no function to wrap.
 
 What a ``Layer`` holds is the kernel's input in the toolkit's row convention (state ``S`` of ``[d, dv]`` per head, a
 write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in float32:
@@ -21,8 +23,10 @@ heads per key head: ``repeat_interleave``, as the kernels do), and Mamba-2's B a
 Mamba-2, ``dt = clamp(softplus(dt_raw + dt_bias), *dt_limit)`` as the scan computes it, and the layer's output
 ``out`` is the scan's output less its skip term ``D x``. ``out`` ``[H, T, dv]`` and ``state`` ``[H, d, dv]`` are
 what the kernel itself returned (Mamba-2's ``[P, N]`` state transposed to the row convention); ``replay`` (in
-``capacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, which is the proof
-that a capture is what the model computed.
+``capacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, every head
+at once and a chunk of tokens at a time (held to ``capacity.kernels.reference``'s token-by-token oracle), which is
+the proof that a capture is what the model computed: capture and replay of every head cost less than a second
+forward pass (``benchmarks/model_capture.py``).
 
 A gate of exactly 0 (``exp(g)`` underflows below float32's smallest number for a head that forgets everything at
 once) is written as ``GATE_FLOOR``; a beta of exactly 0 as ``BETA_FLOOR`` and one of exactly 2 as ``BETA_CEIL`` (the
@@ -54,6 +58,7 @@ __all__ = [
     "capture",
     "collect",
     "family_of",
+    "linear_type",
     "proof",
     "replay",
     "rel_rms",
@@ -116,14 +121,33 @@ class Layer:
         return int(self.k.shape[1])
 
 
+# model types that have linear-attention layers the capture cannot reach, and why (said in the refusal)
+_NOT_CAPTURED = {
+    "minimax": "its lightning attention computes its recurrence inside the layer's forward, with no kernel function to wrap, and the capture copies no model code",
+}
+
+
 def family_of(model_type: str) -> Family:
     """The family of a model type's linear layers; one line naming the supported types otherwise."""
     if model_type not in FAMILIES:
         known = ", ".join(f"{m} ({k.family})" for m, k in FAMILIES.items())
+        why = _NOT_CAPTURED.get(model_type)
+        if why is not None:
+            raise CapacityError(f"model type {model_type!r} is not captured: {why}; supported: {known}")
         raise CapacityError(
             f"model type {model_type!r} has no linear-attention layer this toolkit captures; supported: {known}"
         )
     return FAMILIES[model_type].family
+
+
+def linear_type(config: Any) -> str:
+    """The model type whose linear layers a ``transformers`` config's model runs: its own ``model_type``, or, for a
+    multimodal config whose own type is not captured, its ``text_config``'s where that one is (a Qwen3.5 checkpoint,
+    type ``qwen3_5``, runs a ``qwen3_5_text`` language model: ``AutoModelForCausalLM`` loads that model from it)."""
+    own = str(getattr(config, "model_type", ""))
+    text = getattr(config, "text_config", None)
+    inner = str(getattr(text, "model_type", "")) if text is not None else ""
+    return inner if own not in FAMILIES and inner in FAMILIES else own
 
 
 def _l2norm(x: torch.Tensor) -> torch.Tensor:
@@ -212,7 +236,7 @@ def _require_transformers() -> None:
 @contextlib.contextmanager
 def _wrapped(model: torch.nn.Module, on_layer: Callable[[Layer], None]) -> Iterator[list[int]]:
     """Within the block, the model's kernel function hands each call to ``on_layer``; yields the layers seen."""
-    model_type = str(getattr(model.config, "model_type", ""))
+    model_type = linear_type(model.config)
     kernel = FAMILIES.get(model_type)
     if kernel is None:
         family_of(model_type)  # raises the one line
@@ -308,6 +332,52 @@ def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
 _MODE = {"gated_delta": "gated_delta", "kda": "kda", "mamba2": "decay"}
 
 
+CHUNK = 64  # tokens per step of the chunked replay
+CHANNEL_CHUNK = 16  # for kda, whose per-channel decays make a [H, C, C, d] tensor per chunk (work ~ T C d)
+
+
+def _decays(logs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One chunk's log-gates ``[H, C]`` or ``[H, C, d]`` (float64, so that a cumulative sum of large negative logs keeps
+    its differences) -> float32 ``decay`` ``[H, C, C(, d)]`` (gamma_t / gamma_j for j <= t, 0 above), ``now``
+    (gamma_t) and ``end`` (gamma_C / gamma_j), ``[H, C(, d)]``, gamma the cumulative product of the chunk's gates."""
+    lg = logs.cumsum(dim=1)
+    C = lg.shape[1]
+    upper = torch.ones(C, C, dtype=torch.bool).triu(1)
+    diff = lg[:, :, None] - lg[:, None, :]
+    diff = diff.float().masked_fill(upper[:, :, None] if lg.ndim == 3 else upper, float("-inf"))
+    return diff.exp(), lg.exp().float(), (lg[:, -1:] - lg).exp().float()
+
+
+def _chunk(
+    S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, logs: torch.Tensor, beta: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One chunk of C tokens, every head at once: the outputs ``[H, C, dv]`` and the state after it ``[H, d, dv]``.
+
+    Each token writes ``S_t = Diag(a_t) S_{t-1} + k_t^T w_t`` (a scalar gate, or one per key channel) with ``w_t = v_t``
+    (decay) or ``w_t = b_t (v_t - k_t Diag(a_t) S_{t-1})`` (the delta rules), so within the chunk
+    ``S_t = Diag(gamma_t) S_0 + sum_{j <= t} Diag(gamma_t / gamma_j) k_j^T w_j``: the delta rules' w solve one unit
+    lower-triangular system, and ``q_t S_t`` and the chunk's last state follow by products.
+    """
+    decay, now, end = _decays(logs)
+    if logs.ndim == 3:  # one gate per key channel (kda): sum over channels c of x_tc k_jc gamma_tc / gamma_jc
+        kd = k[:, None] * decay  # [H, C, C, d]
+        qk = (q[:, :, None] * kd).sum(-1)
+        kk = (k[:, :, None] * kd).sum(-1) if beta is not None else None
+        q_now, k_now, k_end, total = q * now, k * now, k * end, now[:, -1, :, None]
+    else:
+        qk = (q @ k.transpose(1, 2)) * decay
+        kk = (k @ k.transpose(1, 2)) * decay if beta is not None else None
+        q_now, k_now, k_end = q * now[..., None], k * now[..., None], k * end[..., None]
+        total = now[:, -1, None, None]
+    if beta is None:
+        w = v
+    else:
+        b = beta[..., None]
+        A = torch.eye(k.shape[1]) + (b * kk).tril(-1)  # type: ignore[operator]  # kk is computed where beta is given
+        w = torch.linalg.solve_triangular(A, b * (v - k_now @ S), upper=False, unitriangular=True)
+    return q_now @ S + qk @ w, total * S + k_end.transpose(1, 2) @ w
+
+
 def replay(
     layer: Layer,
     *,
@@ -315,17 +385,29 @@ def replay(
     write: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The layer's outputs ``[H, T, dv]`` and final state ``[H, d, dv]`` recomputed from its captured inputs by the
-    toolkit's recurrence of its family (``capacity.kernels.reference``, the one-token oracle that ``kernels.update``
-    and the Triton kernels are held to, in float32, the state's heads as the batch), token by token: the output of
-    token t is ``q_t S_t`` after token t is written.
+    recurrence of its family, in float32, every head at once: the output of token t is ``q_t S_t`` after token t is
+    written.
 
-    ``state``: the initial state (zeros by default). ``write(S, t)``, when given, is applied to the state after
-    token t is written and returns the state the next token sees (how a server's rounding of the state enters).
+    Without ``write``, chunk by chunk (``CHUNK`` tokens, ``CHANNEL_CHUNK`` for kda: the recurrence unrolled over the chunk, see ``_chunk``);
+    with ``write(S, t)``, token by token by ``capacity.kernels.reference`` (the one-token oracle that
+    ``kernels.update`` and the Triton kernels are held to), ``write`` applied to the state after token t is written
+    and returning the state the next token sees (how a server's rounding of the state enters). Both give the same
+    numbers to float32's rounding (tests/inputs/test_capture.py).
+
+    ``state``: the initial state (zeros by default).
     """
     H, T, d = layer.k.shape
     dv = layer.v.shape[-1]
     S = torch.zeros(H, d, dv) if state is None else state.clone().float()
     out = torch.empty(H, T, dv)
+    if write is None:
+        logs = layer.alpha.double().log()
+        step = CHANNEL_CHUNK if logs.ndim == 3 else CHUNK
+        for t0 in range(0, T, step):
+            sl = slice(t0, t0 + step)
+            beta = None if layer.beta is None else layer.beta[:, sl]
+            out[:, sl], S = _chunk(S, layer.q[:, sl], layer.k[:, sl], layer.v[:, sl], logs[:, sl], beta)
+        return out, S
     mode = _MODE[layer.family]
     for t in range(T):
         S = reference.recurrence(
@@ -337,8 +419,7 @@ def replay(
             initial_state=S,
             normalize=False,
         )
-        if write is not None:
-            S = write(S, t)
+        S = write(S, t)
         out[:, t] = (layer.q[:, t : t + 1] @ S)[:, 0]
     return out, S
 

@@ -63,6 +63,33 @@ def test_replay_reproduces_outputs_and_cached_state(captured):
     assert float(layer.out.norm()) > 0 and float(S.norm()) > 0
 
 
+def test_the_chunked_replay_is_the_token_by_token_oracle(captured):
+    """``replay`` without ``write`` runs chunk by chunk; with one, token by token through ``kernels.reference``: the
+    same outputs and state (T = 70 spans two 64-token chunks, and five of KDA's 16), on the captured stream."""
+    _, _, (layer,), _ = captured
+    out, S = capture.replay(layer)
+    oracle_out, oracle_S = capture.replay(layer, write=lambda S, t: S)
+    assert capture.rel_rms(out, oracle_out) <= 1e-6
+    assert capture.rel_rms(S, oracle_S) <= 1e-6
+
+
+def test_the_chunked_replay_keeps_gates_that_underflow():
+    """A head that forgets all at once (a gate of GATE_FLOOR, log -69) then keeps its state (gates near 1): the
+    chunk's cumulative log-gates are large, and the decays between the later tokens must still be exact."""
+    g = torch.Generator().manual_seed(0)
+    H, T, d = 2, 40, 8
+    k = torch.nn.functional.normalize(torch.randn(H, T, d, generator=g), dim=-1)
+    alpha = 1 - 1e-3 * torch.rand(H, T, generator=g)
+    alpha[:, 1:4] = capture.GATE_FLOOR
+    for family, gate in (("gated_delta", alpha), ("kda", alpha[..., None].expand(H, T, d).contiguous())):
+        v, beta = torch.randn(H, T, d, generator=g), torch.rand(H, T, generator=g)
+        layer = capture.Layer(0, family, k, k, v, gate, beta, torch.zeros(H, T, d), torch.zeros(H, d, d))
+        out, S = capture.replay(layer)
+        oracle_out, oracle_S = capture.replay(layer, write=lambda S, t: S)
+        assert capture.rel_rms(out, oracle_out) <= 1e-6
+        assert capture.rel_rms(S, oracle_S) <= 1e-6
+
+
 def _log_gate_as_gate(layer):
     return dataclasses.replace(layer, alpha=(-layer.alpha.log()).clamp(capture.GATE_FLOOR, 1.0))
 
@@ -104,6 +131,23 @@ def test_the_proof_adds_mamba2s_skip_back():
 def test_a_model_without_a_captured_family_is_one_line():
     with pytest.raises(CapacityError, match=r"model type 'llama' has no linear-attention layer.*qwen3_next"):
         capture.family_of("llama")
+
+
+def test_the_linear_type_of_a_multimodal_config_is_its_text_models():
+    from types import SimpleNamespace as C
+
+    assert capture.linear_type(C(model_type="qwen3_5", text_config=C(model_type="qwen3_5_text"))) == "qwen3_5_text"
+    assert capture.linear_type(C(model_type="qwen3_next")) == "qwen3_next"
+    assert capture.linear_type(C(model_type="llava", text_config=C(model_type="llama"))) == "llava"
+    with pytest.raises(CapacityError, match=r"^model type 'qwen3_5' has no linear-attention layer.*qwen3_5_text"):
+        capture.family_of("qwen3_5")  # its text model is, once the config says so
+
+
+def test_minimax_is_refused_saying_why():
+    with pytest.raises(
+        CapacityError, match=r"'minimax' is not captured: its lightning attention .* no kernel function"
+    ):
+        capture.family_of("minimax")
 
 
 def test_a_transformers_without_the_family_is_one_line(monkeypatch):

@@ -136,6 +136,9 @@ def bad(tmp_path_factory):
     broken = root / "broken"
     capture.tiny("qwen3_next").config.save_pretrained(broken)
     (broken / "model.safetensors").write_bytes(b"not weights")
+    minimax = root / "minimax"
+    minimax.mkdir()
+    (minimax / "config.json").write_text(json.dumps({"model_type": "minimax", "architectures": ["MiniMaxForCausalLM"]}))
     short = root / "short.txt"
     short.write_text("too short")
     return root
@@ -145,19 +148,47 @@ def bad(tmp_path_factory):
     "case, fragments",
     [
         ("model=BAD/llama", ["has no linear-attention layer", "qwen3_next (gated_delta)", "nemotron_h (mamba2)"]),
+        ("model=BAD/minimax", ["type 'minimax' is not captured", "lightning attention", "no kernel function"]),
         ("model=Qwen/Qwen3.5-0.8B", ["hub id cannot be downloaded here", "pass its folder"]),
         ("model=BAD/empty", ["is not a model (no config.json)"]),
         ("text=BAD/short.txt", ["the text has 9 tokens, fewer than n = 64"]),
         ("model=BAD/broken", ["weights in", "failed to load"]),
         ("model=random:llama", ["model type 'llama' has no linear-attention layer"]),
     ],
-    ids=["type", "hub", "folder", "short", "weights", "random"],
+    ids=["type", "minimax", "hub", "folder", "short", "weights", "random"],
 )
 def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, fragments):
     out = tmp_path / "out"
     ran = cli.here("run", "model", *_sets(case.replace("BAD", str(bad))), "--out", out, "--quiet")
     cli.fails(ran, *fragments)
     assert not out.exists() or not any(out.rglob("*.nc"))
+
+
+def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_path):
+    """A Qwen3.5 checkpoint (model type qwen3_5: a vision tower and a qwen3_5_text language model) is loaded as its
+    language model, whose Gated DeltaNet layers are captured and proved; the multimodal model itself, given text, is
+    captured the same way, to the same keys."""
+    import transformers
+
+    text = {"vocab_size": 256, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "layer_types": ["linear_attention", "full_attention"], "pad_token_id": 0}  # fmt: skip
+    vision = {"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32}
+    torch.manual_seed(4)
+    full = transformers.Qwen3_5ForConditionalGeneration(
+        transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+    ).eval()
+    assert full.config.model_type == "qwen3_5"
+    full.save_pretrained(tmp_path / "qwen35")
+    source.check(str(tmp_path / "qwen35"))
+    loaded = source.load(str(tmp_path / "qwen35"), None)
+    assert loaded.family == "gated_delta" and loaded.model.config.model_type == "qwen3_5_text"
+    ids = loaded.ids[:, :70]
+    (layer,), output = capture.collect(loaded.model, ids)
+    assert capture.proof(layer) <= 1e-5
+    cached = output.cache.get_recurrent_state(0, state_idx=0)[0].float()
+    assert capture.rel_rms(capture.replay(layer)[1], cached) <= 1e-5
+    (direct,), _ = capture.collect(full, ids)
+    assert capture.proof(direct) <= 1e-5
+    torch.testing.assert_close(direct.k, layer.k)
 
 
 def test_without_transformers_the_line_names_the_extra(monkeypatch):

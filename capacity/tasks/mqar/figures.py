@@ -1,10 +1,11 @@
 """The mqar task's own figure (the figures layer: ``capacity.plots.render`` finds ``FIGURES`` here, nothing of
 the tasks layer imports this module). MQAR accuracy of memories without training: one colour per memory.
 
-Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction
-decoded over the whole vocabulary (``capacity.theory.vocab_argmax_recall``; ``theory.argmax_recall``
-decodes over the n stored values only), drawn only where it applies: the additive memory with
-random (Gaussian) keys. Right: accuracy against the fraction of keys overwritten, at one pairs value.
+Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction decoded over the
+whole vocabulary (the function the task stores ``accuracy_pred`` by, ``MqarTask.closed_forms``:
+``capacity.theory.vocab_argmax_recall``; ``theory.argmax_recall`` decodes over the n stored values only), drawn only
+where it applies: the additive memory with random (Gaussian) keys. Right: accuracy against the fraction of keys
+overwritten, at one pairs value.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capacity import theory
 from capacity.base import _validate
 from capacity.errors import CapacityError
 from capacity.plots import _data, names, theme
+from capacity.tasks.mqar.task import MqarTask
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -78,7 +79,7 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
                 theme.theory_line(
                     left,
                     x,
-                    theory.vocab_argmax_recall(x, d, dv, vocab),  # the function the task stores accuracy_pred by
+                    MqarTask.closed_forms["accuracy_pred"](x, d, dv, vocab),  # on a finer grid than the stored n
                     theorem="T10",
                     label=f"T10, argmax over {vocab} values (additive)",
                 )
