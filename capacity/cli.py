@@ -37,7 +37,15 @@ if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's
     _Handler = Callable[[int, types.FrameType | None], Any] | int | None  # what signal.signal returns
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
-LISTED = ("studies", "tasks", "variants", "features", "keys", "values")  # the sections of capacity list, in order
+LISTED = (
+    "studies",
+    "tasks",
+    "variants",
+    "features",
+    "keys",
+    "values",
+    "formats",
+)  # the sections of capacity list, in order
 
 
 class _Parser(argparse.ArgumentParser):
@@ -241,6 +249,7 @@ def _listed(section: str) -> dict[str, str]:
         "features": ("capacity.inputs.features", None, catalog.Dict(("description", 2)), "capacity.features"),
         "keys": ("capacity.inputs.keys", None, catalog.Calls("Family", by_name, ("description", 4)), "capacity.keys"),
         "values": ("capacity.inputs.values", None, catalog.Dict(), None),
+        "formats": ("capacity.variants._rounding", None, catalog.Dict(), None),
     }
     module, pattern, shape, group = table[section]
     where = catalog.files(module, pattern) if pattern else [catalog.source(module)]
@@ -438,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("list", help="list studies, tasks, variants, feature maps, key families and value families")
+    p = sub.add_parser(
+        "list", help="list studies, tasks, variants, feature maps, key families, value families and state formats"
+    )
     p.add_argument("what", nargs="?", default="all", choices=["all", *LISTED])
     p.set_defaults(func=_cmd_list)
 

@@ -92,7 +92,8 @@ def _integer(dtype: object) -> bool:
 
 
 def _step_deviation(ns: npt.NDArray[np.float64], d: int, dv: int, dtype: str, memory: Memory) -> Floats:
-    """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for an integer one."""
+    """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for a scaled one (int8, int4,
+    fp8 with scales)."""
     name, alpha, beta = memory
     from capacity.variants import quantise
 
@@ -102,13 +103,14 @@ def _step_deviation(ns: npt.NDArray[np.float64], d: int, dv: int, dtype: str, me
             ns,
             d,
             dv,
-            spec.bits,
+            "fp8" if spec.fp8 else spec.bits,
             spec.scope,
             group=spec.group,
             feedback=spec.feedback is not None,
             memory=name,
             alpha=alpha,
             beta=beta,
+            target=spec.target,
         )
     return theory.step_rounding_error(ns, d, dv, dtype, memory=name, alpha=alpha, beta=beta)
 

@@ -136,9 +136,6 @@ def bad(tmp_path_factory):
     broken = root / "broken"
     capture.tiny("qwen3_next").config.save_pretrained(broken)
     (broken / "model.safetensors").write_bytes(b"not weights")
-    minimax = root / "minimax"
-    minimax.mkdir()
-    (minimax / "config.json").write_text(json.dumps({"model_type": "minimax", "architectures": ["MiniMaxForCausalLM"]}))
     short = root / "short.txt"
     short.write_text("too short")
     return root
@@ -148,14 +145,13 @@ def bad(tmp_path_factory):
     "case, fragments",
     [
         ("model=BAD/llama", ["has no linear-attention layer", "qwen3_next (gated_delta)", "nemotron_h (mamba2)"]),
-        ("model=BAD/minimax", ["type 'minimax' is not captured", "lightning attention", "no kernel function"]),
         ("model=Qwen/Qwen3.5-0.8B", ["hub id cannot be downloaded here", "pass its folder"]),
         ("model=BAD/empty", ["is not a model (no config.json)"]),
         ("text=BAD/short.txt", ["the text has 9 tokens, fewer than n = 64"]),
         ("model=BAD/broken", ["weights in", "failed to load"]),
         ("model=random:llama", ["model type 'llama' has no linear-attention layer"]),
     ],
-    ids=["type", "minimax", "hub", "folder", "short", "weights", "random"],
+    ids=["type", "hub", "folder", "short", "weights", "random"],
 )
 def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, fragments):
     out = tmp_path / "out"
@@ -189,6 +185,29 @@ def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_
     (direct,), _ = capture.collect(full, ids)
     assert capture.proof(direct) <= 1e-5
     torch.testing.assert_close(direct.k, layer.k)
+
+
+def test_minimax_heads_are_measured_as_a_decay_memory():
+    """A random MiniMax's lightning heads through the task's measurements: the closed form is T22 at each head's
+    own gate exp(-slope_rate) (its keys are not unit, so reads are divided by ||k||^2 as for Mamba-2)."""
+    from capacity import theory
+    from capacity.tasks.model import heads
+
+    loaded = source.load("random:minimax", None)
+    assert loaded.family == "decay"
+    (layer,), _ = capture.collect(loaded.model, loaded.ids[:, :N])
+    got = heads.recall(layer, (0, 1, 4, 16), 8)
+    slope = loaded.model.model.layers[0].self_attn.slope_rate.reshape(-1).double()
+    np.testing.assert_allclose(got["gate_mean"], torch.exp(-slope).numpy(), rtol=1e-6)
+    assert np.isnan(got["beta_mean"]).all()
+    want = theory.forgetting_error(np.arange(N), N, layer.k.shape[-1], "decay", alpha=float(got["gate_mean"][0]))
+    np.testing.assert_allclose(got["fullness_theory"][0], np.mean(want), rtol=1e-9)
+    S = layer.state.double()
+    k, v = layer.k[:, -1].double(), layer.v[:, -1].double()
+    read = torch.einsum("hd,hde->he", k, S) / (k**2).sum(-1, keepdim=True)
+    np.testing.assert_allclose(
+        got["recall_error"][:, 0], (((read - v) ** 2).sum(-1) / (v**2).sum(-1)).numpy(), rtol=1e-5
+    )
 
 
 def test_without_transformers_the_line_names_the_extra(monkeypatch):
