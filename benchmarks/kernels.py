@@ -2,12 +2,10 @@
 """Benchmark of the fused kernels (a benchmark, not a test): every figure is measured in this run.
 
 For each case it times
-  - the fused Triton update (``kernels.triton_update.update``, launched on pre-checked inputs)
-    and the fused read/error (``kernels.triton_read.read_error``);
+  - the fused Triton update (``kernels.triton_update.update``, launched on pre-checked inputs);
   - the unfused torch path: for ``linear`` normalise + bmm (the reference), for the recurrent
     modes the reference loop over tokens (timed on the first ``--ref-tokens`` tokens and
-    compared per token, since its cost per token does not depend on T); for the read, the
-    reference (normalise, bmm, writing the reads, then the sums);
+    compared per token, since its cost per token does not depend on T);
   - the memory-bandwidth roofline: bytes the kernel must move (inputs once, the state read and
     written) divided by the device copy bandwidth measured in this run (a large tensor copy);
   - for the delta rule, flash-linear-attention's ``fused_recurrent_delta_rule`` when ``fla`` is
@@ -33,7 +31,7 @@ import sys
 import time
 
 import torch
-from capacity.kernels import reference, triton_read, triton_update
+from capacity.kernels import reference, triton_update
 
 MODES = reference.MODES
 
@@ -181,43 +179,6 @@ def _bench_fla(fla_fn, k, v, beta, B, d, device, fused) -> dict:
         return {"fla_error": f"{type(exc).__name__}: {exc}"}
 
 
-def bench_read(B, m, d, dtype, device, bw) -> dict:
-    dv = d
-    g = torch.Generator(device=device).manual_seed(1)
-    S = torch.randn(B, d, dv, generator=g, device=device)
-    q = torch.randn(B, m, d, generator=g, device=device).to(dtype)
-    tg = torch.randn(B, m, dv, generator=g, device=device).to(dtype)
-    out = tuple(torch.empty(B, m, device=device) for _ in range(3))
-    fused = timeit(lambda: triton_read.read_error(S, q, tg, out=out), device, **_reps(device))
-    torch_t = timeit(lambda: reference.read_error(S, q, tg), device, max_reps=10, warmup=1)
-    want = reference.read_error(S, q, tg)
-    got = triton_read.read_error(S, q, tg)
-    err = max(_rel_err(got[n], want[n]) for n in want)
-    elem = q.element_size()
-    nbytes = B * m * (d + dv) * elem + B * d * dv * 4 + 3 * B * m * 4
-    row = {
-        "kind": "read_error",
-        "mode": "read",
-        "B": B,
-        "T": m,
-        "d": d,
-        "dv": dv,
-        "dtype": str(dtype).replace("torch.", ""),
-        "fused_s": fused,
-        "tokens_per_s": B * m / fused,
-        "torch_s": torch_t,
-        "torch_tokens": m,
-        "bytes": nbytes,
-        "max_rel_err_vs_reference": err,
-    }
-    if device.type == "cuda":
-        row["speedup_vs_torch"] = torch_t / fused
-    if bw:
-        row["roofline_s"] = nbytes / bw
-        row["roofline_fraction"] = row["roofline_s"] / fused
-    return row
-
-
 # ------------------------------------------------------------------ plans
 
 
@@ -233,13 +194,10 @@ def plan(device: torch.device, quick: bool) -> dict:
                     for B, T in ((1, 4096), (64, 1024))
                     for dt in (torch.bfloat16,)
                 ],
-                "read": [
-                    (B, m, d, dt) for d in (64, 128) for B, m in ((64, 1024),) for dt in (torch.bfloat16, torch.float32)
-                ],
                 "ref_tokens": 128,
                 "copy_bytes": 1 << 30,
             }
-        # the issue's goals first (linear, delta, the read), so that a --budget-s cut keeps them
+        # the issue's goals first (linear, delta), so that a --budget-s cut keeps them
         shapes = ((1, 65536), (1024, 1024))
         dims = (64, 128, 256)
         upd = [
@@ -255,15 +213,11 @@ def plan(device: torch.device, quick: bool) -> dict:
             for d in dims
             for B, T in shapes
         ]
-        rd = [
-            (B, m, d, dt) for d in dims for B, m in ((1, 65536), (1024, 1024)) for dt in (torch.bfloat16, torch.float32)
-        ]
-        return {"update": upd[:24], "read": rd, "more_update": upd[24:], "ref_tokens": 256, "copy_bytes": 2 << 30}
+        return {"update": upd[:24], "more_update": upd[24:], "ref_tokens": 256, "copy_bytes": 2 << 30}
     # CPU: the interpreter runs each program in Python, so a few small cases prove the path
     if quick:
         return {
             "update": [(mode, 2, 24, 16, torch.float32) for mode in MODES],
-            "read": [(4, 64, 16, torch.float32)],
             "ref_tokens": 24,
             "copy_bytes": 0,
         }
@@ -273,8 +227,7 @@ def plan(device: torch.device, quick: bool) -> dict:
         for d in (16, 48)
         for dt in (torch.float32, torch.bfloat16, torch.float16)
     ]
-    rd = [(4, 64, d, dt) for d in (16, 48) for dt in (torch.float32, torch.bfloat16)]
-    return {"update": upd, "read": rd, "ref_tokens": 40, "copy_bytes": 0}
+    return {"update": upd, "ref_tokens": 40, "copy_bytes": 0}
 
 
 def torch_path_cpu(quick: bool) -> list[dict]:
@@ -330,7 +283,7 @@ def machine(device: torch.device) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    head = f"{'kind':10} {'mode':11} {'dtype':8} {'B':>6} {'T/m':>6} {'d':>4} {'fused ms':>9} {'torch ms':>9} {'x torch':>8} {'roof%':>6} {'x fla':>6} {'rel.err':>8}"
+    head = f"{'kind':10} {'mode':11} {'dtype':8} {'B':>6} {'T':>6} {'d':>4} {'fused ms':>9} {'torch ms':>9} {'x torch':>8} {'roof%':>6} {'x fla':>6} {'rel.err':>8}"
     lines = [head, "-" * len(head)]
     for r in rows:
         fused = f"{r['fused_s'] * 1e3:9.3f}" if "fused_s" in r else f"{'-':>9}"
@@ -388,19 +341,11 @@ def main(argv=None) -> int:
         "torch_path_cpu": [],
     }
     rows = result["rows"]
-    cases = (
-        [("update", c) for c in p["update"]]
-        + [("read", c) for c in p["read"]]
-        + [("update", c) for c in p.get("more_update", [])]
-    )
-    for kind, case in cases:
+    for case in [*p["update"], *p.get("more_update", [])]:
         if args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
-            result["left_out"].append([kind, *[str(x).replace("torch.", "") for x in case]])
+            result["left_out"].append(["update", *[str(x).replace("torch.", "") for x in case]])
             continue
-        if kind == "update":
-            rows.append(bench_update(*case[:4], case[4], device, bw, p["ref_tokens"], fla_fn))
-        else:
-            rows.append(bench_read(*case, device, bw))
+        rows.append(bench_update(*case[:4], case[4], device, bw, p["ref_tokens"], fla_fn))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
         _write(args.out, result)  # what is measured so far survives a timeout
     if not gpu:

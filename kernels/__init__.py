@@ -1,7 +1,7 @@
-"""Memory updates on a device-resident float32 state, and the fused read/error.
+"""Memory updates on a device-resident float32 state, and the read.
 
-``update`` writes a chunk of tokens into a state in place and returns it; ``read_error`` scores
-reads against target values. Both check their inputs before any launch and then dispatch:
+``update`` writes a chunk of tokens into a state in place and returns it; ``read`` reads it. ``update`` checks its
+inputs before any launch and then dispatches:
 
 - ``backend="auto"``: the Triton kernels on CUDA tensors (and, interpreted, on CPU tensors when
   the environment sets ``TRITON_INTERPRET=1``), plain torch otherwise;
@@ -20,8 +20,8 @@ the modes. ``mode`` names the recurrence an update applies (not a registered obj
 >>> S = torch.zeros(2, 8, 4)                                   # [B, d, dv]
 >>> k, v = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
 >>> S = kernels.update(S, k, v, mode="delta", beta=1.0)        # in place; returns S
->>> err = kernels.read_error(S, k[:, -1:], v[:, -1:])          # the last key reads back exactly
->>> bool(err["mse_q"].max() < 1e-10)
+>>> r = kernels.read(S, k[:, -1:])                             # the last key reads back exactly
+>>> bool(((r - v[:, -1:]) ** 2).sum(-1).max() < 1e-10)
 True
 """
 
@@ -37,7 +37,7 @@ from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA
 
 from capacity.errors import CapacityError
 
-__all__ = ["update", "read", "read_error", "available", "MAX_DIM"]
+__all__ = ["update", "read", "available", "MAX_DIM"]
 
 MAX_DIM = 256  # largest d and dv the Triton kernels take
 INPUT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -84,10 +84,10 @@ def _check_tensor(name: str, x: object, ndim: int, dtypes: tuple[torch.dtype, ..
     return x
 
 
-def _no_meta(**tensors: torch.Tensor | None) -> None:
+def _no_meta(**tensors: torch.Tensor) -> None:
     """Raise for a meta tensor (checked after the one-device check, which names a mix of devices)."""
     for name, x in tensors.items():
-        if x is not None and x.device.type == "meta":
+        if x.device.type == "meta":
             raise CapacityError(f"{name} is a meta tensor; meta tensors carry no numbers: pass one on 'cpu' or 'cuda'")
 
 
@@ -252,29 +252,17 @@ def update(
     return written
 
 
-def _check_read(state: torch.Tensor, q: torch.Tensor, target: torch.Tensor | None = None) -> tuple[int, int, int]:
+def _check_read(state: torch.Tensor, q: torch.Tensor) -> None:
     B, d, dv = _check_state(state)
     _check_tensor("q", q, 3)
     if q.shape[0] != B or q.shape[2] != d:
         raise CapacityError(
             f"shapes do not match: state [B, d, dv] = {list(state.shape)}, q [B, m, d] = {list(q.shape)}"
         )
-    if target is not None:
-        _check_tensor("target", target, 3)
-        if tuple(target.shape) != (B, q.shape[1], dv):
-            raise CapacityError(
-                f"shapes do not match: state [B, d, dv] = {list(state.shape)}, q [B, m, d] = {list(q.shape)}, target [B, m, dv] = {list(target.shape)}"
-            )
-    devices = {state.device, q.device} | ({target.device} if target is not None else set())
-    if len(devices) > 1:
-        named = f"state on {state.device}, q on {q.device}" + (
-            f", target on {target.device}" if target is not None else ""
-        )
-        meta = "; meta tensors carry no numbers" if any(dv.type == "meta" for dv in devices) else ""
-        which = "state, q" + (", target" if target is not None else "")
-        raise CapacityError(f"{which} must be on one device, got {named}{meta}")
-    _no_meta(state=state, q=q, target=target)
-    return B, d, dv
+    if state.device != q.device:
+        meta = "; meta tensors carry no numbers" if "meta" in (state.device.type, q.device.type) else ""
+        raise CapacityError(f"state, q must be on one device, got state on {state.device}, q on {q.device}{meta}")
+    _no_meta(state=state, q=q)
 
 
 def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> torch.Tensor:
@@ -283,37 +271,3 @@ def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> tor
     if not isinstance(normalize, bool):
         raise CapacityError(f"normalize must be True or False, got {normalize!r}")
     return reference.read(state, q, normalize=normalize)
-
-
-def read_error(
-    state: torch.Tensor, q: torch.Tensor, target: torch.Tensor, *, normalize: bool = True, backend: str = "auto"
-) -> dict[str, torch.Tensor]:
-    """Per-query ``mse_q``, ``signal_q`` and ``cosine_q`` (float32 ``[B, m]`` each) of the reads q S against ``target``.
-
-    mse_q = ||r - v||^2, signal_q = <r, v> / ||v||^2 (the coefficient of v in r),
-    cosine_q = <r, v> / (||r|| ||v||), with r = q S (q L2-normalised first when ``normalize``): named like the
-    probe's per-query variables (``capacity.probe.PER_QUERY``).
-    Shapes: state float32 ``[B, d, dv]``, q ``[B, m, d]``, target ``[B, m, dv]`` (float32,
-    bfloat16 or float16). The Triton backend computes them without writing the reads to
-    device memory.
-
-    >>> import torch
-    >>> from capacity import kernels
-    >>> S = torch.eye(4)[None]                      # [1, 4, 4]: reads back every unit key
-    >>> out = kernels.read_error(S, torch.eye(4)[None], torch.eye(4)[None])
-    >>> out["mse_q"].tolist(), out["signal_q"].tolist()
-    ([[0.0, 0.0, 0.0, 0.0]], [[1.0, 1.0, 1.0, 1.0]])
-    """
-    B, d, dv = _check_read(state, q, target)
-    if not isinstance(normalize, bool):
-        raise CapacityError(f"normalize must be True or False, got {normalize!r}")
-    which = _backend(backend, state.device)
-    _check_dims(which, d, dv)
-    if which == "torch":
-        out = reference.read_error(state, q, target, normalize=normalize)
-    else:
-        out = _triton_module("triton_read").read_error(state, q, target, normalize=normalize)
-    return {_NAMES.get(k, k): x for k, x in out.items()}
-
-
-_NAMES = {"sq_error": "mse_q", "signal": "signal_q", "cosine": "cosine_q"}  # the kernels' own keys -> the probe's names

@@ -86,23 +86,3 @@ def read(state: torch.Tensor, q: torch.Tensor, *, normalize: bool = True) -> tor
     if normalize:
         q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-12)
     return matmul(q, state)  # batch-invariant on the CPU (see _batched)
-
-
-def read_error(
-    state: torch.Tensor, q: torch.Tensor, target: torch.Tensor, *, normalize: bool = True
-) -> dict[str, torch.Tensor]:
-    """Per-query error of the read against its target value.
-
-    Shapes: state ``[B, d, dv]``, q ``[B, m, d]``, target ``[B, m, dv]``. Returns float32 ``[B, m]`` each:
-    ``sq_error`` ||r - v||^2, ``signal`` <r, v> / ||v||^2 (the coefficient of v in r), ``cosine`` cos(r, v).
-    """
-    r = read(state, q, normalize=normalize)  # [B, m, dv]
-    t = target.float()
-    rv = (r * t).sum(-1)
-    vv = (t * t).sum(-1)
-    rr = (r * r).sum(-1)
-    return {
-        "sq_error": ((r - t) ** 2).sum(-1),
-        "signal": rv / vv.clamp_min(1e-30),
-        "cosine": rv / (rr.sqrt() * vv.sqrt()).clamp_min(1e-30),
-    }

@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from capacity import variants
+from capacity import tasks, variants
 from capacity.base import labels
 from capacity.errors import CapacityError
 from capacity.tasks import metrics
@@ -32,6 +32,8 @@ __all__ = [
     "delta_beta",
     "family",
     "memory",
+    "task_of",
+    "closed_form",
     "MAX_PANELS",
 ]
 
@@ -315,3 +317,29 @@ def delta_beta(ds: xr.Dataset, variant: object) -> float | None:
     if not plain or isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 2:
         return None
     return float(beta)
+
+
+def task_of(ds: xr.Dataset) -> tasks.Task[Any]:
+    """The task whose results ``ds`` holds: the kind its configuration records (``ds.attrs["config"]``, written by
+    the sweep), else recall, the default kind (a Dataset of ``capacity.probe.recall``, or built by hand)."""
+    config = ds.attrs.get("config")
+    kind = "recall"
+    if config is not None:
+        try:
+            recorded = json.loads(str(config))
+        except ValueError:
+            raise CapacityError("the Dataset's attrs['config'] is not JSON (it was edited, or is not ours)") from None
+        task = recorded.get("task") if isinstance(recorded, dict) else None
+        kind = str(task.get("kind", kind)) if isinstance(task, dict) else kind
+    return tasks.get(kind)
+
+
+def closed_form(ds: xr.Dataset, name: str) -> Callable[..., Any]:
+    """The function of ``capacity.theory`` that the task of ``ds`` (``task_of``) stores the closed-form variable
+    ``name`` by (``Task.closed_forms``): what a figure evaluates where it draws that closed form on a finer grid than
+    the stored one, so that the line and the stored variable are one function's."""
+    task = task_of(ds)
+    if name not in task.closed_forms:
+        known = ", ".join(task.closed_forms) or "none"
+        raise CapacityError(f"task {task.name!r} stores no closed form {name!r} (its closed forms: {known})")
+    return task.closed_forms[name]

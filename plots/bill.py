@@ -6,6 +6,11 @@ n = d dv / (d + dv) (d/2 when dv = d) marked. Right: measured decode time per to
 (``decode_seconds``, mean over seeds with its standard error) and, on the right-hand axis,
 T13's FLOPs per token, 2 n (d + dv) against 4 d dv, with their break-even 2 d dv / (d + dv)
 (d when dv = d) marked. One row per key dimension d.
+
+T13's lines are the closed-form variables the bill task stores (``softmax_cache``, ``linear_state``,
+``softmax_decode_flops``, ``linear_decode_flops``, over n), read here, not computed again: straight lines on the
+log-log axes, so the stored n draw them exactly; each break-even is where the stored lines cross (softmax's grow
+in proportion to n).
 """
 
 from __future__ import annotations
@@ -15,13 +20,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 from capacity.plots import _data, names, theme
 
-from capacity import theory
-
 if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
 __all__ = ["bill"]
+
+_T13 = ("softmax_cache", "linear_state", "softmax_decode_flops", "linear_decode_flops")  # stored by the bill task
+
+
+def _crossing(softmax: np.ndarray, linear: np.ndarray, ns: np.ndarray) -> float:
+    """The n at which softmax's stored line (proportional to n) meets linear's (constant): T13's break-even."""
+    return float(linear[0] * ns[0] / softmax[0])
 
 
 def bill(ds: xr.Dataset) -> Figure:
@@ -29,7 +39,7 @@ def bill(ds: xr.Dataset) -> Figure:
     _data.require(
         ds,
         "bill",
-        variables=("state_numel", "decode_seconds"),
+        variables=("state_numel", "decode_seconds", *_T13),
         coords=("dv",),
         dims=("variant", "d", "n"),
         allowed=("variant", "d", "n", "seed"),
@@ -39,26 +49,25 @@ def bill(ds: xr.Dataset) -> Figure:
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
     ns = np.asarray(ds["n"].values, dtype=float)
-    dense = np.geomspace(max(ns.min(), 1.0), ns.max(), 96)
     soft, lin = colors.get("softmax", "0.15"), colors.get("linear", "0.15")
     with theme.style():
         fig, axes = theme.figure(len(d_grid), 2, legend_width=3.4)
         for r, d in enumerate(d_grid):
             dv = _data.dv_of(ds, d)
-            t = theory.bill(dense, d, dv)
             sub = ds.sel(d=d)
+            t = {name: np.asarray(sub[name].transpose("n").values, dtype=float) for name in _T13}  # over n
 
             ax = axes[r, 0]
             df = _data.tidy(sub["state_numel"], "state_numel")
             if len(df):
                 theme.curves(ax, df, x="n", y="state_numel", hue="variant", name=names.variant_name, colors=colors)
             theme.theory_line(
-                ax, dense, t["softmax_cache"], theorem="T13:softmax_cache", label="T13 KV cache: n (d + dv)", color=soft
+                ax, ns, t["softmax_cache"], theorem="T13:softmax_cache", label="T13 KV cache: n (d + dv)", color=soft
             )
             theme.theory_line(
-                ax, dense, t["linear_state"], theorem="T13:linear_state", label="T13 linear state: d dv", color=lin
+                ax, ns, t["linear_state"], theorem="T13:linear_state", label="T13 linear state: d dv", color=lin
             )
-            cache_even = theory.break_even_n(d, dv)
+            cache_even = _crossing(t["softmax_cache"], t["linear_state"], ns)
             theme.mark_x(ax, float(cache_even), label=f"break-even n = {cache_even:g}", gid="marker:break-even:cache")
             theme.log2_x(ax)
             ax.set_yscale("log")
@@ -79,7 +88,7 @@ def bill(ds: xr.Dataset) -> Figure:
             twin.grid(False)
             theme.theory_line(
                 twin,
-                dense,
+                ns,
                 t["softmax_decode_flops"],
                 theorem="T13:softmax_decode_flops",
                 label="T13 softmax decode: 2 n (d + dv) FLOPs",
@@ -88,7 +97,7 @@ def bill(ds: xr.Dataset) -> Figure:
             )
             theme.theory_line(
                 twin,
-                dense,
+                ns,
                 t["linear_decode_flops"],
                 theorem="T13:linear_decode_flops",
                 label="T13 linear decode: 4 d dv FLOPs",
@@ -97,7 +106,7 @@ def bill(ds: xr.Dataset) -> Figure:
             )
             twin.set_yscale("log")
             twin.set_ylabel(names.AXIS["decode_flops"])
-            flops_even = theory.break_even_n(d, dv, measure="flops")
+            flops_even = _crossing(t["softmax_decode_flops"], t["linear_decode_flops"], ns)
             theme.mark_x(
                 ax, float(flops_even), label=f"FLOPs break-even n = {flops_even:g}", gid="marker:break-even:flops"
             )

@@ -21,7 +21,6 @@ import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity import theory
-from capacity.tasks.recall.task import CLOSED_FORMS
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -37,26 +36,28 @@ __all__ = ["error_vs_load", "theory_curves", "delta_curve", "FLOOR"]
 
 FLOOR = 1e-3  # lowest error shown on the log axis
 
-# theorem -> (function of (n, d), legend label, line style): the functions the recall task stores the variables
-# frame_bound, random_keys_error and rank_bound by, evaluated here on a finer grid
-THEORY: dict[str, tuple[Callable[[npt.NDArray[np.float64], int], Floats], str, LineStyleType]] = {
-    "T5": (CLOSED_FORMS["frame_bound"][0], "T5 frame bound: max(n/d − 1, 0)", "--"),
-    "T7": (CLOSED_FORMS["random_keys_error"][0], "T7 random keys: (n − 1)/d", ":"),
-    "T8": (CLOSED_FORMS["rank_bound"][0], "T8 rank bound: max(1 − d/n, 0)", "-."),
+# theorem -> (the stored variable, legend label, line style): drawn by the function the Dataset's task stores the
+# variable by (Task.closed_forms: recall's theory.frame_bound, random_keys_error, rank_bound), on a finer grid
+THEORY: dict[str, tuple[str, str, LineStyleType]] = {
+    "T5": ("frame_bound", "T5 frame bound: max(n/d − 1, 0)", "--"),
+    "T7": ("random_keys_error", "T7 random keys: (n − 1)/d", ":"),
+    "T8": ("rank_bound", "T8 rank bound: max(1 − d/n, 0)", "-."),
 }
 
 
 def theory_curves(
-    ax: Axes, d: int, lo: float, hi: float, *, which: Sequence[str] = ("T5", "T7", "T8")
+    ax: Axes, ds: xr.Dataset, d: int, lo: float, hi: float, *, which: Sequence[str] = ("T5", "T7", "T8")
 ) -> npt.NDArray[np.float64]:
-    """Draw the closed forms of ``which`` against load n/d in [lo, hi] for dimension ``d``.
+    """Draw the closed forms of ``which`` against load n/d in [lo, hi] for dimension ``d``, each by the function the
+    task of ``ds`` stores it by (``_data.closed_form``).
 
     The feature-map figure passes a feature dimension D as ``d``, with loads n / D.
     """
     lo = max(lo, 1.0 / d)  # at least one pair
     x = np.geomspace(lo, hi, 96)  # [points], n / d
     for theorem in which:
-        fn, label, ls = THEORY[theorem]
+        name, label, ls = THEORY[theorem]
+        fn: Callable[[npt.NDArray[np.float64], int], Floats] = _data.closed_form(ds, name)
         theme.theory_line(ax, x, fn(x * d, d), theorem=theorem, label=label, ls=ls)
     return x
 
@@ -100,7 +101,7 @@ def error_vs_load(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
                     theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
                 additive, linear = _data.reads(ds, variant)
                 which = (["T5", "T7"] if additive else []) + (["T8"] if linear else [])
-                theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
+                theory_curves(ax, ds, d, float(loads.min()), float(loads.max()), which=which)
                 beta = _data.delta_beta(ds, variant)
                 if (
                     beta is not None

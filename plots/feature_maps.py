@@ -107,7 +107,7 @@ def feature_maps(ds: xr.Dataset, *, eps: float = EPS, metric: str = "mse") -> Fi
                     )
                 lo, hi = float(df["load_feature"].min()), float(df["load_feature"].max())
                 theory_curves(
-                    ax, max(dims_at_d.values()), lo, hi, which=("T8",)
+                    ax, ds, max(dims_at_d.values()), lo, hi, which=("T8",)
                 )  # a function of n / D alone: one line for every D
                 if _unit_feature_linear(ds, variant):
                     _map_lines(ds, ax, feats, dims_at_d, d, lo, hi, colors, no_form)

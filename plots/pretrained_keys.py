@@ -54,7 +54,7 @@ def pretrained_keys(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
                 if len(df):
                     theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
                 which = ("T5", "T7", "T8") if _additive(ds, variant) else ("T8",)
-                theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
+                theory_curves(ax, ds, d, float(loads.min()), float(loads.max()), which=which)
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
                 theme.load_axis(ax)
                 ax.set_ylim(bottom=FLOOR)

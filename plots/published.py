@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capacity import theory
 from capacity.tasks import published
 from capacity.tasks.mqar import probe as mqar
+from capacity.tasks.mqar.task import MqarTask
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -76,8 +76,9 @@ def trained_points(
 def mqar_ceiling(ax: Axes, lo_bytes: float, hi_bytes: float, *, color: ColorType = "0.15") -> Line2D:
     """The additive memory's predicted accuracy on zoology's Fig. 2 test mix against the bytes of one float32 d x d state.
 
-    Accuracy = sum over the test configurations of pairs x ``capacity.theory.vocab_argmax_recall(pairs, d, d, vocab)``
-    / sum of pairs (zoology's valid/accuracy counts every query), vocab = the 4,096 value tokens, d = sqrt(bytes / 4).
+    Accuracy = sum over the test configurations of pairs x the mqar task's ``accuracy_pred`` (its function,
+    ``MqarTask.closed_forms``: ``capacity.theory.vocab_argmax_recall(pairs, d, d, vocab)``) / sum of pairs
+    (zoology's valid/accuracy counts every query), vocab = the 4,096 value tokens, d = sqrt(bytes / 4).
     Random keys, no training: a floor of what the state holds, not a bound on what a trained layer can do.
     """
     mix = mqar.ZOOLOGY_BASED_FIGURE2_TEST
@@ -85,7 +86,8 @@ def mqar_ceiling(ax: Axes, lo_bytes: float, hi_bytes: float, *, color: ColorType
     vocab = mqar.ZOOLOGY_VOCAB // 2
     b = np.geomspace(lo_bytes, hi_bytes, 40)
     d = np.sqrt(b / 4.0)
-    acc = np.array([(pairs * theory.vocab_argmax_recall(pairs, dd, dd, vocab)).sum() / pairs.sum() for dd in d])
+    predicted = MqarTask.closed_forms["accuracy_pred"]
+    acc = np.array([(pairs * predicted(pairs, dd, dd, vocab)).sum() / pairs.sum() for dd in d])
     (line,) = ax.plot(
         b,
         acc,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 import xarray as xr
+from capacity.plots._data import task_of
 from capacity.plots.bill import bill
 from capacity.plots.capacity_vs_d import capacity_vs_d
 from capacity.plots.closed_form import closed_form
@@ -91,21 +92,6 @@ FIGURES: dict[str, FigureFn] = {
     "log-linear": log_linear_bytes,
     "trained": trained_figure,
 }
-
-
-def task_of(ds: xr.Dataset) -> tasks.Task[Any]:
-    """The task whose results ``ds`` holds: the kind its configuration records (``ds.attrs["config"]``, written by
-    the sweep), else recall, the default kind (a Dataset of ``capacity.probe.recall``, or built by hand)."""
-    config = ds.attrs.get("config")
-    kind = "recall"
-    if config is not None:
-        try:
-            recorded = json.loads(str(config))
-        except ValueError:
-            raise CapacityError("the Dataset's attrs['config'] is not JSON (it was edited, or is not ours)") from None
-        task = recorded.get("task") if isinstance(recorded, dict) else None
-        kind = str(task.get("kind", kind)) if isinstance(task, dict) else kind
-    return tasks.get(kind)
 
 
 def choose(ds: xr.Dataset) -> list[str]:

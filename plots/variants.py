@@ -97,7 +97,7 @@ def variant_curves(ds: xr.Dataset) -> Figure:
                         which += (["T7"] if "gaussian" in bases or not bases else []) + (
                             ["T5"] if "orthogonal" in bases else []
                         )
-                    theory_curves(ax, d, float(loads.min()), float(loads.max()), which=which)
+                    theory_curves(ax, ds, d, float(loads.min()), float(loads.max()), which=which)
                     if "gaussian" in bases or not bases:
                         for v in var_labels:
                             if _data.delta_beta(ds, v) is not None:
@@ -125,7 +125,7 @@ def variant_curves(ds: xr.Dataset) -> Figure:
                     theme.theory_line(
                         ax,
                         x,
-                        theory.argmax_recall(x * d, d, _data.dv_of(ds, d)),
+                        _data.closed_form(ds, "argmax_recall_pred")(x * d, d, _data.dv_of(ds, d)),  # finer than stored
                         theorem="T10",
                         label="T10 argmax recall (random keys, additive)",
                         ls=(0, (5, 1.5, 1, 1.5, 1, 1.5)),

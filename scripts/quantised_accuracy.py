@@ -39,21 +39,34 @@ def unit(rng, shape):
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def quant(x, Q, scope, u=None):
-    """x [B, d, dv] rounded with one scale per ``scope`` (tensor, row, col) group: amax / Q."""
+def e4m3_spacing(y):
+    """The spacing of float8_e4m3fn at y: 2^(e - 3) for |y| in [2^e, 2^(e + 1)), e >= -6; 2^-9 below 2^-6."""
+    a = np.abs(y)
+    e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
+    return 2.0 ** (np.maximum(e, -6.0) - 3.0)
+
+
+def quant(x, Q, scope, u=None, fp8=False):
+    """x [B, d, dv] rounded with one scale per ``scope`` group (tensor, row, col, or cN: N consecutive columns):
+    amax / Q; whole numbers, or for ``fp8`` float8_e4m3fn numbers (Q the target the largest maps to)."""
     if scope == "tensor":
         M = np.abs(x).reshape(x.shape[0], -1).max(-1)[:, None, None]
     elif scope == "row":
         M = np.abs(x).max(-1, keepdims=True)
-    else:
+    elif scope == "col":
         M = np.abs(x).max(-2, keepdims=True)
+    else:  # cN: a d x N tile
+        B, d, dv = x.shape
+        N = int(scope[1:])
+        M = np.repeat(np.abs(x).reshape(B, d, dv // N, N).max((1, 3))[:, None, :], N, axis=-1)
     sc = M / Q
-    y = x / np.where(sc > 0, sc, 1.0)
-    q = np.round(y) if u is None else np.floor(y + u)
+    y = np.clip(x / np.where(sc > 0, sc, 1.0), -Q, Q)
+    step = e4m3_spacing(y) if fp8 else 1.0
+    q = (np.round(y / step) if u is None else np.floor(y / step + u)) * step
     return np.clip(q, -Q, Q) * sc
 
 
-def final(n, d, dv, Q, alpha, B, seed, stochastic=False):
+def final(n, d, dv, Q, alpha, B, seed, stochastic=False, scope="tensor", fp8=False):
     """Per item: the finished state sum_t alpha^(n - t) k_t^T v_t rounded once (terms below 1e-10 left out)."""
     rng = np.random.default_rng(seed)
     nn = n if alpha == 1 else min(n, math.ceil(math.log(1e-10) / math.log(alpha)))
@@ -63,7 +76,7 @@ def final(n, d, dv, Q, alpha, B, seed, stochastic=False):
         w = alpha ** (nn - 1 - np.arange(lo, lo + m, dtype=np.float64))
         F += np.einsum("t,btd,bte->bde", w, unit(rng, (B, m, d)), unit(rng, (B, m, dv)))
     u = rng.random(F.shape) if stochastic else None
-    return ((quant(F, Q, "tensor", u) - F) ** 2).sum((1, 2)) / d
+    return ((quant(F, Q, scope, u, fp8) - F) ** 2).sum((1, 2)) / d
 
 
 def delta_final(n, d, dv, Q, B, seed):
@@ -76,7 +89,7 @@ def delta_final(n, d, dv, Q, B, seed):
     return ((quant(F, Q, "tensor") - F) ** 2).sum((1, 2)) / d
 
 
-def step(ns, d, dv, Q, scope, alpha, B, seed, stochastic=False, feedback=False):
+def step(ns, d, dv, Q, scope, alpha, B, seed, stochastic=False, feedback=False, fp8=False):
     """Per item at each n of ``ns``: the state rounded after every write (``feedback``: error feedback)."""
     rng = np.random.default_rng(seed)
     F = np.zeros((B, d, dv))
@@ -85,7 +98,7 @@ def step(ns, d, dv, Q, scope, alpha, B, seed, stochastic=False, feedback=False):
         inc = unit(rng, (B, d))[:, :, None] * unit(rng, (B, dv))[:, None, :]
         F = alpha * F + inc
         Z = alpha * S + inc + r
-        S = quant(Z, Q, scope, rng.random(F.shape) if stochastic else None)
+        S = quant(Z, Q, scope, rng.random(F.shape) if stochastic else None, fp8)
         if feedback:
             r = Z - S
         if s in ns:

@@ -11,7 +11,6 @@ import capacity
 SKIP = {
     "capacity.cli": "the command line, tested by the CLI tests",
     "capacity.kernels.triton_update": "Triton kernels: tested against the oracle in test_kernels.py",
-    "capacity.kernels.triton_read": "Triton kernels: tested against the oracle in test_kernels.py",
     "capacity.kernels._launch": "Triton launch glue: tested in test_kernels.py",
 }
 

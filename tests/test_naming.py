@@ -153,17 +153,6 @@ def test_per_query_variables_are_named_like_their_means():
     assert "recall_q" not in lean and "mse_q" in lean
 
 
-def test_read_error_keys_match_the_probe():
-    K, V = _kv()
-    S = kernels.update(torch.zeros(2, 8, 6), K, V, mode="linear")
-    out = kernels.read_error(S, K, V)
-    assert set(out) == {"mse_q", "signal_q", "cosine_q"}
-    ds = probe.recall("linear", K, V, checkpoints=[24], per_query=True)
-    assert np.allclose(out["mse_q"].numpy(), ds.mse_q.isel(n=0).values, rtol=1e-4, atol=1e-5)
-    with pytest.raises(KeyError):
-        out["nope"]
-
-
 # ------------------------------------------------------------------ no old spelling in a public signature
 
 PUBLIC = [

@@ -81,7 +81,7 @@ SURFACE = {
     "capacity.tasks.metrics": ["capacity", "HIGHER_IS_BETTER", "LOWER_IS_BETTER"],
     "capacity.check": ["Check", "run_checks", "format_table"],
     "capacity.check.conformance": ["check_variant", "Report", "Result"],
-    "capacity.kernels": ["update", "read", "read_error", "available", "MAX_DIM"],
+    "capacity.kernels": ["update", "read", "available", "MAX_DIM"],
     "capacity.plots": [
         "render",
         "render_path",

@@ -71,12 +71,11 @@ def my_memory_is_a_variant() -> capacity.variants.Variant:
     return Mine()
 
 
-def kernel_writes_and_reads(K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """capacity.kernels (read through typecheck/'s link): the state written in place is a tensor, the errors by name."""
+def kernel_writes_and_reads(K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """capacity.kernels (read through typecheck/'s link): the state written in place is a tensor, the modes by name."""
     S = kernels.update(torch.zeros(K.shape[0], K.shape[2], V.shape[2]), K, V, mode="delta", beta=1.0)
-    err: dict[str, torch.Tensor] = kernels.read_error(S, K[:, -1:], V[:, -1:], backend="torch")
     modes: dict[str, str] = kernels.available()
-    return kernels.read(S, K[:, :1]), float(err["mse_q"].max()) + len(modes) * 0.0
+    return kernels.read(S, K[:, :1]), len(modes)
 
 
 def figures_of(ds: xr.Dataset, out: Path) -> tuple[list[Path], list[str], Figure]:
@@ -170,7 +169,7 @@ def pretrained_arguments() -> tuple[int, int | None, Path]:
 if __name__ == "__main__":
     g = torch.Generator().manual_seed(0)
     K, V = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
-    print(readme_example(), kernel_writes_and_reads(K, V)[1] < 1e-10, bad_input_is_a_value_error().__name__)
+    print(readme_example(), tuple(kernel_writes_and_reads(K, V)[0].shape), bad_input_is_a_value_error().__name__)
     print(readme_example(), bad_input_is_a_value_error().__name__)
     K, V = capacity.keys.make("gaussian", n=8, d=16, seed=0), capacity.values.make("gaussian", n=8, dv=16, seed=1)
     reads = [f(K, V) for f in (subclass_read, lsq_solution, stored_read, wrapped_read)]

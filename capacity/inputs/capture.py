@@ -5,7 +5,12 @@ A hybrid model of ``transformers`` computes each linear-attention layer by one m
 in ``kimi_linear``; ``mamba2_chunk_scan`` in ``nemotron_h``). ``capture`` replaces that function in the model's
 module for the length of one forward pass by a wrapper that calls the original, unchanged, and hands what it received
 and returned to a callback, one layer at a time: nothing of the model's code is copied, and memory holds one
-layer's capture at a time (the callback keeps what it wants).
+layer's capture at a time (the callback keeps what it wants). MiniMax's lightning attention (``minimax``) computes its
+recurrence inside the layer's ``forward``, with no function to wrap: forward hooks on the layer's own parts read
+what the recurrence receives (its activation's output, split into q, k, v per head as the layer splits it) and
+returns (the norm's input, the layer's returned state), again without copying its code. A multimodal model whose
+language model is one of these (Qwen3.5, type ``qwen3_5``, runs a ``qwen3_5_text`` model) is captured through it
+(``linear_type``).
 
 What a ``Layer`` holds is the kernel's input in the toolkit's row convention (state ``S`` of ``[d, dv]`` per head, a
 write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in float32:
@@ -15,14 +20,17 @@ write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in floa
                   (q also times d^-1/2)                  does (``l2norm``, eps 1e-6)
     kda           S = (I - b k^T k) Diag(alpha) S + ...  as gated_delta               exp(g), per channel beta     v
     mamba2        S = alpha S + k^T v (mode decay)       q = C, k = B                 exp(A dt)          (none)   dt x
+    decay         S = alpha S + k^T v (MiniMax)          as the layer splits them     exp(-slope_rate)   (none)   v
 
 Grouped heads map as the model maps them: a key head ``j`` serves value heads ``j r .. j r + r - 1`` (``r`` value
 heads per key head: ``repeat_interleave``, as the kernels do), and Mamba-2's B and C groups likewise. For
 Mamba-2, ``dt = clamp(softplus(dt_raw + dt_bias), *dt_limit)`` as the scan computes it, and the layer's output
 ``out`` is the scan's output less its skip term ``D x``. ``out`` ``[H, T, dv]`` and ``state`` ``[H, d, dv]`` are
 what the kernel itself returned (Mamba-2's ``[P, N]`` state transposed to the row convention); ``replay`` (in
-``capacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, which is the proof
-that a capture is what the model computed.
+``capacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, every head
+at once and a chunk of tokens at a time (held to ``capacity.kernels.reference``'s token-by-token oracle), which is
+the proof that a capture is what the model computed: capture and replay of every head cost less than a second
+forward pass (``benchmarks/model_capture.py``).
 
 A gate of exactly 0 (``exp(g)`` underflows below float32's smallest number for a head that forgets everything at
 once) is written as ``GATE_FLOOR``; a beta of exactly 0 as ``BETA_FLOOR`` and one of exactly 2 as ``BETA_CEIL`` (the
@@ -54,13 +62,14 @@ __all__ = [
     "capture",
     "collect",
     "family_of",
+    "linear_type",
     "proof",
     "replay",
     "rel_rms",
     "tiny",
 ]
 
-Family = Literal["gated_delta", "kda", "mamba2"]
+Family = Literal["gated_delta", "kda", "mamba2", "decay"]
 INSTALL = "pip install 'linear-attention-capacity[models]'"
 GATE_FLOOR = 1e-30
 BETA_FLOOR = 1e-30
@@ -71,7 +80,8 @@ _L2_EPS = 1e-6  # the kernels' l2norm: x * rsqrt(sum x^2 + eps)
 @dataclass(frozen=True)
 class _Kernel:
     family: Family
-    function: str  # the module-level function the layer calls
+    function: str  # the module-level function the layer calls; with hooked, the layer class whose parts are hooked
+    hooked: bool = False
 
 
 # model_type (config.model_type) -> the family of its linear layers and the kernel function its module calls
@@ -81,6 +91,7 @@ FAMILIES: dict[str, _Kernel] = {
     "olmo_hybrid": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "kimi_linear": _Kernel("kda", "chunk_kimi_delta_attention"),
     "nemotron_h": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "minimax": _Kernel("decay", "MiniMaxLightningAttention", hooked=True),
 }
 
 
@@ -124,6 +135,16 @@ def family_of(model_type: str) -> Family:
             f"model type {model_type!r} has no linear-attention layer this toolkit captures; supported: {known}"
         )
     return FAMILIES[model_type].family
+
+
+def linear_type(config: Any) -> str:
+    """The model type whose linear layers a ``transformers`` config's model runs: its own ``model_type``, or, for a
+    multimodal config whose own type is not captured, its ``text_config``'s where that one is (a Qwen3.5 checkpoint,
+    type ``qwen3_5``, runs a ``qwen3_5_text`` language model: ``AutoModelForCausalLM`` loads that model from it)."""
+    own = str(getattr(config, "model_type", ""))
+    text = getattr(config, "text_config", None)
+    inner = str(getattr(text, "model_type", "")) if text is not None else ""
+    return inner if own not in FAMILIES and inner in FAMILIES else own
 
 
 def _l2norm(x: torch.Tensor) -> torch.Tensor:
@@ -197,6 +218,65 @@ def _mamba2_layer(index: int, args: dict[str, Any], result: Any) -> Layer:
     )
 
 
+def _lightning_layer(mod: torch.nn.Module, qkv: torch.Tensor, out: torch.Tensor, state: torch.Tensor) -> Layer:
+    """MiniMax's lightning attention from what its parts saw: ``qkv`` the activation's output ``[1, T, H 3 dh]`` (each
+    head's q, k, v side by side, as the layer splits it), ``out`` the recurrence's output, the norm's input
+    ``[1, T, H dh]``, ``state`` the layer's returned ``K^T V`` ``[1, H, dh, dh]``; the gate ``exp(-slope_rate)`` per
+    head (a buffer), the same at every token."""
+    H, dh = int(mod.num_attention_heads), int(mod.head_dim)  # type: ignore[arg-type]  # ints on the layer
+    T = qkv.shape[1]
+    q, k, v = (_heads_first(x) for x in torch.split(qkv.reshape(1, T, H, 3 * dh), dh, dim=3))
+    slope = mod.slope_rate.float().reshape(H)  # type: ignore[operator]  # a [H, 1, 1] buffer
+    return Layer(
+        index=int(mod.layer_idx),  # type: ignore[arg-type]
+        family="decay",
+        q=q,
+        k=k,
+        v=v,
+        alpha=torch.exp(-slope)[:, None].expand(H, T).clamp_min(GATE_FLOOR).contiguous(),
+        beta=None,
+        out=_heads_first(out.reshape(1, T, H, dh)),
+        state=state[0].float(),
+    )
+
+
+@contextlib.contextmanager
+def _hooked(model: torch.nn.Module, cls: type, on_layer: Callable[[Layer], None]) -> Iterator[list[int]]:
+    """A layer that computes its recurrence inside its own ``forward`` (MiniMax's lightning attention): forward hooks on
+    its parts read what the recurrence receives (the activation's output) and returns (the norm's input, the layer's
+    second output), and hand the layer to ``on_layer`` as it returns; yields the layers seen."""
+    seen: list[int] = []
+    handles = []
+    for mod in model.modules():
+        if not isinstance(mod, cls):
+            continue
+        parts: dict[str, torch.Tensor] = {}
+
+        def act(_m: torch.nn.Module, _a: object, out: torch.Tensor, parts: dict[str, torch.Tensor] = parts) -> None:
+            parts["qkv"] = out
+
+        def norm(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], parts: dict[str, torch.Tensor] = parts) -> None:
+            parts["out"] = args[0]
+
+        def done(m: torch.nn.Module, _a: object, result: Any, parts: dict[str, torch.Tensor] = parts) -> None:
+            if result[1] is None:
+                raise CapacityError(f"layer {m.layer_idx}: the layer returned no final state")
+            layer = _lightning_layer(m, parts.pop("qkv"), parts.pop("out"), result[1])
+            seen.append(layer.index)
+            on_layer(layer)
+
+        handles += [
+            mod.act_fn.register_forward_hook(act),  # type: ignore[union-attr]  # the layer's own modules
+            mod.norm.register_forward_pre_hook(norm),  # type: ignore[union-attr]
+            mod.register_forward_hook(done),
+        ]
+    try:
+        yield seen
+    finally:
+        for h in handles:
+            h.remove()
+
+
 _ARGS = {
     "gated_delta": ("query", "key", "value", "g", "beta"),
     "kda": ("query", "key", "value", "g", "beta"),
@@ -212,16 +292,20 @@ def _require_transformers() -> None:
 @contextlib.contextmanager
 def _wrapped(model: torch.nn.Module, on_layer: Callable[[Layer], None]) -> Iterator[list[int]]:
     """Within the block, the model's kernel function hands each call to ``on_layer``; yields the layers seen."""
-    model_type = str(getattr(model.config, "model_type", ""))
+    model_type = linear_type(model.config)
     kernel = FAMILIES.get(model_type)
     if kernel is None:
         family_of(model_type)  # raises the one line
         raise AssertionError  # unreachable: family_of raised
     module = sys.modules[type(model).__module__]
     original = getattr(module, kernel.function, None)
-    if original is None:
+    if kernel.hooked and isinstance(original, type):
+        with _hooked(model, original, on_layer) as hooked:
+            yield hooked
+        return
+    if original is None or kernel.hooked:
         raise CapacityError(
-            f"{type(model).__module__} has no function {kernel.function}: this transformers version is not one the capture knows"
+            f"{type(model).__module__} has no {kernel.function}: this transformers version is not one the capture knows"
         )
     current: list[int] = []
     seen: list[int] = []
@@ -305,7 +389,53 @@ def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
     return num / den if den > 0 else num
 
 
-_MODE = {"gated_delta": "gated_delta", "kda": "kda", "mamba2": "decay"}
+_MODE = {"gated_delta": "gated_delta", "kda": "kda", "mamba2": "decay", "decay": "decay"}
+
+
+CHUNK = 64  # tokens per step of the chunked replay
+CHANNEL_CHUNK = 16  # for kda, whose per-channel decays make a [H, C, C, d] tensor per chunk (work ~ T C d)
+
+
+def _decays(logs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One chunk's log-gates ``[H, C]`` or ``[H, C, d]`` (float64, so that a cumulative sum of large negative logs keeps
+    its differences) -> float32 ``decay`` ``[H, C, C(, d)]`` (gamma_t / gamma_j for j <= t, 0 above), ``now``
+    (gamma_t) and ``end`` (gamma_C / gamma_j), ``[H, C(, d)]``, gamma the cumulative product of the chunk's gates."""
+    lg = logs.cumsum(dim=1)
+    C = lg.shape[1]
+    upper = torch.ones(C, C, dtype=torch.bool).triu(1)
+    diff = lg[:, :, None] - lg[:, None, :]
+    diff = diff.float().masked_fill(upper[:, :, None] if lg.ndim == 3 else upper, float("-inf"))
+    return diff.exp(), lg.exp().float(), (lg[:, -1:] - lg).exp().float()
+
+
+def _chunk(
+    S: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, logs: torch.Tensor, beta: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One chunk of C tokens, every head at once: the outputs ``[H, C, dv]`` and the state after it ``[H, d, dv]``.
+
+    Each token writes ``S_t = Diag(a_t) S_{t-1} + k_t^T w_t`` (a scalar gate, or one per key channel) with ``w_t = v_t``
+    (decay) or ``w_t = b_t (v_t - k_t Diag(a_t) S_{t-1})`` (the delta rules), so within the chunk
+    ``S_t = Diag(gamma_t) S_0 + sum_{j <= t} Diag(gamma_t / gamma_j) k_j^T w_j``: the delta rules' w solve one unit
+    lower-triangular system, and ``q_t S_t`` and the chunk's last state follow by products.
+    """
+    decay, now, end = _decays(logs)
+    if logs.ndim == 3:  # one gate per key channel (kda): sum over channels c of x_tc k_jc gamma_tc / gamma_jc
+        kd = k[:, None] * decay  # [H, C, C, d]
+        qk = (q[:, :, None] * kd).sum(-1)
+        kk = (k[:, :, None] * kd).sum(-1) if beta is not None else None
+        q_now, k_now, k_end, total = q * now, k * now, k * end, now[:, -1, :, None]
+    else:
+        qk = (q @ k.transpose(1, 2)) * decay
+        kk = (k @ k.transpose(1, 2)) * decay if beta is not None else None
+        q_now, k_now, k_end = q * now[..., None], k * now[..., None], k * end[..., None]
+        total = now[:, -1, None, None]
+    if beta is None:
+        w = v
+    else:
+        b = beta[..., None]
+        A = torch.eye(k.shape[1]) + (b * kk).tril(-1)  # type: ignore[operator]  # kk is computed where beta is given
+        w = torch.linalg.solve_triangular(A, b * (v - k_now @ S), upper=False, unitriangular=True)
+    return q_now @ S + qk @ w, total * S + k_end.transpose(1, 2) @ w
 
 
 def replay(
@@ -315,17 +445,29 @@ def replay(
     write: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The layer's outputs ``[H, T, dv]`` and final state ``[H, d, dv]`` recomputed from its captured inputs by the
-    toolkit's recurrence of its family (``capacity.kernels.reference``, the one-token oracle that ``kernels.update``
-    and the Triton kernels are held to, in float32, the state's heads as the batch), token by token: the output of
-    token t is ``q_t S_t`` after token t is written.
+    recurrence of its family, in float32, every head at once: the output of token t is ``q_t S_t`` after token t is
+    written.
 
-    ``state``: the initial state (zeros by default). ``write(S, t)``, when given, is applied to the state after
-    token t is written and returns the state the next token sees (how a server's rounding of the state enters).
+    Without ``write``, chunk by chunk (``CHUNK`` tokens, ``CHANNEL_CHUNK`` for kda: the recurrence unrolled over the chunk, see ``_chunk``);
+    with ``write(S, t)``, token by token by ``capacity.kernels.reference`` (the one-token oracle that
+    ``kernels.update`` and the Triton kernels are held to), ``write`` applied to the state after token t is written
+    and returning the state the next token sees (how a server's rounding of the state enters). Both give the same
+    numbers to float32's rounding (tests/inputs/test_capture.py).
+
+    ``state``: the initial state (zeros by default).
     """
     H, T, d = layer.k.shape
     dv = layer.v.shape[-1]
     S = torch.zeros(H, d, dv) if state is None else state.clone().float()
     out = torch.empty(H, T, dv)
+    if write is None:
+        logs = layer.alpha.double().log()
+        step = CHANNEL_CHUNK if logs.ndim == 3 else CHUNK
+        for t0 in range(0, T, step):
+            sl = slice(t0, t0 + step)
+            beta = None if layer.beta is None else layer.beta[:, sl]
+            out[:, sl], S = _chunk(S, layer.q[:, sl], layer.k[:, sl], layer.v[:, sl], logs[:, sl], beta)
+        return out, S
     mode = _MODE[layer.family]
     for t in range(T):
         S = reference.recurrence(
@@ -337,8 +479,7 @@ def replay(
             initial_state=S,
             normalize=False,
         )
-        if write is not None:
-            S = write(S, t)
+        S = write(S, t)
         out[:, t] = (layer.q[:, t : t + 1] @ S)[:, 0]
     return out, S
 
@@ -349,7 +490,8 @@ def tiny(
     """A random causal LM of ``model_type`` from its config class, float32, eval mode: ``layers`` layers (the first
     linear, the second full attention, alternating), hidden size ``hidden``, ``heads`` linear key heads of dimension
     ``head_dim`` (Qwen3-Next, Qwen3.5, OLMo-Hybrid: twice as many value heads, so grouped heads are exercised;
-    Nemotron-H: ``2 heads`` Mamba-2 heads in ``heads`` groups), vocabulary of 256 (bytes)."""
+    Nemotron-H: ``2 heads`` Mamba-2 heads in ``heads`` groups; MiniMax: ``heads`` heads, blocks of 16 tokens),
+    vocabulary of 256 (bytes)."""
     _require_transformers()
     family_of(model_type)
     import transformers
@@ -360,6 +502,7 @@ def tiny(
         "olmo_hybrid": "OlmoHybridConfig",
         "kimi_linear": "KimiLinearConfig",
         "nemotron_h": "NemotronHConfig",
+        "minimax": "MiniMaxConfig",
     }
     if getattr(transformers, names[model_type], None) is None:
         raise CapacityError(
@@ -417,6 +560,16 @@ def tiny(
             mlp_layer_types=["dense"] * layers,
         )
         cls = transformers.KimiLinearForCausalLM
+    elif model_type == "minimax":
+        config = transformers.MiniMaxConfig(
+            **common | {"num_attention_heads": heads},
+            head_dim=head_dim,
+            num_local_experts=2,
+            num_experts_per_tok=1,
+            layer_types=kinds,
+            block_size=16,
+        )
+        cls = transformers.MiniMaxForCausalLM
     else:  # nemotron_h
         config = transformers.NemotronHConfig(
             **common,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,6 +29,9 @@ from capacity.base._types import Device, Seed
 from capacity.base.registry import Registry
 from capacity.errors import CapacityError, user_code
 from capacity.theory import welch_bound
+
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import NDArray
 
 __all__ = ["make", "describe", "available", "family", "Family", "display_name", "display_names"]
 
@@ -342,21 +346,9 @@ def make(
         raise
 
 
-def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
-    """Orthogonality statistics of keys ``K`` ``[batch, n, d]`` (or ``[n, d]``), per batch item.
-
-    Rows are normalised first, so the statistics describe directions. Returns an xarray.Dataset
-    over ``batch`` with:
-
-    - ``mean_sq_coherence``: mean over pairs i != j of (k_i . k_j)^2 (1/d for random keys, T7);
-    - ``max_coherence``: max over pairs of |k_i . k_j|, next to ``welch_bound`` (T6), which it cannot beat;
-    - ``frame_potential_ratio``: ||K^T K||_F^2 / (n^2 / d), >= 1 always, = 1 iff a tight frame (T5);
-    - ``effective_rank``: participation ratio (tr K^T K)^2 / ||K^T K||_F^2 of the normalised keys.
-
-    >>> ds = describe(make("simplex", n=9, d=8))
-    >>> round(float(ds.max_coherence[0]), 6), round(float(ds.welch_bound), 6)
-    (0.125, 0.125)
-    """
+def statistics(K: torch.Tensor, *, block: int = 2048) -> dict[str, NDArray[np.float64]]:
+    """``describe``'s four statistics of keys ``K`` ``[batch, n, d]`` (or ``[n, d]``) as float64 arrays ``[batch]``,
+    without its Dataset: what a task's pass stores (``capacity.tasks.recall``)."""
     _validate.tensor("K", K, ndim=(2, 3))
     block = _validate.positive_int("block", block)
     if K.ndim == 2:
@@ -382,15 +374,33 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
         max_coh = torch.full((batch,), float("nan"), dtype=torch.float64)
     ratio = potential / (n * n / d)
     eff_rank = n * n / potential
+    names = ("mean_sq_coherence", "max_coherence", "frame_potential_ratio", "effective_rank")
+    return {name: t.cpu().numpy() for name, t in zip(names, (mean_sq, max_coh, ratio, eff_rank))}
 
-    def host(t: torch.Tensor) -> np.ndarray:
-        return t.cpu().numpy()
 
+def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
+    """Orthogonality statistics of keys ``K`` ``[batch, n, d]`` (or ``[n, d]``), per batch item.
+
+    Rows are normalised first, so the statistics describe directions. Returns an xarray.Dataset
+    over ``batch`` with:
+
+    - ``mean_sq_coherence``: mean over pairs i != j of (k_i . k_j)^2 (1/d for random keys, T7);
+    - ``max_coherence``: max over pairs of |k_i . k_j|, next to ``welch_bound`` (T6), which it cannot beat;
+    - ``frame_potential_ratio``: ||K^T K||_F^2 / (n^2 / d), >= 1 always, = 1 iff a tight frame (T5);
+    - ``effective_rank``: participation ratio (tr K^T K)^2 / ||K^T K||_F^2 of the normalised keys.
+
+    >>> ds = describe(make("simplex", n=9, d=8))
+    >>> round(float(ds.max_coherence[0]), 6), round(float(ds.welch_bound), 6)
+    (0.125, 0.125)
+    """
+    stats = statistics(K, block=block)  # checks K
+    n, d = K.shape[-2:]
+    batch = len(stats["mean_sq_coherence"])
     ds = xr.Dataset(
         {
             "mean_sq_coherence": (
                 "batch",
-                host(mean_sq),
+                stats["mean_sq_coherence"],
                 {
                     "long_name": "mean squared coherence",
                     "units": "1",
@@ -399,7 +409,7 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
             ),
             "max_coherence": (
                 "batch",
-                host(max_coh),
+                stats["max_coherence"],
                 {
                     "long_name": "max coherence",
                     "units": "1",
@@ -417,7 +427,7 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
             ),
             "frame_potential_ratio": (
                 "batch",
-                host(ratio),
+                stats["frame_potential_ratio"],
                 {
                     "long_name": "frame potential / (n^2/d)",
                     "units": "1",
@@ -426,7 +436,7 @@ def describe(K: torch.Tensor, *, block: int = 2048) -> xr.Dataset:
             ),
             "effective_rank": (
                 "batch",
-                host(eff_rank),
+                stats["effective_rank"],
                 {
                     "long_name": "effective rank",
                     "units": "dimensions",

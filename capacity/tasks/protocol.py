@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
@@ -246,8 +246,10 @@ class Task(abc.ABC, Generic[C]):
     settings class; ``per_point``: a point's numbers depend only on its cell, seed and n (points are stored and
     reused one by one; else a cell is measured and stored whole); ``key_axis``: the study's Dataset has a
     ``key_family`` dimension; ``grid_axes``: the grid axes beyond the common ones that this task takes (of
-    ``capacity.sweep.Grid``'s ``state_dtype``, ``rounding``, ``heads``, ``value_heads``). ``figures(ds)`` names the
-    figures drawn for its results."""
+    ``capacity.sweep.Grid``'s ``state_dtype``, ``rounding``, ``heads``, ``value_heads``); ``closed_forms``: the
+    function of ``capacity.theory`` each closed-form variable it stores is computed by (``theory`` evaluates them on
+    the grid; a figure reads the stored variable, or evaluates the function named here on a finer grid, never a
+    closed form of its own). ``figures(ds)`` names the figures drawn for its results."""
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -255,6 +257,7 @@ class Task(abc.ABC, Generic[C]):
     per_point: ClassVar[bool]
     key_axis: ClassVar[bool]
     grid_axes: ClassVar[tuple[str, ...]]
+    closed_forms: ClassVar[Mapping[str, Callable[..., Any]]] = {}  # stored variable -> its function of theory
     pass_per_n: ClassVar[bool] = (
         False  # a per-point task whose passes are long: one pass per n and seed (parallel, resumable)
     )

@@ -25,7 +25,8 @@ delta_product(steps, beta, alpha), dplr(w, eta), and those of 2025-2026: gdn2(al
 gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
 titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam), and the windows swa(window, scale) and
 hybrid(window, state, holds, combine), mom(memories, top, memory, shared), and the solvers
-mesa(lam, alpha, beta), gka(eta, iterations, alpha, beta) and omega(context, alpha, beta, feature), and lattice(beta) (docs/memories.md). The recurrent ones take a feature map
+mesa(lam, alpha, beta), gka(eta, iterations, alpha, beta) and omega(context, alpha, beta, feature), lattice(beta), and
+cyfa(slots, alpha, beta, delta, readout, scale) (docs/memories.md). The recurrent ones take a feature map
 (``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
 token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
@@ -349,6 +350,7 @@ def label(variant: object) -> str:
 
 
 def _register_builtins() -> None:
+    from capacity.variants.cyfa import CyFA
     from capacity.variants.delta import KDA, Delta, GatedDelta
     from capacity.variants.delta_product import DeltaProduct
     from capacity.variants.dplr import DPLR
@@ -506,6 +508,12 @@ def _register_builtins() -> None:
         Lattice,
         "s_i += beta k_i (v - proj_{s_i} v): each slot written only with the part of v orthogonal to it (Lattice)",
         display="Lattice (orthogonal update)",
+    )
+    register(
+        "cyfa",
+        CyFA,
+        "P relative-time key and value slots moved by a clock (Dirichlet-kernel shift), read by a softmax over the slots (CyFA)",
+        display="CyFA (cyclic flow attention)",
     )
 
 

@@ -15,7 +15,7 @@ import torch
 from capacity.base import _random
 from capacity.errors import CapacityError
 
-__all__ = ["TORCH_DTYPES", "DTYPES", "StoredState", "state_tensors"]
+__all__ = ["TORCH_DTYPES", "DTYPES", "StoredState", "state_tensors", "ulp"]
 
 TORCH_DTYPES = {
     "float32": torch.float32,
@@ -26,6 +26,17 @@ TORCH_DTYPES = {
 }
 DTYPES = tuple(TORCH_DTYPES)
 _BLOCK = 64  # tokens per seeded stream of stochastic-rounding draws
+
+
+def ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The spacing of the floating format ``dtype`` at each entry of ``x`` (float32, any shape): 2^(e - p + 1) for
+    |x| in [2^e, 2^(e + 1)), p the format's significand bits, and its subnormal spacing below the smallest normal."""
+    info = torch.finfo(dtype)
+    p = 1 - int(round(math.log2(float(info.eps))))
+    emin = int(round(math.log2(float(info.smallest_normal))))
+    _, e = torch.frexp(x)  # |x| = m 2^e, m in [1/2, 1): floor(log2 |x|) = e - 1
+    e = torch.where(x == 0, torch.full_like(e, emin + 1), e)  # zero: the subnormal spacing
+    return torch.ldexp(torch.ones_like(x), torch.clamp(e - 1, min=emin) - p + 1)
 
 
 @dataclass

@@ -1,16 +1,23 @@
-"""Integer state formats: int8 and int4 with symmetric scales, and error feedback (docs/precision.md, T21-T23).
+"""Scaled state formats: int8, int4 and fp8 with symmetric scales, and error feedback (docs/precision.md, T31-T33).
 
 ``precision.stored(memory, "int8/row+ef", rounding)`` stores any memory's state as servers quantise it: every
-floating tensor of the state is kept as whole numbers q in [-Q, Q] (Q = 127 for int8, 7 for int4) times a scale,
-one scale for each group of entries, the group's largest magnitude over Q (symmetric, no zero point), so the
-largest entry of a group is kept exactly. A state dtype is spelled ``int<bits>[/<scope>][+<feedback>]``:
+floating tensor of the state is kept as numbers q of a small format times a scale, one scale for each group of
+entries, the group's largest magnitude over Q (symmetric, no zero point), so the largest entry of a group is kept
+exactly. For ``int8`` / ``int4`` q is a whole number in [-Q, Q] (Q = 127, 7); for ``fp8`` q is a float8_e4m3fn
+number and Q the target the largest magnitude maps to (448, the format's largest, or ``@<T>``: SGLang's FP8 state
+pool takes amax / 240). A state dtype is spelled ``int<bits>[/<scope>][+<feedback>]`` or
+``fp8[/<scope>][@<T>][+<feedback>]``:
 
-- bits: ``int8`` or ``int4``;
+- element: ``int8``, ``int4``, or ``fp8`` (float8_e4m3fn; ``@<T>``: scale amax / T, T a float8_e4m3fn number up to
+  448, 448 by default);
 - scope (which entries share a scale; tensors are ``[B, ...]``, batch first, so a scale never spans batch items):
   none or ``/tensor``: one scale per batch item and tensor; ``/row``: one per row (every index but the last, the
   dv entries of a row of a ``[B, d, dv]`` state); ``/col``: one per column (every index but the second last: the
   d entries of a column; a tensor ``[B, m]`` has one column per item, so per tensor); ``/g<N>``: groups of N
-  consecutive entries along the last dimension (N must divide it);
+  consecutive entries along the last dimension (N must divide it); ``/c<N>``: N consecutive columns together (a
+  d x N tile of a ``[B, d, dv]`` state; N must divide the last dimension). Engines store a head's state as
+  ``[dv, d]`` (value rows, key columns): vLLM's scale per (head, dim) row is ``/col`` here, SGLang's per
+  (head, 32-row V-tile x K) is ``/c32``;
 - feedback: none; ``+ef``: error feedback, the quantisation error x - fl(x) kept in a float32 residual of the
   tensor's shape and added to the tensor before its next rounding (after the next write or chunk); ``+int4`` (or
   ``+int8``): the same residual stored itself in that integer format, with the same scope and scales of its own
@@ -18,7 +25,8 @@ largest entry of a group is kept exactly. A state dtype is spelled ``int<bits>[/
 
 The canonical label drops ``/tensor`` (``"int8/tensor"`` is ``"int8"``). Rounding follows ``rounding`` as for the
 float formats (``step``, ``chunk=C``, ``final``; ``+stochastic``: q = floor(x / scale + U), U uniform on [0, 1)
-from the same seeded streams). Under ``final`` the state is rounded once for each read and nothing is fed back.
+from the same seeded streams; fp8: x / scale goes up to its next float8_e4m3fn neighbour with probability its
+distance from the lower one over their spacing). Under ``final`` the state is rounded once for each read and nothing is fed back.
 The scales are float32 numbers (4 bytes each); ``nbytes`` counts the integers (bits / 8 a number, rounded up
 per tensor), the scales and the residual (4 bytes a number for ``+ef``, its integers and scales for ``+int4``).
 A residual follows its tensor by position in the state; a tensor that grows keeps its residual in the old
@@ -33,6 +41,10 @@ positions (zero in the new ones), one whose shape changes otherwise restarts it 
 tensor([ 1.0000, -0.5714,  0.2857,  0.0000])
 >>> quantise.nbytes(quantise.parse("int8/row+int4"), [(32, 32)])  # 1024 + 32*4 + 512 + 32*4
 1792
+>>> spec = quantise.parse("fp8/c2@240"); spec.label, spec.qmax, spec.scales((4, 8))  # d x 2 tiles of a 4 x 8 state
+('fp8/c2@240', 240.0, 4)
+>>> quantise.quantise(x, "fp8/row")[0, 0]  # scale 1/448: -0.6 * 448 = -268.8 -> -256 (spacing 32 above 256)
+tensor([ 1.0000, -0.5714,  0.2500,  0.0000])
 """
 
 from __future__ import annotations
@@ -46,36 +58,52 @@ from typing import cast
 import torch
 
 from capacity.errors import CapacityError
-from capacity.variants._rounding import _Rounder, _seeds
+from capacity.variants._rounding import _Rounder, _seeds, ulp
 
 __all__ = ["Spec", "parse", "is_quantised", "quantise", "nbytes", "Quantiser", "SPELLING"]
 
 SPELLING = (
-    "int8 or int4, optionally /row, /col, /tensor or /g<N> (a group of N entries along the last dimension), "
+    "int8, int4 or fp8, optionally /row, /col, /tensor, /g<N> (a group of N entries along the last dimension) or "
+    "/c<N> (N consecutive columns), for fp8 optionally @<T> (scale amax / T, T a float8_e4m3fn number up to 448), "
     "optionally +ef (a float32 residual fed back) or +int4 / +int8 (the residual stored in that format)"
 )
-_PATTERN = re.compile(r"^int(?P<bits>\d+)(?:/(?P<scope>[a-z0-9]+))?(?:\+(?P<fb>[a-z0-9]+))?$")
+_PATTERN = re.compile(
+    r"^(?:int(?P<bits>\d+)|(?P<fp8>fp8))(?:/(?P<scope>[a-z0-9]+))?(?:@(?P<target>[0-9.e+]+))?(?:\+(?P<fb>[a-z0-9]+))?$"
+)
 _SCALE_BYTES = 4  # scales are float32 numbers
+FP8 = torch.float8_e4m3fn  # the fp8 element format
+FP8_MAX = float(torch.finfo(FP8).max)  # 448
 
 
 @dataclass(frozen=True)
 class Spec:
-    """An integer state format: ``bits`` 8 | 4, ``scope`` tensor | row | col | group (``group`` N), ``feedback``
-    None | "ef" | "int8" | "int4"."""
+    """A scaled state format: ``bits`` 8 | 4 (integers; 8 for fp8), ``scope`` tensor | row | col | group (``group``
+    N entries of a row) | cols (``group`` N columns), ``feedback`` None | "ef" | "int8" | "int4", ``fp8``
+    (float8_e4m3fn numbers, the scale amax / ``target``: 448 when None)."""
 
     bits: int
     scope: str = "tensor"
     group: int | None = None
     feedback: str | None = None
+    fp8: bool = False
+    target: float | None = None
 
     @property
-    def qmax(self) -> int:
-        """Q = 2^(bits - 1) - 1: the whole numbers kept are -Q .. Q (127 for int8, 7 for int4)."""
+    def qmax(self) -> float:
+        """Q, the number a group's largest magnitude is stored as: 2^(bits - 1) - 1 for integers (the whole
+        numbers kept are -Q .. Q: 127 int8, 7 int4); for fp8 the target (448 unless ``@T``)."""
+        if self.fp8:
+            return FP8_MAX if self.target is None else self.target
         return (1 << (self.bits - 1)) - 1
 
     @property
     def label(self) -> str:
-        scope = {"tensor": "", "row": "/row", "col": "/col"}.get(self.scope, f"/g{self.group}")
+        scope = {"tensor": "", "row": "/row", "col": "/col", "cols": f"/c{self.group}"}.get(
+            self.scope, f"/g{self.group}"
+        )
+        if self.fp8:
+            at = "" if self.target is None else f"@{self.target:g}"
+            return f"fp8{scope}{at}" + (f"+{self.feedback}" if self.feedback else "")
         return f"int{self.bits}{scope}" + (f"+{self.feedback}" if self.feedback else "")
 
     @property
@@ -97,8 +125,10 @@ class Spec:
             return numel // shape[-1]
         if self.scope == "col":
             return numel // shape[-2] if len(shape) >= 2 else 1
-        group = cast(int, self.group)  # scope group: its size is set
-        _group_fits(group, shape)
+        group = cast(int, self.group)  # scope group or cols: its size is set
+        _group_fits(group, shape, self.label)
+        if self.scope == "cols":
+            return numel // (shape[-2] * group) if len(shape) >= 2 else 1
         return numel // group
 
     def __str__(self) -> str:
@@ -106,38 +136,53 @@ class Spec:
 
 
 def is_quantised(name: object) -> bool:
-    """Whether ``name`` is spelled as an integer format (``int...``), valid or not."""
-    return isinstance(name, str) and name.strip().startswith("int")
+    """Whether ``name`` is spelled as a scaled format (``int...`` or ``fp8...``), valid or not."""
+    return isinstance(name, str) and name.strip().startswith(("int", "fp8"))
 
 
 def parse(name: object) -> Spec:
-    """A Spec from its spelling (``"int8"``, ``"int8/row"``, ``"int4/col+ef"``, ``"int8/g32+int4"``, a Spec)."""
+    """A Spec from its spelling (``"int8"``, ``"int8/row"``, ``"int4/col+ef"``, ``"int8/g32+int4"``, ``"fp8/col"``,
+    ``"fp8/c32@240"``, a Spec)."""
     if isinstance(name, Spec):
         return name
-    bad = CapacityError(f"an integer state_dtype must be {SPELLING}; got {name!r}")
+    bad = CapacityError(f"a scaled state_dtype must be {SPELLING}; got {name!r}")
     if not isinstance(name, str):
         raise bad
     m = _PATTERN.match(name.strip().replace(" ", ""))
-    if m is None or m["bits"] not in ("8", "4"):
+    fp8 = m is not None and m["fp8"] is not None
+    if m is None or (not fp8 and m["bits"] not in ("8", "4")) or (m["target"] is not None and not fp8):
         raise bad
     scope, group = m["scope"] or "tensor", None
-    if scope.startswith("g"):
+    if scope[:1] in ("g", "c") and scope != "col":
         if not scope[1:].isdigit() or int(scope[1:]) < 1:
             raise bad
-        scope, group = "group", int(scope[1:])
+        scope, group = {"g": "group", "c": "cols"}[scope[0]], int(scope[1:])
     elif scope not in ("tensor", "row", "col"):
         raise bad
     fb = m["fb"]
     if fb is not None and fb not in ("ef", "int8", "int4"):
         raise bad
-    return Spec(int(m["bits"]), scope, group, fb)
+    target = None
+    if m["target"] is not None:
+        try:
+            target = float(m["target"])
+        except ValueError:
+            raise bad from None
+        exact = float(torch.tensor(target).to(FP8).float()) == target
+        if not (0 < target <= FP8_MAX and exact):
+            raise CapacityError(
+                f"fp8 scale target @{m['target']}: T must be a float8_e4m3fn number in (0, 448] (240, 448, ...), so "
+                "that a group's largest entry is kept exactly"
+            )
+        target = None if target == FP8_MAX else target
+    return Spec(8 if fp8 else int(m["bits"]), scope, group, fb, fp8, target)
 
 
-def _group_fits(group: int, shape: Sequence[int]) -> None:
+def _group_fits(group: int, shape: Sequence[int], label: str) -> None:
     last = int(shape[-1]) if len(shape) else 1
     if last % group:
         raise CapacityError(
-            f"int state scope /g{group}: the group size must divide the last dimension of every state tensor, "
+            f"{label} state: the group size {group} must divide the last dimension of every state tensor, "
             f"which is {last} here"
         )
 
@@ -159,27 +204,33 @@ def _grouped(t: torch.Tensor, spec: Spec) -> tuple[torch.Tensor, Callable[[torch
         moved = t.transpose(-1, -2)
         mshape = moved.shape
         return moved.reshape(-1, mshape[-1]), lambda x: x.reshape(mshape).transpose(-1, -2)
-    group = cast(int, spec.group)  # scope group: its size is set
-    _group_fits(group, shape[1:])
+    group = cast(int, spec.group)  # scope group or cols: its size is set
+    _group_fits(group, shape[1:], spec.label)
+    if spec.scope == "cols":  # [..., r, c] -> [..., c / N, r, N]: each d x N tile one group
+        tiles = t.reshape(*shape[:-1], shape[-1] // group, group).transpose(-2, -3)
+        tshape = tiles.shape
+        return tiles.reshape(-1, shape[-2] * group), lambda x: x.reshape(tshape).transpose(-2, -3).reshape(shape)
     return t.reshape(-1, group), lambda x: x.reshape(shape)
 
 
 def quantise(x: torch.Tensor, spec: Spec | str, uniform: torch.Tensor | None = None) -> torch.Tensor:
-    """``x`` [B, ...] rounded to the integer format ``spec`` (feedback aside): q scale with scale the group's
+    """``x`` [B, ...] rounded to the scaled format ``spec`` (feedback aside): q scale with scale the group's
     largest magnitude over Q and q = round(x / scale) (half to even), or floor(x / scale + uniform) for stochastic
-    rounding (``uniform``: U[0, 1) draws of x's shape). A group of zeros stays zero; non-finite entries make
-    their group's scale non-finite (NaN out). Returns a new float32 tensor of x's shape."""
+    rounding (``uniform``: U[0, 1) draws of x's shape); fp8: q = x / scale rounded to float8_e4m3fn (to nearest
+    even, or stochastically: floor(y / ulp + uniform) ulp, ulp the spacing at y). A group of zeros stays zero;
+    non-finite entries make their group's scale non-finite (NaN out). Returns a new float32 tensor of x's shape."""
     spec = parse(spec)
     xf = x.float()
     g, back = _grouped(xf, spec)
     scale = g.abs().amax(-1, keepdim=True) / spec.qmax  # [G, 1]
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))
-    y = g / safe
+    y = (g / safe).clamp_(-spec.qmax, spec.qmax)  # the largest entry at Q (one last bit of division aside)
+    step = ulp(y, FP8) if spec.fp8 else torch.ones_like(y)
     if uniform is None:
-        q = torch.round(y)
+        q = y.to(FP8).float() if spec.fp8 else torch.round(y)
     else:
         u, _ = _grouped(uniform.to(xf.device, torch.float32), spec)
-        q = torch.floor(y + u)
+        q = torch.floor(y / step + u) * step
     q = q.clamp_(-spec.qmax, spec.qmax)
     return back(q * scale)
 

@@ -19,7 +19,7 @@ pytest.importorskip(
     "transformers", reason="capturing a model needs the extra: pip install 'linear-attention-capacity[models]'"
 )
 
-TYPES = ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "kimi_linear", "nemotron_h"]
+TYPES = ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "kimi_linear", "nemotron_h", "minimax"]
 T = 70  # over one 64-token chunk of the kernels, so their chunking is exercised
 
 
@@ -46,6 +46,8 @@ def captured(request):
 
 
 def _cached(output, layer):
+    if layer.family == "decay":  # MiniMax's cache keeps K^T V per layer
+        return output.cache.get_linear_cache(layer.index)[0].float()
     S = output.cache.get_recurrent_state(layer.index, state_idx=0)[0].float()
     return S.transpose(-1, -2) if layer.family == "mamba2" else S  # Mamba-2 keeps [P, N]: rows are the value
 
@@ -63,18 +65,50 @@ def test_replay_reproduces_outputs_and_cached_state(captured):
     assert float(layer.out.norm()) > 0 and float(S.norm()) > 0
 
 
+def test_the_chunked_replay_is_the_token_by_token_oracle(captured):
+    """``replay`` without ``write`` runs chunk by chunk; with one, token by token through ``kernels.reference``: the
+    same outputs and state (T = 70 spans two 64-token chunks, and five of KDA's 16), on the captured stream."""
+    _, _, (layer,), _ = captured
+    out, S = capture.replay(layer)
+    oracle_out, oracle_S = capture.replay(layer, write=lambda S, t: S)
+    assert capture.rel_rms(out, oracle_out) <= 1e-6
+    assert capture.rel_rms(S, oracle_S) <= 1e-6
+
+
+def test_the_chunked_replay_keeps_gates_that_underflow():
+    """A head that forgets all at once (a gate of GATE_FLOOR, log -69) then keeps its state (gates near 1): the
+    chunk's cumulative log-gates are large, and the decays between the later tokens must still be exact."""
+    g = torch.Generator().manual_seed(0)
+    H, T, d = 2, 40, 8
+    k = torch.nn.functional.normalize(torch.randn(H, T, d, generator=g), dim=-1)
+    alpha = 1 - 1e-3 * torch.rand(H, T, generator=g)
+    alpha[:, 1:4] = capture.GATE_FLOOR
+    for family, gate in (("gated_delta", alpha), ("kda", alpha[..., None].expand(H, T, d).contiguous())):
+        v, beta = torch.randn(H, T, d, generator=g), torch.rand(H, T, generator=g)
+        layer = capture.Layer(0, family, k, k, v, gate, beta, torch.zeros(H, T, d), torch.zeros(H, d, d))
+        out, S = capture.replay(layer)
+        oracle_out, oracle_S = capture.replay(layer, write=lambda S, t: S)
+        assert capture.rel_rms(out, oracle_out) <= 1e-6
+        assert capture.rel_rms(S, oracle_S) <= 1e-6
+
+
 def _log_gate_as_gate(layer):
     return dataclasses.replace(layer, alpha=(-layer.alpha.log()).clamp(capture.GATE_FLOOR, 1.0))
 
 
 def _beta_twice(layer):
+    if layer.family == "decay":  # MiniMax writes k^T v unscaled: its gate applied twice instead
+        return dataclasses.replace(layer, alpha=layer.alpha**2)
     if layer.beta is None:  # Mamba-2's write scale dt, already in v: apply it again
         return dataclasses.replace(layer, v=layer.v * layer.dt[..., None])
     return dataclasses.replace(layer, beta=layer.beta**2)
 
 
 def _heads_tiled(layer):
-    """Key head j serving value heads j, j + h, ... (repeat, not repeat_interleave)."""
+    """Key head j serving value heads j, j + h, ... (repeat, not repeat_interleave); MiniMax, whose heads are not
+    grouped: the per-head gates (its slope rates) given to the heads in the other order."""
+    if layer.family == "decay":
+        return dataclasses.replace(layer, alpha=layer.alpha.flip(0))
     return dataclasses.replace(layer, q=layer.q[::2].repeat(2, 1, 1), k=layer.k[::2].repeat(2, 1, 1))
 
 
@@ -104,6 +138,27 @@ def test_the_proof_adds_mamba2s_skip_back():
 def test_a_model_without_a_captured_family_is_one_line():
     with pytest.raises(CapacityError, match=r"model type 'llama' has no linear-attention layer.*qwen3_next"):
         capture.family_of("llama")
+
+
+def test_the_linear_type_of_a_multimodal_config_is_its_text_models():
+    from types import SimpleNamespace as C
+
+    assert capture.linear_type(C(model_type="qwen3_5", text_config=C(model_type="qwen3_5_text"))) == "qwen3_5_text"
+    assert capture.linear_type(C(model_type="qwen3_next")) == "qwen3_next"
+    assert capture.linear_type(C(model_type="llava", text_config=C(model_type="llama"))) == "llava"
+    with pytest.raises(CapacityError, match=r"^model type 'qwen3_5' has no linear-attention layer.*qwen3_5_text"):
+        capture.family_of("qwen3_5")  # its text model is, once the config says so
+
+
+def test_minimax_lightning_attention_is_read_by_hooks_on_its_parts():
+    """MiniMax has no kernel function: its capture comes from hooks on the layer's activation and norm. Its gates are
+    the layer's exp(-slope_rate), one per head, at every token; its state is the cache's ``get_linear_cache``."""
+    model = capture.tiny("minimax", seed=1)
+    (layer,), output = capture.collect(model, torch.randint(0, 256, (1, T), generator=torch.Generator().manual_seed(2)))
+    slope = model.model.layers[0].self_attn.slope_rate.reshape(-1)
+    torch.testing.assert_close(layer.alpha, torch.exp(-slope)[:, None].expand(-1, T))
+    assert layer.beta is None and layer.family == "decay"
+    assert capture.rel_rms(capture.replay(layer)[1], output.cache.get_linear_cache(0)[0]) <= 1e-5
 
 
 def test_a_transformers_without_the_family_is_one_line(monkeypatch):

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 import torch
-from capacity.kernels import reference, triton_read, triton_update
+from capacity.kernels import reference, triton_update
 
 from capacity import kernels
 
@@ -189,74 +189,21 @@ def test_update_zero_key_and_empty_chunk():
     assert torch.equal(state, before)
 
 
-def read_case(B, m, d, dv, dtype=torch.float32, *, seed=0, normalize=True, device="cpu"):
-    g = torch.Generator().manual_seed(seed)
-    S = torch.randn(B, d, dv, generator=g).to(device)
-    q = torch.randn(B, m, d, generator=g).to(dtype).to(device)
-    t = torch.randn(B, m, dv, generator=g).to(dtype).to(device)
-    t[0, 0] = 0.0  # a zero target: signal and cosine are 0 by the clamps, as in the reference
-    want = reference.read_error(S.cpu(), q.cpu(), t.cpu(), normalize=normalize)
-    out = tuple(torch.full((B, m), NAN, device=device) for _ in range(3))  # unwritten entries would show
-    got = triton_read.read_error(S, q, t, normalize=normalize, out=out)
-    for name in ("sq_error", "signal", "cosine"):
-        assert got[name] is out[("sq_error", "signal", "cosine").index(name)]
-        x = got[name].cpu()
-        assert torch.isfinite(x).all(), f"read_error {name}: unwritten or non-finite entries"
-        scale = want[name].abs().max().clamp_min(1e-30)
-        err = float((x - want[name]).abs().max() / scale)
-        assert err <= TOL[torch.float32], (
-            f"read_error {name} B={B} m={m} d={d} dv={dv} {dtype}: error {err:.3g} x scale"
-        )
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("d, dv", SHAPES)
-def test_read_error_all_shapes(d, dv):
-    read_case(2, 37, d, dv, seed=d)
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: str(t).replace("torch.", ""))
-@pytest.mark.parametrize("normalize", [True, False])
-def test_read_error_dtypes(dtype, normalize):
-    read_case(1, 5, 33, 70, dtype, seed=11, normalize=normalize)
-
-
-@pytest.mark.slow
-def test_read_error_many_states():
-    read_case(
-        97, 2, 3, 2, seed=12
-    )  # 97 states in one launch (1024 under the interpreter: the same property, 10x the time)
-
-
-def test_read_error_public_dispatch_and_strides():
-    g = torch.Generator().manual_seed(13)
-    S = torch.randn(3, 20, 9, generator=g).transpose(1, 2).contiguous().transpose(1, 2)  # column-major state
-    q = torch.randn(3, 40, 20, generator=g)[:, ::2]  # every other query
-    t = torch.randn(3, 20, 9, generator=g)
-    got = kernels.read_error(S, q, t, backend="triton")
-    want = kernels.read_error(S, q, t, backend="torch")
-    for name in want:
-        assert (got[name] - want[name]).abs().max() <= 1e-5 * want[name].abs().max()
-
-
 # ------------------------------------------------------------------ backend rules
 
 
 def test_auto_backend_on_cpu_is_torch_and_interpret_env_selects_triton(monkeypatch):
     calls = []
     monkeypatch.setattr(triton_update, "update", lambda *a, **kw: calls.append("update"))
-    monkeypatch.setattr(triton_read, "read_error", lambda *a, **kw: calls.append("read") or {})
     state, k, v, _ = make("linear", 1, 3, 4, 4)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     kernels.update(state, k, v, mode="linear")
-    kernels.read_error(state, k, v[:, :, :4])
     assert calls == []
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     kernels.update(state, k, v, mode="linear")
-    kernels.read_error(state, k, v[:, :, :4])
-    assert calls == ["update", "read"]
+    assert calls == ["update"]
     kernels.update(state, k, v, mode="linear", backend="torch")
-    assert calls == ["update", "read"]
+    assert calls == ["update"]
 
 
 def _language_attributes():
@@ -281,7 +228,6 @@ def test_interpreter_leaves_no_trace():
     env = os.environ.get("TRITON_INTERPRET")
     before = _language_attributes()
     run_case("kda", 1, 3, 16, 8)
-    read_case(1, 3, 16, 8)
     after = _language_attributes()
     assert os.environ.get("TRITON_INTERPRET") == env
     assert knobs.runtime.interpret is (env == "1")
@@ -343,26 +289,10 @@ def test_gpu_update_strided_views_padding_untouched():
 
 
 @pytest.mark.requires_cuda
-@pytest.mark.parametrize("d, dv", SHAPES + [(256, 256)])
-def test_gpu_read_error(d, dv):
-    read_case(3, 77, d, dv, seed=d, device="cuda")
-    read_case(2, 20, d, dv, seed=d, normalize=False, device="cuda")
-
-
-@pytest.mark.requires_cuda
-@pytest.mark.parametrize("dtype", DTYPES[1:], ids=lambda t: str(t).replace("torch.", ""))
-def test_gpu_read_error_16bit_and_many_states(dtype):
-    read_case(3, 77, 100, 64, dtype, seed=20, device="cuda")
-    read_case(20_000, 3, 4, 5, dtype, seed=21, device="cuda")
-
-
-@pytest.mark.requires_cuda
 def test_gpu_compiled_after_interpreted_in_one_process():
     """An interpreted launch (CPU tensors) does not disturb compiled launches that follow it."""
     run_case("delta", 1, 3, 16, 8)
     run_case("delta", 2, 30, 64, 48, device="cuda")
-    read_case(1, 3, 16, 8)
-    read_case(2, 30, 64, 48, device="cuda")
 
 
 @pytest.mark.requires_cuda

@@ -122,22 +122,6 @@ def test_reference_delta_t12_exact_recall():
     assert (Q @ S - v).abs().max() < 1e-5
 
 
-def test_reference_read_error_brute_force():
-    g = torch.Generator().manual_seed(6)
-    S = torch.randn(2, 6, 5, generator=g)
-    q = torch.randn(2, 4, 6, generator=g) * 3
-    t = torch.randn(2, 4, 5, generator=g)
-    got = reference.read_error(S, q, t)
-    for b in range(2):
-        for i in range(4):
-            qn = q[b, i].double() / q[b, i].double().norm()
-            r = qn @ S[b].double()
-            tv = t[b, i].double()
-            assert abs(got["sq_error"][b, i] - ((r - tv) ** 2).sum()) < 1e-5 * (1 + ((r - tv) ** 2).sum())
-            assert abs(got["signal"][b, i] - (r @ tv) / (tv @ tv)) < 1e-5
-            assert abs(got["cosine"][b, i] - (r @ tv) / (r.norm() * tv.norm())) < 1e-5
-
-
 def test_update_torch_backend_in_place_equals_reference():
     """The torch backend (the chunked forms) updates in place and agrees with the oracle to float32 rounding."""
     k, v, s0, beta, _, _ = _inputs(7)
@@ -242,8 +226,6 @@ def test_triton_backend_rejects_dims_above_256():
             beta=1.0,
             backend="triton",
         )
-    with pytest.raises(CapacityError, match="up to 256"):
-        kernels.read_error(torch.zeros(1, 257, 4), torch.randn(1, 2, 257), torch.randn(1, 2, 4), backend="triton")
     # the torch backend takes any size
     S = kernels.update(torch.zeros(1, 257, 4), k, v, mode="linear", backend="torch")
     assert S.abs().sum() > 0
@@ -252,25 +234,15 @@ def test_triton_backend_rejects_dims_above_256():
 @pytest.mark.parametrize(
     "case, match",
     [
-        (lambda s, q, t: (s, q[:, :, :5], t), "shapes do not match"),
-        (lambda s, q, t: (s, q, t[:, :2]), "shapes do not match"),
-        (lambda s, q, t: (s, q, t[:, :, :3]), "shapes do not match"),
-        (lambda s, q, t: (s.double(), q, t), "state must be float32"),
-        (lambda s, q, t: (s, q.long(), t), "q must be"),
-        (lambda s, q, t: (s, q, t.double()), "target must be"),
-        (lambda s, q, t: (s, q, t.to("meta")), "one device"),
-        (lambda s, q, t: (s, q[0], t), "3 dimensions"),
+        (lambda s, q: (s, q[:, :, :5]), "shapes do not match"),
+        (lambda s, q: (s, q[:1]), "shapes do not match"),
+        (lambda s, q: (s.double(), q), "state must be float32"),
+        (lambda s, q: (s, q.long()), "q must be"),
+        (lambda s, q: (s, q.to("meta")), "one device"),
+        (lambda s, q: (s.to("meta"), q.to("meta")), "meta tensor"),
+        (lambda s, q: (s, q[0]), "3 dimensions"),
     ],
 )
-@pytest.mark.parametrize("backend", ["torch", "triton"])
-def test_read_error_bad_input_raises(case, match, backend):
-    s, q, t = torch.zeros(2, 8, 4), torch.randn(2, 3, 8), torch.randn(2, 3, 4)
+def test_read_bad_input_raises(case, match):
     with pytest.raises(CapacityError, match=match):
-        kernels.read_error(*case(s, q, t), backend=backend)
-
-
-def test_read_bad_input_raises():
-    with pytest.raises(CapacityError, match="shapes do not match"):
-        kernels.read(torch.zeros(2, 8, 4), torch.randn(2, 3, 7))
-    with pytest.raises(CapacityError, match="state must be float32"):
-        kernels.read(torch.zeros(2, 8, 4, dtype=torch.float64), torch.randn(2, 3, 8))
+        kernels.read(*case(torch.zeros(2, 8, 4), torch.randn(2, 3, 8)))

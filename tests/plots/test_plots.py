@@ -646,3 +646,70 @@ def test_only_draws_the_named_figures_and_refuses_one_that_does_not_fit(cvd, tmp
     cvd.to_netcdf(path)
     written = render.render_path(path, tmp_path / "figs", only=["capacity"])
     assert sorted(p.name for p in written) == sorted(f"{s}{ext}" for s, _ in chosen for ext in (".png", ".pdf"))
+
+
+# ---------------------------------------------------------------- closed forms: read, or the task's function
+
+
+@pytest.fixture(scope="module")
+def mqards(tmp_path_factory):
+    sets = ["variant=linear,delta(beta=1.0)", "d=8", "n=4,8,16", "seed=0", "vocab=32", "overwrite=0,0.5"]
+    return _study("mqar", sets, tmp_path_factory)
+
+
+def test_no_figure_computes_a_stored_closed_form_again(var, cvd, billds, mqards, monkeypatch):
+    """Every function a task stores a closed-form variable by (``Task.closed_forms``) refuses to run when a figure
+    reaches it through ``capacity.theory``: figures read the stored variable, or call the task's function."""
+    from capacity import tasks
+
+    stored = {fn for task in tasks.TASKS.values() for fn in task.closed_forms.values()}
+    refused = [name for name in theory.__all__ if getattr(theory, name) in stored]
+    assert {"argmax_recall", "rank_bound", "bill", "vocab_argmax_recall"} <= set(refused)
+
+    def refuse(name):
+        def called(*args, **kwargs):
+            raise AssertionError(f"a figure computed theory.{name} again")
+
+        return called
+
+    for name in refused:
+        monkeypatch.setattr(theory, name, refuse(name))
+    drawn = [stem for ds in (var, cvd, billds, mqards) for stem, _ in plots.figures(ds)]
+    assert [s.rpartition("_")[2] for s in drawn] == ["variants", "error-vs-load", "capacity", "bill", "mqar"]
+
+
+def test_a_figure_draws_what_is_stored(billds):
+    """The bill figure's T13 lines are the stored variables: doubled there, doubled in the figure (break-evens too)."""
+    t13 = ("softmax_cache", "linear_state", "softmax_decode_flops", "linear_decode_flops")
+    edited = billds.assign({name: billds[name] * (2.0 if name.startswith("softmax") else 1.0) for name in t13})
+    cache, decode, twin = bill(edited).axes[:3]
+    lines = {**theory_lines(cache), **theory_lines(twin)}
+    for name in t13:
+        np.testing.assert_array_equal(xy(lines[f"T13:{name}"])[1], edited[name].sel(d=16).values)
+    even = [line for line in cache.get_lines() if line.get_gid() == "marker:break-even:cache"][0]
+    assert list(even.get_xdata()) == [theory.break_even_n(16, 16) / 2] * 2  # softmax's line twice as steep
+    even = [line for line in decode.get_lines() if line.get_gid() == "marker:break-even:flops"][0]
+    assert list(even.get_xdata()) == [theory.break_even_n(16, 16, measure="flops") / 2] * 2
+
+
+def test_a_figure_on_a_finer_grid_calls_the_function_the_task_names(var, mqards, monkeypatch):
+    """Where a figure draws a stored closed form on a finer grid, its line follows the task's function."""
+    from capacity.tasks.mqar.task import MqarTask
+    from capacity.tasks.recall.task import RecallTask
+
+    half = lambda fn: lambda *args: 0.5 * np.asarray(fn(*args))
+    recall = {
+        **RecallTask.closed_forms,
+        **{k: half(RecallTask.closed_forms[k]) for k in ("argmax_recall_pred", "rank_bound")},
+    }
+    monkeypatch.setattr(RecallTask, "closed_forms", recall)
+    monkeypatch.setattr(MqarTask, "closed_forms", {"accuracy_pred": half(MqarTask.closed_forms["accuracy_pred"])})
+    fig = variant_curves(var)
+    err, rec = fig.axes[:2]
+    x, y = xy(theory_lines(rec)["T10"])
+    np.testing.assert_allclose(y, 0.5 * theory.argmax_recall(16 * x, 16, 16), **EXACT)
+    x, y = xy(theory_lines(err)["T8"])
+    np.testing.assert_allclose(y, 0.5 * theory.rank_bound(16 * x, 16), **EXACT)
+    ((_, mqar_fig),) = plots.figures(mqards)
+    x, y = xy(theory_lines(mqar_fig.axes[0])["T10"])
+    np.testing.assert_allclose(y, 0.5 * theory.vocab_argmax_recall(x, 8, 8, 32), **EXACT)

@@ -160,6 +160,56 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, frag
     assert not out.exists() or not any(out.rglob("*.nc"))
 
 
+def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_path):
+    """A Qwen3.5 checkpoint (model type qwen3_5: a vision tower and a qwen3_5_text language model) is loaded as its
+    language model, whose Gated DeltaNet layers are captured and proved; the multimodal model itself, given text, is
+    captured the same way, to the same keys."""
+    import transformers
+
+    text = {"vocab_size": 256, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "layer_types": ["linear_attention", "full_attention"], "pad_token_id": 0}  # fmt: skip
+    vision = {"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32}
+    torch.manual_seed(4)
+    full = transformers.Qwen3_5ForConditionalGeneration(
+        transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+    ).eval()
+    assert full.config.model_type == "qwen3_5"
+    full.save_pretrained(tmp_path / "qwen35")
+    source.check(str(tmp_path / "qwen35"))
+    loaded = source.load(str(tmp_path / "qwen35"), None)
+    assert loaded.family == "gated_delta" and loaded.model.config.model_type == "qwen3_5_text"
+    ids = loaded.ids[:, :70]
+    (layer,), output = capture.collect(loaded.model, ids)
+    assert capture.proof(layer) <= 1e-5
+    cached = output.cache.get_recurrent_state(0, state_idx=0)[0].float()
+    assert capture.rel_rms(capture.replay(layer)[1], cached) <= 1e-5
+    (direct,), _ = capture.collect(full, ids)
+    assert capture.proof(direct) <= 1e-5
+    torch.testing.assert_close(direct.k, layer.k)
+
+
+def test_minimax_heads_are_measured_as_a_decay_memory():
+    """A random MiniMax's lightning heads through the task's measurements: the closed form is T22 at each head's
+    own gate exp(-slope_rate) (its keys are not unit, so reads are divided by ||k||^2 as for Mamba-2)."""
+    from capacity import theory
+    from capacity.tasks.model import heads
+
+    loaded = source.load("random:minimax", None)
+    assert loaded.family == "decay"
+    (layer,), _ = capture.collect(loaded.model, loaded.ids[:, :N])
+    got = heads.recall(layer, (0, 1, 4, 16), 8)
+    slope = loaded.model.model.layers[0].self_attn.slope_rate.reshape(-1).double()
+    np.testing.assert_allclose(got["gate_mean"], torch.exp(-slope).numpy(), rtol=1e-6)
+    assert np.isnan(got["beta_mean"]).all()
+    want = theory.forgetting_error(np.arange(N), N, layer.k.shape[-1], "decay", alpha=float(got["gate_mean"][0]))
+    np.testing.assert_allclose(got["fullness_theory"][0], np.mean(want), rtol=1e-9)
+    S = layer.state.double()
+    k, v = layer.k[:, -1].double(), layer.v[:, -1].double()
+    read = torch.einsum("hd,hde->he", k, S) / (k**2).sum(-1, keepdim=True)
+    np.testing.assert_allclose(
+        got["recall_error"][:, 0], (((read - v) ** 2).sum(-1) / (v**2).sum(-1)).numpy(), rtol=1e-5
+    )
+
+
 def test_without_transformers_the_line_names_the_extra(monkeypatch):
     import importlib.util
 

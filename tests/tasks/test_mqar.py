@@ -232,26 +232,14 @@ def test_vocab_argmax_recall():
         theory.vocab_argmax_recall(10, 8, 8, 5)
 
 
-def test_grid_equals_direct_calls():
-    ds = mqar.grid(["linear", "delta(beta=0.5)"], pairs=[8, 16], overwrite=[0.0, 0.5], d=16, vocab=32, seeds=[0, 1])
-    assert dict(ds.sizes) == {"variant": 2, "overwrite": 2, "pairs": 2, "seed": 2}
-    assert ds.variant.values.tolist() == ["linear", "delta(beta=0.5)"] and ds.seed.values.tolist() == [0, 1]
-    one = mqar.mqar(variants.get("delta", beta=0.5), vocab=32, pairs=16, d=16, overwrite=0.5, seed=1)
-    assert ds.accuracy.sel(variant="delta(beta=0.5)", overwrite=0.5, pairs=16, seed=1) == one.accuracy.item()
-    assert ds.attrs["vocab"] == 32 and ds.attrs["d"] == 16 and ds.attrs["dv"] == 16
-    objs = mqar.grid([variants.get("delta", beta=0.7)], pairs=[8], d=8, vocab=16)
-    assert objs.variant.values.tolist() == ["delta(beta=0.7)"]  # the object's one label (capacity.variants.label)
+def test_figure(tmp_path):
+    from capacity import studies, sweep
 
-
-def test_figure():
-    ds = mqar.grid(
-        ["linear", "delta(beta=1)", "softmax(scale=16)"],
-        pairs=[8, 16, 32, 64],
-        overwrite=[0.0, 0.5],
-        d=16,
-        vocab=96,
-        seeds=[0, 1],
+    study = studies.get("mqar").with_overrides(
+        ["variant=linear,delta(beta=1),softmax(scale=16)", "d=16", "n=8,16,32,64", "seed=0,1", "vocab=96"]
+        + ["overwrite=0,0.5"]
     )
+    ds = sweep.run(study, out=tmp_path, device="cpu", progress=False).dataset
     fig = mqar_figure(ds)
     left, right = fig.axes[:2]
     assert left.get_xscale() == "log" and right.get_xscale() == "linear"
@@ -260,14 +248,14 @@ def test_figure():
     x, y = th[0].get_data()
     np.testing.assert_allclose(y, theory.vocab_argmax_recall(x, 16, 16, 96), rtol=1e-12)
     assert not [ln for ln in right.get_lines() if (ln.get_gid() or "").startswith("theory:")]
-    for lab in ("linear", "delta(beta=1)", "softmax(scale=16)"):
+    for lab in ("linear", "delta", "softmax(scale=16.0)"):  # the sweep's labels leave out default parameters
         for ax in (left, right):
             found = [ln for ln in ax.get_lines() if ln.get_gid() == f"measured:{lab}"]
             assert len(found) == 1
         _, ys = next(ln for ln in right.get_lines() if ln.get_gid() == f"measured:{lab}").get_data()
-        np.testing.assert_allclose(ys, ds.accuracy.sel(variant=lab, pairs=8).mean("seed").values)
+        np.testing.assert_allclose(ys, ds.accuracy.sel(variant=lab, n=8).squeeze().mean("seed").values)
     # no additive memory, or keys that are not random: no T10 line
-    fig = mqar_figure(ds.sel(variant=["delta(beta=1)"]))
+    fig = mqar_figure(ds.sel(variant=["delta"]))
     assert not [ln for ln in fig.axes[0].get_lines() if ln.get_gid() == "theory:T10"]
     with pytest.raises(CapacityError, match="missing variable 'accuracy'"):
         mqar_figure(ds[["mse"]])
@@ -275,7 +263,7 @@ def test_figure():
         mqar_figure(ds, pairs=12)
     with pytest.raises(CapacityError, match="pairs must be a whole number"):
         mqar_figure(ds, pairs="many")
-    with pytest.raises(CapacityError, match="missing dimensions 'variant', 'overwrite'"):
+    with pytest.raises(CapacityError, match="missing dimensions 'variant', 'n', 'overwrite'"):
         mqar_figure(mqar.mqar(variants.get("linear"), vocab=16, pairs=[4, 8], d=8))
 
 
@@ -307,21 +295,11 @@ def test_errors(kwargs, match):
         mqar.mqar(_lin(), **kwargs)
 
 
-def test_errors_variant_and_grid():
+def test_errors_variant_and_task():
     with pytest.raises(CapacityError, match="has no method init_state"):
         mqar.mqar(object(), vocab=8, pairs=4, d=4)
     with pytest.raises(CapacityError, match="task draws one sequence"):
         mqar.task(vocab=8, pairs=[2, 4], d=4)
-    with pytest.raises(CapacityError, match="unknown variant 'nope'"):
-        mqar.grid(["nope"], pairs=[4], d=4, vocab=8)
-    with pytest.raises(CapacityError, match="non-empty list of labels"):
-        mqar.grid("linear", pairs=[4], d=4, vocab=8)
-    with pytest.raises(CapacityError, match="has no method init_state"):
-        mqar.grid({"mine": object()}, pairs=[4], d=4, vocab=8)
-    with pytest.raises(CapacityError, match="overwrite must lie in"):
-        mqar.grid(["linear"], pairs=[4], overwrite=[0.0, 2.0], d=4, vocab=8)
-    ds = mqar.grid({"mine": variants.get("linear")}, pairs=[4], d=4, vocab=8)
-    assert ds.variant.values.tolist() == ["mine"]
 
 
 def test_docstring_examples_run():

@@ -30,6 +30,8 @@ def test_each_builtin_declares_what_its_state_and_methods_show(name):
     if said.state == "growing":
         with pytest.raises(CapacityError):
             mem.state_numel(16, 16)
+    elif name == "cyfa":  # P key rows and P value rows, not d x dv matrices: declares one, holds P (d + dv)
+        assert said.states == 1 and mem.state_numel(16, 16) == mem.slots * 32
     else:
         assert said.states == round(mem.state_numel(16, 16) / 256), name
     # a declared bookkeeping field is a field of the state (at any depth)

@@ -51,14 +51,14 @@ def test_spellings_parse_to_canonical_labels_and_bad_ones_are_one_line_errors():
         assert spec.label == label and spec.scales((16, 8)) == scales
         assert precision.stored(variants.get("linear"), name).state_dtype == label
     for bad in ("int16", "int8/rows", "int8/g0", "int8+ef8", "int8/gx", "int"):
-        with pytest.raises(CapacityError, match="an integer state_dtype must be int8 or int4"):
+        with pytest.raises(CapacityError, match="a scaled state_dtype must be int8, int4 or fp8"):
             precision.stored(variants.get("linear"), bad)
-    with pytest.raises(CapacityError, match="or int8 or int4"):
+    with pytest.raises(CapacityError, match="or int8, int4 or fp8"):
         precision.stored(variants.get("linear"), "float64")
-    with pytest.raises(CapacityError, match="group size must divide the last dimension"):
+    with pytest.raises(CapacityError, match="group size 3 must divide the last dimension"):
         precision.stored(variants.get("linear"), "int8/g3").init_state(1, 4, 4)
     assert Grid(n=(8,), state_dtype=("int8/tensor", "int4/row+ef")).state_dtype == ("int8", "int4/row+ef")
-    with pytest.raises(CapacityError, match="an integer state_dtype"):
+    with pytest.raises(CapacityError, match="a scaled state_dtype"):
         Grid(n=(8,), state_dtype=("int3",))
 
 
@@ -74,6 +74,99 @@ def test_quantise_is_the_definition_group_by_group(bits, scope, group):
     np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-6 * float(x.abs().max()))
     # as the wrapper stores it (round_ keeps float32 numbers)
     assert torch.equal(precision.round_(x.clone(), name), got)
+
+
+def _e4m3_grid():
+    """Every nonnegative float8_e4m3fn number, from its definition: subnormals m 2^-9 (m < 8), normals
+    (1 + m/8) 2^e for e = -6 .. 8 (m < 8), the largest (1 + 6/8) 2^8 = 448."""
+    grid = [m * 2.0**-9 for m in range(8)] + [(1 + m / 8) * 2.0**e for e in range(-6, 9) for m in range(8)]
+    return np.array([g for g in grid if g <= 448.0])
+
+
+def _np_fp8(x, scope, group=None, target=448.0):
+    """fp8 with scales, loop by loop: each group's scale is its largest magnitude over ``target``; x / scale goes
+    to the nearest number of the e4m3 grid (ties to the even significand). ``x`` float32 [B, r, c]; ``scope``
+    row, col or cols (``group`` consecutive columns)."""
+    grid = _e4m3_grid()
+    full = np.concatenate([-grid[::-1], grid[1:]])
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    B, R, C = x.shape
+    if scope == "row":
+        groups = [(b, i, slice(None)) for b in range(B) for i in range(R)]
+    elif scope == "col":
+        groups = [(b, slice(None), j) for b in range(B) for j in range(C)]
+    else:
+        groups = [(b, slice(None), slice(s, s + group)) for b in range(B) for s in range(0, C, group)]
+    for idx in groups:
+        g = x[idx]
+        scale = np.abs(g).max() / target
+        if scale == 0:
+            out[idx] = 0
+            continue
+        y = g / scale
+        j = np.abs(full[None, :] - y.reshape(-1, 1)).argmin(1)  # the nearest; a tie goes to the first (checked below)
+        out[idx] = (full[j] * scale).reshape(g.shape)
+    return out
+
+
+@pytest.mark.parametrize(
+    "name,scope,group,target",
+    [("fp8/row", "row", None, 448.0), ("fp8/col", "col", None, 448.0), ("fp8/c4@240", "cols", 4, 240.0)],
+)
+def test_fp8_with_scales_is_the_definition_group_by_group(name, scope, group, target):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 6, 8, generator=g) * torch.tensor([0.01, 100.0])[:, None, None]
+    got = quantise.quantise(x, name)
+    want = _np_fp8(x.numpy(), scope, group, target)
+    # a tie (probability ~0 for Gaussian draws) would round to even in torch and to the lower number here
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=0)
+    assert torch.equal(precision.round_(x.clone(), name), got)
+    spec = quantise.parse(name)
+    assert spec.fp8 and spec.qmax == target and spec.label == name
+    # the largest entry of every group is kept exactly; every other one lands on the scaled grid
+    assert float((got.abs().amax() - x.abs().amax()).abs()) <= 1e-6 * float(x.abs().amax())
+
+
+def test_fp8_spellings_bytes_and_bad_targets():
+    for name, label, scales in (
+        ("fp8", "fp8", 1),
+        ("fp8/col", "fp8/col", 8),
+        ("fp8/c4@240", "fp8/c4@240", 2),
+        ("fp8/c8@448", "fp8/c8", 1),
+        ("fp8/row@240+ef", "fp8/row@240+ef", 16),
+    ):
+        spec = quantise.parse(name)
+        assert spec.label == label and spec.scales((16, 8)) == scales, (name, spec.label, spec.scales((16, 8)))
+    lin = variants.get("linear")
+    d, dv = 128, 64
+    assert precision.state_bytes(lin, d, dv, "fp8/col") == d * dv + 4 * dv  # one byte a number, a scale per column
+    assert precision.state_bytes(lin, d, dv, "fp8/c32@240") == d * dv + 4 * 2
+    assert precision.itemsize("fp8/c32@240") == 1
+    for bad, match in (
+        ("fp8@250", "float8_e4m3fn number in"),
+        ("fp8@500", "float8_e4m3fn number in"),
+        ("int8@240", "a scaled state_dtype"),
+        ("fp8/c0", "a scaled state_dtype"),
+        ("fp16/row", "state_dtype must be one of"),
+    ):
+        with pytest.raises(CapacityError, match=match):
+            precision.stored(lin, bad)
+    with pytest.raises(CapacityError, match="fp8/c3 state: the group size 3 must divide the last dimension"):
+        precision.stored(lin, "fp8/c3").init_state(1, 4, 8)
+
+
+def test_fp8_stochastic_rounding_is_unbiased_and_lands_on_a_neighbour():
+    # one column of 4 per item (scale amax / 448 = 1 / 448): 0.3 * 448 = 134.4 between 128 and 144
+    x = torch.tensor([[1.0], [0.3], [-0.05], [0.0]]).expand(2, 4, 1).repeat(4000, 1, 1)
+    y = (precision.round_(x.clone(), "fp8/col", stochastic=True, seed=3) * 448).round(decimals=3)
+    assert set(torch.unique(y[:, 1, 0]).tolist()) == {128.0, 144.0}
+    assert set(torch.unique(y[:, 2, 0]).tolist()) == {-24.0, -22.0}  # -22.4: spacing 2 in [16, 32)
+    assert (y[:, 0, 0] == 448).all() and (y[:, 3, 0] == 0).all()
+    m = y.double().mean(0)[:, 0] / 448
+    se = y.double().std(0)[:, 0] / 448 / math.sqrt(y.shape[0])
+    assert ((m - x[0, :, 0].double()).abs() <= 4 * se + 1e-9).all()
+    assert abs(float((y[:, 1, 0] == 144).double().mean()) - 0.4) < 0.03  # (134.4 - 128) / 16
 
 
 def test_stochastic_rounding_is_unbiased_and_lands_on_a_neighbour():
@@ -271,4 +364,4 @@ def test_the_command_line_runs_an_integer_state(tmp_path, cli):
     mse = ds["mse"].mean([dim for dim in ds["mse"].dims if dim not in ("state_dtype", "n")])
     assert float(mse.sel(state_dtype="int4", n=64)) > float(mse.sel(state_dtype="float32", n=64))
     done = cli.here("run", "precision", "--set", "state_dtype=int3", "--out", tmp_path / "bad", "--quiet")
-    cli.fails(done, "an integer state_dtype")
+    cli.fails(done, "a scaled state_dtype")

@@ -322,7 +322,7 @@ def test_a_third_party_object_works_in_recall():
 def test_bad_input_names_the_variant_and_the_value():
     with pytest.raises(
         CapacityError,
-        match=r"unknown variant 'lstm'; known: comba, decay, delta, delta_product, dplr, gated_delta, gated_oja, gdn2, gka, gla, hybrid, kda, lattice, linear, log_linear, longhorn, lsq, mamba2, mamba3, mesa, mom, omega, precond_gated_delta, precond_kda, softmax, swa, titans, ttt, ",
+        match=r"unknown variant 'lstm'; known: comba, cyfa, decay, delta, delta_product, dplr, gated_delta, gated_oja, gdn2, gka, gla, hybrid, kda, lattice, linear, log_linear, longhorn, lsq, mamba2, mamba3, mesa, mom, omega, precond_gated_delta, precond_kda, softmax, swa, titans, ttt, ",
     ):
         variants.get("lstm")
     with pytest.raises(CapacityError, match=r"decay: alpha must lie in \(0, 1\], got 1.5"):

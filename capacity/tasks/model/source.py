@@ -94,7 +94,7 @@ def check(model: str) -> None:
             config = AutoConfig.from_pretrained(folder, local_files_only=True)
     except CapacityError as exc:
         raise CapacityError(f"model: {folder} has a config transformers cannot read ({exc})") from None
-    capture.family_of(str(config.model_type))
+    capture.family_of(capture.linear_type(config))
 
 
 def _random_name(model: str) -> tuple[str, int]:
@@ -126,7 +126,7 @@ def load(model: str, text: str | None) -> Loaded:
         except CapacityError as exc:
             raise CapacityError(f"model: the weights in {folder} failed to load ({exc})") from None
         net = net.float().eval()
-    family = capture.family_of(str(net.config.model_type))
+    family = capture.family_of(capture.linear_type(net.config))
     tokenizer, ids = "bytes", list(raw)
     files: tuple[Path, ...] = ()
     if folder is not None and any((folder / f).is_file() for f in _TOKENIZER_FILES):

@@ -1,10 +1,11 @@
 """The mqar task's own figure (the figures layer: ``capacity.plots.render`` finds ``FIGURES`` here, nothing of
 the tasks layer imports this module). MQAR accuracy of memories without training: one colour per memory.
 
-Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction
-decoded over the whole vocabulary (``capacity.theory.vocab_argmax_recall``; ``theory.argmax_recall``
-decodes over the n stored values only), drawn only where it applies: the additive memory with
-random (Gaussian) keys. Right: accuracy against the fraction of keys overwritten, at one pairs value.
+Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction decoded over the
+whole vocabulary (the function the task stores ``accuracy_pred`` by, ``MqarTask.closed_forms``:
+``capacity.theory.vocab_argmax_recall``; ``theory.argmax_recall`` decodes over the n stored values only), drawn only
+where it applies: the additive memory with random (Gaussian) keys. Right: accuracy against the fraction of keys
+overwritten, at one pairs value.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capacity import theory
 from capacity.base import _validate
 from capacity.errors import CapacityError
 from capacity.plots import _data, names, theme
+from capacity.tasks.mqar.task import MqarTask
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -30,35 +31,27 @@ OVERWRITE = "keys overwritten (fraction)"
 
 
 def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
-    """The MQAR figure of a ``capacity.mqar.grid`` Dataset (dims variant, pairs, overwrite, seed; variable accuracy),
-    or of an ``mqar`` study's results (dims variant, key_family, d, n, overwrite, seed: one key family and one d).
+    """The MQAR figure of an ``mqar`` study's results (dims variant, key_family, d, n, overwrite, seed; variable
+    accuracy; one key family and one d).
 
-    ``pairs``: where the right panel cuts the grid (default the smallest pairs value measured, where the memories
-    still recall well without overwrites, so the panel shows what overwrites alone cost).
+    ``pairs``: where the right panel cuts the grid (default the smallest n measured, where the memories still recall
+    well without overwrites, so the panel shows what overwrites alone cost).
     """
-    if "n" in ds.dims and "pairs" not in ds.dims:  # a sweep's layout
-        for dim in ("key_family", "d"):
-            if ds.sizes.get(dim, 1) != 1:
-                raise CapacityError(f"the MQAR figure draws one {dim}; select one first, e.g. ds.sel({dim}=...)")
-        keys = str(ds["key_family"].values.ravel()[0]) if "key_family" in ds.coords else "gaussian"
-        d = int(ds["d"].values.ravel()[0])
-        dv = int(np.asarray(ds["dv"].values).ravel()[0])
-        ds = ds.squeeze([x for x in ("key_family", "d") if x in ds.dims]).rename(n="pairs")
-        ds = ds[["accuracy"]].assign_attrs(d=d, dv=dv, vocab=int(ds.attrs["vocab"]), keys=keys.partition("(")[0])
     _data.require(
         ds,
         "MQAR",
         variables=("accuracy",),
-        dims=("variant", "pairs", "overwrite"),
-        allowed=("variant", "pairs", "overwrite", "seed"),
+        dims=("variant", "n", "overwrite"),
+        allowed=("variant", "key_family", "d", "n", "overwrite", "seed"),
     )
-    for key in ("d", "dv", "vocab"):
-        if key not in ds.attrs:
-            raise CapacityError(
-                f"missing attribute {key!r}; the MQAR figure needs the attrs d, dv, vocab "
-                "that capacity.mqar.grid writes"
-            )
-    d, dv, vocab = int(ds.attrs["d"]), int(ds.attrs["dv"]), int(ds.attrs["vocab"])
+    for dim in ("key_family", "d"):
+        if ds.sizes.get(dim, 1) != 1:
+            raise CapacityError(f"the MQAR figure draws one {dim}; select one first, e.g. ds.sel({dim}=...)")
+    if "vocab" not in ds.attrs:
+        raise CapacityError("missing attribute 'vocab'; the MQAR figure draws the results of an mqar study")
+    keys = str(ds["key_family"].values.ravel()[0]).partition("(")[0] if "key_family" in ds.coords else "gaussian"
+    d, dv, vocab = int(ds["d"].values.ravel()[0]), int(np.asarray(ds["dv"].values).ravel()[0]), int(ds.attrs["vocab"])
+    ds = ds.squeeze([x for x in ("key_family", "d") if x in ds.dims]).rename(n="pairs")
     grid_pairs = [int(p) for p in ds["pairs"].values]
     cut = grid_pairs[0] if pairs is None else _validate.positive_int("pairs", pairs)
     if cut not in grid_pairs:
@@ -81,12 +74,12 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
                 colors=colors,
             )
             additive = [lab for lab in labels if _data.reads(ds, lab)[0]]  # T10 applies
-            if additive and ds.attrs.get("keys") == "gaussian":
+            if additive and keys == "gaussian":
                 x = np.unique(np.round(np.geomspace(min(grid_pairs), max(grid_pairs), 48)))
                 theme.theory_line(
                     left,
                     x,
-                    theory.vocab_argmax_recall(x, d, dv, vocab),  # the function the task stores accuracy_pred by
+                    MqarTask.closed_forms["accuracy_pred"](x, d, dv, vocab),  # on a finer grid than the stored n
                     theorem="T10",
                     label=f"T10, argmax over {vocab} values (additive)",
                 )
@@ -112,11 +105,10 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
         left.set_ylabel(ACCURACY)
         right.set_ylabel("")
         theme.legend(fig, axes, title="memory / theory")
-        keys = names.keys_name(str(ds.attrs.get("keys", "unnamed")))
         theme.note(
             fig,
             theme.SEEDS_NOTE
-            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; d = {d}, dv = {dv}, vocabulary {vocab}, keys: {keys}). "
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}; d = {d}, dv = {dv}, vocabulary {vocab}, keys: {names.keys_name(keys)}). "
             "Accuracy: argmax over the whole value vocabulary equals the key's latest value. "
             "Overwrites are written after all first writes. "
             "T10 here decodes over the vocabulary, not only the n stored values.",

@@ -42,8 +42,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import variants as variant_registry
-from capacity.base import _random, _validate, labels
+from capacity.base import _random, _validate
 from capacity.errors import CapacityError
 from capacity.inputs import keys as key_families
 from capacity.inputs import values as value_families
@@ -66,7 +65,6 @@ __all__ = [
     "zoology",
     "METRICS",
     "Task",
-    "grid",
     "mqar",
     "measure",
     "task",
@@ -427,106 +425,6 @@ def mqar(
             "config": json.dumps(config, sort_keys=True, default=str),
         },
     )
-
-
-def _variants(variants: Mapping[str, Variant] | Sequence[str | Variant]) -> dict[str, Variant]:
-    """Labels -> variant objects, from a mapping {label: variant} or a list of labels 'name(k=v)' / variant objects."""
-    if isinstance(variants, Mapping):
-        if not variants:
-            raise CapacityError("variants must not be empty: give at least one {label: variant}")
-        for v in variants.values():
-            _check_variant(v)
-        return {str(label): v for label, v in variants.items()}
-    if isinstance(variants, str) or not isinstance(variants, Sequence) or len(variants) == 0:
-        raise CapacityError(
-            "variants must be a non-empty list of labels like 'delta(beta=0.5)' or variant objects, "
-            f"or a dict {{label: variant}}; got {variants!r}"
-        )
-    out = {}
-    for item in variants:
-        if isinstance(item, str):
-            name, params = labels.parse(item)
-            out[labels.format(name, params)] = variant_registry.resolve(item)
-        else:
-            _check_variant(item)
-            out[variant_registry.label(item)] = item
-    return out
-
-
-def grid(
-    variants: Mapping[str, Variant] | Sequence[str | Variant],
-    *,
-    pairs: int | Sequence[int],
-    overwrite: float | Sequence[float] = (0.0,),
-    d: int,
-    vocab: int,
-    seeds: int | Sequence[int] = (0,),
-    dv: int | None = None,
-    keys: str = "gaussian",
-    key_params: Mapping[str, Any] | None = None,
-    distractors: int = 0,
-    queries: int | None = None,
-    device: Device = None,
-) -> xr.Dataset:
-    """``mqar`` over variants x overwrite fractions x pairs x seeds: a Dataset over (variant, overwrite, pairs, seed).
-
-    ``variants``: labels such as ``"delta(beta=0.5)"`` (registry names with parameters), variant objects, or a
-    dict ``{label: variant}``. Each seed is one batch item (the seeds' results equal separate runs).
-    """
-    table = _variants(variants)
-    seeds = [
-        int(_validate.positive_int("seed", s, minimum=0))
-        for s in (seeds if isinstance(seeds, (Sequence, np.ndarray)) else [seeds])
-    ]
-    if not seeds:
-        raise CapacityError("seeds must be a non-empty list of whole numbers >= 0")
-    ows = [float(x) for x in (overwrite if isinstance(overwrite, (Sequence, np.ndarray)) else [overwrite])]
-    if not ows:
-        raise CapacityError("overwrite must be a fraction in [0, 1] or a non-empty list of them")
-    metrics = list(METRICS)
-    per_variant: list[xr.Dataset] = []
-    for var in table.values():
-        parts = []
-        for ow in ows:
-            ds = mqar(
-                var,
-                vocab=vocab,
-                pairs=pairs,
-                d=d,
-                dv=dv,
-                keys=keys,
-                key_params=key_params,
-                overwrite=ow,
-                distractors=distractors,
-                queries=queries,
-                batch=len(seeds),
-                seed=seeds,
-                device=device,
-            )
-            parts.append(ds.rename(batch="seed").assign_coords(seed=("seed", seeds, {"long_name": "seed"})))
-        per_variant.append(
-            xr.concat(parts, dim=xr.DataArray(ows, dims="overwrite", name="overwrite"), combine_attrs="drop")
-        )
-    out = xr.concat(
-        per_variant,
-        dim=xr.DataArray(list(table), dims="variant", name="variant"),
-        data_vars=metrics,
-        combine_attrs="drop",
-    )
-    out["overwrite"].attrs = {"long_name": "fraction of keys overwritten", "units": "fraction"}
-    params = {label: declares.params(v) or {} for label, v in table.items()}
-    out.attrs = {
-        "study": "mqar",
-        "vocab": int(vocab),
-        "d": int(d),
-        "dv": int(d if dv is None else dv),
-        "keys": keys,
-        "key_params": json.dumps(_key_params(key_params), sort_keys=True),
-        "distractors": int(distractors),
-        "queries": "all" if queries is None else int(queries),
-        "variant_params": json.dumps(params, sort_keys=True, default=str),
-    }
-    return out
 
 
 # ---------------------------------------------------------------- zoology's MQAR, exactly as its generator defines it

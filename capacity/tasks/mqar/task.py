@@ -62,6 +62,7 @@ class MqarTask(Task[Mqar]):
     per_point = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
     key_axis = True
     grid_axes = ()
+    closed_forms = {"accuracy_pred": theory.vocab_argmax_recall}  # of (n, d, dv, vocab)
 
     def check_grid(self, study: StudyView[Mqar]) -> None:
         g = study.grid
@@ -98,8 +99,10 @@ class MqarTask(Task[Mqar]):
         ns: list[int],
         device: torch.device,
     ) -> Measured:
-        p, parts, order = study.task, [], sorted(set(ns))
-        for ow in p.overwrite:
+        p, order = study.task, sorted(set(ns))
+        shape = (len(order), len(p.overwrite), len(seeds))
+        arrays = {m: np.empty(shape, dtype=np.float64) for m in mqar.METRICS}  # the pass's, over (n, overwrite, seed)
+        for j, ow in enumerate(p.overwrite):
             out, _ = mqar.measure(
                 memory,
                 vocab=p.vocab,
@@ -113,9 +116,10 @@ class MqarTask(Task[Mqar]):
                 batch=len(seeds),
                 seed=seeds,
                 device=device,
-            )  # each metric over (pairs, seed), pairs increasing
-            parts.append({m: out[m][[order.index(n) for n in ns]] for m in mqar.METRICS})
-        return Measured({m: np.stack([part[m] for part in parts], axis=1).astype(np.float64) for m in mqar.METRICS})
+            )  # each metric over (pairs, seed), pairs increasing: the ns of the pass
+            for m in mqar.METRICS:
+                arrays[m][:, j] = out[m]
+        return Measured(arrays)
 
     def theory(
         self, study: StudyView[Mqar], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]
@@ -125,7 +129,7 @@ class MqarTask(Task[Mqar]):
             "units": "fraction",
             "description": "T10 for random keys and values, decoded over the whole value vocabulary (additive memory, no overwrites)",
         }
-        return {"accuracy_pred": (theory.vocab_argmax_recall(n, d, dv, study.task.vocab), attrs)}
+        return {"accuracy_pred": (self.closed_forms["accuracy_pred"](n, d, dv, study.task.vocab), attrs)}
 
     def attrs(self, study: StudyView[Mqar]) -> dict[str, Any]:
         return {"vocab": int(study.task.vocab), "distractors": int(study.task.distractors)}

@@ -46,14 +46,14 @@ _STATS = {
     "frame_potential_ratio": ("frame potential / (n^2/d)", "1", "||K^T K||_F^2 / (n^2/d); 1 iff a tight frame (T5)"),
     "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
 }
-# the closed forms stored with a recall study (Task.theory), name: (function of n and d, units); a figure that draws
-# one on a finer grid calls the function named here (capacity.plots.error_vs_load)
-CLOSED_FORMS = {
-    "frame_bound": (theory.frame_bound, "value units^2"),
-    "welch_bound": (theory.welch_bound, "1"),
-    "random_keys_error": (theory.random_keys_error, "value units^2"),
-    "rank_bound": (theory.rank_bound, "value units^2"),
-    "optimal_gain_error": (theory.optimal_gain_error, "value units^2"),
+# the closed forms stored with a recall study (Task.theory): variable -> units; the function of each is
+# RecallTask.closed_forms', which a figure that draws one on a finer grid calls (capacity.plots.error_vs_load)
+_UNITS = {
+    "frame_bound": "value units^2",
+    "welch_bound": "1",
+    "random_keys_error": "value units^2",
+    "rank_bound": "value units^2",
+    "optimal_gain_error": "value units^2",
 }
 
 
@@ -173,6 +173,14 @@ class RecallTask(Task[Recall]):
     per_point = True  # the probe writes in fixed blocks: a point's numbers depend on its cell, seed and n alone
     key_axis = True
     grid_axes = ("state_dtype", "rounding", "heads", "value_heads")
+    closed_forms = {  # T5-T9 of (n, d), T10 of (n, d, dv)
+        "frame_bound": theory.frame_bound,
+        "welch_bound": theory.welch_bound,
+        "random_keys_error": theory.random_keys_error,
+        "rank_bound": theory.rank_bound,
+        "optimal_gain_error": theory.optimal_gain_error,
+        "argmax_recall_pred": theory.argmax_recall,
+    }
 
     def check_grid(self, study: StudyView[Recall]) -> None:
         """``queries`` reads a sample: it does not combine with what describes or bins every stored pair."""
@@ -262,11 +270,13 @@ class RecallTask(Task[Recall]):
         make_keys: Callable[[int], torch.Tensor] = lambda n: drawn(
             keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs
         ).to(dtype)
-        passes = [sorted(set(ns))] if fam.iid_rows else [[n] for n in sorted(set(ns))]  # else a fresh tight frame per n
+        order = sorted(set(ns))
+        passes = [order] if fam.iid_rows else [[n] for n in order]  # else a fresh tight frame per n
         edges = age_edges(study) if study.task.age_bins else None
         schema = self.schema(study)
         sized = "state_numel" in schema.variables  # a memory of the study grows (grows(study), decided once)
-        rows, attrs = {}, {}
+        parts: dict[str, list[NDArray[Any]]] = {m: [] for m in schema.variables}  # per pass, over (its ns, ...)
+        attrs = {}
         for at in passes:
             K = make_keys(max(at))
             cv = probe.measure(
@@ -279,24 +289,26 @@ class RecallTask(Task[Recall]):
                 top_k=study.task.top_k or None,
                 queries=study.task.queries or None,
             )
-            for i, n in enumerate(cv.checkpoints):
-                rows[n] = {m: x[i] for m, x in cv.metrics.items()}  # [S] each
-                rows[n].update({f"{m}_se": x[i] for m, x in cv.se.items()})
-                for m, x in cv.per_age.items():
-                    rows[n][probe.PER_AGE[m]] = x[i]  # [S, A]
-                if edges is not None:
-                    age = np.arange(n)
-                    rows[n]["pairs_age"] = np.array([((age >= a) & (age < b)).sum() for a, b in zip(edges, edges[1:])])
-                if sized:  # the same for every seed: the state after n writes
-                    size = cv.sizes[i] if cv.sizes else guard(memory).state_numel(cell.d, cell.dv)
-                    rows[n]["state_numel"] = np.full(len(seeds), float(size))
-                if study.task.key_stats:
-                    stats = keys_mod.describe(K[:, :n].float())
-                    rows[n].update({s: stats[s].values for s in _STATS})
+            # the probe's arrays over (checkpoint = n, seed, ...) are the pass's: no copy, no row by row
+            got = {**cv.metrics, **{f"{m}_se": x for m, x in cv.se.items()}}
+            got.update({probe.PER_AGE[m]: x for m, x in cv.per_age.items()})  # [C, S, A]
+            if edges is not None:
+                bins = list(zip(edges, edges[1:]))
+                got["pairs_age"] = np.array([[max(0, min(b, n) - a) for a, b in bins] for n in at])  # [C, A]
+            if sized:  # the same for every seed: the state after n writes
+                sizes = cv.sizes or [guard(memory).state_numel(cell.d, cell.dv)] * len(at)
+                got["state_numel"] = np.repeat(np.asarray(sizes, dtype=np.float64)[:, None], len(seeds), axis=1)
+            if study.task.key_stats:
+                stats = [keys_mod.statistics(K[:, :n].float()) for n in at]  # describe's numbers, no Dataset
+                got.update({s: np.stack([x[s] for x in stats]) for s in _STATS})  # [C, S]
+            for m in parts:
+                parts[m].append(got[m])
             if cv.feature_dim is not None:
                 attrs["feature_dim"] = int(cv.feature_dim)
-        order = sorted(set(ns))
-        arrays = {m: np.stack([rows[n][m] for n in order]).astype(v.dtype) for m, v in schema.variables.items()}
+        arrays = {
+            m: (xs[0] if len(xs) == 1 else np.concatenate(xs)).astype(schema.variables[m].dtype, copy=False)
+            for m, xs in parts.items()
+        }
         return Measured(arrays, attrs)
 
     def theory(
@@ -305,17 +317,16 @@ class RecallTask(Task[Recall]):
         """T5-T9 from n and d, T10 from n, d and dv (arrays that broadcast); each described by its function's first
         docstring line (empty under ``python -OO``, which strips docstrings)."""
 
+        about: Callable[[Callable[..., Any]], str] = lambda fn: (fn.__doc__ or "").split("\n")[0]
+        forms = self.closed_forms
         out = {
-            name: (fn(n, d), {"units": units, "description": (fn.__doc__ or "").split("\n")[0]})
-            for name, (fn, units) in CLOSED_FORMS.items()
+            name: (forms[name](n, d), {"units": units, "description": about(forms[name])})
+            for name, units in _UNITS.items()
         }
+        fn = forms["argmax_recall_pred"]
         out["argmax_recall_pred"] = (
-            theory.argmax_recall(n, d, dv),
-            {
-                "long_name": "predicted argmax recall",
-                "units": "fraction",
-                "description": (theory.argmax_recall.__doc__ or "").split("\n")[0],
-            },
+            fn(n, d, dv),
+            {"long_name": "predicted argmax recall", "units": "fraction", "description": about(fn)},
         )
         return out
 
