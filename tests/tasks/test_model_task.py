@@ -217,7 +217,9 @@ def test_the_maps_of_an_additive_rule_say_it_has_no_beta():
 
     names = ("coherence2", "coherence2_random", "effective_rank", "gate_mean", "fullness", "fullness_theory")
     rng = np.random.default_rng(0)
-    ds = xr.Dataset({v: (("layer", "head"), rng.uniform(0.1, 1, (2, 3))) for v in names}, coords={"layer": [0, 2], "n": [64]})
+    ds = xr.Dataset(
+        {v: (("layer", "head"), rng.uniform(0.1, 1, (2, 3))) for v in names}, coords={"layer": [0, 2], "n": [64]}
+    )
     ds["beta_mean"] = (("layer", "head"), np.full((2, 3), np.nan))
     fig = figures.model_maps(ds)
     assert any("additive" in t.get_text() for ax in fig.axes for t in ax.texts)
