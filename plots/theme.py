@@ -49,6 +49,7 @@ __all__ = [
     "grid_axis",
     "label_outer",
     "finish",
+    "text_width",
     "THEORY_GID",
     "MEASURED_GID",
     "RANGE_GID",
@@ -57,6 +58,7 @@ __all__ = [
     "SEEDS_NOTE",
     "PANEL_W",
     "PANEL_H",
+    "LEGEND_W",
 ]
 
 # a figure's panels: a 2-D object array of matplotlib Axes ([nrows, ncols]; numpy types its items as Any)
@@ -68,6 +70,7 @@ Colors: TypeAlias = Mapping[str, ColorType]
 Share: TypeAlias = bool | Literal["none", "all", "row", "col"]
 
 PANEL_W, PANEL_H = 3.3, 2.7  # inches per panel
+LEGEND_W = 2.9  # inches right of the panels for the figure legend (``figure``'s default legend_width)
 MAX_LEGEND = 24  # entries of a figure legend; more measured curves are thinned (docs/plots.md)
 _THEOREM = re.compile(r"^T\d")  # legend labels of closed forms: "T5 frame bound ...", "T8: ..."
 THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests find them by it)
@@ -182,7 +185,7 @@ def figure(
     sharey: Share = False,
     width: float | None = None,
     height: float | None = None,
-    legend_width: float = 2.9,
+    legend_width: float = LEGEND_W,
 ) -> tuple[Figure, AxesGrid]:
     """A new Figure with a grid of axes (always a 2-D array), constrained layout, Agg canvas.
 
@@ -497,7 +500,8 @@ def grid_axis(ax: Axes, ticks: Iterable[float]) -> None:
 _EM = 0.58  # average width of a character of the figures' font, in ems
 
 
-def _text_width(text: str, size: float) -> float:
+def text_width(text: str, size: float) -> float:
+    """The width in points of ``text`` (its longest line) at font ``size`` points, as the figures' font averages."""
     return max((len(line) for line in text.split("\n")), default=0) * _EM * size
 
 
@@ -510,7 +514,7 @@ def _panel_width(ax: Axes) -> float:
     for leg in fig.legends:
         labels = [t.get_text() for t in leg.get_texts()] + [leg.get_title().get_text()]
         size = cast(float, leg.get_texts()[0].get_fontsize())  # points: the stub's str is only what set_fontsize takes
-        legend = max(legend, max(_text_width(t, size) for t in labels) + 40)
+        legend = max(legend, max(text_width(t, size) for t in labels) + 40)
     return (fig.get_figwidth() * 72 - legend - 60) / cols - 24
 
 

@@ -76,6 +76,7 @@ SURFACE = {
         "METRICS",
         "PER_QUERY",
         "PER_AGE",
+        "RECENT",
         "BLOCK",
     ],
     "capacity.tasks.metrics": ["capacity", "HIGHER_IS_BETTER", "LOWER_IS_BETTER"],
@@ -104,6 +105,7 @@ SURFACE = {
         "needle_figure",
         "needle_depth",
     ],
+    "capacity.plots.layout": ["select", "relabel"],
     "capacity.plots.tables": ["headline", "markdown", "write"],
     "capacity.studies": ["available", "get"],
     "capacity.theory": [
