@@ -28,6 +28,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -120,6 +121,19 @@ def _threaded(fn: Callable[[_T], _R], task: _T, threads: int | None) -> _R:
 
         torch.set_num_threads(threads)
     return fn(task)
+
+
+class _Sealed:
+    """``fn(task)`` on ``threads`` threads, sent to a Dask worker as bytes that run it when unpickled there
+    (``pickle.loads`` is the task). A worker that cannot import a module the task needs then fails that task with
+    the ImportError, which comes back as its result; sent as Dask's own message, the same task fails to deserialize
+    in the worker's connection, which Dask drops: the worker is restarted and fed it again, never an error."""
+
+    def __init__(self, fn: Callable[[_T], _R], task: _T, threads: int | None) -> None:
+        self.call = (fn, task, threads)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _threaded, self.call
 
 
 def _die_with_parent(parent: int | None = None) -> None:
@@ -290,6 +304,7 @@ def _dask(
         raise CapacityError(
             "the dask executor needs dask[distributed]: pip install 'linear-attention-capacity[dask]'"
         ) from None
+    timeout = connect_timeout()  # a bad setting is one line before any cluster starts
     cluster, threads, scratch, config = None, None, None, None  # a remote cluster keeps its own thread setting
     # a lost scheduler is our one line, not Dask's log lines too (its loggers have levels of their own)
     quiet = [logging.getLogger(f"distributed{n}") for n in ("", ".client", ".comm", ".core", ".batched")]
@@ -297,7 +312,7 @@ def _dask(
     if scheduler:
         for q in quiet:
             q.setLevel(logging.CRITICAL + 1)
-        client = _connect(Client, scheduler, connect_timeout())
+        client = _connect(Client, scheduler, timeout)
     else:
         import dask
 
@@ -321,19 +336,20 @@ def _dask(
         except Exception as exc:  # a worker killed or out of memory while it started ("Nanny failed to start")
             try:
                 if cluster is not None:
-                    cluster.close(timeout=connect_timeout())
+                    cluster.close(timeout=timeout)
             except Exception:  # what is left of it: its nannies die with this process (or exit on their own)
                 pass
             config.__exit__(None, None, None)
             shutil.rmtree(scratch, ignore_errors=True)
             raise CapacityError(
-                f"the local Dask cluster of {workers} workers did not start ({type(exc).__name__}: {one_line(exc)[:200]}); nothing was measured, run the same command again"
+                f"the local Dask cluster of {workers} workers did not start ({type(exc).__name__}: {one_line(exc)[:200]}); nothing was measured: run the same command again, and if it fails the same way, check the Dask settings (dask config files, DASK_* environment variables)"
             ) from None
         threads = threads_per_worker(workers)
     futures = {}
     try:
         for key, task in tasks:
-            futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
+            sealed = pickle.dumps(_Sealed(fn, task, threads))
+            futures[client.submit(pickle.loads, sealed, key=f"capacity-task-{key}", pure=False)] = key
         _meanwhile(meanwhile)
         for fut in _finished(client, futures, scheduler):
             try:
@@ -356,9 +372,9 @@ def _dask(
     finally:
         for fut in futures:
             fut.cancel()
-        client.close(timeout=connect_timeout())
+        client.close(timeout=timeout)
         if cluster is not None:
-            cluster.close(timeout=connect_timeout())
+            cluster.close(timeout=timeout)
         for q, lvl in zip(quiet, levels):
             q.setLevel(lvl)
         if config is not None:
@@ -398,11 +414,22 @@ def _finished(client: Any, futures: dict[Any, str], scheduler: str | None) -> Ge
 
 def connect_timeout() -> float:
     """Seconds to wait for a Dask scheduler to answer: Dask's own setting ``distributed.comm.timeouts.connect``
-    (environment variable DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, e.g. 20s; Dask's default 30 s)."""
+    (environment variable DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, e.g. 20s; Dask's default 30 s). A value that
+    is not a positive duration is one line naming the setting."""
     import dask
     from dask.utils import parse_timedelta
 
-    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s"), default="seconds"))
+    value = dask.config.get("distributed.comm.timeouts.connect", "30s")
+    try:
+        seconds = float(parse_timedelta(value, default="seconds"))
+    except (KeyError, ValueError, TypeError):
+        seconds = float("nan")
+    if not seconds > 0:
+        raise CapacityError(
+            f"the Dask setting distributed.comm.timeouts.connect is {value!r}, not a positive duration (e.g. 30s); "
+            "fix it where it is set (DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, or a dask config file)"
+        )
+    return seconds
 
 
 def _connect(Client: Any, scheduler: str, timeout: float) -> Any:  # distributed.Client (untyped)
@@ -463,8 +490,6 @@ _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 
 def unpicklable(objects: Iterable[object]) -> tuple[object, str] | None:
     """The first of ``objects`` that pickle cannot send to a worker process, with the reason, or None."""
-    import pickle
-
     for obj in objects:
         try:
             pickle.dumps(obj)
