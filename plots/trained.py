@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["trained_figure", "standard_error"]
 
 ACCURACY = "MQAR accuracy (fraction)"
 

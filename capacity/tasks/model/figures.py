@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["model_maps", "model_recall", "model_precision", "FIGURES"]
 
 FLOOR = 1e-4  # the lowest recall error the other memories' panel shows
 _ALLOWED = ("variant", "d", "n", "seed", "layer", "head", "age", "format")
