@@ -781,6 +781,9 @@ def entry() -> None:
     """The console script: ``main`` with an interrupt during the package's own start-up caught too, run in a forked
     child that the process the user started supervises, so that a crash (a segfault, ``abort()`` in user code) is one
     line too (``capacity.base._supervise``)."""
+    # before torch loads: OpenMP threads with nothing to do sleep instead of spinning on a core another thread or
+    # another job needs (capacity.sweep.executors.thread_environment; the user's own setting stands)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:  # an interrupt at any moment of the start-up too (the supervisor's fork, the child's first steps)
         from capacity.base import _supervise
 

@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType, LineStyleType
 
-__all__ = ["log_linear_bytes", "equal_bytes"]
-
 
 def _base_of(ds: xr.Dataset, variant: object) -> str | None:
     """The label of the base memory of log-linear ``variant`` among the Dataset's variants, or None."""

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["needle_figure", "needle_depth"]
 
 HAYSTACK = {
     "random": "random keys",

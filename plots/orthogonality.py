@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["orthogonality", "error_from_coherence", "error_from_effective_rank"]
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 

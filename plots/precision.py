@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 # (memory kind of theory.step_rounding_error, alpha, beta)
 Memory = tuple[str, float, float]
 
-__all__ = ["precision_curves", "departures", "DEPART"]
 
 DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
 # the declared family (capacity.variants.Declares.form) -> the memory kind theory.step_rounding_error takes

@@ -49,9 +49,6 @@ from capacity import tasks
 from capacity.errors import CapacityError
 from capacity.sweep import executors
 
-__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available", "task_of"]
-
-
 # a figure function: the Dataset in, the Figure out (its other parameters keep their defaults)
 FigureFn: TypeAlias = Callable[[xr.Dataset], Figure]
 # a figure to draw: (file stem, a function of no argument that builds it)

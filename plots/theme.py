@@ -34,34 +34,6 @@ if TYPE_CHECKING:  # types only: drawing a figure imports neither
     import pandas as pd
     import xarray as xr
 
-__all__ = [
-    "style",
-    "figure",
-    "palette",
-    "sequential",
-    "ordered",
-    "curves",
-    "standard_error",
-    "theory_line",
-    "mark_x",
-    "note",
-    "legend",
-    "log2_x",
-    "load_axis",
-    "grid_axis",
-    "label_outer",
-    "finish",
-    "text_width",
-    "THEORY_GID",
-    "MEASURED_GID",
-    "RANGE_GID",
-    "COLORBLIND",
-    "DASHES",
-    "SEEDS_NOTE",
-    "PANEL_W",
-    "PANEL_H",
-    "LEGEND_W",
-]
 
 # a figure's panels: a 2-D object array of matplotlib Axes ([nrows, ncols]; numpy types its items as Any)
 AxesGrid: TypeAlias = "np.ndarray[tuple[int, int], np.dtype[np.object_]]"

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["trained_figure"]
 
 ACCURACY = "MQAR accuracy (fraction)"
 

@@ -5,6 +5,7 @@ made on purpose or not at all. Engine internals (plan, store, jobs, provenance, 
 """
 
 import importlib
+import pkgutil
 
 import pytest
 
@@ -186,14 +187,26 @@ def test_the_public_surface_is_pinned(module):
     assert not missing, f"{module}.__all__ names what it does not have: {missing}"
 
 
-def test_theory_lists_each_name_once_from_its_topic_modules():
-    """theory's names are its topic modules' __all__, not a second hand-written list."""
-    import pkgutil
-
+def _theory_topics() -> list[str]:
     from capacity import theory
 
-    names = [m.name for m in pkgutil.iter_modules(theory.__path__) if not m.name.startswith("_")]
-    listed = [name for m in names for name in importlib.import_module(f"capacity.theory.{m}").__all__]
+    return [f"capacity.theory.{m.name}" for m in pkgutil.iter_modules(theory.__path__) if not m.name.startswith("_")]
+
+
+def test_no_module_exports_beyond_the_pinned_surface():
+    """``__all__`` is the pinned surface and no wider: a module outside SURFACE that sets ``__all__`` exports names
+    nobody pinned (theory's topic modules aside: their lists are theory's, listed once there)."""
+    from test_doctests import MODULES, SKIP
+
+    exporting = [m for m in [*MODULES, *SKIP] if hasattr(importlib.import_module(m), "__all__")]
+    assert sorted(set(exporting) - set(SURFACE) - set(_theory_topics())) == []
+
+
+def test_theory_lists_each_name_once_from_its_topic_modules():
+    """theory's names are its topic modules' __all__, not a second hand-written list."""
+    from capacity import theory
+
+    listed = [name for m in _theory_topics() for name in importlib.import_module(m).__all__]
     assert sorted(listed) == sorted(theory.__all__)
 
 

@@ -54,21 +54,6 @@ import torch
 from capacity.errors import CapacityError
 from capacity.kernels import reference
 
-__all__ = [
-    "FAMILIES",
-    "INSTALL",
-    "Family",
-    "Layer",
-    "capture",
-    "collect",
-    "family_of",
-    "linear_type",
-    "proof",
-    "replay",
-    "rel_rms",
-    "tiny",
-]
-
 Family = Literal["gated_delta", "kda", "mamba2", "decay"]
 INSTALL = "pip install 'linear-attention-capacity[models]'"
 GATE_FLOOR = 1e-30

@@ -40,8 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.base.labels import Spec
     from capacity.variants import Variant
 
-__all__ = ["Config", "Task", "Schema", "Variable", "Measured", "config_class", "configs"]
-
 
 class _Checked(type):
     """The metaclass of task configs: unknown fields are refused in one line, naming the task that has them."""

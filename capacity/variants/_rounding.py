@@ -15,8 +15,6 @@ import torch
 from capacity.base import _random
 from capacity.errors import CapacityError
 
-__all__ = ["TORCH_DTYPES", "DTYPES", "StoredState", "state_tensors", "ulp"]
-
 TORCH_DTYPES = {
     "float32": torch.float32,
     "bfloat16": torch.bfloat16,

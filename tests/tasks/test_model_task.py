@@ -210,6 +210,23 @@ def test_minimax_heads_are_measured_as_a_decay_memory():
     )
 
 
+def test_the_maps_of_an_additive_rule_say_it_has_no_beta():
+    """Mamba-2's and MiniMax's heads have no beta (beta_mean all NaN): the maps are drawn, the beta panel says so (the
+    figure was refused as empty before); a Dataset without beta_mean at all is still one line."""
+    from capacity.tasks.model import figures
+
+    names = ("coherence2", "coherence2_random", "effective_rank", "gate_mean", "fullness", "fullness_theory")
+    rng = np.random.default_rng(0)
+    ds = xr.Dataset(
+        {v: (("layer", "head"), rng.uniform(0.1, 1, (2, 3))) for v in names}, coords={"layer": [0, 2], "n": [64]}
+    )
+    ds["beta_mean"] = (("layer", "head"), np.full((2, 3), np.nan))
+    fig = figures.model_maps(ds)
+    assert any("additive" in t.get_text() for ax in fig.axes for t in ax.texts)
+    with pytest.raises(CapacityError, match="missing variable 'beta_mean'"):
+        figures.model_maps(ds.drop_vars("beta_mean"))
+
+
 def test_without_transformers_the_line_names_the_extra(monkeypatch):
     import importlib.util
 

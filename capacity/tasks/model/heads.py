@@ -32,8 +32,6 @@ from capacity import theory
 from capacity.inputs.capture import Layer, replay
 from capacity.variants import precision
 
-__all__ = ["geometry", "recall", "precision_errors", "rule_recall", "age_bins"]
-
 
 def age_bins(edges: Sequence[int], T: int) -> list[np.ndarray]:
     """The token indices t of each age bin (age = T - 1 - t)."""

@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Model", "ModelTask", "PROOF"]
 
 PROOF = 1e-5  # the largest relative RMS error of a replay against the kernel for a capture to be used
 FORMATS = ("bfloat16", "float8_e4m3fn", "int8/row", "int8/row+ef", "int4/row", "int4/row+ef")

@@ -44,8 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.base._types import Device
     from capacity.variants import Variant
 
-__all__ = ["Sequences", "embeddings", "sequences", "identity", "forward", "score", "train", "learned_keys"]
-
 
 @dataclass
 class Sequences:

@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Trained", "TrainedTask", "best"]
 
 ZOOLOGY_LRS = (1e-3, 10**-2.5, 1e-2, 10**-1.5)  # zoology's continuous-MQAR sweep: np.logspace(-3, -1.5, 4)
 
