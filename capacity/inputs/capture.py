@@ -1,8 +1,9 @@
 """A real model as an input: the q, k, v, gates and beta of each linear-attention head, captured from one forward pass.
 
 A hybrid model of ``transformers`` computes each linear-attention layer by one module-level kernel function
-(``torch_chunk_gated_delta_rule`` in ``qwen3_next``, ``qwen3_5`` and ``olmo_hybrid``; ``chunk_kimi_delta_attention``
-in ``kimi_linear``; ``mamba2_chunk_scan`` in ``nemotron_h``). ``capture`` replaces that function in the model's
+(``torch_chunk_gated_delta_rule`` in ``qwen3_next``, ``qwen3_5``, ``qwen3_5_moe`` and ``olmo_hybrid``;
+``chunk_kimi_delta_attention`` in ``kimi_linear`` and ``bailing_hybrid``; ``mamba2_chunk_scan`` in ``nemotron_h``,
+``bamba``, ``falcon_h1``, ``zamba2`` and ``granitemoehybrid``: ``FAMILIES``). ``capture`` replaces that function in the model's
 module for the length of one forward pass by a wrapper that calls the original, unchanged, and hands what it received
 and returned to a callback, one layer at a time: nothing of the model's code is copied, and memory holds one
 layer's capture at a time (the callback keeps what it wants). MiniMax's lightning attention (``minimax``) computes its
@@ -73,9 +74,15 @@ class _Kernel:
 FAMILIES: dict[str, _Kernel] = {
     "qwen3_next": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "qwen3_5_text": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
+    "qwen3_5_moe_text": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "olmo_hybrid": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "kimi_linear": _Kernel("kda", "chunk_kimi_delta_attention"),
+    "bailing_hybrid": _Kernel("kda", "chunk_kimi_delta_attention"),
     "nemotron_h": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "bamba": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "falcon_h1": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "zamba2": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "granitemoehybrid": _Kernel("mamba2", "mamba2_chunk_scan"),
     "minimax": _Kernel("decay", "MiniMaxLightningAttention", hooked=True),
 }
 
@@ -487,6 +494,12 @@ def tiny(
         "olmo_hybrid": "OlmoHybridConfig",
         "kimi_linear": "KimiLinearConfig",
         "nemotron_h": "NemotronHConfig",
+        "qwen3_5_moe_text": "Qwen3_5MoeTextConfig",
+        "bailing_hybrid": "BailingHybridConfig",
+        "bamba": "BambaConfig",
+        "falcon_h1": "FalconH1Config",
+        "zamba2": "Zamba2Config",
+        "granitemoehybrid": "GraniteMoeHybridConfig",
         "minimax": "MiniMaxConfig",
     }
     if getattr(transformers, names[model_type], None) is None:
@@ -555,6 +568,72 @@ def tiny(
             block_size=16,
         )
         cls = transformers.MiniMaxForCausalLM
+    elif model_type == "qwen3_5_moe_text":
+        config = transformers.Qwen3_5MoeTextConfig(
+            **common,
+            **linear,
+            head_dim=hidden // 2,
+            num_experts=2,
+            num_experts_per_tok=1,
+            moe_intermediate_size=hidden,
+            shared_expert_intermediate_size=hidden,
+            layer_types=kinds,
+        )
+        cls = transformers.Qwen3_5MoeForCausalLM
+    elif model_type == "bailing_hybrid":
+        common["num_key_value_heads"] = 2
+        config = transformers.BailingHybridConfig(
+            **common,
+            kv_lora_rank=8,
+            qk_rope_head_dim=8,
+            v_head_dim=8,
+            qk_nope_head_dim=8,
+            head_dim=head_dim,
+            num_local_experts=2,
+            num_experts_per_tok=1,
+            moe_intermediate_size=hidden,
+            layer_types=kinds,
+            mlp_layer_types=["dense"] * layers,
+            layer_group_size=2,
+            num_mtp_layers=0,
+        )
+        cls = transformers.BailingHybridForCausalLM
+    elif model_type in ("bamba", "falcon_h1", "granitemoehybrid"):
+        mamba: dict[str, Any] = {
+            "mamba_n_heads": 2 * heads,
+            "mamba_d_head": 2 * head_dim,
+            "mamba_n_groups": heads,
+            "mamba_d_state": head_dim,
+            "mamba_chunk_size": 16,
+        }
+        if model_type == "bamba":
+            attention = [i for i, k in enumerate(kinds) if k == "full_attention"]
+            config = transformers.BambaConfig(**common, **mamba, attn_layer_indices=attention)
+            cls = transformers.BambaForCausalLM
+        elif model_type == "falcon_h1":  # every layer runs attention and Mamba-2 side by side
+            config = transformers.FalconH1Config(**common, **mamba, mamba_d_ssm=4 * heads * head_dim)
+            cls = transformers.FalconH1ForCausalLM
+        else:
+            config = transformers.GraniteMoeHybridConfig(
+                **common,
+                **mamba,
+                layer_types=["mamba" if k == "linear_attention" else "attention" for k in kinds],
+                num_local_experts=2,
+                num_experts_per_tok=1,
+                shared_intermediate_size=hidden,
+            )
+            cls = transformers.GraniteMoeHybridForCausalLM
+    elif model_type == "zamba2":  # Mamba-2 in every layer, the shared attention block beside it in "hybrid" ones
+        config = transformers.Zamba2Config(
+            **common,
+            layers_block_type=["mamba" if k == "linear_attention" else "hybrid" for k in kinds],
+            mamba_d_state=head_dim,
+            mamba_ngroups=heads,
+            n_mamba_heads=2 * heads,
+            chunk_size=16,
+            use_mamba_kernels=False,
+        )
+        cls = transformers.Zamba2ForCausalLM
     else:  # nemotron_h
         config = transformers.NemotronHConfig(
             **common,

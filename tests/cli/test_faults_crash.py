@@ -145,6 +145,7 @@ from capacity import cli
 
 cli._handle_stops()  # the command's own handlers (what capacity.cli.main installs)
 try:
+    print("ready", flush=True)  # the event the tests wait for (issue 51: not a delay)
     while True:
         time.sleep(0.05)
 except BaseException as exc:  # the stop, raised once; a second one would interrupt the sleep below
@@ -161,9 +162,9 @@ def test_a_stop_signal_reaches_the_command_once(signum, raised, to):
     proc = _supervised(HANG, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         child = int(proc.stdout.readline())
-        time.sleep(0.3)  # the handlers are in place
+        assert proc.stdout.readline() == "ready\n"  # the handlers are in place
         (os.kill if to == "the process" else os.killpg)(proc.pid, signum)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 0 and out.split() == [raised, "unwound"], (out, err)
@@ -184,8 +185,8 @@ def test_kill_9_of_the_supervisor_leaves_no_process():
         child = int(proc.stdout.readline())
         assert _alive(child)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        end = time.monotonic() + 5
+        proc.wait(timeout=60)
+        end = time.monotonic() + 60  # a bound: it ends as soon as the child is gone
         while _alive(child) and time.monotonic() < end:
             time.sleep(0.05)
         assert not _alive(child)
@@ -233,13 +234,12 @@ def test_ctrl_c_at_a_terminal_stops_the_command_once():
                     return
 
     try:
-        read_until(b"\n", 30)  # the child's pid: the handlers are in place right after
-        time.sleep(0.3)
+        read_until(b"ready\r\n", 120)  # the child's pid, then its handlers in place (the line whole: ^C flushes)
         os.write(master, b"\x03")  # what the terminal sends for Ctrl-C
-        read_until(b"unwound", 10)
-        proc.wait(timeout=10)
+        read_until(b"unwound", 60)
+        proc.wait(timeout=60)
     finally:
         proc.kill()
         os.close(master)
     lines = seen.decode().replace("^C", "").split()  # the terminal echoes Ctrl-C as ^C
-    assert proc.returncode == 0 and lines[1:] == ["KeyboardInterrupt", "unwound"], seen
+    assert proc.returncode == 0 and lines[1:] == ["ready", "KeyboardInterrupt", "unwound"], seen
