@@ -10,18 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+from test_sweep_support import SMALL, one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, studies, sweep
 from capacity.sweep import executors
 
-SETS = [
-    "variant=linear,delta",
-    "keys=gaussian,orthogonal",
-    "d=16,32",
-    "load=1/4,1,4",
-    "seed=0,1",
-]  # 48 points in 16 write passes
+SETS = SMALL  # 8 cells (16 write passes), 48 points
 
 
 @pytest.fixture(scope="module")
