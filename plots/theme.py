@@ -32,6 +32,7 @@ from matplotlib.typing import ColorType, LineStyleType, RcKeyType
 if TYPE_CHECKING:  # types only: drawing a figure imports neither
     import numpy.typing as npt
     import pandas as pd
+    import xarray as xr
 
 
 # a figure's panels: a 2-D object array of matplotlib Axes ([nrows, ncols]; numpy types its items as Any)
@@ -338,6 +339,14 @@ SEEDS_NOTE = (
     "Lines and markers: mean over seeds; bands and bars: one standard error of that mean (the seeds' sample standard"
     " deviation / sqrt(seeds)), none with one seed."
 )
+
+
+def standard_error(da: xr.DataArray, dim: str = "seed") -> xr.DataArray:
+    """The standard error of the mean over ``dim``: the sample standard deviation (ddof 1) over the values present /
+    sqrt(their count), 0 where fewer than two are present (``SEEDS_NOTE``: no band with one seed)."""
+    count = da.count(dim)
+    se: xr.DataArray = (da.std(dim, ddof=1) / np.sqrt(count)).where(count > 1, 0.0)  # xarray's Self: Any under 3.10
+    return se
 
 
 def _name_axis(axis: XAxis | YAxis, text: str) -> None:

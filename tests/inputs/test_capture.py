@@ -25,7 +25,7 @@ T = 70  # over one 64-token chunk of the kernels, so their chunking is exercised
 
 def _model(model_type: str) -> torch.nn.Module:
     model = capture.tiny(model_type, seed=1)
-    if model_type == "nemotron_h":
+    if capture.family_of(model_type) == "mamba2":
         # random init makes the scan's output tiny beside its skip term D x (y / Dx ~ 1e-6), so the output less D x
         # would carry the skip's rounding; without the skip and with larger B, C, dt the scan's own output is tested
         with torch.no_grad():
@@ -63,6 +63,27 @@ def test_replay_reproduces_outputs_and_cached_state(captured):
     assert capture.rel_rms(S, layer.state) <= 1e-5
     assert capture.rel_rms(S, _cached(output, layer)) <= 1e-5
     assert float(layer.out.norm()) > 0 and float(S.norm()) > 0
+
+
+# the same kernel functions in more model types: each runs once here (every layer that has a linear mixer), with the
+# conventions checked on it; the fixture's types above run every test
+MORE = ["qwen3_5_moe_text", "bailing_hybrid", "bamba", "falcon_h1", "zamba2", "granitemoehybrid"]
+
+
+@pytest.mark.parametrize("model_type", MORE)
+def test_more_types_share_the_kernels_and_replay(model_type):
+    model = _model(model_type)
+    ids = torch.randint(0, 256, (1, T), generator=torch.Generator().manual_seed(2))
+    layers, output = capture.collect(model, ids)
+    assert layers and all(layer.family == capture.family_of(model_type) for layer in layers)
+    for layer in layers:
+        out, S = capture.replay(layer)
+        assert capture.rel_rms(out, layer.out) <= 1e-5
+        assert capture.rel_rms(S, layer.state) <= 1e-5
+        assert capture.rel_rms(S, _cached(output, layer)) <= 1e-5
+        for wrong in (_log_gate_as_gate, _beta_twice) + ((_heads_tiled,) if layer.family != "kda" else ()):
+            bad_out, bad_S = capture.replay(wrong(layer))
+            assert max(capture.rel_rms(bad_out, layer.out), capture.rel_rms(bad_S, layer.state)) > 1e-2
 
 
 def test_the_chunked_replay_is_the_token_by_token_oracle(captured):
