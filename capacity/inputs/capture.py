@@ -481,31 +481,13 @@ def tiny(
 ) -> torch.nn.Module:
     """A random causal LM of ``model_type`` from its config class, float32, eval mode: ``layers`` layers (the first
     linear, the second full attention, alternating), hidden size ``hidden``, ``heads`` linear key heads of dimension
-    ``head_dim`` (Qwen3-Next, Qwen3.5, OLMo-Hybrid: twice as many value heads, so grouped heads are exercised;
-    Nemotron-H: ``2 heads`` Mamba-2 heads in ``heads`` groups; MiniMax: ``heads`` heads, blocks of 16 tokens),
-    vocabulary of 256 (bytes)."""
+    ``head_dim`` (Gated DeltaNet: twice as many value heads, so grouped heads are exercised; Mamba-2: ``2 heads``
+    heads in ``heads`` groups; KDA: one value head per key head; MiniMax: ``heads`` heads, blocks of 16 tokens),
+    vocabulary of 256 (bytes). Every type of ``FAMILIES`` has one (Falcon-H1 and Zamba2 run Mamba-2 in every layer)."""
     _require_transformers()
     family_of(model_type)
     import transformers
 
-    names = {
-        "qwen3_next": "Qwen3NextConfig",
-        "qwen3_5_text": "Qwen3_5TextConfig",
-        "olmo_hybrid": "OlmoHybridConfig",
-        "kimi_linear": "KimiLinearConfig",
-        "nemotron_h": "NemotronHConfig",
-        "qwen3_5_moe_text": "Qwen3_5MoeTextConfig",
-        "bailing_hybrid": "BailingHybridConfig",
-        "bamba": "BambaConfig",
-        "falcon_h1": "FalconH1Config",
-        "zamba2": "Zamba2Config",
-        "granitemoehybrid": "GraniteMoeHybridConfig",
-        "minimax": "MiniMaxConfig",
-    }
-    if getattr(transformers, names[model_type], None) is None:
-        raise CapacityError(
-            f"transformers {transformers.__version__} has no {names[model_type]} (model type {model_type!r}): install a release that has it (5.2 or later)"
-        )
     torch.manual_seed(seed)
     kinds = ["linear_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     common: dict[str, Any] = {
@@ -519,132 +501,126 @@ def tiny(
         "bos_token_id": 1,
         "eos_token_id": 2,
     }
-    linear: dict[str, Any] = {
+    linear = {  # Gated DeltaNet's heads: twice as many value heads as key heads
         "linear_num_key_heads": heads,
         "linear_num_value_heads": 2 * heads,
         "linear_key_head_dim": head_dim,
         "linear_value_head_dim": head_dim,
+        "head_dim": hidden // 2,
+        "layer_types": kinds,
     }
-    config: Any
-    if model_type == "qwen3_next":
-        config = transformers.Qwen3NextConfig(
-            **common,
-            **linear,
-            head_dim=hidden // 2,
-            num_experts=2,
-            num_experts_per_tok=1,
-            moe_intermediate_size=hidden,
-            shared_expert_intermediate_size=hidden,
-            layer_types=kinds,
+    moe = {
+        "num_experts": 2,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": hidden,
+        "shared_expert_intermediate_size": hidden,
+    }
+    mla = {  # Kimi Linear's and Ling's full attention, and one head per value head in their KDA layers
+        "num_key_value_heads": 2,
+        "kv_lora_rank": 8,
+        "qk_rope_head_dim": 8,
+        "v_head_dim": 8,
+        "qk_nope_head_dim": 8,
+        "layer_types": kinds,
+        "mlp_layer_types": ["dense"] * layers,
+    }
+    mamba = {  # Mamba-2's heads: twice as many heads as B and C groups
+        "mamba_n_heads": 2 * heads,
+        "mamba_d_head": 2 * head_dim,
+        "mamba_n_groups": heads,
+        "mamba_d_state": head_dim,
+        "mamba_chunk_size": 16,
+    }
+    mixers = ["mamba" if k == "linear_attention" else "attention" for k in kinds]
+    # model type -> (config class, causal LM class, settings beyond ``common``)
+    table: dict[str, tuple[str, str, dict[str, Any]]] = {
+        "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", linear | moe),
+        "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", linear),
+        "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", linear | moe),
+        "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM", linear | {"head_dim": None}),
+        "kimi_linear": (
+            "KimiLinearConfig",
+            "KimiLinearForCausalLM",
+            mla | {"linear_head_dim": head_dim, "linear_num_heads": heads},
+        ),
+        "bailing_hybrid": (
+            "BailingHybridConfig",
+            "BailingHybridForCausalLM",
+            mla
+            | {
+                "head_dim": head_dim,
+                "num_local_experts": 2,
+                "num_experts_per_tok": 1,
+                "moe_intermediate_size": hidden,
+                "layer_group_size": 2,
+                "num_mtp_layers": 0,
+            },
+        ),
+        "minimax": (
+            "MiniMaxConfig",
+            "MiniMaxForCausalLM",
+            {
+                "num_attention_heads": heads,
+                "head_dim": head_dim,
+                "num_local_experts": 2,
+                "num_experts_per_tok": 1,
+                "layer_types": kinds,
+                "block_size": 16,
+            },
+        ),
+        "nemotron_h": (
+            "NemotronHConfig",
+            "NemotronHForCausalLM",
+            {
+                "head_dim": hidden // 2,
+                "layers_block_type": kinds,
+                "mamba_num_heads": 2 * heads,
+                "mamba_head_dim": head_dim,
+                "ssm_state_size": head_dim,
+                "n_groups": heads,
+                "chunk_size": 16,
+            },
+        ),
+        "bamba": (
+            "BambaConfig",
+            "BambaForCausalLM",
+            mamba | {"attn_layer_indices": [i for i, k in enumerate(kinds) if k == "full_attention"]},
+        ),
+        # every layer runs attention and Mamba-2 side by side
+        "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", mamba | {"mamba_d_ssm": 4 * heads * head_dim}),
+        "granitemoehybrid": (
+            "GraniteMoeHybridConfig",
+            "GraniteMoeHybridForCausalLM",
+            mamba
+            | {
+                "layer_types": mixers,
+                "num_local_experts": 2,
+                "num_experts_per_tok": 1,
+                "shared_intermediate_size": hidden,
+            },
+        ),
+        # Mamba-2 in every layer, the shared attention block beside it in "hybrid" ones
+        "zamba2": (
+            "Zamba2Config",
+            "Zamba2ForCausalLM",
+            {
+                "layers_block_type": [m if m == "mamba" else "hybrid" for m in mixers],
+                "mamba_d_state": head_dim,
+                "mamba_ngroups": heads,
+                "n_mamba_heads": 2 * heads,
+                "chunk_size": 16,
+                "use_mamba_kernels": False,
+            },
+        ),
+    }
+    config_name, model_name, settings = table[model_type]
+    config_class = getattr(transformers, config_name, None)
+    if config_class is None:
+        raise CapacityError(
+            f"transformers {transformers.__version__} has no {config_name} (model type {model_type!r}): install a release that has it (5.2 or later)"
         )
-        cls: Any = transformers.Qwen3NextForCausalLM
-    elif model_type == "qwen3_5_text":
-        config = transformers.Qwen3_5TextConfig(**common, **linear, head_dim=hidden // 2, layer_types=kinds)
-        cls = transformers.Qwen3_5ForCausalLM
-    elif model_type == "olmo_hybrid":
-        config = transformers.OlmoHybridConfig(**common, **linear, layer_types=kinds)
-        cls = transformers.OlmoHybridForCausalLM
-    elif model_type == "kimi_linear":
-        common["num_key_value_heads"] = 2
-        config = transformers.KimiLinearConfig(
-            **common,
-            kv_lora_rank=8,
-            qk_rope_head_dim=8,
-            v_head_dim=8,
-            qk_nope_head_dim=8,
-            layer_types=kinds,
-            linear_head_dim=head_dim,
-            linear_num_heads=heads,
-            mlp_layer_types=["dense"] * layers,
-        )
-        cls = transformers.KimiLinearForCausalLM
-    elif model_type == "minimax":
-        config = transformers.MiniMaxConfig(
-            **common | {"num_attention_heads": heads},
-            head_dim=head_dim,
-            num_local_experts=2,
-            num_experts_per_tok=1,
-            layer_types=kinds,
-            block_size=16,
-        )
-        cls = transformers.MiniMaxForCausalLM
-    elif model_type == "qwen3_5_moe_text":
-        config = transformers.Qwen3_5MoeTextConfig(
-            **common,
-            **linear,
-            head_dim=hidden // 2,
-            num_experts=2,
-            num_experts_per_tok=1,
-            moe_intermediate_size=hidden,
-            shared_expert_intermediate_size=hidden,
-            layer_types=kinds,
-        )
-        cls = transformers.Qwen3_5MoeForCausalLM
-    elif model_type == "bailing_hybrid":
-        common["num_key_value_heads"] = 2
-        config = transformers.BailingHybridConfig(
-            **common,
-            kv_lora_rank=8,
-            qk_rope_head_dim=8,
-            v_head_dim=8,
-            qk_nope_head_dim=8,
-            head_dim=head_dim,
-            num_local_experts=2,
-            num_experts_per_tok=1,
-            moe_intermediate_size=hidden,
-            layer_types=kinds,
-            mlp_layer_types=["dense"] * layers,
-            layer_group_size=2,
-            num_mtp_layers=0,
-        )
-        cls = transformers.BailingHybridForCausalLM
-    elif model_type in ("bamba", "falcon_h1", "granitemoehybrid"):
-        mamba: dict[str, Any] = {
-            "mamba_n_heads": 2 * heads,
-            "mamba_d_head": 2 * head_dim,
-            "mamba_n_groups": heads,
-            "mamba_d_state": head_dim,
-            "mamba_chunk_size": 16,
-        }
-        if model_type == "bamba":
-            attention = [i for i, k in enumerate(kinds) if k == "full_attention"]
-            config = transformers.BambaConfig(**common, **mamba, attn_layer_indices=attention)
-            cls = transformers.BambaForCausalLM
-        elif model_type == "falcon_h1":  # every layer runs attention and Mamba-2 side by side
-            config = transformers.FalconH1Config(**common, **mamba, mamba_d_ssm=4 * heads * head_dim)
-            cls = transformers.FalconH1ForCausalLM
-        else:
-            config = transformers.GraniteMoeHybridConfig(
-                **common,
-                **mamba,
-                layer_types=["mamba" if k == "linear_attention" else "attention" for k in kinds],
-                num_local_experts=2,
-                num_experts_per_tok=1,
-                shared_intermediate_size=hidden,
-            )
-            cls = transformers.GraniteMoeHybridForCausalLM
-    elif model_type == "zamba2":  # Mamba-2 in every layer, the shared attention block beside it in "hybrid" ones
-        config = transformers.Zamba2Config(
-            **common,
-            layers_block_type=["mamba" if k == "linear_attention" else "hybrid" for k in kinds],
-            mamba_d_state=head_dim,
-            mamba_ngroups=heads,
-            n_mamba_heads=2 * heads,
-            chunk_size=16,
-            use_mamba_kernels=False,
-        )
-        cls = transformers.Zamba2ForCausalLM
-    else:  # nemotron_h
-        config = transformers.NemotronHConfig(
-            **common,
-            head_dim=hidden // 2,
-            layers_block_type=kinds,
-            mamba_num_heads=2 * heads,
-            mamba_head_dim=head_dim,
-            ssm_state_size=head_dim,
-            n_groups=heads,
-            chunk_size=16,
-        )
-        cls = transformers.NemotronHForCausalLM
+    settings = {k: v for k, v in settings.items() if v is not None}
+    config = config_class(**(common | settings))
+    cls = getattr(transformers, model_name)
     model: torch.nn.Module = cls(config).float().eval()
     return model

@@ -361,6 +361,12 @@ def _dask(
             except CapacityError:
                 raise
             except Exception as exc:  # Dask's own, not the user's (user code raises UserCodeError)
+                if type(exc).__name__ == "KilledWorker":  # distributed.KilledWorker: each retry's worker died
+                    raise WorkerLost(
+                        futures[fut],
+                        "each Dask worker that ran it died, until Dask gave up (KilledWorker): a crash of the code it "
+                        "runs (a segfault or abort in a memory's C code, ctypes) or out of memory",
+                    ) from None
                 if not isinstance(exc, ImportError) and "deserializ" not in str(exc).lower():
                     raise
                 raise WorkerLost(

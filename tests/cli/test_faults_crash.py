@@ -46,6 +46,19 @@ def test_a_crash_in_the_users_write_is_one_line_naming_the_memory(cli, tmp_path,
     assert proc.stdout == ""
 
 
+@pytest.mark.slow  # a local Dask cluster: about 20 s on the shared 2-core VM
+def test_a_crash_on_a_dask_worker_is_one_line_naming_the_pass(cli, tmp_path, monkeypatch):
+    """Each time the worker crashes its nanny starts it again and the task is re-run, until Dask gives up
+    (KilledWorker, the catch-all 'unexpected' line before): one line naming the pass, the crash, what is saved."""
+    mod = user_memory(tmp_path, monkeypatch, write=f"if {WHEN['serial']}: {CRASHES['segfault'][0]}")
+    argv = ["compare", f"{mod}:Mem", "--d", "8", "--load", "4", "--seeds", "1", "--quiet", "--executor", "dask"]
+    proc = cli(*argv, "--workers", "1", "--out", tmp_path / "o", timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "unexpected" not in lines[0] and f"while measuring {mod}:Mem gaussian d=8" in lines[0], lines[0]
+    assert "died" in lines[0] and "0 of 1 points are saved" in lines[0], lines[0]
+
+
 # ---------------------------------------------------------------- the supervisor on its own (no torch: fast)
 
 SUPERVISED = """

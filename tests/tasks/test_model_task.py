@@ -160,23 +160,31 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, frag
     assert not out.exists() or not any(out.rglob("*.nc"))
 
 
-def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_path):
-    """A Qwen3.5 checkpoint (model type qwen3_5: a vision tower and a qwen3_5_text language model) is loaded as its
-    language model, whose Gated DeltaNet layers are captured and proved; the multimodal model itself, given text, is
-    captured the same way, to the same keys."""
+@pytest.mark.parametrize("kind", ["qwen3_5", "qwen3_5_moe"])
+def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_path, kind):
+    """A Qwen3.5 checkpoint (model type qwen3_5: a vision tower and a qwen3_5_text language model; the MoE one
+    likewise) is loaded as its language model, whose Gated DeltaNet layers are captured and proved; the multimodal
+    model itself, given text, is captured the same way, to the same keys."""
     import transformers
 
     text = {"vocab_size": 256, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "layer_types": ["linear_attention", "full_attention"], "pad_token_id": 0}  # fmt: skip
     vision = {"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32}
     torch.manual_seed(4)
-    full = transformers.Qwen3_5ForConditionalGeneration(
-        transformers.Qwen3_5Config(text_config=text, vision_config=vision)
-    ).eval()
-    assert full.config.model_type == "qwen3_5"
+    if kind == "qwen3_5":
+        full = transformers.Qwen3_5ForConditionalGeneration(
+            transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+        ).eval()
+    else:
+        text |= {"num_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 32}
+        text["shared_expert_intermediate_size"] = 32
+        full = transformers.Qwen3_5MoeForConditionalGeneration(
+            transformers.Qwen3_5MoeConfig(text_config=text, vision_config=vision)
+        ).eval()
+    assert full.config.model_type == kind
     full.save_pretrained(tmp_path / "qwen35")
     source.check(str(tmp_path / "qwen35"))
     loaded = source.load(str(tmp_path / "qwen35"), None)
-    assert loaded.family == "gated_delta" and loaded.model.config.model_type == "qwen3_5_text"
+    assert loaded.family == "gated_delta" and loaded.model.config.model_type == f"{kind}_text"
     ids = loaded.ids[:, :70]
     (layer,), output = capture.collect(loaded.model, ids)
     assert capture.proof(layer) <= 1e-5
