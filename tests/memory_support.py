@@ -44,3 +44,8 @@ def write_in_chunks(mem, K, V, starts):
     for a, b in zip(edges[:-1], edges[1:]):
         st = mem.write(st, K[:, a:b], V[:, a:b])
     return st
+
+
+def one_head(x: torch.Tensor) -> torch.Tensor:
+    """[B, T, ...] -> fla's [B, T, H=1, ...]."""
+    return x.unsqueeze(2)
