@@ -37,7 +37,15 @@ if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's
     _Handler = Callable[[int, types.FrameType | None], Any] | int | None  # what signal.signal returns
 
 EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
-LISTED = ("studies", "tasks", "variants", "features", "keys", "values")  # the sections of capacity list, in order
+LISTED = (
+    "studies",
+    "tasks",
+    "variants",
+    "features",
+    "keys",
+    "values",
+    "formats",
+)  # the sections of capacity list, in order
 
 
 class _Parser(argparse.ArgumentParser):
@@ -241,6 +249,7 @@ def _listed(section: str) -> dict[str, str]:
         "features": ("capacity.inputs.features", None, catalog.Dict(("description", 2)), "capacity.features"),
         "keys": ("capacity.inputs.keys", None, catalog.Calls("Family", by_name, ("description", 4)), "capacity.keys"),
         "values": ("capacity.inputs.values", None, catalog.Dict(), None),
+        "formats": ("capacity.variants._rounding", None, catalog.Dict(), None),
     }
     module, pattern, shape, group = table[section]
     where = catalog.files(module, pattern) if pattern else [catalog.source(module)]
@@ -331,7 +340,24 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from capacity.plots import render_path
 
     only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
-    for path in render_path(args.results, out=args.out, only=only):
+    select: dict[str, list[str]] = {}
+    for word in args.select:
+        dim, eq, values = word.partition("=")
+        if not eq or not dim.strip():
+            raise CapacityError(f"--select takes DIM=VALUE[,VALUE], got {word!r}")
+        select.setdefault(dim.strip(), []).extend(v.strip() for v in values.split(",") if v.strip())
+    paths = render_path(
+        args.results,
+        out=args.out,
+        only=only,
+        select=select,
+        published=args.published,
+        title=args.title,
+        xlabel=args.xlabel,
+        ylabel=args.ylabel,
+        legend=args.legend,
+    )
+    for path in paths:
         print(path)
     return 0
 
@@ -421,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_check)
 
-    p = sub.add_parser("list", help="list studies, tasks, variants, feature maps, key families and value families")
+    p = sub.add_parser(
+        "list", help="list studies, tasks, variants, feature maps, key families, value families and state formats"
+    )
     p.add_argument("what", nargs="?", default="all", choices=["all", *LISTED])
     p.set_defaults(func=_cmd_list)
 
@@ -491,6 +519,36 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         default=None,
         help="draw only these figures, comma-separated: the names after the study in the file names (capacity, variants, ...)",
+    )
+    p.add_argument(
+        "--select",
+        metavar="DIM=VALUES",
+        action="append",
+        default=[],
+        help="the panels and curves: keep only these values of a dimension, comma-separated (d=16,32; variant=delta);"
+        " repeat for several dimensions",
+    )
+    p.add_argument(
+        "--published",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draw (or, --no-published, leave out) the published-results panel of the frontier figure"
+        " (default: as the study asks; the frontier study draws it, compare does not)",
+    )
+    p.add_argument("--title", default=None, help="a title over each figure's panels")
+    p.add_argument(
+        "--xlabel",
+        action="append",
+        default=None,
+        metavar="TEXT",
+        help="the x axis label; once for every x label, or repeated: one per distinct label, in the order they appear",
+    )
+    p.add_argument("--ylabel", action="append", default=None, metavar="TEXT", help="the y axis label, as --xlabel")
+    p.add_argument(
+        "--legend",
+        choices=["right", "below", "none"],
+        default="right",
+        help="where the legend goes: right of the panels (default), below them, or none",
     )
     p.set_defaults(func=_cmd_plot)
 
@@ -723,6 +781,9 @@ def entry() -> None:
     """The console script: ``main`` with an interrupt during the package's own start-up caught too, run in a forked
     child that the process the user started supervises, so that a crash (a segfault, ``abort()`` in user code) is one
     line too (``capacity.base._supervise``)."""
+    # before torch loads: OpenMP threads with nothing to do sleep instead of spinning on a core another thread or
+    # another job needs (capacity.sweep.executors.thread_environment; the user's own setting stands)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:  # an interrupt at any moment of the start-up too (the supervisor's fork, the child's first steps)
         from capacity.base import _supervise
 

@@ -21,8 +21,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager  # already loaded by importlib.util; traceback loads only when needed
 from typing import Any
 
-__all__ = ["CapacityError", "UserCodeError", "CapacityWarning", "Terminated", "user_code", "one_line"]
-
 
 class CapacityError(ValueError):
     """Bad input to a capacity function: the message says what was wrong and what is allowed.

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["matmul", "solve_unit_lower"]
-
 _ALIGN = 64  # bytes: the CPU allocator's alignment of a fresh tensor
 
 

@@ -25,8 +25,6 @@ import torch
 from capacity.kernels._batched import matmul, solve_unit_lower
 from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA, prepare
 
-__all__ = ["recurrence"]
-
 CHUNK = 64
 
 

@@ -25,8 +25,6 @@ import triton
 import triton.language as tl
 from capacity.kernels._launch import Kernel
 
-__all__ = ["update", "linear_config", "recurrent_config"]
-
 FP32_DOT_PRECISION = "tf32x3"  # float32 tl.dot on tensor cores to about float32 accuracy
 
 

@@ -19,24 +19,6 @@ from capacity.tasks import metrics
 from capacity.tasks.metrics import HIGHER_IS_BETTER
 from capacity.variants.declares import Declares, declared
 
-__all__ = [
-    "require",
-    "dv_of",
-    "levels",
-    "panels",
-    "thin",
-    "tidy",
-    "undetermined",
-    "undetermined_note",
-    "reads",
-    "delta_beta",
-    "family",
-    "memory",
-    "task_of",
-    "closed_form",
-    "MAX_PANELS",
-]
-
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 MAX_PANELS = 6  # panels along one side of a figure; more values on that axis are thinned (docs/plots.md)
 LABEL_AXES = (

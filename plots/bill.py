@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["bill"]
-
 _T13 = ("softmax_cache", "linear_state", "softmax_decode_flops", "linear_decode_flops")  # stored by the bill task
 
 

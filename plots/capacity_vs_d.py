@@ -37,7 +37,6 @@ Criterion = tuple[str, float, str]
 # T10's line per threshold: (d, capacity), computed once per figure
 T10Cache = dict[float, tuple["npt.NDArray[np.float64]", "Floats"]]
 
-__all__ = ["capacity_vs_d", "EPS", "TAU"]
 
 EPS = 0.5  # default mean-error threshold
 TAU = 0.9  # default argmax-recall threshold

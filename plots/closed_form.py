@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from capacity.variants import Variant
 
-__all__ = ["measure", "closed_form", "QUANTITIES"]
 
 # variable suffix -> (panel title, axis quantity, units, log axes)
 QUANTITIES = {

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
     from capacity.theory._common import Floats
 
-__all__ = ["error_vs_load", "theory_curves", "delta_curve", "FLOOR"]
 
 FLOOR = 1e-3  # lowest error shown on the log axis
 

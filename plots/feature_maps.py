@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["feature_maps"]
 
 THEORY_LABEL = "T25–T28 closed form of each map: (n − 1) ρ² (dashed, the map's colour)"
 

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from matplotlib.figure import Figure
 
-__all__ = ["forgetting", "rule_of"]
 
 # the declared family (capacity.variants.Declares.form) -> its rule's name in theory.forgetting_*
 _RULE_OF = {"delta": "delta", "decay": "decay", "gated_delta": "gated_delta", "selective": "mamba2"}

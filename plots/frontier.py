@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
     from capacity.variants import Variant
 
-__all__ = ["frontier"]
-
 
 def _built(label: str) -> Variant | None:
     """The variant a label names, or None when it cannot be built here."""

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["heads_capacity"]
-
 
 def heads_capacity(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figure:
     """The heads figure of a Dataset with dims ``variant``, ``d``, ``load`` and ``heads`` (value heads = heads)."""

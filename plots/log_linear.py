@@ -4,7 +4,7 @@ One column per log-linear memory of the Dataset, drawn at the smallest key dimen
 grows: floor(log2 n) + 1 levels of d0 dv numbers). Beside it, in the base memory's colour (``linear``, ``decay`` or
 ``gated_delta`` with the same gate and step): the base at the same bytes (solid), at each n the grid's d whose
 d dv state holds exactly the log-linear state's numbers (d = d0 (floor(log2 n) + 1) when the grid has it), and the
-base at d0 (dashed), the same keys' width and a fixed state. Top row: argmax recall (mean over seeds, min-max band);
+base at d0 (dashed), the same keys' width and a fixed state. Top row: argmax recall (mean over seeds, band of one standard error);
 bottom row: the state's bytes at float32 (from the recorded ``state_numel``). Dotted verticals mark the powers of
 two, where every pair of a log-linear memory sits in one bucket and it reads as its base at d0.
 """
@@ -14,18 +14,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import xarray as xr
 from capacity.plots import _data, theme
 
 from capacity.errors import CapacityError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
-    import xarray as xr
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType, LineStyleType
-
-__all__ = ["log_linear_bytes", "equal_bytes"]
 
 
 def _base_of(ds: xr.Dataset, variant: object) -> str | None:
@@ -114,11 +112,14 @@ def log_linear_bytes(ds: xr.Dataset) -> Figure:
             def band(
                 ax: Axes, da: xr.DataArray, *, color: ColorType, label: str, ls: LineStyleType = "-", marker: str = "o"
             ) -> None:
-                m = da.mean("seed") if "seed" in da.dims else da
-                lo = da.min("seed") if "seed" in da.dims else da
-                hi = da.max("seed") if "seed" in da.dims else da
-                ax.fill_between(ns, np.asarray(lo, float), np.asarray(hi, float), color=color, alpha=0.15, lw=0)
-                ax.plot(ns, np.asarray(m, float), ls=ls, marker=marker, ms=3.5, lw=1.5, color=color, label=label)
+                if "seed" not in da.dims:
+                    da = da.expand_dims("seed")
+                m = np.asarray(da.mean("seed"), float)  # NaN where no seed has a value
+                se = np.asarray(theme.standard_error(da), float)
+                fill = ax.fill_between(ns, m - se, m + se, color=color, alpha=0.15, lw=0)
+                fill.set_gid(theme.RANGE_GID + label)
+                (line,) = ax.plot(ns, m, ls=ls, marker=marker, ms=3.5, lw=1.5, color=color, label=label)
+                line.set_gid(theme.MEASURED_GID + label)
 
             band(top, rec.sel(variant=v, d=d0), color=colors[v], label=f"{v}, d = {d0} (grows)")
             same = np.stack(
@@ -129,9 +130,9 @@ def log_linear_bytes(ds: xr.Dataset) -> Figure:
                     for dd, n in zip(chosen, ns)
                 ]
             )  # [n, seed]
-            m = np.nanmean(same, axis=1) if same.size else same
-            top.fill_between(ns, same.min(1), same.max(1), color=colors[b], alpha=0.15, lw=0)
-            top.plot(ns, m, ls="-", marker="s", ms=3.5, lw=1.5, color=colors[b], label=f"{b} at the same bytes")
+            band(
+                top, xr.DataArray(same, dims=("n", "seed")), color=colors[b], label=f"{b} at the same bytes", marker="s"
+            )
             band(top, rec.sel(variant=b, d=d0), color=colors[b], label=f"{b}, d = {d0}", ls="--", marker="")
             kib = 4 / 1024  # float32 numbers -> KiB
             bottom.plot(ns, ll_numel * kib, marker="o", ms=3.5, lw=1.5, color=colors[v], label=f"{v}, d = {d0} (grows)")

@@ -27,8 +27,6 @@ from capacity.base import labels
 from capacity.errors import CapacityError
 from capacity.inputs import features, keys
 
-__all__ = ["parse_label", "variant_name", "keys_name", "feature_name", "order", "AXIS"]
-
 # parameters shown by their symbol; any other is shown by its name (docs/naming.md)
 _SYMBOLS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α"}
 

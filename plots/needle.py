@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["needle_figure", "needle_depth"]
 
 HAYSTACK = {
     "random": "random keys",
@@ -81,11 +80,12 @@ def needle_figure(ds: xr.Dataset) -> Figure:
                 rec = sub["recall"].sel(haystack=h, candidates=c).mean("depth")  # [variant, n(, seed)]
                 for i, lab in enumerate(labels):
                     y = rec.sel(variant=lab)
-                    per = y.transpose("n", ...).values.reshape(len(L), -1)  # [n, seeds]
+                    y = y.transpose("n", "seed") if "seed" in y.dims else y.expand_dims("seed", axis=1)  # [n, seeds]
+                    mean, se = np.asarray(y.mean("seed"), float), np.asarray(theme.standard_error(y), float)
                     x = L * shift[lab]
                     (line,) = ax.plot(
                         x,
-                        per.mean(1),
+                        mean,
                         color=colors[lab],
                         marker=MARKERS[i % len(MARKERS)],
                         ms=5,
@@ -94,7 +94,7 @@ def needle_figure(ds: xr.Dataset) -> Figure:
                     )
                     line.set_gid(theme.MEASURED_GID + lab)
                     if nseeds > 1:
-                        band = ax.vlines(x, per.min(1), per.max(1), color=colors[lab], lw=1.2, alpha=0.6)
+                        band = ax.vlines(x, mean - se, mean + se, color=colors[lab], lw=1.2, alpha=0.6)
                         band.set_gid(theme.RANGE_GID + lab)
                 ax.set_xscale("log", base=2)
                 ax.xaxis.set_major_locator(FixedLocator(L))  # type: ignore[arg-type]  # any array: np.asarray(locs)
@@ -111,7 +111,8 @@ def needle_figure(ds: xr.Dataset) -> Figure:
         theme.legend(fig, axes, title="memory")
         theme.note(
             fig,
-            f"Mean over the needle depths and {nseeds} sequences; bars: min to max across sequences ({_settings(sub)}). "
+            f"Mean over the needle depths and {nseeds} sequences; bars: one standard error of that mean over the"
+            f" sequences (their sample standard deviation / sqrt({nseeds})) ({_settings(sub)}). "
             "Markers of one L are shifted apart so that equal values stay visible. Recall: the exact probability "
             "that argmax among that many random unit values picks the needle's value. No training: each rule at "
             "the settings of the paper's 1.3B model (docs/needle.md).",

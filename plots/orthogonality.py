@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["orthogonality"]
 
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 

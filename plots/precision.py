@@ -1,6 +1,7 @@
 """Error and argmax recall against n for each state dtype and rounding, with the rounding closed forms (T14-T19).
 
-One row per memory (variant), two columns: mean error and argmax recall against n (mean over seeds, standard-error band),
+One row per memory (variant), two columns: mean error and argmax recall against n (mean over seeds, standard-error band;
+the recall over the last pairs written, ``recall_recent``, where the results hold it, else over all pairs),
 colour by ``state_dtype`` (float32 in black), dashes by ``rounding``. In the error column each dtype's prediction
 is drawn as a thin line of its colour: the float32 curve plus the predicted deviation of a read (``step`` rounding:
 T15, with T18 for decay and T19 for the delta rules; round-to-nearest, the study's default). Each dtype's measured
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 # (memory kind of theory.step_rounding_error, alpha, beta)
 Memory = tuple[str, float, float]
 
-__all__ = ["precision_curves", "departures", "DEPART"]
 
 DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
 # the declared family (capacity.variants.Declares.form) -> the memory kind theory.step_rounding_error takes
@@ -91,7 +91,8 @@ def _integer(dtype: object) -> bool:
 
 
 def _step_deviation(ns: npt.NDArray[np.float64], d: int, dv: int, dtype: str, memory: Memory) -> Floats:
-    """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for an integer one."""
+    """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for a scaled one (int8, int4,
+    fp8 with scales)."""
     name, alpha, beta = memory
     from capacity.variants import quantise
 
@@ -101,13 +102,14 @@ def _step_deviation(ns: npt.NDArray[np.float64], d: int, dv: int, dtype: str, me
             ns,
             d,
             dv,
-            spec.bits,
+            "fp8" if spec.fp8 else spec.bits,
             spec.scope,
             group=spec.group,
             feedback=spec.feedback is not None,
             memory=name,
             alpha=alpha,
             beta=beta,
+            target=spec.target,
         )
     return theory.step_rounding_error(ns, d, dv, dtype, memory=name, alpha=alpha, beta=beta)
 
@@ -157,7 +159,10 @@ def precision_curves(ds: xr.Dataset) -> Figure:
     variants = _data.levels(sub, "variant")
     dtypes = [str(x) for x in sub["state_dtype"].values]
     roundings: list[str | None] = [str(x) for x in _data.levels(sub, "rounding")] if "rounding" in sub.dims else [None]
-    metrics = [m for m in ("mse", "recall") if m in sub.data_vars]
+    # recall over the last pairs written where measured (``Recall(recent=R)``, as the precision study does): over all
+    # pairs a memory that forgets reads chance in every format, over the pairs it still holds its formats differ
+    recall = "recall_recent" if "recall_recent" in sub.data_vars else "recall"
+    metrics = [m for m in ("mse", recall) if m in sub.data_vars]
     shades: dict[str, theme.RGB] = {"float32": (0.1, 0.1, 0.1)}
     shades.update(theme.palette([t for t in dtypes if t != "float32"]))
     ns = np.asarray(sub["n"].values, dtype=float)
@@ -235,9 +240,9 @@ def precision_curves(ds: xr.Dataset) -> Figure:
                 ax.set_title(names.variant_name(v) + f", d = {d}")
         theme.label_outer(axes, xlabel=names.AXIS["n"], ylabel="")
         for c, metric in enumerate(metrics):
-            axes[0, c].set_ylabel(names.AXIS[metric])
-            for r in range(1, len(variants)):
-                axes[r, c].set_ylabel(names.AXIS[metric])
+            label = names.AXIS.get(metric) or f"{sub[metric].attrs['long_name']} ({sub[metric].attrs['units']})"
+            for r in range(len(variants)):
+                axes[r, c].set_ylabel(label)
         theme.legend(fig, axes, title="state dtype / rounding / theory")
         nseeds = sub.sizes.get("seed", 1)
         sampled = (
@@ -245,10 +250,17 @@ def precision_curves(ds: xr.Dataset) -> Figure:
             if any(str(x).endswith("_se") for x in ds.data_vars)
             else ""
         )
+        held = (
+            f" Recall over the last pairs written ({sub[recall].attrs['long_name']}), each decoded against all n"
+            " stored values: the pairs a memory that forgets still holds (over all n pairs its recall falls to chance"
+            " in every format; the results hold that as recall)."
+            if recall == "recall_recent"
+            else ""
+        )
         theme.note(
             fig,
             theme.SEEDS_NOTE
-            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). X: where a dtype's error first differs from float32's by"
+            + f" ({nseeds} seed{'s' if nseeds != 1 else ''}).{held} X: where a dtype's error first differs from float32's by"
             f" more than {DEPART:.0%}; ticks on the n axis: where the predicted step-rounding deviation (round-to-"
             f"nearest) reaches {DEPART:.0%} of the float32 error. The prediction holds before the stall of round-to-"
             "nearest (u² n ≲ 1; T17)." + sampled,

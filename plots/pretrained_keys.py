@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["pretrained_keys"]
-
 
 def _additive(ds: xr.Dataset, variant: object) -> bool:
     return _data.reads(ds, variant)[0]

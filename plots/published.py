@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from matplotlib.lines import Line2D
     from matplotlib.typing import ColorType
 
-__all__ = ["trained_points", "mqar_ceiling", "MARKERS"]
 
 # one open marker per architecture of Based's Fig. 2 (and a default for others)
 MARKERS = {

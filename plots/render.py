@@ -18,13 +18,14 @@ import inspect
 import json
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeAlias
 
 import xarray as xr
+from capacity.plots import layout
 from capacity.plots._data import task_of
 from capacity.plots.bill import bill
 from capacity.plots.capacity_vs_d import capacity_vs_d
@@ -47,9 +48,6 @@ from matplotlib.figure import Figure
 from capacity import tasks
 from capacity.errors import CapacityError
 from capacity.sweep import executors
-
-__all__ = ["render", "render_path", "figures", "choose", "FIGURES", "available", "task_of"]
-
 
 # a figure function: the Dataset in, the Figure out (its other parameters keep their defaults)
 FigureFn: TypeAlias = Callable[[xr.Dataset], Figure]
@@ -105,10 +103,18 @@ def available() -> dict[str, str]:
     return {name: next(iter((FIGURES[name].__doc__ or "").strip().splitlines()), "") for name in sorted(FIGURES)}
 
 
-def builders(ds: xr.Dataset, only: Sequence[str] | None = None) -> list[Job]:
+def builders(
+    ds: xr.Dataset,
+    only: Sequence[str] | None = None,
+    *,
+    published: bool | None = None,
+    look: Callable[[Figure], Figure] | None = None,
+) -> list[Job]:
     """The figures that fit ``ds``, not yet built: ``[(file stem, build), ...]`` with ``build()`` -> Figure, stems
-    ``<study>_<figure>``; with ``only``, those of the figures named there (each must fit). The Dataset's own faults
-    (no variables, text, no figure that fits) are raised here."""
+    ``<study>_<figure>``; with ``only``, those of the figures named there (each must fit). ``published``: draw (True)
+    or leave out (False) the published-results panel of the figures that have one (the frontier), whatever the study
+    asks; one of the figures drawn must have it. ``look``: applied to each Figure once built (``layout.relabel``).
+    The Dataset's own faults (no variables, text, no figure that fits) are raised here."""
     if not isinstance(ds, xr.Dataset):
         raise CapacityError(f"plots need an xarray.Dataset, got {type(ds).__name__}")
     if len(ds.data_vars) == 0:
@@ -142,7 +148,22 @@ def builders(ds: xr.Dataset, only: Sequence[str] | None = None) -> list[Job]:
         wrong = [k for k in options if k not in allowed or k == "ds"]
         if name in names and wrong:
             raise CapacityError(f"the study asks the {name} figure for {wrong[0]!r}, which it does not take")
-    return [(f"{study}_{name}", functools.partial(known[name], ds, **asked.get(name, {}))) for name in names]
+    if published is not None:
+        having = [name for name in names if "published" in inspect.signature(known[name]).parameters]
+        if not having:
+            raise CapacityError(
+                f"--published: none of the figures drawn ({', '.join(names)}) has a published-results panel"
+                " (the frontier figure has)"
+            )
+        for name in having:
+            asked[name] = {**asked.get(name, {}), "published": published}
+    jobs: list[Job] = [(f"{study}_{name}", functools.partial(known[name], ds, **asked.get(name, {}))) for name in names]
+    return jobs if look is None else [(stem, _looked(build, look)) for stem, build in jobs]
+
+
+def _looked(build: Callable[[], Figure], look: Callable[[Figure], Figure]) -> Callable[[], Figure]:
+    """``build``, then ``look`` on the Figure it returns."""
+    return lambda: look(build())
 
 
 def _options(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
@@ -213,9 +234,27 @@ def _open(path: Path) -> xr.Dataset:
         ) from None
 
 
-def render_path(results: Folder, out: Folder | None = None, *, only: Sequence[str] | None = None) -> list[Path]:
-    """Render a results file (``.nc``) or every ``.nc`` in a directory; ``out`` defaults to ``figures/`` beside them;
-    ``only``: just the figures named there (``capacity plot --only``)."""
+def render_path(
+    results: Folder,
+    out: Folder | None = None,
+    *,
+    only: Sequence[str] | None = None,
+    select: Mapping[str, Sequence[object]] | None = None,
+    published: bool | None = None,
+    title: str | None = None,
+    xlabel: str | Sequence[str] | None = None,
+    ylabel: str | Sequence[str] | None = None,
+    legend: layout.Legend = "right",
+) -> list[Path]:
+    """Render a results file (``.nc``) or every ``.nc`` in a directory; ``out`` defaults to ``figures/`` beside them.
+
+    What ``capacity plot``'s options ask: ``only``, just the figures named there (``--only``); ``select``, the panels:
+    dimension -> the values to keep (``--select d=16,32``, ``layout.select``); ``published``, the published-results
+    panel drawn or left out (``--published``, ``--no-published``; by default as the study asks); ``title``,
+    ``xlabel``, ``ylabel``, ``legend``: the figure's title, axis labels and legend place (``layout.relabel``).
+    """
+    if legend not in layout.LEGEND:
+        raise CapacityError(f"the legend goes {' or '.join(layout.LEGEND)}, got {legend!r}")
     for name, value in (("results", results), ("out", out)):
         if not isinstance(value, (str, os.PathLike)) and (value is not None or name == "results"):
             raise CapacityError(f"render_path's {name} must be a path (str or os.PathLike), got {value!r}")
@@ -230,10 +269,14 @@ def render_path(results: Folder, out: Folder | None = None, *, only: Sequence[st
         out_dir = Path(out) if out is not None else results.parent / "figures"
     else:
         raise CapacityError(f"{results}: no such results file or directory")
+    look = None
+    if (title, xlabel, ylabel, legend) != (None, None, None, "right"):
+        look = functools.partial(layout.relabel, title=title, xlabel=xlabel, ylabel=ylabel, legend=legend)
     jobs: list[Job] = []
     for f in files:  # every file's faults reported before anything is built or written
         try:
-            jobs += [(stem, _named(f, build)) for stem, build in builders(_open(f), only)]
+            ds = layout.select(_open(f), select or {})
+            jobs += [(stem, _named(f, build)) for stem, build in builders(ds, only, published=published, look=look)]
         except CapacityError as exc:
             raise CapacityError(f"{f}: {exc}") from None
     return save_all(jobs, out_dir)

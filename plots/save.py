@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 # a folder to write into, as the caller names it
 Folder = str | os.PathLike[str]
 
-__all__ = ["save", "encode", "write", "check_folder", "FORMATS"]
 
 FORMATS = ("png", "pdf")
 # no software version, no creation time: the bytes depend on the figure alone

@@ -2,8 +2,8 @@
 
 ``headline(ds)`` gives one row per cell (every dimension of ``mse`` or ``recall`` but the curve axis, ``load`` or
 ``n``, and ``seed``): the capacity at each criterion (mean error <= eps = 0.5, argmax recall >= tau = 0.9;
-``capacity.metrics.capacity``), the mean error and argmax recall at the largest n measured (``n_max``), each as the
-mean over seeds with its standard error (``<column>_se``: the seeds' sample standard deviation / sqrt(seeds);
+``capacity.metrics.capacity``), the mean error and argmax recall at the largest n measured (``n_max``) (and there the recall over the last pairs
+written, ``recall_recent``, where the results hold it: ``Recall(recent=R)``), each as the mean over seeds with its standard error (``<column>_se``: the seeds' sample standard deviation / sqrt(seeds);
 empty with one seed), and ``bytes``: what one state keeps in its stored format (``state_dtype``, float32 where the
 results have none), scales and an error-feedback residual counted (``capacity.variants.precision.state_bytes``; at
 n_max for a state that grows), empty for a memory that cannot be built here. ``markdown(df)`` gives the table as
@@ -82,7 +82,7 @@ def headline(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> pd.DataFr
             columns[f"capacity ({m} {sign} {thresholds[m]:g})"] = metrics.capacity(
                 ds, metric=m, threshold=thresholds[m]
             )
-    for m in present:
+    for m in [*present, *(["recall_recent"] if "recall_recent" in ds.data_vars else [])]:
         columns[f"{m} at n_max"] = ds[m].isel({curve: -1}, drop=True)
     out = xr.Dataset()
     for name, da in columns.items():

@@ -32,32 +32,8 @@ from matplotlib.typing import ColorType, LineStyleType, RcKeyType
 if TYPE_CHECKING:  # types only: drawing a figure imports neither
     import numpy.typing as npt
     import pandas as pd
+    import xarray as xr
 
-__all__ = [
-    "style",
-    "figure",
-    "palette",
-    "sequential",
-    "ordered",
-    "curves",
-    "theory_line",
-    "mark_x",
-    "note",
-    "legend",
-    "log2_x",
-    "load_axis",
-    "grid_axis",
-    "label_outer",
-    "finish",
-    "THEORY_GID",
-    "MEASURED_GID",
-    "RANGE_GID",
-    "COLORBLIND",
-    "DASHES",
-    "SEEDS_NOTE",
-    "PANEL_W",
-    "PANEL_H",
-]
 
 # a figure's panels: a 2-D object array of matplotlib Axes ([nrows, ncols]; numpy types its items as Any)
 AxesGrid: TypeAlias = "np.ndarray[tuple[int, int], np.dtype[np.object_]]"
@@ -68,6 +44,7 @@ Colors: TypeAlias = Mapping[str, ColorType]
 Share: TypeAlias = bool | Literal["none", "all", "row", "col"]
 
 PANEL_W, PANEL_H = 3.3, 2.7  # inches per panel
+LEGEND_W = 2.9  # inches right of the panels for the figure legend (``figure``'s default legend_width)
 MAX_LEGEND = 24  # entries of a figure legend; more measured curves are thinned (docs/plots.md)
 _THEOREM = re.compile(r"^T\d")  # legend labels of closed forms: "T5 frame bound ...", "T8: ..."
 THEORY_GID = "theory:"  # prefix of the gid of every closed-form line (tests find them by it)
@@ -182,7 +159,7 @@ def figure(
     sharey: Share = False,
     width: float | None = None,
     height: float | None = None,
-    legend_width: float = 2.9,
+    legend_width: float = LEGEND_W,
 ) -> tuple[Figure, AxesGrid]:
     """A new Figure with a grid of axes (always a 2-D array), constrained layout, Agg canvas.
 
@@ -364,6 +341,14 @@ SEEDS_NOTE = (
 )
 
 
+def standard_error(da: xr.DataArray, dim: str = "seed") -> xr.DataArray:
+    """The standard error of the mean over ``dim``: the sample standard deviation (ddof 1) over the values present /
+    sqrt(their count), 0 where fewer than two are present (``SEEDS_NOTE``: no band with one seed)."""
+    count = da.count(dim)
+    se: xr.DataArray = (da.std(dim, ddof=1) / np.sqrt(count)).where(count > 1, 0.0)  # xarray's Self: Any under 3.10
+    return se
+
+
 def _name_axis(axis: XAxis | YAxis, text: str) -> None:
     """An axis without a label takes ``text``, hidden where the axis shows no tick labels (inner panels of shared
     axes), so that an empty label there takes no room when the figure later clears it."""
@@ -497,7 +482,8 @@ def grid_axis(ax: Axes, ticks: Iterable[float]) -> None:
 _EM = 0.58  # average width of a character of the figures' font, in ems
 
 
-def _text_width(text: str, size: float) -> float:
+def text_width(text: str, size: float) -> float:
+    """The width in points of ``text`` (its longest line) at font ``size`` points, as the figures' font averages."""
     return max((len(line) for line in text.split("\n")), default=0) * _EM * size
 
 
@@ -510,7 +496,7 @@ def _panel_width(ax: Axes) -> float:
     for leg in fig.legends:
         labels = [t.get_text() for t in leg.get_texts()] + [leg.get_title().get_text()]
         size = cast(float, leg.get_texts()[0].get_fontsize())  # points: the stub's str is only what set_fontsize takes
-        legend = max(legend, max(_text_width(t, size) for t in labels) + 40)
+        legend = max(legend, max(text_width(t, size) for t in labels) + 40)
     return (fig.get_figwidth() * 72 - legend - 60) / cols - 24
 
 

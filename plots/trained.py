@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 from capacity.plots import _data, names, theme
 
 from capacity.errors import CapacityError
@@ -19,16 +18,8 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["trained_figure", "standard_error"]
 
 ACCURACY = "MQAR accuracy (fraction)"
-
-
-def standard_error(da: xr.DataArray, dim: str = "seed") -> xr.DataArray:
-    """The standard error of the mean over ``dim`` (sample standard deviation / sqrt(count); 0 for one seed)."""
-    count = da.count(dim)
-    se: xr.DataArray = (da.std(dim, ddof=1) / np.sqrt(count)).where(count > 1, 0.0)  # xarray's Self: Any under 3.10
-    return se
 
 
 def trained_figure(ds: xr.Dataset) -> Figure:
@@ -59,7 +50,7 @@ def trained_figure(ds: xr.Dataset) -> Figure:
             bars = top.errorbar(
                 pairs,
                 best.mean("seed").values,
-                yerr=standard_error(best).values,
+                yerr=theme.standard_error(best).values,
                 color=colors[lab],
                 marker="o",
                 ms=4,
@@ -81,7 +72,7 @@ def trained_figure(ds: xr.Dataset) -> Figure:
                 window = bottom.errorbar(
                     [float(x) for x in one["lr"].values],
                     acc.mean("seed").values,
-                    yerr=standard_error(acc).values,
+                    yerr=theme.standard_error(acc).values,
                     color=shades[n],
                     marker="o",
                     ms=3,

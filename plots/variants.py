@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from matplotlib.lines import Line2D
     from matplotlib.typing import ColorType
 
-__all__ = ["variant_curves"]
-
 
 class _Style(TypedDict, total=False):
     """theme.curves' dashes by a second grouping (key families, when the Dataset has several)."""

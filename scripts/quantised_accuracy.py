@@ -11,7 +11,9 @@ Settings (what this 2-core machine allows in about 3 minutes): one rounding of t
 tensor at d 16..128, dv 16..64, the additive memory at n 10..4096 and decay at alpha 0.9..0.999 (the final state
 is n-independent past a few hundred writes: one n per alpha); the delta rule per tensor; rounding at every write,
 int4 per row and per column without feedback up to T33's crossover, int8 per tensor with and without feedback;
-T33's crossover at ratios 1/4, 1/2 and 1.
+T33's crossover at ratios 1/4, 1/2 and 1; fp8 (float8_e4m3fn, rounded from the format's definition) with the scales
+the servers chose, once and at every write, inside the step form's range and past it (the rows at decay 0.999,
+where it warns).
 
     .venv/bin/python scripts/quantised_accuracy.py                  # writes docs/quantised-accuracy.md
     .venv/bin/python scripts/quantised_accuracy.py --batch 32 --out -  # a smaller batch, to stdout
@@ -233,6 +235,49 @@ def crossover(rows, B, seed):
             _row(rows, "quantised_crossover", label, got[n] * d / (n - 1) / r, 1.0)
 
 
+def _fp8_scope(scope, T):
+    """The closed forms' scope, group and target of this script's fp8 scope (col, tensor, c32) at target T."""
+    kw = {"scope": "cols", "group": 32} if scope == "c32" else {"scope": scope}
+    return {**kw, "target": None if T == 448 else T}
+
+
+def fp8_scaled(rows, B, seed):
+    """fp8 with scales: vLLM #52962 (a scale per column, the engine's (head, dim) row, stochastic rounding) and
+    SGLang #40706 (a scale per 32-column tile, amax / 240, round to nearest), once and at every write."""
+    for scope, T, sr, mem, a, n, d, dv in (
+        ("col", 448.0, False, "linear", 1.0, 1000, 64, 64),
+        ("col", 448.0, True, "linear", 1.0, 1000, 64, 64),
+        ("c32", 240.0, False, "decay", 0.9, 300, 128, 64),
+        ("c32", 240.0, True, "decay", 0.99, 1000, 32, 64),
+        ("tensor", 448.0, False, "linear", 1.0, 100, 24, 16),
+        ("tensor", 240.0, False, "decay", 0.95, 300, 16, 16),
+    ):
+        got = final(n, d, dv, T, a, B, seed, stochastic=sr, scope=scope, fp8=True)
+        want = theory.quantised_final_error(n, d, dv, "fp8", **_fp8_scope(scope, T), memory=mem, alpha=a, stochastic=sr)
+        what = f"{mem}{'' if a == 1 else f' alpha = {a}'} fp8/{scope}{'' if T == 448 else '@240'} final{'+stochastic' if sr else ''}"
+        _row(rows, "quantised_final_error", f"{what}, d = {d}, dv = {dv}, n = {n}", got, want)
+    for scope, T, sr, fb, mem, a, ns, d, dv in (
+        ("col", 448.0, True, False, "linear", 1.0, (10, 100, 250), 32, 32),
+        ("col", 448.0, True, False, "decay", 0.9, (300,), 128, 64),
+        ("col", 448.0, True, False, "decay", 0.99, (300,), 128, 64),
+        ("col", 448.0, True, False, "decay", 0.999, (2000,), 32, 32),
+        ("c32", 240.0, False, False, "linear", 1.0, (10, 100, 250), 32, 32),
+        ("c32", 240.0, False, False, "decay", 0.9, (300,), 128, 64),
+        ("c32", 240.0, False, False, "decay", 0.99, (300,), 128, 64),
+        ("c32", 240.0, False, False, "decay", 0.999, (2000,), 32, 32),
+        ("c32", 240.0, False, True, "decay", 0.99, (300,), 32, 64),
+        ("col", 448.0, False, False, "decay", 0.95, (300,), 16, 64),
+    ):
+        b = B if d * dv <= 2048 else B // 4
+        got = step(set(ns), d, dv, T, scope, a, b, seed, stochastic=sr, feedback=fb, fp8=True)
+        for n in ns:
+            form = _fp8_scope(scope, T)
+            want = theory.quantised_step_error(n, d, dv, "fp8", **form, memory=mem, alpha=a, stochastic=sr, feedback=fb)
+            fmt = f"fp8/{scope}{'' if T == 448 else '@240'}{'+ef' if fb else ''}"
+            what = f"{mem}{'' if a == 1 else f' alpha = {a}'} {fmt} step{'+stochastic' if sr else ''}"
+            _row(rows, "quantised_step_error", f"{what}, d = {d}, dv = {dv}, n = {n}", got[n], want)
+
+
 def table(rows, *, seconds: float, B: int, seed: int) -> str:
     lines = [
         "# Integer-state forms against an independent simulation (generated)",
@@ -254,7 +299,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=128, help="items a setting (the docs' table: 128)")
     parser.add_argument("--out", default="docs/quantised-accuracy.md", help="a file, or - for stdout")
-    parser.add_argument("--only", default="per_tensor_final,int4_step,int8_tensor_step,crossover")
+    parser.add_argument("--only", default="per_tensor_final,int4_step,int8_tensor_step,crossover,fp8_scaled")
     args = parser.parse_args(argv)
     rows, start = [], time.perf_counter()
     with warnings.catch_warnings():

@@ -5,7 +5,9 @@ their state float32 or stored in bfloat16, float16 or float8_e4m3fn, rounded aft
 with a low-precision state cache), at the end of every chunk of 64 tokens (``chunk=64``: chunked kernels; on a CPU
 this stands in for flash-linear-attention's fused chunk kernels) or once before the reads (``final``). At each n a
 fixed sample of 512 stored pairs is read back and decoded against all n (``queries``), so n reaches 65536 in a few
-minutes on two CPU cores; ``--set n=...`` takes it further (docs/precision.md).
+minutes on two CPU cores; ``--set n=...`` takes it further (docs/precision.md). The last 32 pairs written (as many as
+the d x dv state holds exactly, T8) are read too, every one (``recent``): the figure draws the recall over them, so
+that the decaying and gated memories, which forget the rest, can tell their formats apart.
 """
 
 from capacity.sweep.config import Grid, Study
@@ -23,5 +25,5 @@ STUDY = Study(
         state_dtype=("float32", "bfloat16", "float16", "float8_e4m3fn"),
         rounding=("step", "chunk=64", "final"),
     ),
-    task=Recall(values="gaussian", queries=512),
+    task=Recall(values="gaussian", queries=512, recent=32),
 )

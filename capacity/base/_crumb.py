@@ -28,8 +28,6 @@ import mmap
 import os
 import threading
 
-__all__ = ["SIZE", "install", "mark", "restore", "read"]
-
 SIZE = 4096  # bytes of the map: a 2-byte length, then "who\0where" in UTF-8 (cut to fit)
 _map: mmap.mmap | None = None
 _owner = -1  # the pid that writes (the supervised command's process)

@@ -27,7 +27,6 @@ from capacity.errors import CapacityError
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
 
-__all__ = ["atomic_write", "atomic_netcdf", "write_bytes", "clean_stale", "writable_folder", "lock"]
 
 _HOST = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname()) or "host"
 _OWNER = re.compile(r"^(\d+)(?:@([A-Za-z0-9_-]+))?$")

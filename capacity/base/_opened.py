@@ -34,8 +34,6 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-__all__ = ["recording", "enter", "leave", "inside"]
-
 _state = threading.local()  # .depth: user_code blocks open in this thread
 _sinks: list[set[str]] = []  # the sets of the recording() blocks open (any thread)
 _installed = False

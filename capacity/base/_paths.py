@@ -11,8 +11,6 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ROOTS", "package_dirs", "library_dirs"]
-
 ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's code that computes numbers
 
 

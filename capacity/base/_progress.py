@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["Progress", "log"]
-
 
 def log(msg: str) -> None:
     """One line on stderr, prefixed ``capacity:``."""

@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-__all__ = ["watched", "Watched"]
-
 
 class Watched:
     """``stream`` with its writes and flushes kept from failing on a closed pipe; ``cut`` says whether one did.

@@ -25,8 +25,6 @@ import sys
 
 from capacity.base import _crumb
 
-__all__ = ["supervise", "crash_line", "sent_line"]
-
 SI_KERNEL = 0x80  # siginfo.si_code of a signal the kernel sent (a terminal's Ctrl-C), not kill()
 _STOPS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGPIPE: 141}  # child's death by these: the shell's status
 _STOP_LINE = {signal.SIGINT: "capacity: interrupted", signal.SIGTERM: "capacity: terminated (SIGTERM)"}

@@ -23,8 +23,6 @@ from pathlib import Path
 
 from capacity.errors import CapacityError
 
-__all__ = ["Calls", "Dict", "Classes", "Shape", "source", "files", "read", "DISTRIBUTION"]
-
 # the distribution's name on the package index (pyproject.toml's [project] name; tests/test_release.py holds them
 # equal); the import name is ``capacity``, which the unrelated distribution named "capacity" also installs (README)
 DISTRIBUTION = "linear-attention-capacity"

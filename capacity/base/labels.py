@@ -29,8 +29,6 @@ from typing import Any
 
 from capacity.errors import CapacityError
 
-__all__ = ["parse", "format", "split", "scalar", "is_path", "Spec"]
-
 _HEAD = re.compile(r"^\s*([A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.]*)?)\s*(\(.*\))?\s*$", re.S)
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "None": None, "none": None}
 _BARE = re.compile(r"^[A-Za-z_][\w.\-]*$")

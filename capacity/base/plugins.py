@@ -30,8 +30,6 @@ from typing import Any
 
 from capacity.errors import CapacityError, CapacityWarning, UserCodeError, user_code
 
-__all__ = ["GROUPS", "load_path", "entry_points", "entry_point", "import_module", "import_modules", "skip"]
-
 GROUPS = ("capacity.variants", "capacity.keys", "capacity.features", "capacity.studies", "capacity.tasks")
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 

@@ -21,8 +21,6 @@ from typing import Generic, TypeVar
 from capacity.base import plugins
 from capacity.errors import CapacityError
 
-__all__ = ["Registry"]
-
 T = TypeVar("T")
 
 

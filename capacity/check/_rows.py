@@ -21,8 +21,6 @@ T = TypeVar("T")
 # a number: a float (an int), a numpy scalar, or an array or tensor of one entry (what the closed forms return)
 Number: TypeAlias = "float | np.floating[Any] | npt.NDArray[Any] | torch.Tensor"
 
-__all__ = ["Check", "eq", "ge", "inside", "mean_se", "measured", "capacity_se", "paley_etf", "Gain"]
-
 
 @dataclass
 class Check:

@@ -1,13 +1,17 @@
 """A real model as an input: the q, k, v, gates and beta of each linear-attention head, captured from one forward pass.
 
 A hybrid model of ``transformers`` computes each linear-attention layer by one module-level kernel function
-(``torch_chunk_gated_delta_rule`` in ``qwen3_next``, ``qwen3_5`` and ``olmo_hybrid``; ``chunk_kimi_delta_attention``
-in ``kimi_linear``; ``mamba2_chunk_scan`` in ``nemotron_h``). ``capture`` replaces that function in the model's
+(``torch_chunk_gated_delta_rule`` in ``qwen3_next``, ``qwen3_5``, ``qwen3_5_moe`` and ``olmo_hybrid``;
+``chunk_kimi_delta_attention`` in ``kimi_linear`` and ``bailing_hybrid``; ``mamba2_chunk_scan`` in ``nemotron_h``,
+``bamba``, ``falcon_h1``, ``zamba2`` and ``granitemoehybrid``: ``FAMILIES``). ``capture`` replaces that function in the model's
 module for the length of one forward pass by a wrapper that calls the original, unchanged, and hands what it received
 and returned to a callback, one layer at a time: nothing of the model's code is copied, and memory holds one
-layer's capture at a time (the callback keeps what it wants). A multimodal model whose language model is one of these
-(Qwen3.5, type ``qwen3_5``, runs a ``qwen3_5_text`` model) is captured through it (``linear_type``). MiniMax's
-lightning attention is refused: its recurrence is written inside the layer's ``forward``, no function to wrap.
+layer's capture at a time (the callback keeps what it wants). MiniMax's lightning attention (``minimax``) computes its
+recurrence inside the layer's ``forward``, with no function to wrap: forward hooks on the layer's own parts read
+what the recurrence receives (its activation's output, split into q, k, v per head as the layer splits it) and
+returns (the norm's input, the layer's returned state), again without copying its code. A multimodal model whose
+language model is one of these (Qwen3.5, type ``qwen3_5``, runs a ``qwen3_5_text`` model) is captured through it
+(``linear_type``).
 
 What a ``Layer`` holds is the kernel's input in the toolkit's row convention (state ``S`` of ``[d, dv]`` per head, a
 write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in float32:
@@ -17,6 +21,7 @@ write ``S = ... + k^T v``, a read ``q S``), per head ``h`` of the state, in floa
                   (q also times d^-1/2)                  does (``l2norm``, eps 1e-6)
     kda           S = (I - b k^T k) Diag(alpha) S + ...  as gated_delta               exp(g), per channel beta     v
     mamba2        S = alpha S + k^T v (mode decay)       q = C, k = B                 exp(A dt)          (none)   dt x
+    decay         S = alpha S + k^T v (MiniMax)          as the layer splits them     exp(-slope_rate)   (none)   v
 
 Grouped heads map as the model maps them: a key head ``j`` serves value heads ``j r .. j r + r - 1`` (``r`` value
 heads per key head: ``repeat_interleave``, as the kernels do), and Mamba-2's B and C groups likewise. For
@@ -50,22 +55,7 @@ import torch
 from capacity.errors import CapacityError
 from capacity.kernels import reference
 
-__all__ = [
-    "FAMILIES",
-    "INSTALL",
-    "Family",
-    "Layer",
-    "capture",
-    "collect",
-    "family_of",
-    "linear_type",
-    "proof",
-    "replay",
-    "rel_rms",
-    "tiny",
-]
-
-Family = Literal["gated_delta", "kda", "mamba2"]
+Family = Literal["gated_delta", "kda", "mamba2", "decay"]
 INSTALL = "pip install 'linear-attention-capacity[models]'"
 GATE_FLOOR = 1e-30
 BETA_FLOOR = 1e-30
@@ -76,16 +66,24 @@ _L2_EPS = 1e-6  # the kernels' l2norm: x * rsqrt(sum x^2 + eps)
 @dataclass(frozen=True)
 class _Kernel:
     family: Family
-    function: str  # the module-level function the layer calls
+    function: str  # the module-level function the layer calls; with hooked, the layer class whose parts are hooked
+    hooked: bool = False
 
 
 # model_type (config.model_type) -> the family of its linear layers and the kernel function its module calls
 FAMILIES: dict[str, _Kernel] = {
     "qwen3_next": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "qwen3_5_text": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
+    "qwen3_5_moe_text": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "olmo_hybrid": _Kernel("gated_delta", "torch_chunk_gated_delta_rule"),
     "kimi_linear": _Kernel("kda", "chunk_kimi_delta_attention"),
+    "bailing_hybrid": _Kernel("kda", "chunk_kimi_delta_attention"),
     "nemotron_h": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "bamba": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "falcon_h1": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "zamba2": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "granitemoehybrid": _Kernel("mamba2", "mamba2_chunk_scan"),
+    "minimax": _Kernel("decay", "MiniMaxLightningAttention", hooked=True),
 }
 
 
@@ -121,19 +119,10 @@ class Layer:
         return int(self.k.shape[1])
 
 
-# model types that have linear-attention layers the capture cannot reach, and why (said in the refusal)
-_NOT_CAPTURED = {
-    "minimax": "its lightning attention computes its recurrence inside the layer's forward, with no kernel function to wrap, and the capture copies no model code",
-}
-
-
 def family_of(model_type: str) -> Family:
     """The family of a model type's linear layers; one line naming the supported types otherwise."""
     if model_type not in FAMILIES:
         known = ", ".join(f"{m} ({k.family})" for m, k in FAMILIES.items())
-        why = _NOT_CAPTURED.get(model_type)
-        if why is not None:
-            raise CapacityError(f"model type {model_type!r} is not captured: {why}; supported: {known}")
         raise CapacityError(
             f"model type {model_type!r} has no linear-attention layer this toolkit captures; supported: {known}"
         )
@@ -221,6 +210,65 @@ def _mamba2_layer(index: int, args: dict[str, Any], result: Any) -> Layer:
     )
 
 
+def _lightning_layer(mod: torch.nn.Module, qkv: torch.Tensor, out: torch.Tensor, state: torch.Tensor) -> Layer:
+    """MiniMax's lightning attention from what its parts saw: ``qkv`` the activation's output ``[1, T, H 3 dh]`` (each
+    head's q, k, v side by side, as the layer splits it), ``out`` the recurrence's output, the norm's input
+    ``[1, T, H dh]``, ``state`` the layer's returned ``K^T V`` ``[1, H, dh, dh]``; the gate ``exp(-slope_rate)`` per
+    head (a buffer), the same at every token."""
+    H, dh = int(mod.num_attention_heads), int(mod.head_dim)  # type: ignore[arg-type]  # ints on the layer
+    T = qkv.shape[1]
+    q, k, v = (_heads_first(x) for x in torch.split(qkv.reshape(1, T, H, 3 * dh), dh, dim=3))
+    slope = mod.slope_rate.float().reshape(H)  # type: ignore[operator]  # a [H, 1, 1] buffer
+    return Layer(
+        index=int(mod.layer_idx),  # type: ignore[arg-type]
+        family="decay",
+        q=q,
+        k=k,
+        v=v,
+        alpha=torch.exp(-slope)[:, None].expand(H, T).clamp_min(GATE_FLOOR).contiguous(),
+        beta=None,
+        out=_heads_first(out.reshape(1, T, H, dh)),
+        state=state[0].float(),
+    )
+
+
+@contextlib.contextmanager
+def _hooked(model: torch.nn.Module, cls: type, on_layer: Callable[[Layer], None]) -> Iterator[list[int]]:
+    """A layer that computes its recurrence inside its own ``forward`` (MiniMax's lightning attention): forward hooks on
+    its parts read what the recurrence receives (the activation's output) and returns (the norm's input, the layer's
+    second output), and hand the layer to ``on_layer`` as it returns; yields the layers seen."""
+    seen: list[int] = []
+    handles = []
+    for mod in model.modules():
+        if not isinstance(mod, cls):
+            continue
+        parts: dict[str, torch.Tensor] = {}
+
+        def act(_m: torch.nn.Module, _a: object, out: torch.Tensor, parts: dict[str, torch.Tensor] = parts) -> None:
+            parts["qkv"] = out
+
+        def norm(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], parts: dict[str, torch.Tensor] = parts) -> None:
+            parts["out"] = args[0]
+
+        def done(m: torch.nn.Module, _a: object, result: Any, parts: dict[str, torch.Tensor] = parts) -> None:
+            if result[1] is None:
+                raise CapacityError(f"layer {m.layer_idx}: the layer returned no final state")
+            layer = _lightning_layer(m, parts.pop("qkv"), parts.pop("out"), result[1])
+            seen.append(layer.index)
+            on_layer(layer)
+
+        handles += [
+            mod.act_fn.register_forward_hook(act),  # type: ignore[union-attr]  # the layer's own modules
+            mod.norm.register_forward_pre_hook(norm),  # type: ignore[union-attr]
+            mod.register_forward_hook(done),
+        ]
+    try:
+        yield seen
+    finally:
+        for h in handles:
+            h.remove()
+
+
 _ARGS = {
     "gated_delta": ("query", "key", "value", "g", "beta"),
     "kda": ("query", "key", "value", "g", "beta"),
@@ -243,9 +291,13 @@ def _wrapped(model: torch.nn.Module, on_layer: Callable[[Layer], None]) -> Itera
         raise AssertionError  # unreachable: family_of raised
     module = sys.modules[type(model).__module__]
     original = getattr(module, kernel.function, None)
-    if original is None:
+    if kernel.hooked and isinstance(original, type):
+        with _hooked(model, original, on_layer) as hooked:
+            yield hooked
+        return
+    if original is None or kernel.hooked:
         raise CapacityError(
-            f"{type(model).__module__} has no function {kernel.function}: this transformers version is not one the capture knows"
+            f"{type(model).__module__} has no {kernel.function}: this transformers version is not one the capture knows"
         )
     current: list[int] = []
     seen: list[int] = []
@@ -329,7 +381,7 @@ def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
     return num / den if den > 0 else num
 
 
-_MODE = {"gated_delta": "gated_delta", "kda": "kda", "mamba2": "decay"}
+_MODE = {"gated_delta": "gated_delta", "kda": "kda", "mamba2": "decay", "decay": "decay"}
 
 
 CHUNK = 64  # tokens per step of the chunked replay
@@ -429,23 +481,13 @@ def tiny(
 ) -> torch.nn.Module:
     """A random causal LM of ``model_type`` from its config class, float32, eval mode: ``layers`` layers (the first
     linear, the second full attention, alternating), hidden size ``hidden``, ``heads`` linear key heads of dimension
-    ``head_dim`` (Qwen3-Next, Qwen3.5, OLMo-Hybrid: twice as many value heads, so grouped heads are exercised;
-    Nemotron-H: ``2 heads`` Mamba-2 heads in ``heads`` groups), vocabulary of 256 (bytes)."""
+    ``head_dim`` (Gated DeltaNet: twice as many value heads, so grouped heads are exercised; Mamba-2: ``2 heads``
+    heads in ``heads`` groups; KDA: one value head per key head; MiniMax: ``heads`` heads, blocks of 16 tokens),
+    vocabulary of 256 (bytes). Every type of ``FAMILIES`` has one (Falcon-H1 and Zamba2 run Mamba-2 in every layer)."""
     _require_transformers()
     family_of(model_type)
     import transformers
 
-    names = {
-        "qwen3_next": "Qwen3NextConfig",
-        "qwen3_5_text": "Qwen3_5TextConfig",
-        "olmo_hybrid": "OlmoHybridConfig",
-        "kimi_linear": "KimiLinearConfig",
-        "nemotron_h": "NemotronHConfig",
-    }
-    if getattr(transformers, names[model_type], None) is None:
-        raise CapacityError(
-            f"transformers {transformers.__version__} has no {names[model_type]} (model type {model_type!r}): install a release that has it (5.2 or later)"
-        )
     torch.manual_seed(seed)
     kinds = ["linear_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     common: dict[str, Any] = {
@@ -459,56 +501,126 @@ def tiny(
         "bos_token_id": 1,
         "eos_token_id": 2,
     }
-    linear: dict[str, Any] = {
+    linear = {  # Gated DeltaNet's heads: twice as many value heads as key heads
         "linear_num_key_heads": heads,
         "linear_num_value_heads": 2 * heads,
         "linear_key_head_dim": head_dim,
         "linear_value_head_dim": head_dim,
+        "head_dim": hidden // 2,
+        "layer_types": kinds,
     }
-    config: Any
-    if model_type == "qwen3_next":
-        config = transformers.Qwen3NextConfig(
-            **common,
-            **linear,
-            head_dim=hidden // 2,
-            num_experts=2,
-            num_experts_per_tok=1,
-            moe_intermediate_size=hidden,
-            shared_expert_intermediate_size=hidden,
-            layer_types=kinds,
+    moe = {
+        "num_experts": 2,
+        "num_experts_per_tok": 1,
+        "moe_intermediate_size": hidden,
+        "shared_expert_intermediate_size": hidden,
+    }
+    mla = {  # Kimi Linear's and Ling's full attention, and one head per value head in their KDA layers
+        "num_key_value_heads": 2,
+        "kv_lora_rank": 8,
+        "qk_rope_head_dim": 8,
+        "v_head_dim": 8,
+        "qk_nope_head_dim": 8,
+        "layer_types": kinds,
+        "mlp_layer_types": ["dense"] * layers,
+    }
+    mamba = {  # Mamba-2's heads: twice as many heads as B and C groups
+        "mamba_n_heads": 2 * heads,
+        "mamba_d_head": 2 * head_dim,
+        "mamba_n_groups": heads,
+        "mamba_d_state": head_dim,
+        "mamba_chunk_size": 16,
+    }
+    mixers = ["mamba" if k == "linear_attention" else "attention" for k in kinds]
+    # model type -> (config class, causal LM class, settings beyond ``common``)
+    table: dict[str, tuple[str, str, dict[str, Any]]] = {
+        "qwen3_next": ("Qwen3NextConfig", "Qwen3NextForCausalLM", linear | moe),
+        "qwen3_5_text": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", linear),
+        "qwen3_5_moe_text": ("Qwen3_5MoeTextConfig", "Qwen3_5MoeForCausalLM", linear | moe),
+        "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM", linear | {"head_dim": None}),
+        "kimi_linear": (
+            "KimiLinearConfig",
+            "KimiLinearForCausalLM",
+            mla | {"linear_head_dim": head_dim, "linear_num_heads": heads},
+        ),
+        "bailing_hybrid": (
+            "BailingHybridConfig",
+            "BailingHybridForCausalLM",
+            mla
+            | {
+                "head_dim": head_dim,
+                "num_local_experts": 2,
+                "num_experts_per_tok": 1,
+                "moe_intermediate_size": hidden,
+                "layer_group_size": 2,
+                "num_mtp_layers": 0,
+            },
+        ),
+        "minimax": (
+            "MiniMaxConfig",
+            "MiniMaxForCausalLM",
+            {
+                "num_attention_heads": heads,
+                "head_dim": head_dim,
+                "num_local_experts": 2,
+                "num_experts_per_tok": 1,
+                "layer_types": kinds,
+                "block_size": 16,
+            },
+        ),
+        "nemotron_h": (
+            "NemotronHConfig",
+            "NemotronHForCausalLM",
+            {
+                "head_dim": hidden // 2,
+                "layers_block_type": kinds,
+                "mamba_num_heads": 2 * heads,
+                "mamba_head_dim": head_dim,
+                "ssm_state_size": head_dim,
+                "n_groups": heads,
+                "chunk_size": 16,
+            },
+        ),
+        "bamba": (
+            "BambaConfig",
+            "BambaForCausalLM",
+            mamba | {"attn_layer_indices": [i for i, k in enumerate(kinds) if k == "full_attention"]},
+        ),
+        # every layer runs attention and Mamba-2 side by side
+        "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", mamba | {"mamba_d_ssm": 4 * heads * head_dim}),
+        "granitemoehybrid": (
+            "GraniteMoeHybridConfig",
+            "GraniteMoeHybridForCausalLM",
+            mamba
+            | {
+                "layer_types": mixers,
+                "num_local_experts": 2,
+                "num_experts_per_tok": 1,
+                "shared_intermediate_size": hidden,
+            },
+        ),
+        # Mamba-2 in every layer, the shared attention block beside it in "hybrid" ones
+        "zamba2": (
+            "Zamba2Config",
+            "Zamba2ForCausalLM",
+            {
+                "layers_block_type": [m if m == "mamba" else "hybrid" for m in mixers],
+                "mamba_d_state": head_dim,
+                "mamba_ngroups": heads,
+                "n_mamba_heads": 2 * heads,
+                "chunk_size": 16,
+                "use_mamba_kernels": False,
+            },
+        ),
+    }
+    config_name, model_name, settings = table[model_type]
+    config_class = getattr(transformers, config_name, None)
+    if config_class is None:
+        raise CapacityError(
+            f"transformers {transformers.__version__} has no {config_name} (model type {model_type!r}): install a release that has it (5.2 or later)"
         )
-        cls: Any = transformers.Qwen3NextForCausalLM
-    elif model_type == "qwen3_5_text":
-        config = transformers.Qwen3_5TextConfig(**common, **linear, head_dim=hidden // 2, layer_types=kinds)
-        cls = transformers.Qwen3_5ForCausalLM
-    elif model_type == "olmo_hybrid":
-        config = transformers.OlmoHybridConfig(**common, **linear, layer_types=kinds)
-        cls = transformers.OlmoHybridForCausalLM
-    elif model_type == "kimi_linear":
-        common["num_key_value_heads"] = 2
-        config = transformers.KimiLinearConfig(
-            **common,
-            kv_lora_rank=8,
-            qk_rope_head_dim=8,
-            v_head_dim=8,
-            qk_nope_head_dim=8,
-            layer_types=kinds,
-            linear_head_dim=head_dim,
-            linear_num_heads=heads,
-            mlp_layer_types=["dense"] * layers,
-        )
-        cls = transformers.KimiLinearForCausalLM
-    else:  # nemotron_h
-        config = transformers.NemotronHConfig(
-            **common,
-            head_dim=hidden // 2,
-            layers_block_type=kinds,
-            mamba_num_heads=2 * heads,
-            mamba_head_dim=head_dim,
-            ssm_state_size=head_dim,
-            n_groups=heads,
-            chunk_size=16,
-        )
-        cls = transformers.NemotronHForCausalLM
+    settings = {k: v for k, v in settings.items() if v is not None}
+    config = config_class(**(common | settings))
+    cls = getattr(transformers, model_name)
     model: torch.nn.Module = cls(config).float().eval()
     return model

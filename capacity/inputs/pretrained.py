@@ -39,20 +39,6 @@ import torch
 
 from capacity.errors import CapacityError
 
-__all__ = [
-    "CHUNK",
-    "DEFAULT_TEXT",
-    "HEADS",
-    "HEAD_DIM",
-    "INSTALL",
-    "LAYERS",
-    "check",
-    "draw",
-    "model_dir",
-    "token_count",
-    "token_keys",
-]
-
 LAYERS = 6  # encoder layers
 HEADS = 12  # attention heads per layer
 HEAD_DIM = 32  # dimensions per head; all heads together: 384

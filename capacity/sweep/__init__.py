@@ -19,7 +19,8 @@ keys and values. Named studies are in ``capacity.studies``.
 6
 """
 
-from capacity.sweep.config import Grid, Spec, Study
+from capacity.base.labels import Spec
+from capacity.sweep.config import Grid, Study
 from capacity.sweep.executors import EXECUTORS
 from capacity.sweep.runner import RunResult, compare, run
 from capacity.tasks import Bill, Mqar, Needle, Recall

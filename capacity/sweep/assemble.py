@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.sweep.store import Points
     from capacity.tasks import Measured, Schema
 
-__all__ = ["assemble", "split"]
 
 _FLAGS = {
     "additive": "the write is S += k^T v and the read q S: T5, T7 and T10 apply",

@@ -37,7 +37,6 @@ _T = TypeVar("_T")
 _Axis: TypeAlias = "_T | Iterable[_T]"
 _Label: TypeAlias = "str | Spec | Mapping[str, Any]"
 
-__all__ = ["Spec", "Grid", "Study", "n_of", "digest", "DTYPES", "STATE_DTYPES", "CELL_AXES"]
 
 DTYPES = ("float32", "bfloat16", "float16")
 STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.variants.precision.DTYPES

@@ -28,6 +28,7 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -43,7 +44,6 @@ from capacity.errors import CapacityError, one_line
 _T = TypeVar("_T")  # a task
 _R = TypeVar("_R")  # its result
 
-__all__ = ["EXECUTORS", "execute", "resolve", "connect_timeout", "announce", "cores", "WorkerLost", "LONG", "LARGE"]
 
 EXECUTORS = {
     "auto": "dask with --scheduler; else processes on a CPU with more than one core when the work is worth a pool's start-up, serial otherwise",
@@ -95,6 +95,25 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+# What the math libraries read once, as they load: the size of their thread pools, and whether a thread with nothing to
+# do sleeps (PASSIVE) or spins for a while first (OpenMP's default), keeping a core busy that the other workers, or
+# the other jobs of a shared machine, need: the main job took 88.8 s with spinning threads and 25.1 s without, on the
+# 2-core VM at load average 14 (2026-12-07).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def threads_per_worker(workers: int) -> int:
+    """Torch threads for each of ``workers`` processes that share this process's cores: cores // workers, at least
+    1, so that the workers never ask for more threads than there are cores."""
+    return max(1, cores() // workers)
+
+
+def thread_environment(threads: int) -> dict[str, str]:
+    """The environment a worker's math libraries must see before they load: ``threads`` threads each, idle threads
+    asleep."""
+    return {**dict.fromkeys(THREAD_VARIABLES, str(threads)), "OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def _threaded(fn: Callable[[_T], _R], task: _T, threads: int | None) -> _R:
     """In a worker: ``fn(task)`` on ``threads`` torch threads (its share of the cores)."""
     if threads:
@@ -102,6 +121,19 @@ def _threaded(fn: Callable[[_T], _R], task: _T, threads: int | None) -> _R:
 
         torch.set_num_threads(threads)
     return fn(task)
+
+
+class _Sealed:
+    """``fn(task)`` on ``threads`` threads, sent to a Dask worker as bytes that run it when unpickled there
+    (``pickle.loads`` is the task). A worker that cannot import a module the task needs then fails that task with
+    the ImportError, which comes back as its result; sent as Dask's own message, the same task fails to deserialize
+    in the worker's connection, which Dask drops: the worker is restarted and fed it again, never an error."""
+
+    def __init__(self, fn: Callable[[_T], _R], task: _T, threads: int | None) -> None:
+        self.call = (fn, task, threads)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _threaded, self.call
 
 
 def _die_with_parent(parent: int | None = None) -> None:
@@ -120,30 +152,49 @@ def _die_with_parent(parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _worker_start(run: int, environ: dict[str, str]) -> None:
+def _worker_start(run: int, environ: dict[str, str], threads: int) -> None:
     """Initializer of a measuring worker: it ends when the run (process ``run``) ends, kill -9 included; it sees the
     run's environment as it is now (a worker forked from the fork server would otherwise see the server's, from
-    the first pool of the run's process); Ctrl-C is left to the run.
+    the first pool of the run's process), with its share of the cores (``thread_environment``), and runs torch on
+    ``threads`` threads; Ctrl-C is left to the run.
 
     The worker's parent is the fork server, which lives as long as its workers do, so the parent's death cannot
     be what ends it: it watches the run itself (``_watch``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
-    os.environ.update(environ)
+    os.environ.update({**environ, **thread_environment(threads)})
+    import torch  # already loaded where the fork server preloaded it; a spawned worker loads it now, after the env
+
+    torch.set_num_threads(threads)
     _watch(run, lambda: os.kill(os.getpid(), signal.SIGKILL))
 
 
-def _context() -> Any:  # a multiprocessing context (its class is private)
+def _context(threads: int) -> Any:  # a multiprocessing context (its class is private)
     """The measuring workers' start method: forkserver where the platform has it (each worker forks from a server
     that imported ``PRELOAD`` once: on the 2-core VM about 2 s of CPU saved per worker), spawn elsewhere.
 
     Either way a worker starts from a process that has never run torch (no thread pool or device state copied from
-    the run) and imports capacity and the user's modules itself, from disk, when its pool starts."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(list(PRELOAD))  # read when this process first starts its server
-        return ctx
-    return multiprocessing.get_context("spawn")
+    the run) and imports capacity and the user's modules itself, from disk, when its pool starts. The server is
+    started here, the first time, under ``thread_environment(threads)``: the libraries it preloads read their
+    thread settings then (a later pool's workers set their own count of torch threads, ``_worker_start``)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))  # read when this process first starts its server
+    wanted = thread_environment(threads)
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)  # the server inherits this process's environment as it starts
+    try:
+        forkserver.ensure_running()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return ctx
 
 
 def _meanwhile(work: Callable[[], object] | None) -> None:
@@ -177,13 +228,16 @@ def _processes(
     from concurrent.futures.process import BrokenProcessPool
 
     workers = min(workers or cores(), max(1, len(tasks)))
-    threads = max(1, cores() // workers)
+    threads = threads_per_worker(workers)
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=_context(), initializer=_worker_start, initargs=(os.getpid(), dict(os.environ))
+        max_workers=workers,
+        mp_context=_context(threads),
+        initializer=_worker_start,
+        initargs=(os.getpid(), dict(os.environ), threads),
     )
     clean = False
     try:
-        futures = {pool.submit(_threaded, fn, task, threads): key for key, task in tasks}
+        futures = {pool.submit(fn, task): key for key, task in tasks}
         _meanwhile(meanwhile)
         for fut in as_completed(futures):
             try:
@@ -250,6 +304,7 @@ def _dask(
         raise CapacityError(
             "the dask executor needs dask[distributed]: pip install 'linear-attention-capacity[dask]'"
         ) from None
+    timeout = connect_timeout()  # a bad setting is one line before any cluster starts
     cluster, threads, scratch, config = None, None, None, None  # a remote cluster keeps its own thread setting
     # a lost scheduler is our one line, not Dask's log lines too (its loggers have levels of their own)
     quiet = [logging.getLogger(f"distributed{n}") for n in ("", ".client", ".comm", ".core", ".batched")]
@@ -257,7 +312,7 @@ def _dask(
     if scheduler:
         for q in quiet:
             q.setLevel(logging.CRITICAL + 1)
-        client = _connect(Client, scheduler, connect_timeout())
+        client = _connect(Client, scheduler, timeout)
     else:
         import dask
 
@@ -281,19 +336,20 @@ def _dask(
         except Exception as exc:  # a worker killed or out of memory while it started ("Nanny failed to start")
             try:
                 if cluster is not None:
-                    cluster.close(timeout=connect_timeout())
+                    cluster.close(timeout=timeout)
             except Exception:  # what is left of it: its nannies die with this process (or exit on their own)
                 pass
             config.__exit__(None, None, None)
             shutil.rmtree(scratch, ignore_errors=True)
             raise CapacityError(
-                f"the local Dask cluster of {workers} workers did not start ({type(exc).__name__}: {one_line(exc)[:200]}); nothing was measured, run the same command again"
+                f"the local Dask cluster of {workers} workers did not start ({type(exc).__name__}: {one_line(exc)[:200]}); nothing was measured: run the same command again, and if it fails the same way, check the Dask settings (dask config files, DASK_* environment variables)"
             ) from None
-        threads = max(1, cores() // workers)
+        threads = threads_per_worker(workers)
     futures = {}
     try:
         for key, task in tasks:
-            futures[client.submit(_threaded, fn, task, threads, key=f"capacity-task-{key}", pure=False)] = key
+            sealed = pickle.dumps(_Sealed(fn, task, threads))
+            futures[client.submit(pickle.loads, sealed, key=f"capacity-task-{key}", pure=False)] = key
         _meanwhile(meanwhile)
         for fut in _finished(client, futures, scheduler):
             try:
@@ -305,6 +361,12 @@ def _dask(
             except CapacityError:
                 raise
             except Exception as exc:  # Dask's own, not the user's (user code raises UserCodeError)
+                if type(exc).__name__ == "KilledWorker":  # distributed.KilledWorker: each retry's worker died
+                    raise WorkerLost(
+                        futures[fut],
+                        "each Dask worker that ran it died, until Dask gave up (KilledWorker): a crash of the code it "
+                        "runs (a segfault or abort in a memory's C code, ctypes) or out of memory",
+                    ) from None
                 if not isinstance(exc, ImportError) and "deserializ" not in str(exc).lower():
                     raise
                 raise WorkerLost(
@@ -316,9 +378,9 @@ def _dask(
     finally:
         for fut in futures:
             fut.cancel()
-        client.close(timeout=connect_timeout())
+        client.close(timeout=timeout)
         if cluster is not None:
-            cluster.close(timeout=connect_timeout())
+            cluster.close(timeout=timeout)
         for q, lvl in zip(quiet, levels):
             q.setLevel(lvl)
         if config is not None:
@@ -358,11 +420,22 @@ def _finished(client: Any, futures: dict[Any, str], scheduler: str | None) -> Ge
 
 def connect_timeout() -> float:
     """Seconds to wait for a Dask scheduler to answer: Dask's own setting ``distributed.comm.timeouts.connect``
-    (environment variable DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, e.g. 20s; Dask's default 30 s)."""
+    (environment variable DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, e.g. 20s; Dask's default 30 s). A value that
+    is not a positive duration is one line naming the setting."""
     import dask
     from dask.utils import parse_timedelta
 
-    return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect", "30s"), default="seconds"))
+    value = dask.config.get("distributed.comm.timeouts.connect", "30s")
+    try:
+        seconds = float(parse_timedelta(value, default="seconds"))
+    except (KeyError, ValueError, TypeError):
+        seconds = float("nan")
+    if not seconds > 0:
+        raise CapacityError(
+            f"the Dask setting distributed.comm.timeouts.connect is {value!r}, not a positive duration (e.g. 30s); "
+            "fix it where it is set (DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, or a dask config file)"
+        )
+    return seconds
 
 
 def _connect(Client: Any, scheduler: str, timeout: float) -> Any:  # distributed.Client (untyped)
@@ -423,8 +496,6 @@ _RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
 
 def unpicklable(objects: Iterable[object]) -> tuple[object, str] | None:
     """The first of ``objects`` that pickle cannot send to a worker process, with the reason, or None."""
-    import pickle
-
     for obj in objects:
         try:
             pickle.dumps(obj)

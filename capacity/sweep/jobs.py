@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.tasks import Mqar, Task
     from capacity.variants import Variant
 
-__all__ = ["measure", "prepare", "check", "check_memory", "READ_FILES"]
 
 READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the files the memory read while measured
 

@@ -20,18 +20,17 @@ import torch
 
 from capacity import variants as variants_mod
 from capacity.base import _opened
+from capacity.base.labels import Spec
 from capacity.errors import CapacityError
 from capacity.inputs import keys as keys_mod
 from capacity.sweep import provenance
-from capacity.sweep.config import CELL_AXES, Spec, Study
+from capacity.sweep.config import CELL_AXES, Study
 from capacity.sweep.store import reuse_key
 from capacity.tasks import get as tasks_get
 from capacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
-
-__all__ = ["Cell", "Memory", "Pass", "Plan", "cells"]
 
 
 @dataclass(frozen=True)

@@ -58,20 +58,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.base.labels import Spec
     from capacity.variants import Variant
 
-__all__ = [
-    "package",
-    "user_code",
-    "edited",
-    "files",
-    "libraries",
-    "numerics",
-    "describe",
-    "behaviour",
-    "family_behaviour",
-    "record",
-    "versions",
-    "git_commit",
-]
 
 # distributions whose code computes numbers: their versions are part of every key
 _NUMERIC = (

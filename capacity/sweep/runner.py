@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.sweep.store import Points
     from capacity.variants import Variant
 
-__all__ = ["run", "compare", "RunResult"]
 
 SMALL = 1e9  # multiply-adds under which a pass runs on one torch thread in this process (see _measure)
 RATE = 3e10  # multiply-adds per second one CPU core sustained on the probe (main job, 2026-12-01; executor choice only)

@@ -36,7 +36,6 @@ Points: TypeAlias = "dict[tuple[int, int], dict[str, NDArray[Any]]]"
 # what a stored value of each variable must be: variable -> (dtype, shape (None: unchecked), finite)
 Declared: TypeAlias = "dict[str, tuple[np.dtype[Any], tuple[int, ...] | None, bool]]"
 
-__all__ = ["reuse_key", "Store", "SCHEMA"]
 
 SCHEMA = 2  # the layout of a cell file; a new layout is never mixed with files of an old one
 

@@ -17,8 +17,6 @@ from typing import Any
 
 import torch
 
-__all__ = ["shared", "drawn"]
-
 BUDGET = 1 << 28  # bytes of draws kept inside one shared() block
 _LOCAL = (
     threading.local()

@@ -41,8 +41,6 @@ import torch
 from capacity.base import _validate
 from capacity.errors import CapacityError
 
-__all__ = ["argmax_correct", "topk_correct", "score_error_bound", "screen_precision"]
-
 _PRECISIONS = ("auto", "bfloat16", "float32")
 _CPU_BF16_MIN_DV = 128  # measured: see screen_precision
 _FALLBACK_ROWS = 1 << 22  # float64 scores per fallback chunk (rows x c)

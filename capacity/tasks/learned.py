@@ -34,8 +34,6 @@ from capacity.inputs import values as value_families
 from capacity.inputs.keys import Family
 from capacity.variants._guard import Guarded, guard
 
-__all__ = ["optimise", "LearnedKeys", "FAMILY"]
-
 
 @dataclass
 class LearnedKeys:

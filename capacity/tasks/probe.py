@@ -43,6 +43,7 @@ __all__ = [
     "METRICS",
     "PER_QUERY",
     "PER_AGE",
+    "RECENT",
     "BLOCK",
 ]
 
@@ -90,6 +91,8 @@ RECALL_AT = (
 PER_QUERY = {m: f"{m}_q" for m in METRICS}
 # with age_bins, each metric's mean over the stored pairs of each age bin is <metric>_age over (n, batch, age)
 PER_AGE = {m: f"{m}_age" for m in METRICS}
+# with recent=R, each metric's mean over the last R pairs written is <metric>_recent over (n, batch)
+RECENT = {m: f"{m}_recent" for m in METRICS}
 PAIRS_AGE = (
     "pairs per age bin",
     "pairs",
@@ -101,6 +104,13 @@ def age_meta(metric: str) -> tuple[str, str, str]:
     """(long name, units, description) of ``PER_AGE[metric]``, the metric's mean over each age bin's pairs."""
     ln, units, desc = METRICS[metric]
     return f"{ln} by age", units, desc.replace("mean over stored pairs", "mean over the stored pairs of each age bin")
+
+
+def recent_meta(metric: str, recent: int) -> tuple[str, str, str]:
+    """(long name, units, description) of ``<metric>_recent``, the metric's mean over the last ``recent`` pairs."""
+    ln, units, desc = METRICS[metric]
+    where = f"the last {recent} pairs written (ages 0 .. {recent - 1}; every stored pair while n <= {recent})"
+    return f"{ln}, last {recent} pairs", units, desc.replace("stored pairs", where, 1)
 
 
 def se_meta(metric: str, queries: int | None) -> tuple[str, str, str]:
@@ -215,6 +225,8 @@ class Curves:
     ``age_edges`` the A + 1 bin edges, or both empty (no ``age_bins``).
     ``se``: with ``queries``, name -> float64 ``[C, B]``, the standard error of each mean over its sampled queries
     (0 where every stored pair was read), else empty.
+    ``recent``: with ``recent=R``, name -> float64 ``[C, B]``, each metric's mean over the last R pairs written
+    (all of them where fewer are stored), and ``recent_pairs`` R; else empty and 0.
     """
 
     checkpoints: list[int]
@@ -226,6 +238,8 @@ class Curves:
     age_edges: list[int] = field(default_factory=list)
     top_k: tuple[int, ...] = ()
     se: dict[str, np.ndarray] = field(default_factory=dict)
+    recent: dict[str, np.ndarray] = field(default_factory=dict)
+    recent_pairs: int = 0
 
 
 def measure(
@@ -240,6 +254,7 @@ def measure(
     top_k: TopK = None,
     queries: int | None = None,
     query_seed: int = 0,
+    recent: int | None = None,
 ) -> Curves:
     """The work of ``recall`` without building the Dataset: for loops that assemble their own (the sweep).
 
@@ -266,6 +281,8 @@ def measure(
                 "queries= reads a sample of the stored pairs; it does not combine with top_k= or age_bins="
             )
     query_seed = _random.check_seed("query_seed", query_seed)
+    if recent is not None:
+        recent = _validate.positive_int("recent", recent)
     device = _validate.same_device(keys=keys, values=values)
     B, n, d = keys.shape
     if values.shape[:2] != (B, n):
@@ -283,7 +300,7 @@ def measure(
         _validate.check_alloc("probe: per-query metrics", (len(cps), B, n), torch.float32, device, copies=len(names))
     try:
         return _measure(
-            guard(variant), keys, values, cps, vname, names, per_query, decode, edges, ks, queries, query_seed
+            guard(variant), keys, values, cps, vname, names, per_query, decode, edges, ks, queries, query_seed, recent
         )
     except Exception as exc:
         if _validate.is_alloc_failure(exc):
@@ -323,6 +340,7 @@ def _measure(
     ks: tuple[int, ...] = (),
     queries: int | None = None,
     query_seed: int = 0,
+    recent: int | None = None,
 ) -> Curves:
     """The probe's loop over checkpoints, its arguments checked (see ``measure``).
 
@@ -346,6 +364,7 @@ def _measure(
         }
     ages: dict[str, list[torch.Tensor]] = {m: [] for m in names if m != "recall_at"} if edges is not None else {}
     errs: dict[str, list[torch.Tensor]] = {m: [] for m in names} if queries is not None else {}
+    last: dict[str, list[torch.Tensor]] = {m: [] for m in names if m != "recall_at"} if recent is not None else {}
     written = 0  # pairs in `state`: a multiple of BLOCK
     for ci, c in enumerate(cps):
         while written + BLOCK <= c:
@@ -356,12 +375,7 @@ def _measure(
             sizes.append(int(declares.numel(variant, at) or 0))
         idx = _sample(c, queries, query_seed, device) if queries is not None and queries < c else None
         m_c = c if idx is None else idx.numel()
-        r = variant.read(at, keys[:, :c] if idx is None else keys[:, idx])
-        if not isinstance(r, torch.Tensor) or tuple(r.shape) != (B, m_c, dv):
-            got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
-            raise CapacityError(
-                f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {(B, m_c, dv)}"
-            )
+        r = _read(variant, at, keys[:, :c] if idx is None else keys[:, idx], vname, (B, m_c, dv))
         # the decode's score block bounds it to ~16M floats (one batch item at a time); from c alone, never from B
         if idx is None:
             per = _query_metrics(r.float(), values[:, :c].float(), max(1, (1 << 24) // c), decode, ks)
@@ -378,6 +392,14 @@ def _measure(
             if queries is not None:  # s.e. of a mean of m_c of c draws without replacement (0 when all are read)
                 fpc = (c - m_c) / (c - 1) if c > 1 else 0.0
                 errs[m].append(x.double().std(-1, correction=1).nan_to_num(0.0) * math.sqrt(fpc / m_c))
+        if recent is not None:  # the last `recent` pairs written, each decoded against all c stored values
+            own = torch.arange(max(0, c - recent), c, device=device)
+            rr = _read(variant, at, keys[:, own], vname, (B, own.numel(), dv)).float()
+            near = _query_metrics(rr, values[:, own].float(), max(1, (1 << 24) // c), False)
+            if decode:
+                near["recall"] = argmax_correct(rr, values[:, :c].float(), own=own)
+            for m, x in near.items():
+                last[m].append(x.double().mean(1))  # [B]
     feature_dim = declares.feature_dim(variant, d)
     return Curves(
         checkpoints=cps,
@@ -391,7 +413,18 @@ def _measure(
         age_edges=list(edges) if edges is not None else [],
         top_k=ks,
         se={m: torch.stack(xs).cpu().numpy().astype(np.float64) for m, xs in errs.items()},
+        recent={m: torch.stack(xs).cpu().numpy() for m, xs in last.items()},  # [C, B] each
+        recent_pairs=recent or 0,
     )
+
+
+def _read(variant: Guarded, state: object, k: torch.Tensor, vname: str, shape: tuple[int, int, int]) -> torch.Tensor:
+    """``variant.read(state, k)``, checked to be a tensor of ``shape`` ``[B, m, dv]``."""
+    r = variant.read(state, k)
+    if not isinstance(r, torch.Tensor) or tuple(r.shape) != shape:
+        got = tuple(r.shape) if isinstance(r, torch.Tensor) else type(r).__name__
+        raise CapacityError(f"variant {vname!r}: read returned {got}, expected a tensor of shape [B, m, dv] = {shape}")
+    return r
 
 
 def _copy(state: object, vname: str) -> object:
@@ -432,6 +465,7 @@ def recall(
     top_k: TopK = None,
     queries: int | None = None,
     query_seed: int = 0,
+    recent: int | None = None,
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
@@ -466,6 +500,10 @@ def recall(
     Dataset holds its standard error as ``<metric>_se`` (the sample's standard deviation / sqrt(m), times the
     finite-population factor sqrt((n_c - m)/(n_c - 1)); 0 at checkpoints with n_c <= m, which read every pair).
     It makes long sequences affordable: the reads cost m d dv and the decode m n_c dv per checkpoint.
+    ``recent=R`` also reads the last R pairs written at each checkpoint (ages 0 .. R - 1, every one of them; all the
+    stored pairs while n_c <= R), each decoded against all n_c stored values: each metric's mean over them is
+    ``<metric>_recent`` over (n, batch), the pairs a memory that forgets still holds (a decaying memory's recall over
+    all pairs falls to chance whatever it keeps of its last pairs).
     """
     if isinstance(variant, (str, dict)):
         variant = _variants.resolve(variant)
@@ -480,6 +518,7 @@ def recall(
         top_k=top_k,
         queries=queries,
         query_seed=query_seed,
+        recent=recent,
     )
     B, n, d = keys.shape
     dv = values.shape[2]
@@ -497,6 +536,7 @@ def recall(
         "decode": decode,
         **({"top_k": list(cv.top_k)} if cv.top_k else {}),
         **({"queries": queries, "query_seed": query_seed} if queries is not None else {}),
+        **({"recent": recent} if recent is not None else {}),
         "dtype": str(keys.dtype).replace("torch.", ""),
         "device": str(device),
     }
@@ -538,6 +578,8 @@ def recall(
         data["pairs_age"] = (("n", "age"), np.asarray(counts, dtype=np.int64), as_attrs(PAIRS_AGE))
     for m, x in cv.se.items():
         data[f"{m}_se"] = (("n", "batch"), x, as_attrs(se_meta(m, queries)))
+    for m, x in cv.recent.items():
+        data[RECENT[m]] = (("n", "batch"), x, as_attrs(recent_meta(m, cv.recent_pairs)))
     if cv.sizes:
         data["state_numel"] = (
             ("n",),

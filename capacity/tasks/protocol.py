@@ -40,8 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.base.labels import Spec
     from capacity.variants import Variant
 
-__all__ = ["Config", "Task", "Schema", "Variable", "Measured", "config_class", "configs"]
-
 
 class _Checked(type):
     """The metaclass of task configs: unknown fields are refused in one line, naming the task that has them."""
@@ -313,7 +311,9 @@ class Task(abc.ABC, Generic[C]):
 
     def seconds(self, study: StudyView[C], cell: CellView, memory: Variant, seeds: list[int], ns: list[int]) -> float:
         """Estimated seconds of one pass on one CPU core beyond the writes and reads the engine counts itself (a
-        task that trains, say); the run's estimate before it starts adds them. 0: nothing beyond them."""
+        task that trains, say); the run's estimate before it starts adds them. 0: nothing beyond them. Asked after
+        the run checked that its largest pass fits in memory (``jobs.check``), so a task may time a small part of
+        its work here."""
         return 0.0
 
     def key_stats(self, study: StudyView[C]) -> bool:

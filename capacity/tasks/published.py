@@ -21,8 +21,6 @@ import pandas as pd
 
 from capacity.errors import CapacityError
 
-__all__ = ["available", "load", "source", "path"]
-
 _DATA = Path(__file__).resolve().parents[1] / "data"
 
 

@@ -465,7 +465,7 @@ def quantised_step_error(
     write and re-rounds every stored entry against a shifted grid, so each rounding's error is taken uniform over
     the cell (T31's w at the current spread, T33's model): e_s = c e_(s-1) + w_s. Accuracy (docs/quantised-
     accuracy.md, an independent simulation, d 16..128, dv 16..64, up to T33's crossover n*): stochastic rounding
-    0.93-1.00 of the form; round-to-nearest 0.84-0.91 below n* and 1.05-1.10 at n* (it stalls, as in T17); decay
+    0.93-1.00 of the form; round-to-nearest 0.84-0.91 up to half of n*, rising to 1.05-1.10 at n* (it stalls, as in T17); decay
     alpha = 0.99 round-to-nearest 0.88-0.92 to n = 100, 1.17 at 400. A CapacityWarning for the additive memory
     in int4 without feedback past n*. A tensor scale takes kappa from the entries' tails at every step (T31).
 
@@ -477,11 +477,15 @@ def quantised_step_error(
     float32 state, T31, at every n.
 
     fp8 (``bits="fp8"``, scale M / ``target``): each rounding adds w_fp8 at the current spread (the module's
-    docstring), independent from write to write, e_s = c e_(s-1) + w_s; with feedback as above. It holds while the
-    state holds at most 1/u^2 = 256 writes' worth of increments (E ||S||^2 over an increment's; 50 at decay 0.99):
-    past that the increments fall below the ulp, stochastic rounding comes out below the form (0.72-0.91 of it at
-    400-1500 writes held) and round-to-nearest stalls while the moving scale drags the stalled entries (1.25-14
-    times the form), so a CapacityWarning there. Accuracy inside the range: docs/quantised-accuracy.md (generated).
+    docstring), independent from write to write, e_s = c e_(s-1) + w_s; with feedback as above. Its range: the
+    state holds at most 1/u^2 = 256 writes' worth of increments (E ||S||^2 over an increment's: n for the additive
+    memory, 1/(1 - alpha^2) at most with decay, 50 at 0.99). Measured there (docs/quantised-accuracy.md, d 16..128,
+    dv 32..64, decay 0.9..1; docs/precision.md's figure, d = dv = 32, decay 0.9..0.995): round-to-nearest
+    0.96-1.05 of the form with a 32-column tile and 0.88-0.98 with a scale per row or column, stochastic rounding
+    0.86-0.98 (both lower as the state holds more writes: the increments approach the ulp, and a rounding's error
+    shrinks with its distance to the grid), feedback 1.00. Past the range the increments fall below the ulp: stochastic rounding
+    0.86 of the form at 500 writes held, and round-to-nearest stalls while the moving scale drags the stalled
+    entries (19 times the form with a 32-column tile at decay 0.999): a CapacityWarning there.
     """
     n, d, dv = _counts(n=n, d=d, dv=dv)
     m = _group(scope, d, dv, group)
@@ -539,9 +543,10 @@ def _warn_fp8_stall(memory: str, n: FloatArray, d: FloatArray, alpha: float, bet
     held = m / inc
     if np.any(held > FP8_HELD_MAX):
         how = (
-            "stochastic rounding: the form overestimates, measured 0.72-0.91 of it at 400-1500 writes held"
+            "stochastic rounding: the form overestimates, measured 0.86 of it at 500 writes held"
             if stochastic
-            else "round-to-nearest stalls and the moving scale drags the stalled entries: measured 1.25-14 times the form"
+            else "round-to-nearest stalls and the moving scale drags the stalled entries: measured 19 times the form at "
+            "500 writes held"
         )
         warnings.warn(
             f"quantised_step_error: fp8 at every write without feedback where the state holds {float(np.max(held)):.0f} "

@@ -19,8 +19,6 @@ from capacity.base import _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError, user_code
 
-__all__ = ["guard", "Guarded"]
-
 _OPTIONAL = ("numel", "feature_dim")  # optional members that return whole numbers
 
 

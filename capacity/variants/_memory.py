@@ -20,8 +20,6 @@ from capacity.variants._params import Interval, Param
 from capacity.variants.declares import Declares
 from capacity.variants.recurrent import State, TokenState, state_matrix
 
-__all__ = ["GATE", "POSITIVE", "RATE", "Memory", "unit"]
-
 GATE: Interval = {"low": 0.0, "high": 1.0, "high_open": False}  # w, eta in (0, 1]
 RATE: Interval = {"low": 0.0, "high": 2.0, "high_open": True}  # delta-rule beta in (0, 2)
 POSITIVE: Interval = {"low": 0.0, "high": math.inf, "high_open": True}  # beta > 0 (longhorn)

@@ -15,8 +15,6 @@ import torch
 from capacity.base import _random
 from capacity.errors import CapacityError
 
-__all__ = ["TORCH_DTYPES", "DTYPES", "StoredState", "state_tensors", "ulp"]
-
 TORCH_DTYPES = {
     "float32": torch.float32,
     "bfloat16": torch.bfloat16,
@@ -25,6 +23,21 @@ TORCH_DTYPES = {
     "float8_e5m2": torch.float8_e5m2,
 }
 DTYPES = tuple(TORCH_DTYPES)
+# capacity list's formats (read from this source, not imported): every state_dtype spelling, and the servers' choices
+FORMATS = {
+    "float32": "no rounding: the memory itself",
+    "bfloat16": "8 significand bits (T14-T19)",
+    "float16": "11 significand bits",
+    "float8_e4m3fn": "4 significand bits, largest 448, no scale",
+    "float8_e5m2": "3 significand bits, largest 57344, no scale",
+    "int8[/scope][+fb]": "whole numbers -127..127 times amax / 127 per group (T31-T33): scope /tensor, /row, /col, "
+    "/g<N>, /c<N>; +ef (float32 residual fed back), +int4 / +int8 (the residual in that format)",
+    "int4[/scope][+fb]": "whole numbers -7..7 times amax / 7 per group, scopes and feedback as int8",
+    "fp8[/scope][@T][+fb]": "float8_e4m3fn numbers times amax / T per group (T 448 by default), as int8 otherwise",
+    "fp8/col": "vLLM #52962: a scale per (head, dim) row of the engine's [dv, d] state (with rounding=step+stochastic)",
+    "fp8/c32@240": "SGLang #40706: a scale per (head, 32-row V-tile x K), amax / 240",
+    "int8/row+int4": "int8 per row with its residual in int4 (the int8 + int4-residual scheme)",
+}
 _BLOCK = 64  # tokens per seeded stream of stochastic-rounding draws
 
 

@@ -22,8 +22,6 @@ from capacity.inputs import keys, values
 from capacity.variants._guard import guard
 from capacity.variants.declares import declared
 
-__all__ = ["TOL", "PAIRS", "same", "sentence"]
-
 TOL = 1e-5  # largest difference of two reads, relative to the largest read, between the same memories
 PAIRS = 2  # pairs written per key dimension: n = 2 d, past every fixed state's capacity
 

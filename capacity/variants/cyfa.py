@@ -61,8 +61,6 @@ from capacity.variants._memory import GATE, POSITIVE, unit
 from capacity.variants._params import Param
 from capacity.variants.declares import Declares
 
-__all__ = ["CyFA", "CyFAState", "basis"]
-
 
 @dataclass
 class CyFAState:

@@ -57,9 +57,6 @@ from typing import Any, Literal, get_args
 
 from capacity.errors import CapacityError
 
-__all__ = ["Declares", "FAMILIES", "Family", "StateKind", "declared", "name", "params", "display", "label"]
-__all__ += ["wrapped", "arguments", "has_name", "feature_dim", "numel", "own_state_bytes", "unaccounted"]
-
 # the rules whose closed forms capacity.theory holds (docs/theory.md):
 # additive      S += phi(k)^T v (T1-T10; T25-T28 with a feature map)
 # decay         S = alpha S + phi(k)^T v, a scalar gate (T11, T21)

@@ -45,8 +45,6 @@ from capacity.variants._memory import GATE, RATE, Memory
 from capacity.variants._params import Param
 from capacity.variants.recurrent import State
 
-__all__ = ["DeltaProduct", "rotations"]
-
 
 def rotations(steps: int, d: int, seed: int) -> torch.Tensor:
     """R_0 = I and seeded Haar orthogonal R_1 .. R_{steps-1}: float64 ``[steps, d, d]`` on the CPU."""

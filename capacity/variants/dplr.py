@@ -55,7 +55,6 @@ from capacity.variants.recurrent import State
 
 KeyMap = Callable[[torch.Tensor], torch.Tensor]  # a (or b) of the keys: fn(k [B, t, d]) -> [B, t, d]
 
-__all__ = ["DPLR", "recurrence"]
 
 CHUNK = 32
 

@@ -71,8 +71,6 @@ from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants.declares import Declares
 
-__all__ = ["FlaVariant", "from_fla"]
-
 LAYOUTS = ("BTHK", "BHTK")
 _LAYOUT_WORDS = {"BTHK": "tokens [B, T, H, K]", "BHTK": "tokens [B, H, T, K]"}
 

@@ -52,8 +52,6 @@ from capacity.errors import CapacityError
 from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
 from capacity.variants.recurrent import State
 
-__all__ = ["GDN2", "Comba", "GatedOja", "PrecondGatedDelta", "PrecondKDA", "PrecondState"]
-
 
 class _Gated(Memory):
     """A token-by-token plain-torch write on a ``[B, d, dv]`` matrix (a TokenState when a parameter is drawn)."""

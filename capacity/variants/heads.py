@@ -40,8 +40,6 @@ from capacity.variants import declares
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
 
-__all__ = ["split", "Heads", "check_layout"]
-
 
 def check_layout(d: int, dv: int, heads: int, value_heads: int | None = None) -> tuple[int, int]:
     """Check a layout and return ``(H, HV)``: H | d, HV | dv, and one of H, HV divides the other."""

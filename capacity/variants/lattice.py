@@ -33,8 +33,6 @@ from capacity.base._types import Device
 from capacity.variants._memory import RATE
 from capacity.variants.gated_2026 import _Gated
 
-__all__ = ["Lattice"]
-
 
 class Lattice(_Gated):
     """Lattice's orthogonal update: s_i += beta k_i (v - proj_{s_i} v), beta in (0, 2); state ``[B, d, dv]``."""

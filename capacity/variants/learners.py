@@ -48,8 +48,6 @@ from capacity.errors import CapacityError
 from capacity.variants._memory import GATE, RATE, Memory, unit
 from capacity.variants.declares import Declares
 
-__all__ = ["Titans", "TitansState", "TTT", "TTTState"]
-
 
 @dataclass
 class TitansState:

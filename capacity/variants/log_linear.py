@@ -55,8 +55,6 @@ from capacity.variants._memory import GATE, RATE, Memory, unit
 from capacity.variants._params import Interval
 from capacity.variants.declares import Declares
 
-__all__ = ["LogLinear", "LogLinearState", "level_weights"]
-
 BASES = ("linear", "gated_delta")
 
 

@@ -28,8 +28,6 @@ from capacity.errors import CapacityError
 from capacity.variants._memory import POSITIVE, Memory
 from capacity.variants.recurrent import State
 
-__all__ = ["Longhorn", "gate_and_key"]
-
 
 def gate_and_key(k: torch.Tensor, beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The gla gate 1 - eps k (.) k ``[B, T, d]`` and written key eps k ``[B, T, d]`` for keys k, beta ``[B, T]``.

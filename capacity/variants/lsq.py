@@ -40,8 +40,6 @@ from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants._memory import Memory, unit
 
-__all__ = ["LSQ", "LsqState"]
-
 
 @dataclass
 class LsqState:

@@ -26,8 +26,6 @@ from capacity.errors import CapacityError
 from capacity.variants.declares import Family
 from capacity.variants.recurrent import Recurrent, State, TokenState
 
-__all__ = ["Mamba2"]
-
 _FLOOR = 1e-30  # exp(-A dt) below this (dt A > 69) is written as this: the kernels take gates in (0, 1]
 
 

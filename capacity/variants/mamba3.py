@@ -47,8 +47,6 @@ from capacity.errors import CapacityError
 from capacity.variants._memory import unit
 from capacity.variants.mamba2 import _FLOOR, Mamba2
 
-__all__ = ["Mamba3", "Mamba3State", "rotate"]
-
 
 @dataclass
 class Mamba3State:

@@ -36,8 +36,6 @@ from capacity.errors import CapacityError
 from capacity.variants._memory import unit
 from capacity.variants.declares import Declares, declared
 
-__all__ = ["MixtureOfMemories"]
-
 
 class MixtureOfMemories:
     """M copies of ``memory``, each token written to its ``top`` of them by a seeded router; ``shared`` adds one

@@ -51,24 +51,13 @@ from capacity.base import _random, _validate
 from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants import declares
-from capacity.variants._rounding import DTYPES, TORCH_DTYPES, StoredState, _Rounder, _seeds, state_tensors
+from capacity.variants._rounding import DTYPES, TORCH_DTYPES, _Rounder, _seeds
+from capacity.variants._rounding import StoredState as StoredState  # the state a stored memory holds: its home here
+from capacity.variants._rounding import state_tensors as state_tensors
 
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
     from capacity.variants.recurrent import Recurrent
-
-__all__ = [
-    "DTYPES",
-    "TORCH_DTYPES",
-    "Rounding",
-    "stored",
-    "Stored",
-    "StoredState",
-    "round_",
-    "state_bytes",
-    "state_tensors",
-    "itemsize",
-]
 
 
 def _dtype(state_dtype: object) -> str:  # a name or a torch.dtype, checked here

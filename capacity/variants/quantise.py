@@ -60,8 +60,6 @@ import torch
 from capacity.errors import CapacityError
 from capacity.variants._rounding import _Rounder, _seeds, ulp
 
-__all__ = ["Spec", "parse", "is_quantised", "quantise", "nbytes", "Quantiser", "SPELLING"]
-
 SPELLING = (
     "int8, int4 or fp8, optionally /row, /col, /tensor, /g<N> (a group of N entries along the last dimension) or "
     "/c<N> (N consecutive columns), for fp8 optionally @<T> (scale amax / T, T a float8_e4m3fn number up to 448), "

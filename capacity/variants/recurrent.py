@@ -30,8 +30,6 @@ from capacity.inputs.features import FeatureMap
 from capacity.variants._params import Interval, Param
 from capacity.variants.declares import Declares, Family
 
-__all__ = ["Recurrent", "TokenState", "state_matrix"]
-
 GATE: Interval = {"low": 0.0, "high": 1.0, "high_open": False}  # alpha in (0, 1]
 BETA: Interval = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
 _TINY = 1e-30  # floor of the normaliser phi(q) . z, which is >= 0 for the positive maps

@@ -59,8 +59,6 @@ from capacity.inputs import features
 from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
 from capacity.variants.lsq import LSQ, LsqState
 
-__all__ = ["GKA", "Mesa", "MesaState", "Omega", "OmegaState", "chebyshev"]
-
 
 @dataclass
 class MesaState(LsqState):

@@ -53,8 +53,6 @@ from capacity.base._types import Device
 from capacity.errors import CapacityError
 from capacity.variants.declares import Declares, declared
 
-__all__ = ["Hybrid", "HybridState", "SlidingWindow", "WindowCache"]
-
 HOLDS = ("evicted", "all")
 COMBINES = ("sum", "normalise")
 

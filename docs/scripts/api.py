@@ -27,6 +27,7 @@ MODULES = [
     "capacity.inputs.values",
     "capacity.kernels",
     "capacity.plots",
+    "capacity.plots.layout",
     "capacity.plots.tables",
     "capacity.studies",
     "capacity.sweep",

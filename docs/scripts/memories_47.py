@@ -75,12 +75,17 @@ def window(out: Path) -> None:
     for name, r in rows.items():
         ax.plot(ns, r, marker="o", label=name)
     ax.plot(ns, closed, "k--", label="window closed form min(w, n) / n")
+    _recall_axes(ax, "window, state and hybrid, d = dv = 32 (equal bytes at n >= 16 for swa)")
+    _save(fig, out, "memories-47_window")
+
+
+def _recall_axes(ax: plt.Axes, title: str) -> None:
+    """Recall against n on a log2 axis, titled, with its legend."""
     ax.set_xscale("log", base=2)
     ax.set_xlabel("pairs written n")
     ax.set_ylabel("argmax recall")
-    ax.set_title("window, state and hybrid, d = dv = 32 (equal bytes at n >= 16 for swa)", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    _save(fig, out, "memories-47_window")
 
 
 def _save(fig: plt.Figure, out: Path, stem: str, *, legend_rows: int = 0, columns: int = 2) -> None:
@@ -105,11 +110,7 @@ def mamba(out: Path) -> None:
         r = recall(label, d, ns, dv=32)
         print(f"{label + f', d = {d}':40}" + "".join(f"{x:7.3f}" for x in r))
         ax.plot(ns, r, styles.get((label, d), "C0:"), marker="o", label=f"{label}, state d = {d} (x dv = 32)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("pairs written n")
-    ax.set_ylabel("argmax recall")
-    ax.set_title("Mamba-3 at half the state against Mamba-2 (paper: equal quality at state 64 vs 128)", fontsize=9)
-    ax.legend(fontsize=7)
+    _recall_axes(ax, "Mamba-3 at half the state against Mamba-2 (paper: equal quality at state 64 vs 128)")
     _save(fig, out, "memories-47_mamba3")
 
 

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import xarray as xr
-from capacity.plots.trained import standard_error
+from capacity.plots.theme import standard_error
 
 from capacity.tasks.trained.task import best
 

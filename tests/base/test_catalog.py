@@ -10,6 +10,7 @@ from capacity import cli, studies, tasks, variants
 from capacity.base import catalog, plugins
 from capacity.errors import CapacityError
 from capacity.inputs import features, keys, values
+from capacity.variants import _rounding
 
 
 def _tasks() -> dict[str, str]:  # each task's description and the fields of its Config, from the classes themselves
@@ -28,6 +29,7 @@ REGISTRIES = {
     "features": features.available,
     "keys": keys.available,
     "values": values.available,
+    "formats": lambda: _rounding.FORMATS,
 }
 
 

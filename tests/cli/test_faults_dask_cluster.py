@@ -1,7 +1,7 @@
 """A real Dask cluster: ``dask scheduler`` and ``dask worker`` as processes of their own, on 127.0.0.1 only (issue 51).
 
-The scheduler killed, every worker killed (a bounded wait, then one line): one line each (exit 2), and the points
-finished before are kept. Every wait is for an event (the
+The scheduler killed, every worker killed (a bounded wait, then one line), a worker that cannot import the user's
+module, a bad Dask setting: one line each (exit 2), and the points finished before are kept. Every wait is for an event (the
 scheduler's file, a finished group in the run's log); the run holds its last pass (``slowmem``'s SLOWMEM_HOLD)
 so that it cannot end before the fault, however fast the machine.
 """
@@ -121,3 +121,53 @@ def test_a_real_cluster_that_fails_mid_run_is_one_line_and_keeps_the_finished_po
     saved = int(last.split(" points are saved")[0].rsplit("; ", 1)[1].split(" of ")[0])
     assert saved >= 1, last
     assert not [x for x in lines[:-1] if not x.startswith("capacity: ")], err  # no log lines of Dask's
+
+
+def _compare(tmp_path, *args, env=None):
+    cmd = [sys.executable, "-m", "capacity.cli", "compare", "usermem:GainMemory", "--seeds", "1", "--load", "1/2,1"]
+    cmd += ["--no-figures", "--quiet", "--out", str(tmp_path / "o"), *args]
+    return subprocess.run(cmd, env=env or _env(tmp_path), capture_output=True, text=True, timeout=180)
+
+
+def _one_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    lines = [x for x in done.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("capacity: error: "), done.stderr
+    return lines[0]
+
+
+def _serial(tmp_path, monkeypatch) -> int:
+    """Measure (or reuse) the points of d = 8 in this process; returns how many were reused."""
+    from capacity.sweep import compare
+
+    monkeypatch.syspath_prepend(str(PKG))
+    got = compare("usermem:GainMemory", d=8, load=[0.5, 1], seeds=1, out=tmp_path / "o", executor="serial")
+    return got.reused
+
+
+@pytest.mark.slow  # a scheduler and a worker, each a process of its own: a few seconds
+def test_a_worker_that_cannot_import_the_users_module_is_one_line_and_keeps_the_finished_points(
+    cluster, tmp_path, monkeypatch
+):
+    address, _, start_worker = cluster
+    assert _serial(tmp_path, monkeypatch) == 0  # finished before the fault
+    start_worker(user_modules=False)  # its PYTHONPATH lacks tests/plugin_pkg (usermem)
+    done = _compare(tmp_path, "--d", "8,12", "--executor", "dask", "--scheduler", address)
+    line = _one_line(done)
+    assert "could not load the work" in line and "usermem" in line and "importable" in line, line
+    assert _serial(tmp_path, monkeypatch) == 2  # kept
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where, value", [("a scheduler", "abc"), ("a local cluster", "-5s")])
+def test_a_bad_dask_setting_is_one_line_naming_it_and_keeps_the_finished_points(
+    request, tmp_path, monkeypatch, where, value
+):
+    assert _serial(tmp_path, monkeypatch) == 0
+    args = ["--workers", "1"]
+    if where == "a scheduler":
+        args = ["--scheduler", request.getfixturevalue("cluster")[0]]  # refused before it is asked
+    env = {**_env(tmp_path), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": value}
+    line = _one_line(_compare(tmp_path, "--d", "8,12", "--executor", "dask", *args, env=env))
+    assert "distributed.comm.timeouts.connect" in line and repr(value) in line, line
+    assert _serial(tmp_path, monkeypatch) == 2  # kept

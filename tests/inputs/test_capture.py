@@ -19,13 +19,13 @@ pytest.importorskip(
     "transformers", reason="capturing a model needs the extra: pip install 'linear-attention-capacity[models]'"
 )
 
-TYPES = ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "kimi_linear", "nemotron_h"]
+TYPES = ["qwen3_next", "qwen3_5_text", "olmo_hybrid", "kimi_linear", "nemotron_h", "minimax"]
 T = 70  # over one 64-token chunk of the kernels, so their chunking is exercised
 
 
 def _model(model_type: str) -> torch.nn.Module:
     model = capture.tiny(model_type, seed=1)
-    if model_type == "nemotron_h":
+    if capture.family_of(model_type) == "mamba2":
         # random init makes the scan's output tiny beside its skip term D x (y / Dx ~ 1e-6), so the output less D x
         # would carry the skip's rounding; without the skip and with larger B, C, dt the scan's own output is tested
         with torch.no_grad():
@@ -46,6 +46,8 @@ def captured(request):
 
 
 def _cached(output, layer):
+    if layer.family == "decay":  # MiniMax's cache keeps K^T V per layer
+        return output.cache.get_linear_cache(layer.index)[0].float()
     S = output.cache.get_recurrent_state(layer.index, state_idx=0)[0].float()
     return S.transpose(-1, -2) if layer.family == "mamba2" else S  # Mamba-2 keeps [P, N]: rows are the value
 
@@ -61,6 +63,27 @@ def test_replay_reproduces_outputs_and_cached_state(captured):
     assert capture.rel_rms(S, layer.state) <= 1e-5
     assert capture.rel_rms(S, _cached(output, layer)) <= 1e-5
     assert float(layer.out.norm()) > 0 and float(S.norm()) > 0
+
+
+# the same kernel functions in more model types: each runs once here (every layer that has a linear mixer), with the
+# conventions checked on it; the fixture's types above run every test
+MORE = ["qwen3_5_moe_text", "bailing_hybrid", "bamba", "falcon_h1", "zamba2", "granitemoehybrid"]
+
+
+@pytest.mark.parametrize("model_type", MORE)
+def test_more_types_share_the_kernels_and_replay(model_type):
+    model = _model(model_type)
+    ids = torch.randint(0, 256, (1, T), generator=torch.Generator().manual_seed(2))
+    layers, output = capture.collect(model, ids)
+    assert layers and all(layer.family == capture.family_of(model_type) for layer in layers)
+    for layer in layers:
+        out, S = capture.replay(layer)
+        assert capture.rel_rms(out, layer.out) <= 1e-5
+        assert capture.rel_rms(S, layer.state) <= 1e-5
+        assert capture.rel_rms(S, _cached(output, layer)) <= 1e-5
+        for wrong in (_log_gate_as_gate, _beta_twice) + ((_heads_tiled,) if layer.family != "kda" else ()):
+            bad_out, bad_S = capture.replay(wrong(layer))
+            assert max(capture.rel_rms(bad_out, layer.out), capture.rel_rms(bad_S, layer.state)) > 1e-2
 
 
 def test_the_chunked_replay_is_the_token_by_token_oracle(captured):
@@ -95,13 +118,18 @@ def _log_gate_as_gate(layer):
 
 
 def _beta_twice(layer):
+    if layer.family == "decay":  # MiniMax writes k^T v unscaled: its gate applied twice instead
+        return dataclasses.replace(layer, alpha=layer.alpha**2)
     if layer.beta is None:  # Mamba-2's write scale dt, already in v: apply it again
         return dataclasses.replace(layer, v=layer.v * layer.dt[..., None])
     return dataclasses.replace(layer, beta=layer.beta**2)
 
 
 def _heads_tiled(layer):
-    """Key head j serving value heads j, j + h, ... (repeat, not repeat_interleave)."""
+    """Key head j serving value heads j, j + h, ... (repeat, not repeat_interleave); MiniMax, whose heads are not
+    grouped: the per-head gates (its slope rates) given to the heads in the other order."""
+    if layer.family == "decay":
+        return dataclasses.replace(layer, alpha=layer.alpha.flip(0))
     return dataclasses.replace(layer, q=layer.q[::2].repeat(2, 1, 1), k=layer.k[::2].repeat(2, 1, 1))
 
 
@@ -143,11 +171,15 @@ def test_the_linear_type_of_a_multimodal_config_is_its_text_models():
         capture.family_of("qwen3_5")  # its text model is, once the config says so
 
 
-def test_minimax_is_refused_saying_why():
-    with pytest.raises(
-        CapacityError, match=r"'minimax' is not captured: its lightning attention .* no kernel function"
-    ):
-        capture.family_of("minimax")
+def test_minimax_lightning_attention_is_read_by_hooks_on_its_parts():
+    """MiniMax has no kernel function: its capture comes from hooks on the layer's activation and norm. Its gates are
+    the layer's exp(-slope_rate), one per head, at every token; its state is the cache's ``get_linear_cache``."""
+    model = capture.tiny("minimax", seed=1)
+    (layer,), output = capture.collect(model, torch.randint(0, 256, (1, T), generator=torch.Generator().manual_seed(2)))
+    slope = model.model.layers[0].self_attn.slope_rate.reshape(-1)
+    torch.testing.assert_close(layer.alpha, torch.exp(-slope)[:, None].expand(-1, T))
+    assert layer.beta is None and layer.family == "decay"
+    assert capture.rel_rms(capture.replay(layer)[1], output.cache.get_linear_cache(0)[0]) <= 1e-5
 
 
 def test_a_transformers_without_the_family_is_one_line(monkeypatch):

@@ -86,3 +86,18 @@ def test_heads_figure_puts_t20_through_the_layouts(tmp_path):
     np.testing.assert_allclose(
         fixed.get_ydata(), [theory.heads_capacity(0.5, 16, 1), theory.heads_capacity(0.5, 32, 4)]
     )
+
+
+def test_the_predicted_step_deviation_of_a_scaled_fp8_format_is_fp8s():
+    """fp8 with scales is predicted by T32's fp8 form (its target too), not by int8's grid."""
+    from capacity.plots.precision import _step_deviation
+
+    ns = np.array([16.0, 64.0, 256.0])
+    for dtype, kw in (("fp8/col", {"scope": "col"}), ("fp8/c32@240", {"scope": "cols", "group": 32, "target": 240})):
+        got = _step_deviation(ns, 32, 64, dtype, ("decay", 0.9, 1.0))
+        want = theory.quantised_step_error(ns, 32, 64, "fp8", memory="decay", alpha=0.9, **kw)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert not np.allclose(
+            got,
+            theory.quantised_step_error(ns, 32, 64, 8, kw["scope"], group=kw.get("group"), memory="decay", alpha=0.9),
+        )

@@ -46,8 +46,19 @@ def test_headline_is_the_mean_and_standard_error_over_seeds():
 def test_the_bytes_of_each_stored_format_stand_beside_its_errors():
     df = tables.headline(_results()).set_index("state_dtype")
     assert df.loc["float32", "bytes"] == 4 * 8 * 8 and df.loc["bfloat16", "bytes"] == 2 * 8 * 8
-    # int8 with error feedback keeps a float32 residual beside its int8 state: more than float32 alone
-    assert df.loc["int8/row+ef", "bytes"] > 4 * 8 * 8 + 8 * 8
+    # int8 with error feedback keeps a float32 residual beside its int8 state: more than float32 alone. By hand at
+    # d = dv = 8: 64 int8 numbers, 8 float32 row scales, 64 float32 residuals
+    assert df.loc["int8/row+ef", "bytes"] == 64 * 1 + 8 * 4 + 64 * 4 > df.loc["float32", "bytes"]
+
+
+def test_the_recall_over_the_last_pairs_written_stands_beside_the_recall_over_all():
+    ds = _results()
+    ds["recall_recent"] = ds["recall"].copy(data=[[[1.0, 1.0], [0.75, 0.5]]] * 3)  # [state_dtype, n, seed]
+    df = tables.headline(ds).set_index("state_dtype")
+    assert df.loc["float32", "recall_recent at n_max"] == pytest.approx(0.625)
+    assert df.loc["float32", "recall_recent at n_max_se"] == pytest.approx(0.125)  # std(ddof=1)/sqrt(2)
+    assert df.loc["float32", "recall at n_max"] == pytest.approx(0.6)
+    assert "recall_recent at n_max" not in tables.headline(_results()).columns
 
 
 def test_one_seed_has_no_standard_error_and_markdown_shows_none():

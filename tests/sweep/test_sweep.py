@@ -44,7 +44,8 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
     ):
         Study.from_dict({**base, "grid": {**base["grid"], "dims": [1]}})
     with pytest.raises(
-        CapacityError, match=r"unknown recall field\(s\) metric; allowed: age_bins, decode, key_stats, queries, top_k"
+        CapacityError,
+        match=r"unknown recall field\(s\) metric; allowed: age_bins, decode, key_stats, queries, recent, top_k",
     ):
         Study.from_dict({**base, "task": {"kind": "recall", "metric": "mse"}})
     with pytest.raises(CapacityError, match=r"^vocab applies to mqar studies only \(kind=mqar\)$"):
@@ -53,7 +54,9 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
         CapacityError, match=r"unknown task kind 'recal'; known: bill, model, mqar, needle, recall, trained"
     ):
         Study.from_dict({**base, "task": {"kind": "recal"}})
-    with pytest.raises(CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, queries$"):
+    with pytest.raises(
+        CapacityError, match=r"unknown --set field\(s\) width; allowed: variant, keys, .*, queries, recent$"
+    ):
         studies.get("capacity-vs-d").with_overrides(["width=3"])
     assert Study.from_dict(base) == studies.get("capacity-vs-d")  # the dict form round-trips
 

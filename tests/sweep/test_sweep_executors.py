@@ -10,18 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+from test_sweep_support import SMALL, one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import CapacityError, studies, sweep
 from capacity.sweep import executors
 
-SETS = [
-    "variant=linear,delta",
-    "keys=gaussian,orthogonal",
-    "d=16,32",
-    "load=1/4,1,4",
-    "seed=0,1",
-]  # 48 points in 16 write passes
+SETS = SMALL  # 8 cells (16 write passes), 48 points
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +116,36 @@ def test_workers_fork_from_a_server_and_see_the_environment_and_modules_of_now(t
 
         assert dict(executors.execute("processes", edited_here.value, [("v", 0)], workers=1)) == {"v": value}
     sys.modules.pop("edited_here", None)
+
+
+def _threads_seen(task: object) -> tuple[int, str | None, str]:
+    """In a worker: its torch threads, its OMP_NUM_THREADS, and the environment of its parent (the fork server, where
+    torch was loaded) as the kernel holds it."""
+    import torch
+
+    server = Path(f"/proc/{os.getppid()}/environ").read_bytes().decode(errors="ignore")
+    return torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS"), server
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or not Path("/proc").exists(), reason="Linux affinity")
+def test_a_worker_runs_on_its_share_of_the_cores_it_is_given(monkeypatch):
+    """threads per worker = the cores this process may run on // workers, at least 1: 2 cores and 1 worker give 2
+    threads, 2 workers 1 each; 1 core (an affinity mask of one CPU) and 1 worker, 1. The fork server, which loads
+    torch for every worker, starts with idle OpenMP threads asleep (OMP_WAIT_POLICY=PASSIVE)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    names = (*executors.THREAD_VARIABLES, "OMP_WAIT_POLICY")
+    before = {name: os.environ.get(name) for name in names}
+    cases = [(allowed[:1], 1, 1)] + ([(allowed[:2], 1, 2), (allowed[:2], 2, 1)] if len(allowed) >= 2 else [])
+    try:
+        for cpus, workers, want in cases:
+            os.sched_setaffinity(0, cpus)
+            tasks = [(str(i), i) for i in range(workers)]
+            seen = dict(executors.execute("processes", _threads_seen, tasks, workers=workers))
+            assert {(t, omp) for t, omp, _ in seen.values()} == {(want, str(want))}, (cpus, workers, seen)
+            assert all("OMP_WAIT_POLICY=PASSIVE" in server.split("\0") for _, _, server in seen.values())
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert {name: os.environ.get(name) for name in names} == before  # this process's own environment is left alone
 
 
 @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])

@@ -13,18 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
+from test_sweep_support import SMALL, one_torch_thread  # noqa: F401 - autouse fixture
 
 from capacity import studies, sweep
 from capacity.sweep.plan import Plan
 
-SETS = [
-    "variant=linear,delta",
-    "keys=gaussian,orthogonal",
-    "d=16,32",
-    "load=1/4,1,4",
-    "seed=0,1",
-]  # 8 cells (16 write passes), 48 points
+SETS = SMALL  # 8 cells (16 write passes), 48 points
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture does in-process
 
 

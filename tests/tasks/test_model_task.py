@@ -136,9 +136,6 @@ def bad(tmp_path_factory):
     broken = root / "broken"
     capture.tiny("qwen3_next").config.save_pretrained(broken)
     (broken / "model.safetensors").write_bytes(b"not weights")
-    minimax = root / "minimax"
-    minimax.mkdir()
-    (minimax / "config.json").write_text(json.dumps({"model_type": "minimax", "architectures": ["MiniMaxForCausalLM"]}))
     short = root / "short.txt"
     short.write_text("too short")
     return root
@@ -148,14 +145,13 @@ def bad(tmp_path_factory):
     "case, fragments",
     [
         ("model=BAD/llama", ["has no linear-attention layer", "qwen3_next (gated_delta)", "nemotron_h (mamba2)"]),
-        ("model=BAD/minimax", ["type 'minimax' is not captured", "lightning attention", "no kernel function"]),
         ("model=Qwen/Qwen3.5-0.8B", ["hub id cannot be downloaded here", "pass its folder"]),
         ("model=BAD/empty", ["is not a model (no config.json)"]),
         ("text=BAD/short.txt", ["the text has 9 tokens, fewer than n = 64"]),
         ("model=BAD/broken", ["weights in", "failed to load"]),
         ("model=random:llama", ["model type 'llama' has no linear-attention layer"]),
     ],
-    ids=["type", "minimax", "hub", "folder", "short", "weights", "random"],
+    ids=["type", "hub", "folder", "short", "weights", "random"],
 )
 def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, fragments):
     out = tmp_path / "out"
@@ -164,23 +160,31 @@ def test_bad_input_is_one_line_and_writes_nothing(cli, bad, tmp_path, case, frag
     assert not out.exists() or not any(out.rglob("*.nc"))
 
 
-def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_path):
-    """A Qwen3.5 checkpoint (model type qwen3_5: a vision tower and a qwen3_5_text language model) is loaded as its
-    language model, whose Gated DeltaNet layers are captured and proved; the multimodal model itself, given text, is
-    captured the same way, to the same keys."""
+@pytest.mark.parametrize("kind", ["qwen3_5", "qwen3_5_moe"])
+def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_path, kind):
+    """A Qwen3.5 checkpoint (model type qwen3_5: a vision tower and a qwen3_5_text language model; the MoE one
+    likewise) is loaded as its language model, whose Gated DeltaNet layers are captured and proved; the multimodal
+    model itself, given text, is captured the same way, to the same keys."""
     import transformers
 
     text = {"vocab_size": 256, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8, "layer_types": ["linear_attention", "full_attention"], "pad_token_id": 0}  # fmt: skip
     vision = {"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32}
     torch.manual_seed(4)
-    full = transformers.Qwen3_5ForConditionalGeneration(
-        transformers.Qwen3_5Config(text_config=text, vision_config=vision)
-    ).eval()
-    assert full.config.model_type == "qwen3_5"
+    if kind == "qwen3_5":
+        full = transformers.Qwen3_5ForConditionalGeneration(
+            transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+        ).eval()
+    else:
+        text |= {"num_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 32}
+        text["shared_expert_intermediate_size"] = 32
+        full = transformers.Qwen3_5MoeForConditionalGeneration(
+            transformers.Qwen3_5MoeConfig(text_config=text, vision_config=vision)
+        ).eval()
+    assert full.config.model_type == kind
     full.save_pretrained(tmp_path / "qwen35")
     source.check(str(tmp_path / "qwen35"))
     loaded = source.load(str(tmp_path / "qwen35"), None)
-    assert loaded.family == "gated_delta" and loaded.model.config.model_type == "qwen3_5_text"
+    assert loaded.family == "gated_delta" and loaded.model.config.model_type == f"{kind}_text"
     ids = loaded.ids[:, :70]
     (layer,), output = capture.collect(loaded.model, ids)
     assert capture.proof(layer) <= 1e-5
@@ -189,6 +193,46 @@ def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_
     (direct,), _ = capture.collect(full, ids)
     assert capture.proof(direct) <= 1e-5
     torch.testing.assert_close(direct.k, layer.k)
+
+
+def test_minimax_heads_are_measured_as_a_decay_memory():
+    """A random MiniMax's lightning heads through the task's measurements: the closed form is T22 at each head's
+    own gate exp(-slope_rate) (its keys are not unit, so reads are divided by ||k||^2 as for Mamba-2)."""
+    from capacity import theory
+    from capacity.tasks.model import heads
+
+    loaded = source.load("random:minimax", None)
+    assert loaded.family == "decay"
+    (layer,), _ = capture.collect(loaded.model, loaded.ids[:, :N])
+    got = heads.recall(layer, (0, 1, 4, 16), 8)
+    slope = loaded.model.model.layers[0].self_attn.slope_rate.reshape(-1).double()
+    np.testing.assert_allclose(got["gate_mean"], torch.exp(-slope).numpy(), rtol=1e-6)
+    assert np.isnan(got["beta_mean"]).all()
+    want = theory.forgetting_error(np.arange(N), N, layer.k.shape[-1], "decay", alpha=float(got["gate_mean"][0]))
+    np.testing.assert_allclose(got["fullness_theory"][0], np.mean(want), rtol=1e-9)
+    S = layer.state.double()
+    k, v = layer.k[:, -1].double(), layer.v[:, -1].double()
+    read = torch.einsum("hd,hde->he", k, S) / (k**2).sum(-1, keepdim=True)
+    np.testing.assert_allclose(
+        got["recall_error"][:, 0], (((read - v) ** 2).sum(-1) / (v**2).sum(-1)).numpy(), rtol=1e-5
+    )
+
+
+def test_the_maps_of_an_additive_rule_say_it_has_no_beta():
+    """Mamba-2's and MiniMax's heads have no beta (beta_mean all NaN): the maps are drawn, the beta panel says so (the
+    figure was refused as empty before); a Dataset without beta_mean at all is still one line."""
+    from capacity.tasks.model import figures
+
+    names = ("coherence2", "coherence2_random", "effective_rank", "gate_mean", "fullness", "fullness_theory")
+    rng = np.random.default_rng(0)
+    ds = xr.Dataset(
+        {v: (("layer", "head"), rng.uniform(0.1, 1, (2, 3))) for v in names}, coords={"layer": [0, 2], "n": [64]}
+    )
+    ds["beta_mean"] = (("layer", "head"), np.full((2, 3), np.nan))
+    fig = figures.model_maps(ds)
+    assert any("additive" in t.get_text() for ax in fig.axes for t in ax.texts)
+    with pytest.raises(CapacityError, match="missing variable 'beta_mean'"):
+        figures.model_maps(ds.drop_vars("beta_mean"))
 
 
 def test_without_transformers_the_line_names_the_extra(monkeypatch):

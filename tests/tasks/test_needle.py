@@ -182,6 +182,22 @@ def test_needle_study_runs_resumes_and_draws(tmp_path):
         Study("x", "", Grid(variant=("linear",), d=(8,), n=(4,)), Recall(haystack=("text",)))
 
 
+def test_the_needle_figures_bars_are_one_standard_error_over_the_sequences(tmp_path):
+    study = studies.get("needle").with_overrides(
+        ["variant=delta(beta=0.5)", "n=32,64", "d=16", "dv=16", "haystack=random", "seed=0,1,2", "depth=0,1"]
+    )
+    ds = _run(study, tmp_path).dataset
+    fig = plots.needle_figure(ds)
+    per = ds.recall.isel(candidates=0).squeeze(["d", "haystack", "variant"]).mean("depth")
+    per = per.transpose("n", "seed").values  # [n, seed]: three sequences, where the range is not one standard error
+    (bars,) = [c for c in fig.axes[0].collections if c.get_gid() == "range:delta(beta=0.5)"]
+    ends = np.array([[seg[0][1], seg[1][1]] for seg in bars.get_segments()])
+    se = per.std(1, ddof=1) / np.sqrt(3)  # numpy's sample standard deviation
+    assert (se > 0).all()
+    np.testing.assert_allclose(ends, np.stack([per.mean(1) - se, per.mean(1) + se], 1), atol=1e-12)
+    assert "one standard error of that mean over the sequences" in fig.texts[-1].get_text().replace("\n", " ")
+
+
 def test_age_bins_in_a_sweep_and_the_reuse_key(tmp_path):
     base = Study("ages", "", Grid(variant=("delta(beta=0.5)", "decay(alpha=0.9)"), d=(8, 16), load=(1, 4), seed=(0, 1)))
     binned = Study(base.name, "", base.grid, Recall(age_bins=True))

@@ -239,3 +239,28 @@ def test_each_seed_and_pair_count_is_a_pass_of_its_own_saved_as_it_ends(tmp_path
             if "seed" in alone[v].dims:
                 got = both.dataset[v].sel(seed=[s]).transpose(*alone[v].dims)
                 assert np.array_equal(got.values, alone[v].values, equal_nan=True), v
+
+
+class _Sleepy(type(variants.get("linear"))):  # type: ignore[misc]
+    """The linear memory, 20 ms slower on every write (one write per model step): a machine this slow."""
+
+    def write(self, state, k, v):
+        import time
+
+        time.sleep(0.02)
+        return super().write(state, k, v)
+
+
+def test_the_estimate_times_a_training_step_on_this_machine():
+    """Issue 51: the trained study announced about 3 CPU-minutes and ran past 30 on a loaded machine (its step
+    time was a constant fitted elsewhere). The estimate is now a step timed here: a memory 20 ms slower per write,
+    which writes once per step, is estimated at no less than the steps' sleeps (a bound any machine meets)."""
+    from capacity.sweep.plan import Plan
+
+    study = _study()
+    plan = Plan(study, torch.device("cpu"))
+    cell, p = plan.cells[0], study.task
+    sleepy, plain = _Sleepy(), variants.get("linear")
+    slow, fast = (plan.task.seconds(study, cell, m, [0, 1], [2, 4]) for m in (sleepy, plain))
+    assert slow >= 2 * 2 * p.steps * 0.02, slow  # 2 seeds x 2 n x steps, each step at least one sleep
+    assert slow > fast

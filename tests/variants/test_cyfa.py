@@ -65,11 +65,11 @@ def _dirichlet(x, P):
     return torch.cos(2 * math.pi * x[..., None] * p / P).sum(-1) / P
 
 
-@pytest.mark.parametrize("P", [7, pytest.param(9, marks=pytest.mark.slow)])
-def test_cyfa_matches_a_relative_time_float64_loop(P):
+@pytest.mark.parametrize("P,d", [(7, 12), (9, 96), pytest.param(5, 100, marks=pytest.mark.slow)])
+def test_cyfa_matches_a_relative_time_float64_loop(P, d):
     """K = alpha Sh(delta) K + beta e_0 k^T with Sh(delta)[r, s] = D(r - s - delta), read (R V)^T softmax(scale R K q):
-    the slots in relative time, no clock, no Fourier coefficients."""
-    B, T, d, dv = 2, 30, 12, 6
+    the slots in relative time, no clock, no Fourier coefficients (also at the head dimensions 96 and 100)."""
+    B, T, dv = 2, 30, 6
     K, V = pairs(T, d, dv, B=B, seed=3 * P)
     Q, _ = pairs(8, d, dv, B=B, seed=3 * P + 7)
     mem = variants.get("cyfa", slots=P, scale=2.5, readout=_readout(P, 3 * P), **DRAWN)

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 import torch
+from memory_support import write_in_chunks
 
 from capacity import CapacityError, variants
 from capacity.check.conformance import check_variant
@@ -31,11 +32,8 @@ def _kv(n=24, d=8, dv=8, B=2, seed=0):
     return keys.make("gaussian", n, d, batch=B, seed=seed), values.make("gaussian", n, dv, batch=B, seed=seed + 1)
 
 
-def _chunked(mem, K, V, cuts=(0, 5, 6, 24)):
-    S = mem.init_state(K.shape[0], K.shape[2], V.shape[2])
-    for a, b in zip(cuts, cuts[1:]):
-        S = mem.write(S, K[:, a:b], V[:, a:b])
-    return S
+def _chunked(mem, K, V):
+    return write_in_chunks(mem, K, V, (0, 5, 6))
 
 
 def ident(k):

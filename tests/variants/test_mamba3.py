@@ -3,7 +3,7 @@
 
 import pytest
 import torch
-from memory_support import pairs, rel_rms
+from memory_support import pairs, rel_rms, write_in_chunks
 
 from capacity import check_variant, variants
 from capacity.inputs import keys
@@ -15,12 +15,8 @@ def _inputs(B=2, T=30, d=12, dv=6, seed=0):
     return K, V
 
 
-def _write(mem, K, V, splits=(0, 1, 9, 10)):
-    st = mem.init_state(K.shape[0], K.shape[2], V.shape[2])
-    edges = [*splits, K.shape[1]]
-    for a, b in zip(edges[:-1], edges[1:]):
-        st = mem.write(st, K[:, a:b], V[:, a:b])
-    return st
+def _write(mem, K, V):
+    return write_in_chunks(mem, K, V, (0, 1, 9, 10))
 
 
 def _complex_reference(K, V, Q, dt, A, lam, omega):

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from memory_support import rel_rms
+from memory_support import one_head as _h  # fla's [B, T, H=1, ...]
+from memory_support import rel_rms, write_in_chunks
 
 from capacity import check_variant, variants
 from capacity.inputs import keys, values
@@ -48,15 +49,7 @@ def _inputs(B=2, T=40, d=12, dv=8, seed=0):
 
 def _write(mem, K, V, split=None):
     """The state after writing (K, V), in one call or split at ``split``."""
-    B, T, d = K.shape
-    st = mem.init_state(B, d, V.shape[2])
-    if split is None:
-        return mem.write(st, K, V)
-    return mem.write(mem.write(st, K[:, :split], V[:, :split]), K[:, split:], V[:, split:])
-
-
-def _h(x):  # [B, T, ...] -> fla's [B, T, H=1, ...]
-    return x.unsqueeze(2)
+    return write_in_chunks(mem, K, V, (0,) if split is None else (0, split))
 
 
 # ------------------------------------------------------------------ against fla-core 0.6.0's references

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from memory_support import pairs, rel_rms
+from memory_support import one_head as _h  # fla's [B, T, H=1, ...]
+from memory_support import pairs, rel_rms, write_in_chunks
 
 from capacity import check_variant, variants
 from capacity.variants.delta_product import rotations
@@ -30,14 +31,7 @@ def _inputs(B=2, T=40, d=12, dv=8, seed=0):
 
 
 def _write(mem, K, V, split=None):
-    st = mem.init_state(K.shape[0], K.shape[2], V.shape[2])
-    if split is None:
-        return mem.write(st, K, V)
-    return mem.write(mem.write(st, K[:, :split], V[:, :split]), K[:, split:], V[:, split:])
-
-
-def _h(x):  # [B, T, ...] -> fla's [B, T, H=1, ...]
-    return x.unsqueeze(2)
+    return write_in_chunks(mem, K, V, (0,) if split is None else (0, split))
 
 
 @pytest.mark.requires_fla

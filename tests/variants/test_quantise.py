@@ -347,7 +347,7 @@ def test_the_command_line_runs_an_integer_state(tmp_path, cli):
         "--set",
         "seed=0",
         "--set",
-        "state_dtype=float32,int8/row+ef,int4/tensor",
+        "state_dtype=float32,int8/row+ef,int4/tensor,fp8/c32@240",
         "--set",
         "rounding=step",
         "--set",
@@ -360,8 +360,27 @@ def test_the_command_line_runs_an_integer_state(tmp_path, cli):
     )
     assert done.returncode == 0, done.stderr
     ds = xr.open_dataset(next(out.rglob("*.nc")))
-    assert [str(s) for s in ds["state_dtype"].values] == ["float32", "int8/row+ef", "int4"]
+    assert [str(s) for s in ds["state_dtype"].values] == ["float32", "int8/row+ef", "int4", "fp8/c32@240"]
     mse = ds["mse"].mean([dim for dim in ds["mse"].dims if dim not in ("state_dtype", "n")])
     assert float(mse.sel(state_dtype="int4", n=64)) > float(mse.sel(state_dtype="float32", n=64))
     done = cli.here("run", "precision", "--set", "state_dtype=int3", "--out", tmp_path / "bad", "--quiet")
     cli.fails(done, "a scaled state_dtype")
+
+
+@pytest.mark.parametrize(
+    "name,scope,group,target", [("fp8/col+ef", "col", None, 448.0), ("fp8/c4@240", "cols", 4, 240.0)]
+)
+def test_fp8_step_rounding_matches_a_token_by_token_simulation(name, scope, group, target):
+    """The decaying memory stored in fp8 after every write (with a float32 residual for +ef), against the write,
+    the rounding of ``_np_fp8`` and the residual kept here."""
+    n, d, B = 24, 8, 2
+    K, V = _pairs(n, d, d, B, seed=4)
+    mem = precision.stored(variants.resolve("decay(alpha=0.9)"), name, "step")
+    got = mem.write(mem.init_state(B, d, d), K, V).inner
+    S, r = np.zeros((B, d, d)), np.zeros((B, d, d))
+    for t in range(n):
+        x = 0.9 * S + K[:, t, :, None].double().numpy() * V[:, t, None, :].double().numpy() + r
+        S = _np_fp8(x.astype(np.float32), scope, group, target)
+        if name.endswith("+ef"):
+            r = x - S
+    np.testing.assert_allclose(got.numpy(), S, rtol=1e-5, atol=1e-6)

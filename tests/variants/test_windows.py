@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from memory_support import pairs, rel_rms
+from memory_support import pairs, rel_rms, write_in_chunks
 
 from capacity import check_variant, variants
 from capacity.inputs import keys, values
@@ -19,13 +19,9 @@ def _inputs(B=2, T=30, d=12, dv=6, seed=0):
     return K, V, torch.cat([K[:, -3:], Q], 1)
 
 
-def _write(mem, K, V, splits=(0, 7, 8, 19)):
+def _write(mem, K, V):
     """Write (K, V) in uneven chunks (a chunk longer than the window, one of one token)."""
-    st = mem.init_state(K.shape[0], K.shape[2], V.shape[2])
-    edges = [*splits, K.shape[1]]
-    for a, b in zip(edges[:-1], edges[1:]):
-        st = mem.write(st, K[:, a:b], V[:, a:b])
-    return st
+    return write_in_chunks(mem, K, V, (0, 7, 8, 19))
 
 
 def _window_ref(K, V, Q, w, scale):

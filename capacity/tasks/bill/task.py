@@ -32,8 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Bill", "BillTask"]
-
 
 @dataclass(frozen=True)
 class Bill(Config):

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["model_maps", "model_recall", "model_precision", "FIGURES"]
 
 FLOOR = 1e-4  # the lowest recall error the other memories' panel shows
 _ALLOWED = ("variant", "d", "n", "seed", "layer", "head", "age", "format")
@@ -46,15 +45,17 @@ def _age_mid(ds: xr.Dataset) -> np.ndarray:
 
 def model_maps(ds: xr.Dataset) -> Figure:
     """Layer x head maps of key geometry, gates and fullness of a model study."""
-    need = (
+    need: tuple[str, ...] = (
         "coherence2",
         "coherence2_random",
         "effective_rank",
         "gate_mean",
-        "beta_mean",
         "fullness",
         "fullness_theory",
     )
+    # beta_mean is NaN for every head of an additive rule (Mamba-2, MiniMax): required unless so, its panel then says so
+    additive = "beta_mean" in ds.data_vars and not np.isfinite(np.asarray(ds["beta_mean"].values, dtype=float)).any()
+    need += () if additive else ("beta_mean",)
     _data.require(ds, "model_maps", variables=need, dims=("layer", "head"), allowed=_ALLOWED)
     d = int(ds.attrs.get("head_d", 0)) or None
     maps = [
@@ -69,6 +70,11 @@ def model_maps(ds: xr.Dataset) -> Figure:
     with theme.style():
         fig, axes = theme.figure(2, 3, legend_width=0.4)
         for ax, (title, m) in zip(axes.ravel(), maps, strict=True):
+            if not np.isfinite(m).any():
+                ax.text(0.5, 0.5, "no beta:\nan additive rule", ha="center", va="center", transform=ax.transAxes)
+                ax.set_title(title)
+                ax.set_axis_off()
+                continue
             im = ax.imshow(m, aspect="auto", cmap="viridis", origin="upper")
             ax.set_yticks(range(len(layers)), [str(x) for x in layers])
             ax.set_xticks(range(m.shape[1]))

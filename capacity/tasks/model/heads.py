@@ -4,10 +4,11 @@
   Welch bound), effective rank, T4's mean crosstalk error at the real keys (against T5's frame bound and T7's
   random-key value) and T8's rank bound at T tokens.
 - ``recall``: each pair read back from the head's final state with its own key, by age (T - 1 - t): the mean
-  relative error ||k_t S - v_t||^2 / ||v_t||^2 (Mamba-2: k_t S / ||k_t||^2, its keys B_t are not unit) and the
+  relative error ||k_t S - v_t||^2 / ||v_t||^2 (the additive rules, Mamba-2 and MiniMax's decay: k_t S / ||k_t||^2,
+  their keys are not unit) and the
   fraction decoded right by argmax of cosine over the ``window`` stored values around it; beside it the forgetting
   closed form at the head's mean gate and beta (T23 for gated_delta and kda, whose channel gates are averaged; T22
-  with the mean gate for mamba2), and the state's fullness: the mean error over all T pairs, measured and closed form.
+  with the mean gate for mamba2 and decay), and the state's fullness: the mean error over all T pairs, measured and closed form.
 - ``precision``: the layer replayed with its state stored in each format after every token
   (``capacity.variants.precision``'s rounders: bfloat16, float8, int8/int4 with scales, with or without error
   feedback), the relative RMS error of each head's outputs against float32.
@@ -30,8 +31,6 @@ import torch
 from capacity import theory
 from capacity.inputs.capture import Layer, replay
 from capacity.variants import precision
-
-__all__ = ["geometry", "recall", "precision_errors", "rule_recall", "age_bins"]
 
 
 def age_bins(edges: Sequence[int], T: int) -> list[np.ndarray]:
@@ -97,7 +96,7 @@ def _argmax(layer: Layer, reads: torch.Tensor, window: int) -> torch.Tensor:
 
 def _own_reads(layer: Layer, S: torch.Tensor) -> torch.Tensor:
     reads = layer.k @ S  # [H, T, dv]
-    if layer.family == "mamba2":
+    if layer.beta is None:  # an additive rule (mamba2, decay): its keys are not unit
         reads = reads / (layer.k**2).sum(-1, keepdim=True).clamp_min(1e-30)
     return reads
 
@@ -110,7 +109,7 @@ def _binned(x: torch.Tensor, bins: list[np.ndarray]) -> np.ndarray:
 
 def recall(layer: Layer, edges: Sequence[int], window: int) -> dict[str, np.ndarray]:
     """Per head and age bin ``[H, bins]``: recall_error, recall_argmax, recall_theory; per head ``[H]``: gate_mean,
-    beta_mean (NaN for mamba2), fullness and fullness_theory (see the module docstring)."""
+    beta_mean (NaN for mamba2 and decay), fullness and fullness_theory (see the module docstring)."""
     H, T, d = layer.k.shape
     bins = age_bins(edges, T)
     S = layer.state
@@ -123,7 +122,7 @@ def recall(layer: Layer, edges: Sequence[int], window: int) -> dict[str, np.ndar
     th = np.empty((H, len(bins)))
     full_th = np.empty(H)
     for h in range(H):
-        if layer.family == "mamba2":
+        if layer.beta is None:  # mamba2, decay
             by_age = theory.forgetting_error(ages, T, d, "decay", alpha=float(gate[h]))
         else:
             by_age = theory.forgetting_error(ages, T, d, "gated_delta", alpha=float(gate[h]), beta=float(beta[h]))

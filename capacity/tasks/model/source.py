@@ -32,8 +32,6 @@ import torch
 from capacity.errors import CapacityError, user_code
 from capacity.inputs import capture
 
-__all__ = ["Loaded", "load", "digest", "text_path", "DEFAULT_TEXT"]
-
 DEFAULT_TEXT = Path(__file__).resolve().parents[2] / "data" / "pretrained_text.txt"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 

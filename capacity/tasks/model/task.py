@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Model", "ModelTask", "PROOF"]
 
 PROOF = 1e-5  # the largest relative RMS error of a replay against the kernel for a capture to be used
 FORMATS = ("bfloat16", "float8_e4m3fn", "int8/row", "int8/row+ef", "int4/row", "int4/row+ef")
@@ -109,12 +108,12 @@ _VARIABLES = {
     "random_keys_error": _var(_HEAD, "T4 error of random keys", "", "T7: (n - 1)/d"),
     "rank_bound": _var(_HEAD, "rank bound", "", "T8: the least mean error of any d x dv state with a linear read"),
     "gate_mean": _var(_HEAD, "mean gate", "", "measured: the head's mean decay gate (over tokens, and channels for kda)"),
-    "beta_mean": _var(_HEAD, "mean beta", "", "measured: the head's mean write strength (NaN for mamba2)"),
+    "beta_mean": _var(_HEAD, "mean beta", "", "measured: the head's mean write strength (NaN for mamba2 and decay)"),
     "fullness": _var(_HEAD, "mean recall error of all pairs", "", "measured: mean relative error of every pair read back from the final state"),
     "fullness_theory": _var(_HEAD, "mean recall error, closed form", "", "T22/T23 at the head's mean gate and beta, d and n, averaged over ages"),
     "recall_error": _var((*_HEAD, "age"), "recall error", "", "measured: mean ||k_t S - v_t||^2 / ||v_t||^2 of the pairs of the age bin"),
     "recall_argmax": _var((*_HEAD, "age"), "argmax recall", "", "measured: fraction of the bin's pairs whose read picks their own value among the window"),
-    "recall_theory": _var((*_HEAD, "age"), "recall error, closed form", "", "T22 (mamba2) or T23 (gated_delta, kda) at the head's mean gate and beta"),
+    "recall_theory": _var((*_HEAD, "age"), "recall error, closed form", "", "T22 (mamba2, decay) or T23 (gated_delta, kda) at the head's mean gate and beta"),
     "precision_error": _var((*_HEAD, "format"), "output error of a stored state", "", "measured: relative RMS error of the head's outputs with its state stored in the format after every token, against float32"),
     "rule_error": _var((*_HEAD, "age"), "recall error of the cell's memory", "", "measured: the cell's memory written with the head's keys (unit) and values, each pair read back"),
     "rule_state_numel": Variable(("seed",), {"long_name": "numbers in the cell's memory's state per head", "units": "numbers", "description": "measured: the memory's state_numel(d, dv); the model's head keeps d dv"}, dtype="int64", finite=True),

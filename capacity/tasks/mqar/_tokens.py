@@ -13,8 +13,6 @@ from capacity.variants import declares
 if TYPE_CHECKING:  # pragma: no cover
     from capacity.variants import Variant
 
-__all__: list[str] = []
-
 
 def _take(emb: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return torch.take_along_dim(emb, tokens.unsqueeze(-1), dim=1)  # [B, vocab, e] at [B, t] -> [B, t, e]

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
-__all__ = ["mqar_figure", "FIGURES"]
 
 ACCURACY = "MQAR accuracy (fraction)"
 PAIRS = "distinct keys written (pairs)"

@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Mqar", "MqarTask"]
 
 _ATTRS = ("long_name", "units", "description")
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.base._types import Device, Seed
     from capacity.variants import Variant
 
-__all__ = ["ZOOLOGY_VOCAB", "ZOOLOGY_BASED_FIGURE2_TEST", "ZoologyTask", "zoology_task", "zoology"]
 
 # zoology's experiment behind Based's Fig. 2 (HazyResearch/zoology, zoology/experiments/arxiv24_based_figure2/configs.py):
 # vocabulary 8,192; test sets of 1,000 sequences each at these (sequence length, key-value pairs)

@@ -55,7 +55,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from capacity.base._types import Device
     from capacity.variants import Variant
 
-__all__ = ["needle", "measure", "haystack", "recall_among", "HAYSTACKS", "METRICS", "HELD_OUT"]
 
 HAYSTACKS = {
     "random": "i.i.d. random unit keys and values",

@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Needle", "NeedleTask"]
 
 _ATTRS = ("long_name", "units", "description")
 

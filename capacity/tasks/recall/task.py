@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Recall", "RecallTask", "age_edges", "check_values", "check_values_fit", "TORCH_DTYPES"]
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _ATTRS = ("long_name", "units", "description")
@@ -57,7 +56,11 @@ _UNITS = {
 }
 
 
-_FINITE = ("recall", "recall_at")  # fractions of counts, never NaN when measured: a stored NaN is not reused
+_FINITE = (
+    "recall",
+    "recall_at",
+    "recall_recent",
+)  # fractions of counts, never NaN when measured: a stored NaN is not reused
 _LAYOUT = {
     "state_dtype": "dtype the state is stored in (capacity.variants.precision; float32: as computed)",
     "rounding": "when the stored state is rounded: step, final or chunk=C (+stochastic)",
@@ -81,7 +84,9 @@ class Recall(Config):
     metric per age bin of the pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the
     grid's largest n); ``top_k``: also ``recall_at`` over a dimension ``k`` (listwise recall from the same exact
     decode, T30); ``queries``: read a fixed seeded sample of this many stored pairs at each n (0: all;
-    ``capacity.probe.recall``'s ``queries``), with standard errors as ``<metric>_se``.
+    ``capacity.probe.recall``'s ``queries``), with standard errors as ``<metric>_se``; ``recent``: also each metric
+    over the last this many pairs written, every one of them, as ``<metric>_recent`` (0: not measured;
+    ``capacity.probe.recall``'s ``recent``): what a memory that forgets still holds.
     """
 
     kind: ClassVar[str] = "recall"
@@ -91,6 +96,7 @@ class Recall(Config):
     age_bins: bool = False
     top_k: tuple[int, ...] = ()
     queries: int = 0
+    recent: int = 0
 
     def __post_init__(self) -> None:
         check_values(self.values)
@@ -104,6 +110,7 @@ class Recall(Config):
             raise CapacityError(f"top_k must list distinct whole numbers >= 1, got {self.top_k!r}")
         object.__setattr__(self, "top_k", ks)
         object.__setattr__(self, "queries", _validate.positive_int("queries", self.queries, minimum=0))
+        object.__setattr__(self, "recent", _validate.positive_int("recent", self.recent, minimum=0))
 
 
 _STATE_NUMEL = (
@@ -164,7 +171,7 @@ class RecallTask(Task[Recall]):
     A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
     the statistics of ``capacity.keys.describe``, with ``age_bins`` each metric per age bin (``<metric>_age`` over
     ``n``, ``seed`` and ``age``; ``pairs_age`` over ``n`` and ``age``), with ``top_k`` ``recall_at`` over ``k`` and
-    with ``queries`` standard errors ``<metric>_se``; the assembled study adds the closed forms T5-T10.
+    with ``queries`` standard errors ``<metric>_se``, with ``recent`` ``<metric>_recent``; the assembled study adds the closed forms T5-T10.
     """
 
     name = "recall"
@@ -204,6 +211,8 @@ class RecallTask(Task[Recall]):
             dims["recall_at"] = ("seed", "k")
         if p.queries:  # standard errors of the sampled means
             names.update({f"{m}_se": probe.se_meta(m, p.queries) for m in metrics})
+        if p.recent:  # the means over the last pairs written
+            names.update({probe.RECENT[m]: probe.recent_meta(m, p.recent) for m in metrics})
         if p.age_bins:
             names.update({probe.PER_AGE[m]: probe.age_meta(m) for m in metrics})
             names["pairs_age"] = probe.PAIRS_AGE
@@ -288,9 +297,11 @@ class RecallTask(Task[Recall]):
                 age_bins=edges,
                 top_k=study.task.top_k or None,
                 queries=study.task.queries or None,
+                recent=study.task.recent or None,
             )
             # the probe's arrays over (checkpoint = n, seed, ...) are the pass's: no copy, no row by row
             got = {**cv.metrics, **{f"{m}_se": x for m, x in cv.se.items()}}
+            got.update({probe.RECENT[m]: x for m, x in cv.recent.items()})  # [C, S]
             got.update({probe.PER_AGE[m]: x for m, x in cv.per_age.items()})  # [C, S, A]
             if edges is not None:
                 bins = list(zip(edges, edges[1:]))

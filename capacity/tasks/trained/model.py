@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,8 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.base._types import Device
     from capacity.variants import Variant
-
-__all__ = ["Sequences", "embeddings", "sequences", "identity", "forward", "score", "train", "learned_keys"]
 
 
 @dataclass
@@ -290,15 +288,35 @@ def differentiable(memory: Variant, label: str) -> None:
         )
 
 
-# Seconds of CPU time of one training step per sequence of n pairs (forward and backward through the memory, whose
-# CPU products run one batch item at a time): c0 + c1 n, fitted to d = 32 steps on the 2-core VM (2026-12-03) and
-# scaled so that the default study's estimate (9.9 minutes of one core) matches the CPU time it took there (9 min 41 s
-# of user and system time). An estimate to warn by.
-_STEP = {"additive": (2.4e-4, 5.4e-6), "delta": (2.2e-4, 2.2e-5)}
+_TIMED: dict[tuple[Any, ...], tuple[Variant, float]] = {}  # (id(memory), settings) -> (memory, seconds): kept alive
 
 
-def step_seconds(memory: Variant, n: int, d: int) -> float:
-    """Estimated seconds of one step per sequence of ``n`` pairs at key dimension ``d`` (scaled by (d/32)^2 past
-    the per-item overhead)."""
-    c0, c1 = _STEP["delta" if declared(memory).delta_rule else "additive"]
-    return c0 + c1 * n * max(1.0, (d / 32) ** 2)
+def timed_step(
+    memory: Variant, *, d: int, n: int, lrs: Sequence[float], vocabulary: int, batch: int, seed: int = 0
+) -> float:
+    """Seconds of one training step (``len(lrs)`` models on ``batch`` sequences of ``n`` pairs at key dimension
+    ``d``) on one CPU core of this machine, as loaded as it is now: ``train`` timed over two steps (the second
+    without the first's start-up), once per memory and settings in a process. It runs the memory's code (under the
+    guard): call it after the sizes are checked."""
+    key = (id(memory), d, n, tuple(lrs), vocabulary, batch)
+    if key not in _TIMED:
+        import time
+
+        run = guard(memory)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            common: dict[str, Any] = {"d": d, "n": n, "lrs": lrs, "vocabulary": vocabulary, "batch": batch, "test": 1}
+            common.update({"weight_decay": 0.0, "betas": (0.9, 0.999), "seed": seed, "device": "cpu"})
+            start = time.perf_counter()
+            train(run, steps=1, **common)
+            one = time.perf_counter() - start
+            start = time.perf_counter()
+            train(run, steps=2, **common)
+            two = time.perf_counter() - start
+        finally:
+            torch.set_num_threads(threads)
+        if len(_TIMED) > 256:
+            _TIMED.clear()
+        _TIMED[key] = (memory, max(two - one, one / 2, 0.0))
+    return _TIMED[key][1]

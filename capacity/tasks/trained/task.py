@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from capacity.variants import Variant
 
-__all__ = ["Trained", "TrainedTask", "best"]
 
 ZOOLOGY_LRS = (1e-3, 10**-2.5, 1e-2, 10**-1.5)  # zoology's continuous-MQAR sweep: np.logspace(-3, -1.5, 4)
 
@@ -182,11 +181,21 @@ class TrainedTask(Task[Trained]):
     def seconds(
         self, study: StudyView[Trained], cell: CellView, memory: Variant, seeds: list[int], ns: list[int]
     ) -> float:
-        """Estimated seconds on one CPU core: every step of every model and of the learned keys writes and reads
-        its sequences (``model.STEP_SECONDS`` per sequence of n pairs)."""
-        p = study.task
-        sequences = p.steps * p.batch * len(p.lr) + p.learned_steps * p.test
-        return len(seeds) * sum(sequences * model.step_seconds(memory, n, cell.d) for n in set(ns))
+        """Estimated seconds on one CPU core: every step of the models, each as long as a step took on this
+        machine just now (``model.timed_step`` at the study's smallest and largest n, once per memory and d in a
+        process, linear in n between: the machine's load is in it), and the learned keys' steps at that step's
+        cost per sequence. Asked by the engine after the sizes are checked (it runs the memory)."""
+        p, grid = study.task, sorted(set(study.grid.n))
+        timed = {
+            end: model.timed_step(memory, d=cell.d, n=end, lrs=p.lr, vocabulary=p.vocabulary, batch=p.batch)
+            for end in (grid[0], grid[-1])
+        }
+        total = 0.0
+        for n in set(ns):
+            at = (n - grid[0]) / (grid[-1] - grid[0]) if grid[-1] > grid[0] else 0.0
+            step = timed[grid[0]] + (timed[grid[-1]] - timed[grid[0]]) * at
+            total += p.steps * step + p.learned_steps * p.test * step / (p.batch * len(p.lr))
+        return len(seeds) * total
 
     def extra_bytes(self, study: StudyView[Trained], d: int, n: int, seeds: int) -> int:
         """Float32 bytes of one point's training (seeds run one after another): the sequences ``[batch, n, 2d]`` and
