@@ -5,7 +5,7 @@ state in order (linear: one matmul per stretch; the delta rule, beta = 1: token 
 n read all n stored keys and compute the probe's six metrics, means over the stored pairs (mean squared error,
 relative error, cosine, signal, leak, argmax recall over the n stored values). Keys whose prefixes are not draws
 of their family (the tight frame, built for one n) are drawn and written once per n, as the main job does.
-Plain torch; only the draws are the library's (``capacity.keys``, ``capacity.values``), so that every number can
+Plain torch; only the draws are the library's (``lacapacity.keys``, ``lacapacity.values``), so that every number can
 be held against the main job's (``benchmarks/vs_loop.py`` does).
 
     python benchmarks/checkpointed_loop.py [--d 16 32 ...] [--seeds 0 1 2 3] [--threads 1] [--out metrics.json]
@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import torch
 
-from capacity.inputs import keys, values
+from lacapacity.inputs import keys, values
 
 LOADS = ["1/8", "3/16", "1/4", "3/8", "1/2", "3/4", "1", "3/2", "2", "3", "4", "6", "8", "12", "16"]
 

@@ -1,4 +1,4 @@
-"""The argmax decode before and after capacity.tasks.decode, on the main job's shapes, in one run.
+"""The argmax decode before and after lacapacity.tasks.decode, on the main job's shapes, in one run.
 
     .venv/bin/python benchmarks/decode.py [--d 16 32 64 128 256] [--repeats 3] [--threads 1]
 
@@ -16,14 +16,14 @@ import os
 import time
 
 import torch
-from capacity.studies import get as get_study
 
-from capacity.inputs import keys, values
-from capacity.tasks.decode import argmax_correct, screen_precision
+from lacapacity.inputs import keys, values
+from lacapacity.studies import get as get_study
+from lacapacity.tasks.decode import argmax_correct, screen_precision
 
 
 def old_decode(r: torch.Tensor, v: torch.Tensor, block: int) -> torch.Tensor:
-    """The probe's decode before capacity.tasks.decode: float32 scores, torch.argmax; [B, c]."""
+    """The probe's decode before lacapacity.tasks.decode: float32 scores, torch.argmax; [B, c]."""
     B, c, _ = r.shape
     correct = torch.empty(B, c, dtype=torch.float32)
     own = torch.arange(c)

@@ -28,15 +28,15 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-# make `capacity` (with kernels/ as capacity.kernels) importable without network
-if ! $PY -c "import capacity.kernels" 2>/dev/null; then
+# make `lacapacity` (capacity/, with kernels/ as lacapacity.kernels) importable without network
+if ! $PY -c "import lacapacity.kernels" 2>/dev/null; then
   mkdir -p plots studies  # package folders named in pyproject.toml; empty ones are not in git
   $PY -m pip install -q --no-deps --no-build-isolation -e . >>"$OUT/env.txt" 2>&1 || echo "pip install -e . failed" >>"$OUT/env.txt"
 fi
-if ! $PY -c "import capacity.kernels" 2>/dev/null; then  # last resort, in this copy of the tree only
+if ! $PY -c "import lacapacity.kernels" 2>/dev/null; then  # last resort, in this copy of the tree only
   ln -sfn ../kernels capacity/kernels
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-  echo "capacity.kernels reached through a symlink capacity/kernels -> ../kernels" >>"$OUT/env.txt"
+  echo "lacapacity.kernels reached through a symlink capacity/kernels -> ../kernels" >>"$OUT/env.txt"
 fi
 
 # pytest-xdist, where installed, compiles the ~150 kernel variants of the tests in parallel

@@ -31,7 +31,8 @@ import sys
 import time
 
 import torch
-from capacity.kernels import reference, triton_update
+
+from lacapacity.kernels import reference, triton_update
 
 MODES = reference.MODES
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from capacity import theory
-from capacity.tasks import learned
+from lacapacity import theory
+from lacapacity.tasks import learned
 
 ROWS = [
     ("linear", {}, False),
@@ -47,7 +47,7 @@ def main(argv=None) -> None:
     print(f"{'variant':22} {'n':>5} {'steps':>5} {'start':>8} {'learned':>8} {'T5':>7} {'T8':>7} {'seconds':>8}")
     for n in args.n:
         for name, params, gain in ROWS:
-            from capacity import variants
+            from lacapacity import variants
 
             mem = variants.get(name, **params)
             t0 = time.perf_counter()

@@ -2,12 +2,12 @@
 
 For every (variant, key family, d, load n/d, seed): draw n keys and n unit gaussian values, write
 them into a d x d state (linear: S = K^T V; delta rule with beta = 1: a loop over tokens, or
-``capacity.kernels.update``), read every key back (R = K S), and compute the probe's six metrics
+``lacapacity.kernels.update``), read every key back (R = K S), and compute the probe's six metrics
 (mean squared error, relative error, cosine, signal, leak, argmax recall). No figures.
 
     python benchmarks/loop_baseline.py --d 16 32 --loads 1/4 1 4 --seeds 0 1 [--delta loop|kernels] [--out m.json]
 
-The draws are the library's (``capacity.keys.make``, ``capacity.values.make``) so that the numbers
+The draws are the library's (``lacapacity.keys.make``, ``lacapacity.values.make``) so that the numbers
 can be held against the sweep's; n = max(1, round(load d)) as in the study.
 """
 
@@ -18,8 +18,8 @@ from fractions import Fraction
 import torch
 from checkpointed_loop import parser, timed_run  # the shared command line of the two loops (a script beside this one)
 
-from capacity import kernels
-from capacity.inputs import keys, values
+from lacapacity import kernels
+from lacapacity.inputs import keys, values
 
 
 def point(variant: str, family: str, d: int, n: int, seed: int, delta: str = "loop") -> dict[str, float]:
@@ -68,7 +68,7 @@ def main(argv=None) -> None:
         "--delta",
         default="loop",
         choices=["loop", "kernels"],
-        help="delta rule as a token loop or capacity.kernels.update",
+        help="delta rule as a token loop or lacapacity.kernels.update",
     )
     a = p.parse_args(argv)
     timed_run(a, lambda: run(a.variants, a.keys, a.d, a.loads, a.seeds, a.delta))

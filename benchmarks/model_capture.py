@@ -2,7 +2,7 @@
 
 Two sizes:
 
-- ``--size small`` (default): a random Qwen3-Next (``capacity.inputs.capture.tiny("qwen3_next", hidden=256,
+- ``--size small`` (default): a random Qwen3-Next (``lacapacity.inputs.capture.tiny("qwen3_next", hidden=256,
   layers=4, heads=4, head_dim=64)``, 4.1 M parameters, 2 Gated DeltaNet layers of 8 value heads, d = dv = 64) on
   512 bytes of the shipped text;
 - ``--size 0.5b``: a random Qwen3.5 text model built from ``Qwen3_5TextConfig`` (hidden size 1024, 24 layers, three
@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from capacity.inputs import capture
-from capacity.tasks.model import source
+from lacapacity.inputs import capture
+from lacapacity.tasks.model import source
 
 
 def _bytes(layer: capture.Layer) -> int:

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from capacity import kernels, studies, sweep
-from capacity.inputs import keys, values
-from capacity.sweep.jobs import measure
-from capacity.sweep.plan import Plan
+from lacapacity import kernels, studies, sweep
+from lacapacity.inputs import keys, values
+from lacapacity.sweep.jobs import measure
+from lacapacity.sweep.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,7 @@ def part_default(study_sets: list[str]) -> list[str]:
             cmd = [
                 sys.executable,
                 "-m",
-                "capacity.cli",
+                "lacapacity.cli",
                 "run",
                 "capacity-vs-d",
                 "--out",

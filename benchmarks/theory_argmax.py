@@ -15,9 +15,9 @@ import argparse
 import json
 import time
 
-from capacity import theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import metrics, probe
+from lacapacity import theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import metrics, probe
 
 CONFIGS = [
     (16, 16, 8),

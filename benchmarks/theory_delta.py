@@ -14,9 +14,9 @@ import argparse
 
 import numpy as np
 
-from capacity import theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity import theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
 
 DS = (16, 32, 64, 128, 256)
 LOADS = (1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from capacity import studies
+from lacapacity import studies
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["d=16,32", "load=1/4,1,4", "seed=0,1"]
@@ -112,7 +112,7 @@ def commands(
     """name -> (command, environment overrides)."""
     loop = [sys.executable, str(ROOT / "benchmarks" / "loop_baseline.py")] + loop_args(study)
     checkpointed = [sys.executable, str(ROOT / "benchmarks" / "checkpointed_loop.py")] + loop_args(study)
-    run = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--device", "cpu"]
+    run = [sys.executable, "-m", "lacapacity.cli", "run", "capacity-vs-d", "--out", out, "--quiet", "--device", "cpu"]
     for s in sets:
         run += ["--set", s]
     out = {
@@ -120,7 +120,12 @@ def commands(
         "capacity run --executor serial": (run + ["--executor", "serial"], {}),
     }
     if before:  # the same command from an earlier version installed into the folder ``before``
-        out[f"capacity run, before ({Path(before).name})"] = (run, {"PYTHONPATH": before})
+        # under its own import name: capacity before the rename to lacapacity (README, "Names")
+        old = "lacapacity" if (Path(before) / "lacapacity").is_dir() else "capacity"
+        out[f"capacity run, before ({Path(before).name})"] = (
+            [*run[:2], f"{old}.cli", *run[3:]],
+            {"PYTHONPATH": before},
+        )
     out[LOOP] = (checkpointed, {})
     out["checkpointed torch loop, 1 torch thread"] = (checkpointed + ["--threads", "1"], {})
     if per_point:
@@ -168,10 +173,10 @@ import os, sys, time
 t = [time.perf_counter()]
 import torch
 t.append(time.perf_counter())
-from capacity import studies, sweep
+from lacapacity import studies, sweep
 import xarray
 t.append(time.perf_counter())
-runner = sys.modules["capacity.sweep.runner"]
+runner = sys.modules["lacapacity.sweep.runner"]
 inner = {"measure": 0.0, "assemble": 0.0, "write": 0.0}
 def timing(name, fn):
     def wrapped(*a, **k):
@@ -198,20 +203,20 @@ runner._files.atomic_netcdf = timing("write", runner._files.atomic_netcdf)
 study = studies.get("capacity-vs-d").with_overrides(sys.argv[2:])
 res = sweep.run(study, out=sys.argv[1], device="cpu", progress=False)
 t.append(time.perf_counter())
-from capacity import plots
+from lacapacity import plots
 t.append(time.perf_counter())
 plots.render(res.dataset, out=sys.argv[1] + "/figures")
 t.append(time.perf_counter())
 run = t[3] - t[2]
 split = [t[1] - t[0], t[2] - t[1], run - sum(inner.values()), inner["measure"], inner["assemble"], inner["write"]]
 print(" ".join(f"{x:.3f}" for x in split + [t[4] - t[3], t[5] - t[4]]), f"{sum(busy):.3f}", flush=True)
-os._exit(0)  # as the command line leaves (capacity.cli.entry): without the interpreter's teardown
+os._exit(0)  # as the command line leaves (lacapacity.cli.entry): without the interpreter's teardown
 """
 
 PART_NAMES = [
     "interpreter start",
     "import torch",
-    "import capacity, xarray",
+    "import lacapacity, xarray",
     "plan, stored points, checks",
     "measuring (default executor)",
     "assembling the Dataset",
@@ -242,7 +247,7 @@ def parts(sets: list[str], repeats: int) -> tuple[dict[str, float], list[float]]
 
 def sweep_work(study) -> float:
     """Seconds of ``sweep.run`` in this process with the serial executor (no start-up, no figures), best of 2."""
-    from capacity import sweep
+    from lacapacity import sweep
 
     best = math.inf
     for _ in range(2):

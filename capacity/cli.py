@@ -5,7 +5,7 @@ the closed pipe reports) when the reader of the output goes away (``capacity lis
 Nothing finished is lost. ``--traceback`` (or ``CAPACITY_TRACEBACK=1``) prints the full traceback before the line.
 
 The package loads only what a command uses (``capacity --help`` and ``capacity list`` import neither torch nor the
-plotting libraries: the built-ins are read from their source, see ``capacity.base.catalog`` and ``LISTED``),
+plotting libraries: the built-ins are read from their source, see ``lacapacity.base.catalog`` and ``LISTED``),
 and everything is imported inside ``main``'s error handling, so even an interrupt during start-up ends in one line.
 
 Why one module of over 500 lines: every subcommand's parser, help text and exit status sit beside the one place
@@ -22,8 +22,8 @@ import sys
 import warnings  # loaded by the interpreter itself; shutil, tempfile and traceback load where used (start-up stays short)
 from typing import TYPE_CHECKING, Any
 
-from capacity.base._version import __version__
-from capacity.errors import CapacityError, Terminated, UserCodeError
+from lacapacity.base._version import __version__
+from lacapacity.errors import CapacityError, Terminated, UserCodeError
 
 if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's start-up stays short)
     import threading
@@ -32,11 +32,11 @@ if TYPE_CHECKING:  # pragma: no cover  # for the annotations only (the command's
     from pathlib import Path
     from typing import NoReturn
 
-    from capacity.sweep import RunResult
+    from lacapacity.sweep import RunResult
 
     _Handler = Callable[[int, types.FrameType | None], Any] | int | None  # what signal.signal returns
 
-EXECUTORS = ("auto", "serial", "processes", "dask")  # capacity.sweep.EXECUTORS, without importing torch for --help
+EXECUTORS = ("auto", "serial", "processes", "dask")  # lacapacity.sweep.EXECUTORS, without importing torch for --help
 LISTED = (
     "studies",
     "tasks",
@@ -61,7 +61,7 @@ class _Parser(argparse.ArgumentParser):
         raise CapacityError(f"{message} (see '{self.prog} --help')")
 
 
-_Terminated = Terminated  # a BaseException (capacity.errors): no guard or ``except Exception`` swallows it
+_Terminated = Terminated  # a BaseException (lacapacity.errors): no guard or ``except Exception`` swallows it
 GRACE = 5.0  # seconds an interrupted or terminated command has to unwind before it ends anyway
 _STOPPED = {
     signal.SIGINT: (130, "capacity: interrupted; finished groups are saved, run the same command again to resume"),
@@ -99,7 +99,7 @@ def _end_anyway(signum: signal.Signals) -> bool:
     return True
 
 
-_EXIT = os._exit  # taken at import: inside user code, capacity.errors.user_code replaces os._exit for a while
+_EXIT = os._exit  # taken at import: inside user code, lacapacity.errors.user_code replaces os._exit for a while
 _ARMED: list[threading.Event] = []  # the events of the stop watchdogs started by this command (set when main returns)
 _STOPPING: set[int] = set()  # the stop signals this command is handling (cleared when main returns)
 
@@ -142,7 +142,7 @@ def _log(msg: str) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from capacity.check import format_table, run_checks
+    from lacapacity.check import format_table, run_checks
 
     only = [t.strip() for t in args.only.split(",") if t.strip()] if args.only is not None else None
     rows = run_checks(device=args.device, seed=args.seed, only=only)
@@ -154,7 +154,7 @@ def _render(result: RunResult, args: argparse.Namespace) -> None:
     """Draw the figures of a finished run; a figure that cannot be drawn is a warning, never a failed command."""
     if args.no_figures:  # the results only: `capacity plot` draws them later
         return
-    from capacity import plots
+    from lacapacity import plots
 
     try:  # the result's path now: forking the figure workers flushes it, and a reader gone is not a figure failed
         sys.stdout.flush()
@@ -196,8 +196,8 @@ def _run_options(args: argparse.Namespace) -> dict[str, Any]:  # sweep.run's key
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from capacity import studies, sweep
-    from capacity.base import plugins
+    from lacapacity import studies, sweep
+    from lacapacity.base import plugins
 
     plugins.import_modules(args.imports)
     study = studies.get(args.study).with_overrides(args.set)
@@ -208,8 +208,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from capacity import sweep
-    from capacity.base import labels, plugins
+    from lacapacity import sweep
+    from lacapacity.base import labels, plugins
 
     plugins.import_modules(args.imports)
     # the lists are read as --set reads them (one parser), and checked by the grid as --set's are
@@ -224,39 +224,44 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _listed(section: str) -> dict[str, str]:
     """name -> description of ``section``'s built-ins and plug-ins, as its registry's ``available()`` gives them,
-    read from the source where the built-ins are written (``capacity.base.catalog``: no torch, no copy). A section
+    read from the source where the built-ins are written (``lacapacity.base.catalog``: no torch, no copy). A section
     whose entry point group declares a plug-in of another package is asked of its registry (it imports torch)."""
     import importlib
 
-    from capacity.base import catalog, plugins
+    from lacapacity.base import catalog, plugins
 
     by_name = "name", 0
     # section -> (its registry's module, the files of that package it reads, the shape, its plug-ins' group)
     table: dict[str, tuple[str, str | None, catalog.Shape, str | None]] = {
         "studies": (
-            "capacity.studies",
+            "lacapacity.studies",
             "[!_]*.py",
             catalog.Calls("Study", by_name, ("description", 1)),
-            "capacity.studies",
+            "lacapacity.studies",
         ),
-        "tasks": ("capacity.tasks", "*/task.py", catalog.Classes(fields=True), "capacity.tasks"),
+        "tasks": ("lacapacity.tasks", "*/task.py", catalog.Classes(fields=True), "lacapacity.tasks"),
         "variants": (
-            "capacity.variants",
+            "lacapacity.variants",
             None,
             catalog.Calls("register", by_name, ("description", 2)),
-            "capacity.variants",
+            "lacapacity.variants",
         ),
-        "features": ("capacity.inputs.features", None, catalog.Dict(("description", 2)), "capacity.features"),
-        "keys": ("capacity.inputs.keys", None, catalog.Calls("Family", by_name, ("description", 4)), "capacity.keys"),
-        "values": ("capacity.inputs.values", None, catalog.Dict(), None),
-        "formats": ("capacity.variants._rounding", None, catalog.Dict(), None),
+        "features": ("lacapacity.inputs.features", None, catalog.Dict(("description", 2)), "lacapacity.features"),
+        "keys": (
+            "lacapacity.inputs.keys",
+            None,
+            catalog.Calls("Family", by_name, ("description", 4)),
+            "lacapacity.keys",
+        ),
+        "values": ("lacapacity.inputs.values", None, catalog.Dict(), None),
+        "formats": ("lacapacity.variants._rounding", None, catalog.Dict(), None),
     }
     module, pattern, shape, group = table[section]
     where = catalog.files(module, pattern) if pattern else [catalog.source(module)]
     found = catalog.read(where, shape)
     for name, value in plugins.entry_points(group).items() if group else ():
         declared_in = value.partition(":")[0]
-        own = catalog.read([catalog.source(declared_in)], shape) if declared_in.startswith("capacity.") else {}
+        own = catalog.read([catalog.source(declared_in)], shape) if declared_in.startswith("lacapacity.") else {}
         if name not in found and name not in own:  # another package's plug-in: only its registry can describe it
             listed: dict[str, str] = importlib.import_module(module).available()
             return listed
@@ -279,7 +284,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_store(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from capacity.base import _files
+    from lacapacity.base import _files
 
     if (args.dry_run or args.all) and not args.prune:
         raise CapacityError("--dry-run and --all apply to --prune only")
@@ -311,7 +316,7 @@ def _cmd_store(args: argparse.Namespace) -> int:
 
 def _store_row(folder: Path, age: Callable[[float | None], str], args: argparse.Namespace) -> None:
     """One study's line of ``capacity store``, and what --prune removes (or would) below it."""
-    from capacity.sweep.store import Store
+    from lacapacity.sweep.store import Store
 
     c = Store(folder).contents(strict=args.prune)  # a listing shows what it can; prune acts on nothing unread
     size = f"{c['bytes'] / 2**20:.1f} MiB" if c["bytes"] >= 2**20 else f"{c['bytes'] / 2**10:.1f} KiB"
@@ -337,7 +342,7 @@ def _store_row(folder: Path, age: Callable[[float | None], str], args: argparse.
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from capacity.plots import render_path
+    from lacapacity.plots import render_path
 
     only = [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
     select: dict[str, list[str]] = {}
@@ -365,7 +370,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 def _cmd_table(args: argparse.Namespace) -> int:
     import xarray as xr
 
-    from capacity.plots import tables
+    from lacapacity.plots import tables
 
     if not os.path.isfile(args.results):
         raise CapacityError(f"no results file {args.results!r}")
@@ -677,9 +682,9 @@ def _show_warning(
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status (docs/errors.md).
 
-    Every command treats a reader that goes away alike (``capacity.base._stdout``): it does all it was asked, and a
+    Every command treats a reader that goes away alike (``lacapacity.base._stdout``): it does all it was asked, and a
     status of 0 becomes 141 when some of its output could not be written."""
-    from capacity.base import _stdout
+    from lacapacity.base import _stdout
 
     with _stdout.watched() as out:
         code = _main(argv)
@@ -780,12 +785,12 @@ def _main_thread() -> bool:
 def entry() -> None:
     """The console script: ``main`` with an interrupt during the package's own start-up caught too, run in a forked
     child that the process the user started supervises, so that a crash (a segfault, ``abort()`` in user code) is one
-    line too (``capacity.base._supervise``)."""
+    line too (``lacapacity.base._supervise``)."""
     # before torch loads: OpenMP threads with nothing to do sleep instead of spinning on a core another thread or
-    # another job needs (capacity.sweep.executors.thread_environment; the user's own setting stands)
+    # another job needs (lacapacity.sweep.executors.thread_environment; the user's own setting stands)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:  # an interrupt at any moment of the start-up too (the supervisor's fork, the child's first steps)
-        from capacity.base import _supervise
+        from lacapacity.base import _supervise
 
         _supervise.supervise()  # returns in the child; the parent ends with the child's status
         for stream in (sys.stdout, sys.stderr):  # a path or label the output encoding lacks prints escaped

@@ -91,7 +91,7 @@ def _exit_instead(status: int = 0) -> Any:
     child that user code forked (it is not the command: it ends as it would outside the toolkit)."""
     import os
 
-    from capacity.base import _opened
+    from lacapacity.base import _opened
 
     if _opened.inside() and os.getpid() == _patched_in:
         raise _Exited(status)
@@ -108,7 +108,7 @@ def _forked() -> None:
     import signal
     import threading
 
-    from capacity.base import _opened
+    from lacapacity.base import _opened
 
     if not _opened.inside():
         return
@@ -158,7 +158,7 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
     those ``passthrough(exc)`` accepts (e.g. allocation failures, which the caller reports with the sizes), becomes a ``UserCodeError``
     "``who`` raised ``Type`` ``where``: message", chained to the original. ``who``: e.g. ``"memory 'mymem:Mine'"``,
     ``"module 'mymem'"``; ``where``: e.g. ``"in write()"``, ``"at import"``. Files the block opens are seen by
-    ``capacity.base._opened`` (what a stored point's numbers depend on).
+    ``lacapacity.base._opened`` (what a stored point's numbers depend on).
 
     The guard holds in the process that entered the block and only there: a child the block forks (``os.fork``, a
     fork pool, a ``DataLoader``'s workers) exits with ``os._exit`` as it would outside the toolkit, gets Python's own
@@ -169,7 +169,7 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
     import os
     import threading
 
-    from capacity.base import _crumb, _opened
+    from lacapacity.base import _crumb, _opened
 
     if _patch is None:
         _patch = threading.Lock()
@@ -184,7 +184,7 @@ def user_code(who: str, where: str, *, passthrough: Callable[[BaseException], ob
                 _first_exit.append(_real_exit)
         _depth += 1
     _opened.enter()
-    crumb = _crumb.mark(who, where)  # what a crash of the process would name (capacity.base._supervise)
+    crumb = _crumb.mark(who, where)  # what a crash of the process would name (lacapacity.base._supervise)
     try:
         yield
     except BaseException as exc:

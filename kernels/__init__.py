@@ -15,7 +15,7 @@ the modes. ``mode`` names the recurrence an update applies (not a registered obj
 (docs/naming.md).
 
 >>> import torch
->>> from capacity import kernels
+>>> from lacapacity import kernels
 >>> g = torch.Generator().manual_seed(0)
 >>> S = torch.zeros(2, 8, 4)                                   # [B, d, dv]
 >>> k, v = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
@@ -32,10 +32,10 @@ from types import ModuleType
 from typing import TypeAlias
 
 import torch
-from capacity.kernels import chunked, reference
-from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
+from lacapacity.kernels import chunked, reference
+from lacapacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA
 
 __all__ = ["update", "read", "available", "MAX_DIM"]
 
@@ -69,7 +69,7 @@ def _triton_module(name: str) -> ModuleType:
         ) from None
     import importlib
 
-    return importlib.import_module(f"capacity.kernels.{name}")
+    return importlib.import_module(f"lacapacity.kernels.{name}")
 
 
 def _check_tensor(name: str, x: object, ndim: int, dtypes: tuple[torch.dtype, ...] = INPUT_DTYPES) -> torch.Tensor:

@@ -3,7 +3,7 @@
 Mathematically identical to ``reference.recurrence`` (the one-token-at-a-time oracle, which the
 tests hold this module to), but with no Python loop over tokens for the additive modes and one
 loop step per chunk of ``chunk`` tokens for the delta family. It is differentiable, so learned
-keys (``capacity.learned``) can optimise through any variant at useful sizes.
+keys (``lacapacity.learned``) can optimise through any variant at useful sizes.
 
 Additive modes, closed over the whole sequence (gamma_t = prod_{i <= t} a_i, per channel for gla):
 
@@ -22,8 +22,9 @@ exp of differences of cumulative log-gates, so they never exceed 1 and never ove
 from __future__ import annotations
 
 import torch
-from capacity.kernels._batched import matmul, solve_unit_lower
-from capacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA, prepare
+
+from lacapacity.kernels._batched import matmul, solve_unit_lower
+from lacapacity.kernels.reference import CHANNEL_GATE, SCALAR_GATE, USES_BETA, prepare
 
 CHUNK = 64
 

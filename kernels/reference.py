@@ -17,7 +17,8 @@ write S += k^T v, read o = q S. ``b`` is beta in (0, 2), ``a`` a scalar gate in 
 from __future__ import annotations
 
 import torch
-from capacity.kernels._batched import matmul
+
+from lacapacity.kernels._batched import matmul
 
 MODES = ("linear", "decay", "gla", "delta", "gated_delta", "kda")
 SCALAR_GATE = ("decay", "gated_delta")  # a: [B, T]

@@ -15,7 +15,7 @@ any strides (accumulating in float32). The math and the tiling are in README.md 
 Kernel objects come in pairs: ``triton.jit`` for CUDA tensors, and the same Python function
 wrapped by Triton's interpreter for CPU tensors, so that ``backend="triton"`` runs on the CPU
 without ``TRITON_INTERPRET=1`` having been set before import. This module is called by
-``capacity.kernels.update`` after input validation; it does not validate again.
+``lacapacity.kernels.update`` after input validation; it does not validate again.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from capacity.kernels._launch import Kernel
+
+from lacapacity.kernels._launch import Kernel
 
 FP32_DOT_PRECISION = "tf32x3"  # float32 tl.dot on tensor cores to about float32 accuracy
 
@@ -233,7 +234,7 @@ def update(
     Shapes: state float32 [B, d, dv]; k [B, T, d]; v [B, T, dv] (fp32, bf16 or fp16, any
     strides); beta float32 [B, T] or None; gate float32 [B, T] (decay, gated_delta) or
     [B, T, d] (gla, kda) or None, any strides (0 for broadcast). Inputs are taken as checked
-    by ``capacity.kernels.update``. ``config`` and ``splits`` override the launch heuristics
+    by ``lacapacity.kernels.update``. ``config`` and ``splits`` override the launch heuristics
     (used by tests and the benchmark).
     """
     B, d, dv = state.shape

@@ -13,31 +13,31 @@ returns a ``matplotlib.figure.Figure`` (Agg canvas, no display):
 - ``bill``: cache numbers and decode cost against n for softmax and linear (T13);
 - ``forgetting``: signal, error and recall against the age of a pair, with T21-T24 and the horizons;
 - ``needle_figure``, ``needle_depth``: needle recall against haystack length, and by depth and length
-  (``capacity.tasks.needle.probe``);
+  (``lacapacity.tasks.needle.probe``);
 - ``closed_form``: measured against predicted reads (T2/T3/T4); its data from
   ``closed_form.measure(keys, values)``;
 - ``precision_curves``: error and recall against n per state dtype and rounding, with T14-T19;
 - ``heads_capacity``: capacity against the number of heads at a fixed d and a fixed state size, with T20.
 
->>> from capacity import plots
+>>> from lacapacity import plots
 >>> sorted(plots.FIGURES)[:3]
 ['bill', 'capacity', 'closed-form']
 """
 
-from capacity.plots.bill import bill
-from capacity.plots.capacity_vs_d import capacity_vs_d
-from capacity.plots.closed_form import closed_form
-from capacity.plots.closed_form import measure as measure_closed_form
-from capacity.plots.error_vs_load import error_vs_load
-from capacity.plots.feature_maps import feature_maps
-from capacity.plots.forgetting import forgetting
-from capacity.plots.frontier import frontier
-from capacity.plots.heads import heads_capacity
-from capacity.plots.needle import needle_depth, needle_figure
-from capacity.plots.orthogonality import orthogonality
-from capacity.plots.precision import precision_curves
-from capacity.plots.render import FIGURES, available, choose, figures, render, render_path
-from capacity.plots.variants import variant_curves
+from lacapacity.plots.bill import bill
+from lacapacity.plots.capacity_vs_d import capacity_vs_d
+from lacapacity.plots.closed_form import closed_form
+from lacapacity.plots.closed_form import measure as measure_closed_form
+from lacapacity.plots.error_vs_load import error_vs_load
+from lacapacity.plots.feature_maps import feature_maps
+from lacapacity.plots.forgetting import forgetting
+from lacapacity.plots.frontier import frontier
+from lacapacity.plots.heads import heads_capacity
+from lacapacity.plots.needle import needle_depth, needle_figure
+from lacapacity.plots.orthogonality import orthogonality
+from lacapacity.plots.precision import precision_curves
+from lacapacity.plots.render import FIGURES, available, choose, figures, render, render_path
+from lacapacity.plots.variants import variant_curves
 
 __all__ = [
     "render",

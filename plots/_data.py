@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from capacity import tasks, variants
-from capacity.base import labels
-from capacity.errors import CapacityError
-from capacity.tasks import metrics
-from capacity.tasks.metrics import HIGHER_IS_BETTER
-from capacity.variants.declares import Declares, declared
+from lacapacity import tasks, variants
+from lacapacity.base import labels
+from lacapacity.errors import CapacityError
+from lacapacity.tasks import metrics
+from lacapacity.tasks.metrics import HIGHER_IS_BETTER
+from lacapacity.variants.declares import Declares, declared
 
 GRID_DIMS = ("variant", "key_family", "d", "load", "seed")
 MAX_PANELS = 6  # panels along one side of a figure; more values on that axis are thinned (docs/plots.md)
@@ -35,7 +35,7 @@ T = TypeVar("T")
 XR = TypeVar("XR", xr.Dataset, xr.DataArray)
 # a coordinate's values as Python scalars: numbers or labels, whichever the results file holds (or None, ``levels``)
 Level = Any
-# a label's parameters (capacity.base.labels): literals of any kind (numbers, strings, lists, None)
+# a label's parameters (lacapacity.base.labels): literals of any kind (numbers, strings, lists, None)
 Params = dict[str, Any]
 
 
@@ -248,7 +248,7 @@ def memory(ds: xr.Dataset, variant: object) -> tuple[Declares, Params] | None:
         recorded = None
     if recorded is not None:
         entry = recorded.get(str(variant))
-        if not isinstance(entry, dict) or not str(entry.get("class", "")).startswith("capacity.variants."):
+        if not isinstance(entry, dict) or not str(entry.get("class", "")).startswith("lacapacity.variants."):
             return None
         params = dict(entry.get("params", {}))
         said = _rebuilt(str(entry["class"]), json.dumps(params, sort_keys=True))
@@ -257,7 +257,7 @@ def memory(ds: xr.Dataset, variant: object) -> tuple[Declares, Params] | None:
         built = variants.resolve(str(variant))
     except CapacityError:
         return None
-    if not type(built).__module__.startswith("capacity.variants."):
+    if not type(built).__module__.startswith("lacapacity.variants."):
         return None
     return declared(built), variants.params(built)
 
@@ -272,7 +272,7 @@ def spec(ds: xr.Dataset, axis: str, label: object) -> tuple[str, Params]:
     """(name, parameters) of the key family (``axis="keys"``) or feature map (``axis="feature"``) labelled ``label``
     in ``ds``, as the results carry it: the study's configuration (``attrs["config"]``) lists each with its name and
     parameters, so no figure parses a label. A Dataset made outside the sweep has no configuration: its label is read
-    by the label grammar (``capacity.base.labels``), the one the study's ``--set`` reads."""
+    by the label grammar (``lacapacity.base.labels``), the one the study's ``--set`` reads."""
     try:
         grid = json.loads(ds.attrs["config"])["grid"] if "config" in ds.attrs else {}
         entries = grid.get(axis, []) if isinstance(grid, dict) else []
@@ -303,7 +303,7 @@ def delta_beta(ds: xr.Dataset, variant: object) -> float | None:
 
 def task_of(ds: xr.Dataset) -> tasks.Task[Any]:
     """The task whose results ``ds`` holds: the kind its configuration records (``ds.attrs["config"]``, written by
-    the sweep), else recall, the default kind (a Dataset of ``capacity.probe.recall``, or built by hand)."""
+    the sweep), else recall, the default kind (a Dataset of ``lacapacity.probe.recall``, or built by hand)."""
     config = ds.attrs.get("config")
     kind = "recall"
     if config is not None:
@@ -317,7 +317,7 @@ def task_of(ds: xr.Dataset) -> tasks.Task[Any]:
 
 
 def closed_form(ds: xr.Dataset, name: str) -> Callable[..., Any]:
-    """The function of ``capacity.theory`` that the task of ``ds`` (``task_of``) stores the closed-form variable
+    """The function of ``lacapacity.theory`` that the task of ``ds`` (``task_of``) stores the closed-form variable
     ``name`` by (``Task.closed_forms``): what a figure evaluates where it draws that closed form on a finer grid than
     the stored one, so that the line and the stored variable are one function's."""
     task = task_of(ds)

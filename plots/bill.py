@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
+
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -1,6 +1,6 @@
 """Capacity against key dimension d, per criterion, with the closed-form capacities drawn in.
 
-Capacity is the largest n that still meets a criterion (``capacity.metrics.capacity``): mean
+Capacity is the largest n that still meets a criterion (``lacapacity.metrics.capacity``): mean
 error <= eps, or argmax recall >= tau. One row of panels per variant, one column per criterion,
 one colour per key family; markers are the mean over seeds with standard-error bars. Theory lines
 (docs/theory.md, for the additive memory):
@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-from capacity.plots import _data, names, theme
 
-from capacity import theory
-from capacity.tasks import metrics
+from lacapacity import theory
+from lacapacity.plots import _data, names, theme
+from lacapacity.tasks import metrics
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType
 
-    from capacity.theory._common import Floats
+    from lacapacity.theory._common import Floats
 
 # (metric, threshold, its words): a capacity criterion, a column of panels
 Criterion = tuple[str, float, str]

@@ -12,7 +12,7 @@ per-query quantity the same quantity computed from the closed forms of the addit
 The result is a Dataset with ``attrs["study"] == "closed-form"``, so ``render`` and
 ``capacity plot`` draw it like a study result (save it with ``to_netcdf`` to plot it later).
 
->>> from capacity import keys, values
+>>> from lacapacity import keys, values
 >>> ds = measure(keys.make("gaussian", 24, 8, seed=0), values.make("gaussian", 24, 16, seed=0), checkpoints=[2, 24])
 >>> float(abs(ds.measured_sq_error - ds.predicted_sq_error).max()) < 1e-4
 True
@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 import xarray as xr
-from capacity.plots import _data, names, theme
 
-from capacity import theory, variants
-from capacity.tasks import probe
+from lacapacity import theory, variants
+from lacapacity.plots import _data, names, theme
+from lacapacity.tasks import probe
 
 if TYPE_CHECKING:
     import numpy.typing as npt
     from matplotlib.figure import Figure
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 # variable suffix -> (panel title, axis quantity, units, log axes)

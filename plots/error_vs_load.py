@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
 
-from capacity import theory
+from lacapacity import theory
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.lines import Line2D
     from matplotlib.typing import ColorType, LineStyleType
 
-    from capacity.theory._common import Floats
+    from lacapacity.theory._common import Floats
 
 
 FLOOR = 1e-3  # lowest error shown on the log axis

@@ -7,7 +7,7 @@ before n = D. Panels:
 
 - one per key dimension d: mean error against n / D, one colour per map, a marker at n = D, the
   rank bound T8 in D, max(1 - D/n, 0), that no D x dv state with a linear read beats, and each
-  map's own closed form (n - 1) rho2 (T25-T28, ``capacity.theory.feature_crosstalk``), dashed in
+  map's own closed form (n - 1) rho2 (T25-T28, ``lacapacity.theory.feature_crosstalk``), dashed in
   the map's colour, where the memory is the linear one with L2-normalised features;
 - capacity (mean error <= eps) against D, log-log: each map's closed form 1 + eps / rho2 (dashed,
   the map's colour) and the frame bound T5 in D, D (1 + eps), the most that unit-norm features
@@ -21,19 +21,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
-from capacity.plots.capacity_vs_d import EPS
-from capacity.plots.error_vs_load import FLOOR, theory_curves
 
-from capacity import theory
-from capacity.errors import CapacityError
-from capacity.tasks import metrics
+from lacapacity import theory
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
+from lacapacity.plots.capacity_vs_d import EPS
+from lacapacity.plots.error_vs_load import FLOOR, theory_curves
+from lacapacity.tasks import metrics
 
 if TYPE_CHECKING:
     import xarray as xr
-    from capacity.plots._data import Level
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+    from lacapacity.plots._data import Level
 
 
 THEORY_LABEL = "T25–T28 closed form of each map: (n − 1) ρ² (dashed, the map's colour)"

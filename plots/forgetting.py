@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 import numpy as np
 import pandas as pd
 import xarray as xr
-from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from capacity import theory
-from capacity.errors import CapacityError
+from lacapacity import theory
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import numpy.typing as npt
     from matplotlib.figure import Figure
 
 
-# the declared family (capacity.variants.Declares.form) -> its rule's name in theory.forgetting_*
+# the declared family (lacapacity.variants.Declares.form) -> its rule's name in theory.forgetting_*
 _RULE_OF = {"delta": "delta", "decay": "decay", "gated_delta": "gated_delta", "selective": "mamba2"}
 _RULES = {"delta": ("beta",), "decay": ("alpha",), "gated_delta": ("alpha", "beta"), "mamba2": ("A", "dt", "w_std")}
 AGE = "pair age (writes since stored)"

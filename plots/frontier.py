@@ -1,8 +1,8 @@
 """The recall-memory frontier: capacity against the bytes a memory keeps, every memory on one pair of axes.
 
 For each memory (variant, with its feature map) and key dimension d, the capacity at each criterion (mean error
-<= eps, argmax recall >= tau; ``capacity.metrics.capacity``, mean over seeds with standard-error bars) against the bytes
-of everything its state holds (``capacity.variants.precision.state_bytes``: every state tensor, lsq's d x d matrix included,
+<= eps, argmax recall >= tau; ``lacapacity.metrics.capacity``, mean over seeds with standard-error bars) against the bytes
+of everything its state holds (``lacapacity.variants.precision.state_bytes``: every state tensor, lsq's d x d matrix included,
 at the Dataset's ``state_dtype``, float32 when it has none), per sequence and head; for softmax's cache, at its
 capacity n*: n* (d + dv) numbers. T8 bounds every linear read: no D x dv state keeps mean error <= eps past
 n* = D / (1 - eps), which in bytes b = s D dv (s bytes a number) is the line n* = b / (s dv (1 - eps)), one per
@@ -10,7 +10,7 @@ value dimension dv. Softmax keeps every pair (T13): n = b / (s (d + dv)).
 
 A third panel puts trained results beside the training-free ceiling, in bytes: Based's Fig. 2 (arXiv 2402.18668),
 MQAR accuracy of trained Based, Mamba, attention and sliding-window attention models against their recurrent state
-size (``capacity.tasks.published``, ``plots.published.trained_points``), and the additive memory's T10 accuracy on the
+size (``lacapacity.tasks.published``, ``plots.published.trained_points``), and the additive memory's T10 accuracy on the
 same test mix for one float32 d x d state (``plots.published.mqar_ceiling``).
 """
 
@@ -22,21 +22,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from capacity.plots import _data, names, published, theme
-from capacity.plots.capacity_vs_d import EPS, TAU
 
-from capacity import theory, variants
-from capacity.errors import CapacityError
-from capacity.tasks import metrics
-from capacity.variants import precision
-from capacity.variants.declares import declared
+from lacapacity import theory, variants
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, published, theme
+from lacapacity.plots.capacity_vs_d import EPS, TAU
+from lacapacity.tasks import metrics
+from lacapacity.variants import precision
+from lacapacity.variants.declares import declared
 
 if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 def _built(label: str) -> Variant | None:

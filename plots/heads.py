@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from capacity.plots import _data, names, theme
-from capacity.plots.capacity_vs_d import EPS, TAU
 
-from capacity import theory
-from capacity.errors import CapacityError
-from capacity.tasks import metrics
+from lacapacity import theory
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
+from lacapacity.plots.capacity_vs_d import EPS, TAU
+from lacapacity.tasks import metrics
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -138,6 +138,6 @@ def heads_capacity(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Fig
             fig,
             theme.SEEDS_NOTE
             + f" ({nseeds} seed{'s' if nseeds != 1 else ''}). H heads of d/H key and value dimensions, each key slice"
-            " normalised on its own (capacity.variants.heads); a fixed state of N numbers: the layouts with d dv / min(H, HV) = N.",
+            " normalised on its own (lacapacity.variants.heads); a fixed state of N numbers: the layouts with d dv / min(H, HV) = N.",
         )
     return theme.finish(fig, "heads")

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from capacity.plots import theme
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from capacity.base import labels
-from capacity.errors import CapacityError
+from lacapacity.base import labels
+from lacapacity.errors import CapacityError
+from lacapacity.plots import theme
 
 if TYPE_CHECKING:
     import xarray as xr

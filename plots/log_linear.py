@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
-from capacity.plots import _data, theme
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, theme
 
 if TYPE_CHECKING:
     import numpy.typing as npt

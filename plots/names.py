@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from capacity import variants
-from capacity.base import labels
-from capacity.errors import CapacityError
-from capacity.inputs import features, keys
+from lacapacity import variants
+from lacapacity.base import labels
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import features, keys
 
 # parameters shown by their symbol; any other is shown by its name (docs/naming.md)
 _SYMBOLS = {"beta": "β", "rho": "ρ", "nu": "ν", "alpha": "α"}
@@ -49,7 +49,7 @@ AXIS = {
 
 
 def parse_label(label: str) -> tuple[str, dict[str, Any]]:
-    """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': v, 'k2': v2})`` with ``capacity.labels`` (the one grammar
+    """Split ``'name(k=v, k2=v2)'`` into ``('name', {'k': v, 'k2': v2})`` with ``lacapacity.labels`` (the one grammar
     of labels); a label it cannot read is a bare name."""
     try:
         return labels.parse(str(label))

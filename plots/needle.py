@@ -1,4 +1,4 @@
-"""Needle recall (``capacity.tasks.needle.probe``) against haystack length and depth, one colour and marker per memory.
+"""Needle recall (``lacapacity.tasks.needle.probe``) against haystack length and depth, one colour and marker per memory.
 
 ``needle_figure``: one column per haystack, one row per number of values the answer is decoded among; recall against
 the tokens written L, averaged over the needle depths. Curves that coincide are drawn side by side (each memory
@@ -14,10 +14,10 @@ import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -1,7 +1,7 @@
 """Retrieval error against how orthogonal the keys are: mean squared coherence and effective rank.
 
 Each point is one run (variant, key family, d, load, seed): its measured mean error against the
-statistics of its keys (``capacity.keys.describe``). Colour: load n/d; marker: key family.
+statistics of its keys (``lacapacity.keys.describe``). Colour: load n/d; marker: key family.
 For unit keys the additive memory's error is a function of the keys' frame potential
 ||G||_F^2 (T4), which both statistics measure, so each load has one exact curve:
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
-from capacity.plots.error_vs_load import FLOOR
 
-from capacity import theory
+from lacapacity import theory
+from lacapacity.plots import _data, names, theme
+from lacapacity.plots.error_vs_load import FLOOR
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -15,26 +15,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from capacity import theory
-from capacity.errors import CapacityError
+from lacapacity import theory
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import numpy.typing as npt
     import xarray as xr
-    from capacity.plots._data import Level
     from matplotlib.figure import Figure
 
-    from capacity.theory._common import Floats
+    from lacapacity.plots._data import Level
+    from lacapacity.theory._common import Floats
 
 # (memory kind of theory.step_rounding_error, alpha, beta)
 Memory = tuple[str, float, float]
 
 
 DEPART = 0.05  # a curve leaves the float32 curve where its error differs by more than this share
-# the declared family (capacity.variants.Declares.form) -> the memory kind theory.step_rounding_error takes
+# the declared family (lacapacity.variants.Declares.form) -> the memory kind theory.step_rounding_error takes
 _KINDS = {"additive": "linear", "decay": "decay", "delta": "delta", "gated_delta": "gated_delta"}
 
 
@@ -85,7 +85,7 @@ def departures(ds: xr.Dataset, *, share: float = DEPART) -> dict[tuple[Level, st
 
 
 def _integer(dtype: object) -> bool:
-    from capacity.variants import quantise
+    from lacapacity.variants import quantise
 
     return quantise.is_quantised(str(dtype))
 
@@ -94,7 +94,7 @@ def _step_deviation(ns: npt.NDArray[np.float64], d: int, dv: int, dtype: str, me
     """The predicted step-rounding deviation: T15 (T18, T19) for a float format, T32 for a scaled one (int8, int4,
     fp8 with scales)."""
     name, alpha, beta = memory
-    from capacity.variants import quantise
+    from lacapacity.variants import quantise
 
     if quantise.is_quantised(dtype):
         spec = quantise.parse(dtype)

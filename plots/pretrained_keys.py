@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from capacity.plots import _data, names, theme
-from capacity.plots.error_vs_load import FLOOR, theory_curves
 
-from capacity import theory
+from lacapacity import theory
+from lacapacity.plots import _data, names, theme
+from lacapacity.plots.error_vs_load import FLOOR, theory_curves
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -1,4 +1,4 @@
-"""Trained results beside the training-free ceilings: layers that draw ``capacity.tasks.published`` tables on an axis.
+"""Trained results beside the training-free ceilings: layers that draw ``lacapacity.tasks.published`` tables on an axis.
 
 ``trained_points`` draws a table's points (one marker per architecture, open, grey-scale markers so that they read
 as published numbers next to the probe's coloured curves); ``mqar_ceiling`` draws the additive memory's predicted
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capacity.tasks import published
-from capacity.tasks.mqar import probe as mqar
-from capacity.tasks.mqar.task import MqarTask
+from lacapacity.tasks import published
+from lacapacity.tasks.mqar import probe as mqar
+from lacapacity.tasks.mqar.task import MqarTask
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -76,7 +76,7 @@ def mqar_ceiling(ax: Axes, lo_bytes: float, hi_bytes: float, *, color: ColorType
     """The additive memory's predicted accuracy on zoology's Fig. 2 test mix against the bytes of one float32 d x d state.
 
     Accuracy = sum over the test configurations of pairs x the mqar task's ``accuracy_pred`` (its function,
-    ``MqarTask.closed_forms``: ``capacity.theory.vocab_argmax_recall(pairs, d, d, vocab)``) / sum of pairs
+    ``MqarTask.closed_forms``: ``lacapacity.theory.vocab_argmax_recall(pairs, d, d, vocab)``) / sum of pairs
     (zoology's valid/accuracy counts every query), vocab = the 4,096 value tokens, d = sqrt(bytes / 4).
     Random keys, no training: a floor of what the state holds, not a bound on what a trained layer can do.
     """

@@ -2,7 +2,7 @@
 
 The task that made a Dataset chooses its figures (``Task.figures``): the kind its configuration records
 (``ds.attrs["config"]``), or recall's, the default kind, for a Dataset that records none. A figure is a function of
-``FIGURES`` (the modules of ``capacity.plots``) or of the task's own: ``FIGURES`` of the module ``figures.py`` in
+``FIGURES`` (the modules of ``lacapacity.plots``) or of the task's own: ``FIGURES`` of the module ``figures.py`` in
 its folder (a plug-in task's too, beside its task module), which wins over a figure of the same name here. Every figure is built (and every missing
 input reported) before any file is written. Files are named ``<study>_<figure>.png`` and ``.pdf`` (``study`` from
 ``ds.attrs``); the same Dataset gives the same bytes. Several figures are built and encoded in parallel, one child
@@ -25,29 +25,29 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 import xarray as xr
-from capacity.plots import layout
-from capacity.plots._data import task_of
-from capacity.plots.bill import bill
-from capacity.plots.capacity_vs_d import capacity_vs_d
-from capacity.plots.closed_form import closed_form
-from capacity.plots.error_vs_load import error_vs_load
-from capacity.plots.feature_maps import feature_maps
-from capacity.plots.forgetting import forgetting
-from capacity.plots.frontier import frontier
-from capacity.plots.heads import heads_capacity
-from capacity.plots.log_linear import log_linear_bytes
-from capacity.plots.needle import needle_depth, needle_figure
-from capacity.plots.orthogonality import orthogonality
-from capacity.plots.precision import precision_curves
-from capacity.plots.pretrained_keys import pretrained_keys
-from capacity.plots.save import Folder, check_folder, encode, save, write
-from capacity.plots.trained import trained_figure
-from capacity.plots.variants import variant_curves
 from matplotlib.figure import Figure
 
-from capacity import tasks
-from capacity.errors import CapacityError
-from capacity.sweep import executors
+from lacapacity import tasks
+from lacapacity.errors import CapacityError
+from lacapacity.plots import layout
+from lacapacity.plots._data import task_of
+from lacapacity.plots.bill import bill
+from lacapacity.plots.capacity_vs_d import capacity_vs_d
+from lacapacity.plots.closed_form import closed_form
+from lacapacity.plots.error_vs_load import error_vs_load
+from lacapacity.plots.feature_maps import feature_maps
+from lacapacity.plots.forgetting import forgetting
+from lacapacity.plots.frontier import frontier
+from lacapacity.plots.heads import heads_capacity
+from lacapacity.plots.log_linear import log_linear_bytes
+from lacapacity.plots.needle import needle_depth, needle_figure
+from lacapacity.plots.orthogonality import orthogonality
+from lacapacity.plots.precision import precision_curves
+from lacapacity.plots.pretrained_keys import pretrained_keys
+from lacapacity.plots.save import Folder, check_folder, encode, save, write
+from lacapacity.plots.trained import trained_figure
+from lacapacity.plots.variants import variant_curves
+from lacapacity.sweep import executors
 
 # a figure function: the Dataset in, the Figure out (its other parameters keep their defaults)
 FigureFn: TypeAlias = Callable[[xr.Dataset], Figure]
@@ -71,7 +71,7 @@ def own_figures(task: tasks.Task[Any]) -> dict[str, FigureFn]:
     return own
 
 
-# figure name -> figure function: those of capacity.plots (a task folder's own are its task's: ``own_figures``)
+# figure name -> figure function: those of lacapacity.plots (a task folder's own are its task's: ``own_figures``)
 FIGURES: dict[str, FigureFn] = {
     "bill": bill,
     "capacity": capacity_vs_d,
@@ -98,7 +98,7 @@ def choose(ds: xr.Dataset) -> list[str]:
 
 
 def available() -> dict[str, str]:
-    """The figures of ``capacity.plots``: name -> the first line of its function's docstring (a task folder's own
+    """The figures of ``lacapacity.plots``: name -> the first line of its function's docstring (a task folder's own
     figures are drawn for its task's results only)."""
     return {name: next(iter((FIGURES[name].__doc__ or "").strip().splitlines()), "") for name in sorted(FIGURES)}
 
@@ -132,7 +132,7 @@ def builders(
     unknown = [name for name in names if name not in known]
     if unknown:
         raise CapacityError(
-            f"the {task.name} task names the figure {unknown[0]!r}, which neither capacity.plots nor its folder defines"
+            f"the {task.name} task names the figure {unknown[0]!r}, which neither lacapacity.plots nor its folder defines"
         )
     if only is not None:
         missing = [name for name in only if name not in names]

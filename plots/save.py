@@ -7,10 +7,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capacity.plots import theme
-
-from capacity.base._files import clean_stale, write_bytes
-from capacity.errors import CapacityError
+from lacapacity.base._files import clean_stale, write_bytes
+from lacapacity.errors import CapacityError
+from lacapacity.plots import theme
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

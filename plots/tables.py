@@ -2,10 +2,10 @@
 
 ``headline(ds)`` gives one row per cell (every dimension of ``mse`` or ``recall`` but the curve axis, ``load`` or
 ``n``, and ``seed``): the capacity at each criterion (mean error <= eps = 0.5, argmax recall >= tau = 0.9;
-``capacity.metrics.capacity``), the mean error and argmax recall at the largest n measured (``n_max``) (and there the recall over the last pairs
+``lacapacity.metrics.capacity``), the mean error and argmax recall at the largest n measured (``n_max``) (and there the recall over the last pairs
 written, ``recall_recent``, where the results hold it: ``Recall(recent=R)``), each as the mean over seeds with its standard error (``<column>_se``: the seeds' sample standard deviation / sqrt(seeds);
 empty with one seed), and ``bytes``: what one state keeps in its stored format (``state_dtype``, float32 where the
-results have none), scales and an error-feedback residual counted (``capacity.variants.precision.state_bytes``; at
+results have none), scales and an error-feedback residual counted (``lacapacity.variants.precision.state_bytes``; at
 n_max for a state that grows), empty for a memory that cannot be built here. ``markdown(df)`` gives the table as
 Markdown (``mean ± se`` in one cell); ``write(df, path)`` writes ``.csv`` (every column apart) or ``.md``.
 ``capacity table RESULTS`` prints the Markdown.
@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import xarray as xr
-from capacity.plots import _data
-from capacity.plots.capacity_vs_d import EPS, TAU
 
-from capacity import variants
-from capacity.errors import CapacityError
-from capacity.tasks import metrics
-from capacity.variants import precision
+from lacapacity import variants
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data
+from lacapacity.plots.capacity_vs_d import EPS, TAU
+from lacapacity.tasks import metrics
+from lacapacity.variants import precision
 
 __all__ = ["headline", "markdown", "write"]
 

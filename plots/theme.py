@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict, cast
 
 import matplotlib as mpl
 import numpy as np
-from capacity.plots import names
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.axis import XAxis, YAxis
@@ -28,6 +27,8 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 from matplotlib.typing import ColorType, LineStyleType, RcKeyType
+
+from lacapacity.plots import names
 
 if TYPE_CHECKING:  # types only: drawing a figure imports neither
     import numpy.typing as npt

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from capacity.plots import _data, names, theme
-
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
-from capacity.plots import _data, names, theme
-from capacity.plots.error_vs_load import FLOOR, delta_curve, theory_curves
 
-from capacity import theory
+from lacapacity import theory
+from lacapacity.plots import _data, names, theme
+from lacapacity.plots.error_vs_load import FLOOR, delta_curve, theory_curves
 
 if TYPE_CHECKING:
     import xarray as xr

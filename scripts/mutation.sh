@@ -66,7 +66,7 @@ import os
 import pickle
 from pathlib import Path
 
-from capacity import check
+from lacapacity import check
 
 
 def test_capacity_check_holds():
@@ -86,7 +86,7 @@ def pytest_sessionstart(session):
     import sys
 
     for name, module in list(sys.modules.items()):
-        if name == "capacity" or name.startswith("capacity."):
+        if name == "lacapacity" or name.startswith("lacapacity."):
             for value in list(vars(module).values()):
                 if callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
@@ -111,7 +111,7 @@ TOML
     export CAPACITY_CHECK_MEASUREMENTS="$dir/check-measurements.pkl"
     (cd "$dir" && "$PY" -c "
 import pickle, sys
-from capacity import check
+from lacapacity import check
 cache = {}
 rows = check.run_checks(seed=0, cache=cache)
 assert all(r.passed for r in rows), check.format_table(rows)

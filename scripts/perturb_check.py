@@ -1,6 +1,6 @@
-"""Perturb each closed form of ``capacity.theory`` in turn and show that ``capacity check`` fails.
+"""Perturb each closed form of ``lacapacity.theory`` in turn and show that ``capacity check`` fails.
 
-For every name in ``capacity.theory.__all__`` (so a closed form merged later is covered without a list to
+For every name in ``lacapacity.theory.__all__`` (so a closed form merged later is covered without a list to
 edit), the function is replaced by one that returns ``factor`` times its value (each entry of a tuple or
 dict scaled; arrays and tensors scaled), and the rows that name it (``Check.function``) are run again.
 The function is caught when at least one of those rows fails. A row of relation "=" or "in" that names the
@@ -68,12 +68,12 @@ class Result:
 
 
 def perturb(*, factor: float = 1.03, seed: int = 0, device=None, cache: dict | None = None, baseline=None, names=None):
-    """One ``Result`` per function of ``capacity.theory.__all__`` (or of ``names``), each patched to ``factor``x.
+    """One ``Result`` per function of ``lacapacity.theory.__all__`` (or of ``names``), each patched to ``factor``x.
 
     ``baseline``: the unpatched rows of ``run_checks(seed=seed, cache=cache)`` if already computed; ``cache``:
     the dict that run kept its measurements in (a fresh one by default).
     """
-    from capacity import check, theory
+    from lacapacity import check, theory
 
     cache = {} if cache is None else cache
     if baseline is None:

@@ -1,8 +1,8 @@
 """How close T14-T19's closed forms come to the package's low-precision states: the table of docs/precision-accuracy.md.
 
-Each row writes random unit keys and values through ``capacity.variants.precision.stored`` (the wrapper, tested against
+Each row writes random unit keys and values through ``lacapacity.variants.precision.stored`` (the wrapper, tested against
 plain-torch simulations in tests/variants/test_precision.py) and measures one quantity over a batch, mean and standard error
-over the items; the closed form of ``capacity.theory`` is printed beside it with the ratio and z = (measured -
+over the items; the closed form of ``lacapacity.theory`` is printed beside it with the ratio and z = (measured -
 predicted) / SE. Settings span bfloat16, float16, float8_e4m3fn and float8_e5m2, round-to-nearest and stochastic
 rounding, d = 16 ... 128. ``stall_onset`` is held to a measured onset: the first n where the mean share of entries
 a write leaves unchanged reaches 1/2 (writes binned by 2% of n; the standard error from 8 groups of items).
@@ -25,9 +25,9 @@ import time
 import numpy as np
 import torch
 
-from capacity import theory, variants
-from capacity.inputs import keys, values
-from capacity.variants import precision
+from lacapacity import theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.variants import precision
 
 U2 = {dt: theory.unit_roundoff(dt) ** 2 for dt in ("bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")}
 
@@ -216,7 +216,7 @@ def table(rows, *, seconds: float, B: int, seed: int) -> str:
         f"{seconds:.0f} s of wall time on that machine. Do not edit: rerun the script.",
         "",
         "Measured: mean and standard error over the batch items (stall_onset: over 8 groups of items) of the "
-        "package's wrapper; predicted: the closed form of `capacity.theory`; z = (measured - predicted) / SE.",
+        "package's wrapper; predicted: the closed form of `lacapacity.theory`; z = (measured - predicted) / SE.",
         "",
     ]
     return "\n".join(lines + markdown_rows(rows)) + "\n"

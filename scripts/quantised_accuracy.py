@@ -5,7 +5,7 @@ state of random unit keys and values (R^d, R^dv) in float64, one scale per group
 magnitude over Q (127 int8, 7 int4), q = round(x / scale) half to even or floor(x / scale + U) (stochastic rounding),
 clamped to [-Q, Q]; error feedback keeps r = Z - q and adds it before the next rounding. The deviation is
 ||S_q - S_float||_F^2 / d (a unit query's mean squared read error). Mean and standard error over the batch items;
-predicted: the closed form of ``capacity.theory``; z = (measured - predicted) / SE.
+predicted: the closed form of ``lacapacity.theory``; z = (measured - predicted) / SE.
 
 Settings (what this 2-core machine allows in about 3 minutes): one rounding of the finished state with one scale per
 tensor at d 16..128, dv 16..64, the additive memory at n 10..4096 and decay at alpha 0.9..0.999 (the final state
@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from capacity import theory
+from lacapacity import theory
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from precision_accuracy import _machine, emit, markdown_rows  # the sibling script: its machine line and table
@@ -287,7 +287,7 @@ def table(rows, *, seconds: float, B: int, seed: int) -> str:
         f"{seconds:.0f} s of wall time on that machine. Do not edit: rerun the script.",
         "",
         "Measured: mean and standard error over the batch items of a numpy simulation written from the formats' "
-        "definitions (not the package's code); predicted: the closed form of `capacity.theory`; z = (measured - "
+        "definitions (not the package's code); predicted: the closed form of `lacapacity.theory`; z = (measured - "
         "predicted) / SE. Where a setting lies outside a form's stated range the form warns (CapacityWarning).",
         "",
     ]

@@ -10,7 +10,7 @@ few minutes on a 2-core machine; ``--full`` runs the studies' own settings. Prin
 exits 1 when anything differs. Timings (``TIMED``) are compared by dtype, shape and attrs only.
 
 A commit's code is checked out with ``git worktree`` in a temporary folder and imported from there (its
-``capacity/``, and ``kernels/``, ``plots/``, ``studies/`` as ``capacity.kernels`` ... as pyproject.toml maps them),
+``capacity/``, and ``kernels/``, ``plots/``, ``studies/`` as ``lacapacity.kernels`` ... as pyproject.toml maps them),
 with this environment's packages. Run-dependent attrs (``RUN_ATTRS``: times, versions, commits) are not compared.
 """
 
@@ -54,11 +54,14 @@ SMALL: dict[str, list[str]] = {
 TIMED = ("decode_seconds",)  # wall-clock measurements: their dtype and shape are compared, not their values
 RUN_ATTRS = ("created", "version", "commit", "git", "host", "seconds", "elapsed", "provenance", "torch", "python")
 
-# imports a commit's code from its checkout: capacity/ and the folders pyproject.toml installs inside it
+# imports a commit's code from its checkout: capacity/ under the import name that commit gives it (lacapacity, or
+# capacity before the rename; README, "Names") and the folders pyproject.toml installs inside it
 _BOOT = """
-import importlib.abc, importlib.util, sys
+import importlib, importlib.abc, importlib.util, sys
 root = sys.argv.pop(1)
-folders = {"capacity": "capacity", "capacity.kernels": "kernels", "capacity.plots": "plots", "capacity.studies": "studies"}
+with open(f"{root}/pyproject.toml", encoding="utf-8") as f:
+    pkg = "lacapacity" if '"lacapacity" = "capacity"' in f.read() else "capacity"
+folders = {pkg: "capacity", f"{pkg}.kernels": "kernels", f"{pkg}.plots": "plots", f"{pkg}.studies": "studies"}
 class Checkout(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name in folders:
@@ -66,15 +69,13 @@ class Checkout(importlib.abc.MetaPathFinder):
             return importlib.util.spec_from_file_location(name, f"{where}/__init__.py", submodule_search_locations=[where])
         return None
 sys.meta_path.insert(0, Checkout())
-from capacity.cli import main
-sys.exit(main(sys.argv[1:]))
 """
+_RUN = "sys.exit(importlib.import_module(f'{pkg}.cli').main(sys.argv[1:]))\n"
 
 
 def studies(tree: Path) -> list[str]:
     """The built-in studies' names, as the checkout at ``tree`` lists them."""
-    code = _BOOT.replace("from capacity.cli import main\nsys.exit(main(sys.argv[1:]))", "")
-    code += "from capacity import studies\nprint(' '.join(studies.available()))"
+    code = _BOOT + "print(' '.join(importlib.import_module(f'{pkg}.studies').available()))\n"
     out = subprocess.run([sys.executable, "-c", code, str(tree)], capture_output=True, text=True, check=True, cwd="/")
     return out.stdout.split()
 
@@ -82,7 +83,7 @@ def studies(tree: Path) -> list[str]:
 def run(tree: Path, study: str, out: Path, full: bool) -> Path:
     """``capacity run study`` with the code at ``tree``, its Dataset written under ``out``."""
     sets = [] if full else [x for s in SMALL.get(study, []) for x in ("--set", s)]
-    cmd = [sys.executable, "-c", _BOOT, str(tree), "run", study, "--out", str(out), "--no-figures"]
+    cmd = [sys.executable, "-c", _BOOT + _RUN, str(tree), "run", study, "--out", str(out), "--no-figures"]
     cmd += ["--executor", "serial", "--device", "cpu", "--quiet", *sets]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     out.mkdir(parents=True, exist_ok=True)  # the working folder too: a checkout's top folder would shadow packages

@@ -3,7 +3,7 @@ random initialisation with ``save_pretrained`` (docs/models.md).
 
 No package ships trained linear-attention weights and these machines reach no model hub, so the model task's docs
 show a model trained here beside the random initialisation it started from: the same config
-(``capacity.inputs.capture.tiny("olmo_hybrid", ...)``: hidden size 128, 4 layers alternating Gated DeltaNet and
+(``lacapacity.inputs.capture.tiny("olmo_hybrid", ...)``: hidden size 128, 4 layers alternating Gated DeltaNet and
 full attention, 2 key heads and 4 value heads of dimension 32), byte-level (ids 0..255, the text's UTF-8 bytes, as
 the task reads a folder without a tokenizer), trained to predict the next byte of
 ``capacity/data/pretrained_text.txt`` (Alice in Wonderland, chapters I-II) with AdamW for ``--seconds`` of wall
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import torch
 
-from capacity.inputs import capture
-from capacity.tasks.model import source
+from lacapacity.inputs import capture
+from lacapacity.tasks.model import source
 
 
 def main() -> None:
@@ -69,7 +69,7 @@ def main() -> None:
     model.eval()
     model.save_pretrained(out / "trained")
     record = {
-        "config": "capacity.inputs.capture.tiny('olmo_hybrid', hidden=128, layers=4, heads=2, head_dim=32)",
+        "config": "lacapacity.inputs.capture.tiny('olmo_hybrid', hidden=128, layers=4, heads=2, head_dim=32)",
         "text": str(source.DEFAULT_TEXT.name),
         "seq": args.seq,
         "batch": args.batch,

@@ -1,9 +1,9 @@
-"""The named studies: one short module each, defining ``STUDY`` (a ``capacity.sweep.Study``).
+"""The named studies: one short module each, defining ``STUDY`` (a ``lacapacity.sweep.Study``).
 
-Plug-in packages add their own through the entry point group ``capacity.studies`` (name -> a Study).
+Plug-in packages add their own through the entry point group ``lacapacity.studies`` (name -> a Study).
 ``capacity list studies`` shows them; ``capacity run NAME`` runs one.
 
->>> from capacity import studies
+>>> from lacapacity import studies
 >>> studies.get("capacity-vs-d").grid.d
 (16, 32, 64, 128, 256)
 """
@@ -14,29 +14,29 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
-from capacity.base import plugins
-from capacity.base.registry import Registry
-from capacity.errors import CapacityError
+from lacapacity.base import plugins
+from lacapacity.base.registry import Registry
+from lacapacity.errors import CapacityError
 
 if TYPE_CHECKING:  # at run time the engine loads only when a plug-in is looked up (capacity list stays light)
-    from capacity.sweep.config import Study
+    from lacapacity.sweep.config import Study
 
 __all__ = ["available", "get"]
 
 
 def _accept(name: str, found: object) -> Study:
-    from capacity.sweep.config import Study
+    from lacapacity.sweep.config import Study
 
     if not isinstance(found, Study):
-        value = plugins.entry_points("capacity.studies")[name]
+        value = plugins.entry_points("lacapacity.studies")[name]
         raise CapacityError(
-            f"plug-in {name!r} (entry point capacity.studies: {name} = {value}) is a {type(found).__name__}, "
-            "not a capacity.sweep.Study"
+            f"plug-in {name!r} (entry point lacapacity.studies: {name} = {value}) is a {type(found).__name__}, "
+            "not a lacapacity.sweep.Study"
         )
     return found
 
 
-_REGISTRY: Registry[Study] = Registry("capacity.studies", "study", path=None, accept=_accept)
+_REGISTRY: Registry[Study] = Registry("lacapacity.studies", "study", path=None, accept=_accept)
 
 
 def _registry() -> Registry[Study]:

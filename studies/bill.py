@@ -5,8 +5,8 @@ keeps d dv) and the measured time of one decode step (write one pair, read one q
 cache break-even is at n = d dv / (d + dv) (d/2 when dv = d), the attr ``break_even_n``.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Bill
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Bill
 
 STUDY = Study(
     name="bill",

@@ -3,11 +3,11 @@
 Linear and delta memories, random (gaussian) and tight-frame (orthogonal) keys, gaussian unit
 values with dv = d, d from 16 to 256 and n/d from 1/8 to 16. Read the capacity at a mean-error
 threshold (T7: n* = 1 + eps d for random keys; T5: d (1 + eps) for tight frames) or at an argmax
-recall threshold (T10) with ``capacity.metrics.capacity(ds, metric=..., threshold=...)``.
+recall threshold (T10) with ``lacapacity.metrics.capacity(ds, metric=..., threshold=...)``.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 LOADS = (1 / 8, 3 / 16, 1 / 4, 3 / 8, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12, 16)
 

@@ -8,8 +8,8 @@ feature dimension: the onset of interference follows it and the features' orthog
 (positive maps interfere before n = d).
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="feature-maps",

@@ -8,8 +8,8 @@ forget: its signal stays 1 while its error grows as (n - 1)/d, T7, about 16 here
 adds it.)
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="forgetting",

@@ -5,8 +5,8 @@ change the state's size), and softmax's growing cache, on the same gaussian keys
 the frontier of every linear read, n* = D / (1 - eps) for a D x dv state; the least-squares memory lies on it.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="frontier",

@@ -6,8 +6,8 @@ diagonal d^2 / H = 4096 (64 x 64 in one head, 4 heads of 32 x 32, 16 heads of 16
 state size. Grouped value heads: ``--set value_heads=...`` (docs/precision.md#heads).
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="heads",

@@ -3,11 +3,11 @@
 The linear memory with every key family that exists past n = d (simplex keys stop at
 n = d + 1, so they are left out), including learned keys, next to T5 (frame potential), T6
 (Welch, against the measured max coherence) and T8 (rank). Stores the key statistics of
-``capacity.keys.describe`` at every point.
+``lacapacity.keys.describe`` at every point.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="interference-bound",

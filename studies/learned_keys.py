@@ -4,8 +4,8 @@ How close gradient-descent keys get to the frame bound (T5, linear) and the rank
 delta), at d = 32 with gaussian unit values.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="learned-keys",

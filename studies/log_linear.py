@@ -10,8 +10,8 @@ many numbers as the log-linear state at each n (d = 32 (floor(log2 n) + 1)). The
 each log-linear memory beside its base at the same bytes and at d = 32 (docs/memories.md).
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="log-linear",

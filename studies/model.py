@@ -7,8 +7,8 @@ stored as bfloat16, float8, int8 and int4 (with and without error feedback), and
 into other memories with the head's own d x dv state.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks.model.task import Model
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks.model.task import Model
 
 STUDY = Study(
     name="model",

@@ -6,8 +6,8 @@ the whole value vocabulary against its latest value. Additive memories recall th
 the delta rule corrects it; softmax averages the two.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Mqar
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Mqar
 
 STUDY = Study(
     name="mqar",

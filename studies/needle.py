@@ -8,12 +8,12 @@ context (block_size = 4096): alpha = exp(-1/4096) = 0.999756 for gated_delta; fo
 drawn per token uniformly in [exp(-2/4096), 1] (the same mean: a constant per-channel gate would make it gated_delta);
 for mamba2 (A = 1, w_std = 1) the dt whose signal horizon (T24) is 4096 writes. softmax at its default scale sqrt(d). Haystacks: random
 keys, the 24-token repeated sentence of S-NIAH-1 (its length under the model of the text haystack), and the text keys
-of S-NIAH-2 (``capacity.tasks.needle.probe``); answers decoded among 9e6 values (a 7-digit number, S-NIAH-1/2) and 2^122 (a
+of S-NIAH-2 (``lacapacity.tasks.needle.probe``); answers decoded among 9e6 values (a 7-digit number, S-NIAH-1/2) and 2^122 (a
 random UUID, S-NIAH-3). docs/needle.md sets the measured recall beside the paper's table.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Needle
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Needle
 
 MAMBA2_DT = 1.4833e-4  # E exp(-dt) = exp(-1/4096) for dt = softplus(k . w + log(expm1(MAMBA2_DT))), |w| = sqrt(d)
 GATE = 0.999756  # exp(-1/4096)

@@ -5,8 +5,8 @@ d = 64 with the linear memory; the key statistics (coherence, effective rank, fr
 are stored beside the errors so error can be plotted against them.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="orthogonality",

@@ -10,8 +10,8 @@ the d x dv state holds exactly, T8) are read too, every one (``recent``): the fi
 that the decaying and gated memories, which forget the rest, can tell their formats apart.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="precision",

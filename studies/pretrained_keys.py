@@ -6,8 +6,8 @@ frames (T5, T8), with the key statistics stored beside the errors. Needs the ext
 (``pip install 'linear-attention-capacity[models]'``).
 """
 
-from capacity.sweep import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="pretrained-keys",

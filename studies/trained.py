@@ -7,8 +7,8 @@ with random keys (identity projections) and with keys learned through the memory
 through --set (steps=2000 d=64 n=4,16,64,128 ...).
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks.trained.task import Trained
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks.trained.task import Trained
 
 STUDY = Study(
     name="trained",

@@ -4,8 +4,8 @@ Additive, decaying (RetNet), gated (GLA), delta (DeltaNet), gated delta, Kimi de
 softmax attention (the exact-retrieval baseline) with gaussian keys at d = 32 and 64.
 """
 
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall
 
 STUDY = Study(
     name="variants",

@@ -68,7 +68,7 @@ class Ran(NamedTuple):
 
 
 class Cli:
-    """``python -m capacity.cli`` in a fresh interpreter (the fixture ``cli``).
+    """``python -m lacapacity.cli`` in a fresh interpreter (the fixture ``cli``).
 
     ``cli(*args, env=None, path=(), timeout=300, **kw)``: run to the end, stdout and stderr captured as text (a
     ``CompletedProcess``); ``cli.start(*args, env=None, path=(), **kw)``: a ``Popen`` in a session of its own, for
@@ -76,7 +76,7 @@ class Cli:
     ended with ``status`` and one line on stderr (no traceback) holding every fragment, and return the line;
     ``cli.fails(proc, *fragments, status=2)``: the same for a finished process. The environment is the test's with
     one torch thread and ``tests/plugin_pkg`` on PYTHONPATH, after the folders ``path``; ``env`` adds to it.
-    ``cli.here(*args)``: the same command in this process (``capacity.cli.main``, what the console script runs
+    ``cli.here(*args)``: the same command in this process (``lacapacity.cli.main``, what the console script runs
     after its supervisor's fork), its output read through pytest's ``capsys``, as a ``Ran`` (``code, out, err``;
     ``cli.fails`` takes it): for refusals and quick commands, without a fresh interpreter's second of start-up."""
 
@@ -95,15 +95,15 @@ class Cli:
     def __call__(
         self, *args, env: dict | None = None, path=(), timeout: float = 300, **kw
     ) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
+        cmd = [sys.executable, "-m", "lacapacity.cli", *map(str, args)]
         return subprocess.run(cmd, env=self.env(env, path), capture_output=True, text=True, timeout=timeout, **kw)
 
     def start(self, *args, env: dict | None = None, path=(), **kw) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "capacity.cli", *map(str, args)]
+        cmd = [sys.executable, "-m", "lacapacity.cli", *map(str, args)]
         return subprocess.Popen(cmd, env=self.env(env, path), text=True, start_new_session=True, **kw)
 
     def here(self, *args) -> Ran:
-        from capacity import cli as _cli
+        from lacapacity import cli as _cli
 
         argv = [str(a) for a in args]
         self._capsys.readouterr()  # what the test printed before is not the command's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from capacity.inputs import keys, values
+from lacapacity.inputs import keys, values
 
 
 class UserLinear:

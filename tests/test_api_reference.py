@@ -1,5 +1,5 @@
 """The API reference (docs/scripts/api.py, pdoc): it covers the pinned public surface, every pinned name has a
-docstring, every ```capacity.x``` reference in one exists, and the pages build."""
+docstring, every ```lacapacity.x``` reference in one exists, and the pages build."""
 
 from __future__ import annotations
 
@@ -27,20 +27,20 @@ def test_every_pinned_name_has_a_docstring_and_every_reference_resolves():
 
 def test_the_checker_sees_a_missing_docstring_and_a_broken_reference(tmp_path, monkeypatch):
     (tmp_path / "apidemo.py").write_text(
-        '"""A module that cites `capacity.sweep.run` and ``capacity.sweep.nope``."""\n'
+        '"""A module that cites `lacapacity.sweep.run` and ``lacapacity.sweep.nope``."""\n'
         '__all__ = ["f", "C", "K"]\nK = 3\n\ndef f():\n    pass\n\n'
-        'class C:\n    """A class."""\n\n    def method(self):\n        """Cites `capacity.theory.rank_bound()`."""\n'
+        'class C:\n    """A class."""\n\n    def method(self):\n        """Cites `lacapacity.theory.rank_bound()`."""\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("apidemo", None)
-    assert api.problems(["apidemo"]) == ["apidemo: `capacity.sweep.nope` does not exist", "apidemo.f: no docstring"]
-    assert api.resolves("capacity.kernels") and api.resolves("capacity.sweep.Grid.to_json")
-    assert not api.resolves("capacity.sweep.config.OPTIONAL_AXES") and not api.resolves("capacity.nosuch")
+    assert api.problems(["apidemo"]) == ["apidemo: `lacapacity.sweep.nope` does not exist", "apidemo.f: no docstring"]
+    assert api.resolves("lacapacity.kernels") and api.resolves("lacapacity.sweep.Grid.to_json")
+    assert not api.resolves("lacapacity.sweep.config.OPTIONAL_AXES") and not api.resolves("lacapacity.nosuch")
 
 
 @pytest.mark.slow
 def test_the_pages_build_with_every_pinned_name(tmp_path):
-    """Each pinned name is a section of its module's page, or (a module, ``capacity.keys``) has a page of its own."""
+    """Each pinned name is a section of its module's page, or (a module, ``lacapacity.keys``) has a page of its own."""
     pages = api.build(tmp_path)
     by_module = {p.relative_to(tmp_path).with_suffix("").as_posix().replace("/", "."): p for p in pages}
     assert {*SURFACE, "index"} <= set(by_module), sorted(by_module)

@@ -172,14 +172,14 @@ def _defined(path: Path) -> set[str]:
 
 def test_theory_page_cites_what_exists():
     """Each theorem has a section, and every function, test and figure it cites is real."""
-    from capacity import plots, theory
+    from lacapacity import plots, theory
 
     text = (ROOT / "docs" / "theory.md").read_text()
     headings = re.findall(r"^## (T\d+):", text, re.MULTILINE)
     numbers = [int(h[1:]) for h in headings]  # increasing, with gaps between the topics' ranges
     assert numbers[:13] == list(range(1, 14)) and numbers == sorted(set(numbers)), headings
     assert set(range(14, 31)) <= set(numbers), headings
-    cited = set(re.findall(r"capacity\.theory\.(\w+)", text))
+    cited = set(re.findall(r"lacapacity\.theory\.(\w+)", text))
     assert cited >= set(theory.__all__), set(theory.__all__) - cited  # every closed form is on the page
     assert all(hasattr(theory, name) for name in cited), cited - set(dir(theory))
     tests = set().union(*(_defined(p) for p in (ROOT / "tests").rglob("test_*.py")))

@@ -1,11 +1,11 @@
 """The doc examples as a fresh interpreter runs them.
 
 tests/test_docs.py runs every Python example of the README and docs/*.md inside the test process, with fresh globals
-but the modules that earlier tests imported. There, ``capacity.X`` works for any submodule X already imported
+but the modules that earlier tests imported. There, ``lacapacity.X`` works for any submodule X already imported
 (importing a submodule sets it as an attribute of the package), while in a reader's fresh interpreter, after
-``import capacity``, only the names the package loads on first use (``capacity.__getattr__``) exist: any other
-``capacity.X`` raises AttributeError. This file checks each ``capacity.X`` an example uses in a fresh interpreter,
-and runs probe.md's first example (which uses ``capacity.metrics``) there whole.
+``import lacapacity``, only the names the package loads on first use (``lacapacity.__getattr__``) exist: any other
+``lacapacity.X`` raises AttributeError. This file checks each ``lacapacity.X`` an example uses in a fresh interpreter,
+and runs probe.md's first example (which uses ``lacapacity.metrics``) there whole.
 """
 
 import json
@@ -16,12 +16,12 @@ import sys
 import pytest
 from test_docs import EXAMPLES, ROOT, _blocks, _rel
 
-ATTR = re.compile(r"(?<![\w.])capacity\.(\w+)")
+ATTR = re.compile(r"(?<![\w.])lacapacity\.(\w+)")
 
 
 def _used(code: str) -> set[str]:
-    """The attributes an example takes from the package after ``import capacity`` (none without that import)."""
-    if not re.search(r"^import capacity\s*$", code, re.MULTILINE):
+    """The attributes an example takes from the package after ``import lacapacity`` (none without that import)."""
+    if not re.search(r"^import lacapacity\s*$", code, re.MULTILINE):
         return set()
     return set(ATTR.findall(code))
 
@@ -32,9 +32,9 @@ def _fresh(script: str) -> subprocess.CompletedProcess:
 
 def _missing_in_a_fresh_interpreter(names: set[str]) -> dict[str, str]:
     script = (
-        "import json, capacity\nout = {}\n"
+        "import json, lacapacity\nout = {}\n"
         f"for name in {sorted(names)!r}:\n"
-        "    try:\n        getattr(capacity, name)\n"
+        "    try:\n        getattr(lacapacity, name)\n"
         "    except Exception as exc:\n        out[name] = f'{type(exc).__name__}: {exc}'\n"
         "print(json.dumps(out))\n"
     )
@@ -57,7 +57,7 @@ def test_every_package_attribute_an_example_uses_exists_after_import_capacity():
 
 def test_the_check_catches_a_submodule_the_package_does_not_load_by_name(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("```python\nimport capacity\n\ncapacity.heads.split\ncapacity.metrics.capacity\n```\n")
+    page.write_text("```python\nimport lacapacity\n\nlacapacity.heads.split\nlacapacity.metrics.capacity\n```\n")
     ((_, code, _, _),) = list(_blocks(page))
     assert _used(code) == {"heads", "metrics"}
     missing = _missing_in_a_fresh_interpreter(_used(code))

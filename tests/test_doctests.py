@@ -6,20 +6,20 @@ import pkgutil
 
 import pytest
 
-import capacity
+import lacapacity
 
 SKIP = {
-    "capacity.cli": "the command line, tested by the CLI tests",
-    "capacity.kernels.triton_update": "Triton kernels: tested against the oracle in test_kernels.py",
-    "capacity.kernels._launch": "Triton launch glue: tested in test_kernels.py",
+    "lacapacity.cli": "the command line, tested by the CLI tests",
+    "lacapacity.kernels.triton_update": "Triton kernels: tested against the oracle in test_kernels.py",
+    "lacapacity.kernels._launch": "Triton launch glue: tested in test_kernels.py",
 }
 
 
 def _modules() -> list[str]:
-    names = ["capacity"]
-    for info in pkgutil.walk_packages(capacity.__path__, "capacity."):
+    names = ["lacapacity"]
+    for info in pkgutil.walk_packages(lacapacity.__path__, "lacapacity."):
         names.append(info.name)
-    for pkg in ("capacity.kernels", "capacity.plots", "capacity.studies"):
+    for pkg in ("lacapacity.kernels", "lacapacity.plots", "lacapacity.studies"):
         mod = importlib.import_module(pkg)
         names += [pkg] + [i.name for i in pkgutil.walk_packages(mod.__path__, pkg + ".")]
     return sorted(set(names) - set(SKIP))
@@ -30,11 +30,11 @@ MODULES = _modules()
 
 def test_every_module_is_searched():
     assert {
-        "capacity.sweep.runner",
-        "capacity.base.labels",
-        "capacity.kernels.chunked",
-        "capacity.plots.render",
-        "capacity.studies",
+        "lacapacity.sweep.runner",
+        "lacapacity.base.labels",
+        "lacapacity.kernels.chunked",
+        "lacapacity.plots.render",
+        "lacapacity.studies",
     } <= set(MODULES)
 
 

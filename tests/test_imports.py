@@ -4,12 +4,12 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# where each installed package's source lives (pyproject.toml maps kernels/, plots/, studies/ into capacity)
+# where each installed package's source lives (pyproject.toml maps capacity/ to lacapacity and kernels/, plots/, studies/ into it)
 SOURCES = {
-    "capacity": ROOT / "capacity",
-    "capacity.kernels": ROOT / "kernels",
-    "capacity.plots": ROOT / "plots",
-    "capacity.studies": ROOT / "studies",
+    "lacapacity": ROOT / "capacity",
+    "lacapacity.kernels": ROOT / "kernels",
+    "lacapacity.plots": ROOT / "plots",
+    "lacapacity.studies": ROOT / "studies",
 }
 
 
@@ -20,7 +20,7 @@ def _modules() -> dict[str, Path]:
             rel = f.relative_to(root).with_suffix("").parts
             if (
                 any(p in SOURCES for p in (".".join((pkg,) + rel[:i]) for i in range(1, len(rel))))
-                and pkg == "capacity"
+                and pkg == "lacapacity"
                 and rel[0] in ("kernels", "plots", "studies")
             ):
                 continue
@@ -82,7 +82,11 @@ def _cycle(edges):
 
 def test_the_import_graph_has_no_cycle():
     modules = _modules()
-    assert "capacity.sweep.runner" in modules and "capacity.kernels" in modules and "capacity.plots.render" in modules
+    assert (
+        "lacapacity.sweep.runner" in modules
+        and "lacapacity.kernels" in modules
+        and "lacapacity.plots.render" in modules
+    )
     cycle = _cycle(_edges(modules))
     assert cycle is None, " -> ".join(cycle)
 

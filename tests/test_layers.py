@@ -26,7 +26,7 @@ ORDER = [
 
 def _layer(module: str) -> str | None:
     parts = module.split(".")
-    if parts[0] != "capacity":
+    if parts[0] != "lacapacity":
         return None
     if len(parts) == 1:
         return "capacity"
@@ -47,13 +47,13 @@ def _source_layer(path: Path) -> str:
 
 
 def _package(path: Path) -> list[str]:
-    """The dotted package of a source file as installed (``plots/theme.py`` -> ``capacity.plots``)."""
+    """The dotted package of a source file as installed (``plots/theme.py`` -> ``lacapacity.plots``)."""
     rel = path.relative_to(ROOT).with_suffix("").parts
-    parts = list(rel) if rel[0] == "capacity" else ["capacity", *rel]
+    parts = ["lacapacity", *rel[1:]] if rel[0] == "capacity" else ["lacapacity", *rel]
     return parts[:-1]  # a module's package; for an __init__.py, the package it is
 
 
-# the public names of capacity/__init__.py -> the module each is (``capacity.probe`` is ``capacity.tasks.probe``)
+# the public names of capacity/__init__.py -> the module each is (``lacapacity.probe`` is ``lacapacity.tasks.probe``)
 _PUBLIC = {
     k.value: v.value
     for node in ast.walk(ast.parse((ROOT / "capacity" / "__init__.py").read_text(encoding="utf-8")))
@@ -65,43 +65,43 @@ _LOADERS = {"import_module", "__import__", "find_spec", "load_path", "import_mod
 
 def _public(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 1 and parts[0] == "capacity" and parts[1] in _PUBLIC:
+    if len(parts) > 1 and parts[0] == "lacapacity" and parts[1] in _PUBLIC:
         return ".".join([_PUBLIC[parts[1]], *parts[2:]])
     return module
 
 
 def _imports(path: Path):
     """Every module of ours the file reaches: ``import`` and ``from ... import`` (relative ones resolved), a module
-    named by a string to an importer (``importlib.import_module("capacity.sweep")``, ``plugins.load_path``,
-    ``find_spec``), and ``capacity.<part>`` reached through ``import capacity`` (``capacity.sweep.run``)."""
+    named by a string to an importer (``importlib.import_module("lacapacity.sweep")``, ``plugins.load_path``,
+    ``find_spec``), and ``capacity.<part>`` reached through ``import lacapacity`` (``lacapacity.sweep.run``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    bound = set()  # the names ``import capacity`` binds in this file
+    bound = set()  # the names ``import lacapacity`` binds in this file
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 pkg = _package(path)
                 base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
-            if base == "capacity" or node.level and not node.module:  # from capacity import sweep; from . import x
+            if base == "lacapacity" or node.level and not node.module:  # from lacapacity import sweep; from . import x
                 yield from (_public(f"{base}.{a.name}") for a in node.names)
-            else:  # the module, and each name as a submodule it may be (from capacity.tasks.mqar import figures)
+            else:  # the module, and each name as a submodule it may be (from lacapacity.tasks.mqar import figures)
                 yield _public(base)
                 yield from (_public(f"{base}.{a.name}") for a in node.names if a.name != "*")
         elif isinstance(node, ast.Import):
             for a in node.names:
                 yield _public(a.name)
-                if a.name == "capacity" or a.name.startswith("capacity.") and a.asname is None:
-                    bound.add(a.asname or "capacity")
+                if a.name == "lacapacity" or a.name.startswith("lacapacity.") and a.asname is None:
+                    bound.add(a.asname or "lacapacity")
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             text = node.args[0].value
-            if name in _LOADERS and isinstance(text, str) and text.split(".")[0] == "capacity":
+            if name in _LOADERS and isinstance(text, str) and text.split(".")[0] == "lacapacity":
                 yield _public(text.partition(":")[0])
-    for node in ast.walk(tree):  # capacity.sweep.run(...) after ``import capacity``
+    for node in ast.walk(tree):  # lacapacity.sweep.run(...) after ``import lacapacity``
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
             if node.attr in _PUBLIC or (ROOT / "capacity" / node.attr).is_dir():  # a layer, not a name like errors'
-                yield _public(f"capacity.{node.attr}")
+                yield _public(f"lacapacity.{node.attr}")
 
 
 def _files():
@@ -117,7 +117,7 @@ def test_each_layer_imports_only_the_layers_below_it():
             continue
         for module in _imports(path):
             dst = _layer(module)
-            if dst is None or dst == src or dst == "capacity" and module == "capacity":
+            if dst is None or dst == src or dst == "capacity" and module == "lacapacity":
                 continue
             rel = str(path.relative_to(ROOT))
             if dst not in ORDER:

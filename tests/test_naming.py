@@ -7,14 +7,14 @@ import inspect
 import numpy as np
 import pytest
 import torch
-from capacity.kernels import reference
 
-from capacity import CapacityError, kernels, plots, studies, sweep, theory, variants
-from capacity.base import labels
-from capacity.inputs import features, keys, values
-from capacity.tasks import probe
+from lacapacity import CapacityError, kernels, plots, studies, sweep, theory, variants
+from lacapacity.base import labels
+from lacapacity.inputs import features, keys, values
+from lacapacity.kernels import reference
+from lacapacity.tasks import probe
 
-render_mod = importlib.import_module("capacity.plots.render")  # the module (capacity.plots.render is the function)
+render_mod = importlib.import_module("lacapacity.plots.render")  # the module (lacapacity.plots.render is the function)
 
 
 def _kv(n=24, d=8, dv=6, batch=2):
@@ -61,7 +61,7 @@ def test_the_old_listings_are_gone():
         (render_mod, "studies"),
     ):
         assert not hasattr(mod, old), f"{mod.__name__}.{old}"
-    assert not importlib.util.find_spec("capacity._deprecated")
+    assert not importlib.util.find_spec("lacapacity._deprecated")
 
 
 def test_the_command_line_lists_what_available_lists(cli):
@@ -110,7 +110,7 @@ def test_old_spellings_are_unknown_keywords_of_the_plain_functions():
 
 def test_a_drawn_gate_keeps_its_seeded_stream():
     """The scalar gate's seeded stream keeps its first name ("a"): the numbers of a seed never changed."""
-    from capacity.base import _random
+    from lacapacity.base import _random
 
     mem = variants.get("decay", alpha=("uniform", 0.5, 1.0), seed=7)
     drawn = mem._params["alpha"].values(2, 0, 10, 1, 7, "cpu")
@@ -128,7 +128,7 @@ def test_the_built_in_studies_use_the_new_names():
 
 
 def test_the_executor_default_is_the_same_in_python_and_on_the_command_line():
-    from capacity import cli
+    from lacapacity import cli
 
     default = inspect.signature(sweep.run).parameters["executor"].default
     assert default == "auto"
@@ -156,25 +156,25 @@ def test_per_query_variables_are_named_like_their_means():
 # ------------------------------------------------------------------ no old spelling in a public signature
 
 PUBLIC = [
-    "capacity.inputs.keys",
-    "capacity.inputs.values",
-    "capacity.variants",
-    "capacity.inputs.features",
-    "capacity.tasks.probe",
-    "capacity.tasks.metrics",
-    "capacity.theory",
-    "capacity.tasks.mqar.probe",
-    "capacity.tasks.learned",
-    "capacity.inputs.pretrained",
-    "capacity.check.conformance",
-    "capacity.base.labels",
-    "capacity.tasks.decode",
-    "capacity.kernels",
-    "capacity.studies",
-    "capacity.plots",
-    "capacity.sweep",
-    "capacity.check",
-    "capacity.base.plugins",
+    "lacapacity.inputs.keys",
+    "lacapacity.inputs.values",
+    "lacapacity.variants",
+    "lacapacity.inputs.features",
+    "lacapacity.tasks.probe",
+    "lacapacity.tasks.metrics",
+    "lacapacity.theory",
+    "lacapacity.tasks.mqar.probe",
+    "lacapacity.tasks.learned",
+    "lacapacity.inputs.pretrained",
+    "lacapacity.check.conformance",
+    "lacapacity.base.labels",
+    "lacapacity.tasks.decode",
+    "lacapacity.kernels",
+    "lacapacity.studies",
+    "lacapacity.plots",
+    "lacapacity.sweep",
+    "lacapacity.check",
+    "lacapacity.base.plugins",
 ]
 OLD = {"family", "a", "gate", "g", "out_dir"}
 

@@ -26,9 +26,9 @@ def test_the_public_surface_is_pinned(module):
 
 
 def _theory_topics() -> list[str]:
-    from capacity import theory
+    from lacapacity import theory
 
-    return [f"capacity.theory.{m.name}" for m in pkgutil.iter_modules(theory.__path__) if not m.name.startswith("_")]
+    return [f"lacapacity.theory.{m.name}" for m in pkgutil.iter_modules(theory.__path__) if not m.name.startswith("_")]
 
 
 def test_no_module_exports_beyond_the_pinned_surface():
@@ -42,17 +42,17 @@ def test_no_module_exports_beyond_the_pinned_surface():
 
 def test_theory_lists_each_name_once_from_its_topic_modules():
     """theory's names are its topic modules' __all__, not a second hand-written list."""
-    from capacity import theory
+    from lacapacity import theory
 
     listed = [name for m in _theory_topics() for name in importlib.import_module(m).__all__]
     assert sorted(listed) == sorted(theory.__all__)
 
 
 def test_the_public_names_of_capacity_point_into_the_layers():
-    import capacity
+    import lacapacity
 
     for name in ("keys", "values", "probe", "metrics", "variants", "theory", "sweep"):
-        module = getattr(capacity, name)
-        assert module.__name__.startswith("capacity."), name
+        module = getattr(lacapacity, name)
+        assert module.__name__.startswith("lacapacity."), name
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
-        capacity.nope  # noqa: B018
+        lacapacity.nope  # noqa: B018

@@ -1,5 +1,5 @@
 """What a release carries besides the code: the licence, the citation, the changelog and the PEP 561 marker, and one
-version read from one place (``capacity.__version__``) by setuptools, the installed metadata, the command line,
+version read from one place (``lacapacity.__version__``) by setuptools, the installed metadata, the command line,
 CITATION.cff and every result file. The built wheel itself is tested in tests/test_wheel.py."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import xarray as xr
 import yaml
 from packaging.utils import canonicalize_name
 
-import capacity
-from capacity import studies, sweep
-from capacity.base.catalog import DISTRIBUTION
+import lacapacity
+from lacapacity import studies, sweep
+from lacapacity.base.catalog import DISTRIBUTION
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,10 +30,11 @@ def _pyproject() -> dict:
 
 def test_the_distribution_name_is_written_once_and_differs_from_the_import_name():
     """The name on the package index is not ``capacity`` (an unrelated project owns it, and its distribution installs
-    a module ``capacity`` too): pyproject.toml declares ``catalog.DISTRIBUTION``, the installed metadata carries it."""
+    a module ``capacity``): pyproject.toml declares ``catalog.DISTRIBUTION``, the installed metadata carries it, and
+    the one top-level module it installs is ``lacapacity``, not ``capacity``."""
     assert _pyproject()["project"]["name"] == DISTRIBUTION
     assert canonicalize_name(DISTRIBUTION) != "capacity"
-    assert metadata.distribution(DISTRIBUTION).read_text("top_level.txt") in (None, "capacity\n")
+    assert metadata.distribution(DISTRIBUTION).read_text("top_level.txt") in (None, "lacapacity\n")
 
 
 # a pip install command up to where it ends: the end of the line, a backtick, a shell operator or a bracket
@@ -103,7 +104,7 @@ def test_the_citation_is_cff_1_2_with_the_package_version():
     assert isinstance(cff["title"], str) and cff["title"].startswith("capacity")
     assert cff["authors"] and all(isinstance(a, dict) and ("name" in a or "family-names" in a) for a in cff["authors"])
     assert cff["type"] == "software" and cff["license"] == "MIT"
-    assert cff["version"] == capacity.__version__  # a string: YAML would read an unquoted 0.1 as a float
+    assert cff["version"] == lacapacity.__version__  # a string: YAML would read an unquoted 0.1 as a float
     assert f"pip install {DISTRIBUTION}" in cff["message"]  # the name to install it by, in what GitHub shows
     assert "repository-code" not in cff or str(cff["repository-code"]).startswith("https://")
 
@@ -111,44 +112,45 @@ def test_the_citation_is_cff_1_2_with_the_package_version():
 def test_the_changelog_has_an_unreleased_section_then_the_current_version():
     headings = re.findall(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(), re.MULTILINE)
     assert headings[0] == "Unreleased"
-    assert headings[1].split()[0] == capacity.__version__
+    assert headings[1].split()[0] == lacapacity.__version__
 
 
 def test_the_version_is_written_once_and_read_by_setuptools_without_importing_the_package():
     pyproject = _pyproject()
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "capacity.base._version.__version__"}
-    # setuptools' own reader, with capacity made unimportable: it must read the literal from the source
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lacapacity.base._version.__version__"}
+    # setuptools' own reader, with the package made unimportable: it must read the literal from the source, found
+    # through package-dir (capacity/ is lacapacity)
     code = (
-        "import sys; sys.modules['capacity'] = None; sys.modules['torch'] = None\n"
+        "import sys; sys.modules['lacapacity'] = None; sys.modules['torch'] = None\n"
         "from setuptools.config.expand import read_attr\n"
-        f"print(read_attr('capacity.base._version.__version__', root_dir={str(ROOT)!r}))"
+        f"print(read_attr('lacapacity.base._version.__version__', {{'lacapacity': 'capacity'}}, root_dir={str(ROOT)!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == capacity.__version__
+    assert out.stdout.strip() == lacapacity.__version__
     written = [p for p in (ROOT / "capacity").rglob("*.py") if re.search(r"^__version__ = ", p.read_text(), re.M)]
     assert written == [ROOT / "capacity" / "base" / "_version.py"]
     # the installed metadata (written from the attr at install time) and the command line agree
-    assert metadata.version(DISTRIBUTION) == capacity.__version__
-    cli = subprocess.run([sys.executable, "-m", "capacity.cli", "--version"], capture_output=True, text=True)
-    assert cli.stdout.strip() == f"capacity {capacity.__version__}", cli.stderr
+    assert metadata.version(DISTRIBUTION) == lacapacity.__version__
+    cli = subprocess.run([sys.executable, "-m", "lacapacity.cli", "--version"], capture_output=True, text=True)
+    assert cli.stdout.strip() == f"capacity {lacapacity.__version__}", cli.stderr
 
 
 def test_the_package_is_marked_typed():
-    assert (Path(capacity.__file__).parent / "py.typed").is_file()
+    assert (Path(lacapacity.__file__).parent / "py.typed").is_file()
     data = _pyproject()["tool"]["setuptools"]["package-data"]
-    assert "py.typed" in data["capacity"]
+    assert "py.typed" in data["lacapacity"]
 
 
 def test_results_record_the_version(tmp_path):
     study = studies.get("capacity-vs-d").with_overrides(["d=16", "seed=0", "load=1/2,1", "variant=linear"])
     result = sweep.run(study, out=tmp_path, device="cpu", executor="serial", progress=False)
     ds = result.dataset
-    assert ds.attrs["capacity_version"] == capacity.__version__
-    assert json.loads(ds.attrs["versions"])["capacity"] == capacity.__version__
+    assert ds.attrs["capacity_version"] == lacapacity.__version__
+    assert json.loads(ds.attrs["versions"])["capacity"] == lacapacity.__version__
     with xr.open_dataset(result.path) as saved:  # the file on disk carries it too
-        assert saved.attrs["capacity_version"] == capacity.__version__
+        assert saved.attrs["capacity_version"] == lacapacity.__version__
 
 
 def test_the_readme_test_command_runs_the_type_check_and_the_wheel_check():
@@ -160,28 +162,37 @@ def test_the_readme_test_command_runs_the_type_check_and_the_wheel_check():
     # hides the installed package kernels that transformers imports
     assert steps[-1].startswith(".venv/bin/pytest ") and " -m " not in steps[-1].split("pytest", 1)[1]
     mypy = _pyproject()["tool"]["mypy"]
-    assert mypy["strict"] is True and {"capacity", "tests/typed_use.py"} <= set(mypy["files"])  # the whole package
+    assert mypy["strict"] is True and {"typecheck/lacapacity", "tests/typed_use.py"} <= set(
+        mypy["files"]
+    )  # the package
     assert (ROOT / "tests" / "test_wheel.py").is_file()  # collected by that pytest run (slow tests included)
 
 
 def test_the_type_check_reads_the_mapped_folders_under_their_installed_names():
-    """plots/, kernels/ and studies/ are installed as capacity.plots, .kernels and .studies (package-dir), which an
-    editable install maps in through an import hook mypy does not follow: mypy reads them through the links in
-    typecheck/ (typecheck/README.md), as package bases with mypy_path, strictly like the rest of the package."""
+    """capacity/ is installed as lacapacity and plots/, kernels/, studies/ as lacapacity.plots, .kernels, .studies
+    (package-dir), which an editable install maps in through an import hook mypy does not follow: mypy reads them
+    through the links in typecheck/lacapacity/ (typecheck/README.md), one per entry of capacity/ and one per mapped
+    folder, as package bases with mypy_path, strictly like the rest of the package."""
     pyproject = _pyproject()
     mypy, mapped = pyproject["tool"]["mypy"], pyproject["tool"]["setuptools"]["package-dir"]
     assert mypy["mypy_path"] == "typecheck" and mypy["explicit_package_bases"] is True and mypy["strict"] is True
-    assert not (ROOT / "typecheck" / "capacity" / "__init__.py").exists()  # a namespace folder: capacity is capacity/
-    folders = sorted(name for name in mapped if name.startswith("capacity."))
-    assert folders == ["capacity.kernels", "capacity.plots", "capacity.studies"], folders
-    for name in folders:
-        link = ROOT / "typecheck" / name.replace(".", "/")
-        assert link.is_symlink() and link.resolve() == (ROOT / mapped[name]).resolve(), link
-        assert link.relative_to(ROOT).as_posix() in mypy["files"]  # the whole folder, new modules included
+    assert "typecheck/lacapacity" in mypy["files"]
+    assert sorted(mapped) == ["lacapacity", "lacapacity.kernels", "lacapacity.plots", "lacapacity.studies"], mapped
+    links = ROOT / "typecheck" / "lacapacity"
+    for name, folder in mapped.items():
+        if name == "lacapacity":  # the package itself: a link per entry of its folder (new modules need one)
+            for entry in (ROOT / folder).iterdir():
+                if entry.name in ("__pycache__", "data"):
+                    continue
+                link = links / entry.name
+                assert link.is_symlink() and link.resolve() == entry.resolve(), f"{link}: run typecheck/README.md's ln"
+            continue
+        link = links / name.split(".", 1)[1]
+        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), link
     relaxed = [o["module"] for o in mypy.get("overrides", []) if set(o) - {"module", "ignore_missing_imports"}]
     assert not relaxed, f"overrides that relax the strict flags: {relaxed}"
     assert not any(
-        name.startswith("capacity")
+        name.startswith("lacapacity")
         for o in mypy.get("overrides", [])
         if o.get("ignore_missing_imports")
         for name in ([o["module"]] if isinstance(o["module"], str) else o["module"])

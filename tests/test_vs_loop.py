@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from script_support import load_script
 
-from capacity import sweep
+from lacapacity import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

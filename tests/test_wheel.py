@@ -6,7 +6,7 @@ outside the source tree. That environment holds the wheel and the distributions 
 from the test's own environment (so torch is ``torch==2.13.0`` and nothing the wheel does not declare is there),
 and ``pip check`` must find every requirement met. The wheel is installed by its distribution name
 (``linear-attention-capacity``, ``catalog.DISTRIBUTION``) from a folder that holds it alone, as ``pip install NAME``
-finds it on an index, and the installed distribution of that name must be this package (import name ``capacity``).
+finds it on an index, and the installed distribution of that name must be this package (import name ``lacapacity``).
 From a folder outside the tree it runs ``capacity list``,
 ``capacity check --help`` and a small ``capacity run``. Every package folder of the tree (a folder with an
 ``__init__.py`` under ``capacity/``, ``kernels/``, ``plots/``, ``studies/``), every module in one, the data files,
@@ -31,16 +31,16 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from capacity.base.catalog import DISTRIBUTION
+from lacapacity.base.catalog import DISTRIBUTION
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # source folder -> where its files go in the wheel (setup.py and [tool.setuptools.package-dir] of pyproject.toml)
 INSTALLED_AS = {
-    "capacity": "capacity",
-    "kernels": "capacity/kernels",
-    "plots": "capacity/plots",
-    "studies": "capacity/studies",
+    "capacity": "lacapacity",
+    "kernels": "lacapacity/kernels",
+    "plots": "lacapacity/plots",
+    "studies": "lacapacity/studies",
 }
 # files that are not modules but must be in the wheel, as source paths; every file under capacity/data/ is added
 DATA = ["capacity/py.typed", "kernels/README.md"]
@@ -140,23 +140,23 @@ def test_the_checker_sees_a_missing_package_folder_module_or_data_file():
     names = set(expected_files())
     assert not missing(names)
     for gone in (
-        "capacity/sweep/",
-        "capacity/kernels/",
-        "capacity/studies/capacity_vs_d.py",
-        "capacity/data/mad_scores.csv",
-        "capacity/py.typed",
+        "lacapacity/sweep/",
+        "lacapacity/kernels/",
+        "lacapacity/studies/capacity_vs_d.py",
+        "lacapacity/data/mad_scores.csv",
+        "lacapacity/py.typed",
     ):
         left = {n for n in names if not n.startswith(gone)}
         assert left != names and missing(left), gone
     # every package folder of the tree is among the expected files, the mapped ones included
     packages = {os.path.dirname(dest) for dest in expected_files() if dest.endswith("/__init__.py")}
     assert {
-        "capacity",
-        "capacity/sweep",
-        "capacity/theory",
-        "capacity/kernels",
-        "capacity/plots",
-        "capacity/studies",
+        "lacapacity",
+        "lacapacity/sweep",
+        "lacapacity/theory",
+        "lacapacity/kernels",
+        "lacapacity/plots",
+        "lacapacity/studies",
     } <= packages
 
 
@@ -175,17 +175,17 @@ def test_the_checker_finds_a_new_sub_package(tmp_path):
     (tmp_path / "capacity" / "notes").mkdir()  # no __init__.py: not a package, its modules are not expected
     (tmp_path / "capacity" / "notes" / "draft.py").write_text("")
     assert sorted(expected_files(tmp_path)) == [
-        "capacity/__init__.py",
-        "capacity/kernels/README.md",
-        "capacity/kernels/__init__.py",
-        "capacity/plots/__init__.py",
-        "capacity/plots/extra/__init__.py",
-        "capacity/plots/extra/mod.py",
-        "capacity/py.typed",
-        "capacity/studies/__init__.py",
-        "capacity/tasks/__init__.py",
-        "capacity/tasks/recall/__init__.py",
-        "capacity/tasks/recall/mod.py",
+        "lacapacity/__init__.py",
+        "lacapacity/kernels/README.md",
+        "lacapacity/kernels/__init__.py",
+        "lacapacity/plots/__init__.py",
+        "lacapacity/plots/extra/__init__.py",
+        "lacapacity/plots/extra/mod.py",
+        "lacapacity/py.typed",
+        "lacapacity/studies/__init__.py",
+        "lacapacity/tasks/__init__.py",
+        "lacapacity/tasks/recall/__init__.py",
+        "lacapacity/tasks/recall/mod.py",
     ]
 
 
@@ -283,9 +283,9 @@ def test_the_wheel_alone_runs_outside_the_source_tree(wheel, tmp_path_factory):
         path = out / "capacity-vs-d.nc"
         assert path.is_file() and any((out / "figures").glob("*.png"))
         read = (
-            "import importlib.metadata, json, xarray as xr, capacity, capacity.kernels, capacity.plots, capacity.studies as s\n"
+            "import importlib.metadata, json, xarray as xr, lacapacity, lacapacity.kernels, lacapacity.plots, lacapacity.studies as s\n"
             f"ds = xr.open_dataset({str(path)!r})\n"
-            "print(json.dumps({'version': ds.attrs['capacity_version'], 'package': capacity.__version__,"
+            "print(json.dumps({'version': ds.attrs['capacity_version'], 'package': lacapacity.__version__,"
             " 'd': ds.d.values.tolist(), 'seed': ds.seed.values.tolist(), 'mse': bool(ds.mse.notnull().all()),"
             f" 'studies': s.__file__, 'dist': importlib.metadata.version({DISTRIBUTION!r}),"
             f" 'tops': sorted({{f.parts[0] for f in importlib.metadata.files({DISTRIBUTION!r})}} - {{'..'}})}}))"
@@ -293,17 +293,17 @@ def test_the_wheel_alone_runs_outside_the_source_tree(wheel, tmp_path_factory):
         opened = json.loads(_run([str(py), "-c", read], env=env, cwd=work).stdout)
         where = opened.pop("studies")
         assert Path(where).is_relative_to(venv), where  # the installed copy, not the tree
-        # the distribution installed by that name is this package, and the module capacity is the only one it installs
+        # the distribution installed by that name is this package, and the module lacapacity is the only one it installs
         # (beside its metadata; '..' is the command in bin/)
-        import capacity
+        import lacapacity
 
-        assert opened.pop("dist") == capacity.__version__
+        assert opened.pop("dist") == lacapacity.__version__
         tops = [t for t in opened.pop("tops") if not t.endswith(".dist-info")]
-        assert tops == ["capacity"], tops
+        assert tops == ["lacapacity"], tops
 
         assert opened == {
-            "version": capacity.__version__,
-            "package": capacity.__version__,
+            "version": lacapacity.__version__,
+            "package": lacapacity.__version__,
             "d": [16],
             "seed": [0],
             "mse": True,

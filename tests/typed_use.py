@@ -15,42 +15,42 @@ import xarray as xr
 from numpy.typing import NDArray
 from typing_extensions import assert_type  # torch requires typing_extensions; typing has it from 3.11
 
-import capacity
-from capacity import kernels, sweep, tasks
-from capacity.check.conformance import Report
-from capacity.inputs import pretrained
-from capacity.tasks.protocol import CellView, StudyView
-from capacity.variants import heads, precision
-from capacity.variants.delta import Delta
-from capacity.variants.fla import FlaState, FlaVariant, from_fla
-from capacity.variants.lsq import LSQ, LsqState
-from capacity.variants.recurrent import State
+import lacapacity
+from lacapacity import kernels, sweep, tasks
+from lacapacity.check.conformance import Report
+from lacapacity.inputs import pretrained
+from lacapacity.tasks.protocol import CellView, StudyView
+from lacapacity.variants import heads, precision
+from lacapacity.variants.delta import Delta
+from lacapacity.variants.fla import FlaState, FlaVariant, from_fla
+from lacapacity.variants.lsq import LSQ, LsqState
+from lacapacity.variants.recurrent import State
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
 def readme_example() -> tuple[float, float]:
-    K: torch.Tensor = capacity.keys.make("gaussian", n=256, d=64, batch=8, seed=0)  # [8, 256, 64], unit rows
-    V: torch.Tensor = capacity.values.make("gaussian", n=256, dv=64, batch=8, seed=1)  # [8, 256, 64]
-    ds: xr.Dataset = capacity.probe.recall(capacity.variants.get("linear"), K, V)  # over (n, batch)
-    return float(ds.mse.mean("batch").sel(n=256).item()), float(capacity.theory.random_keys_error(256, 64))
+    K: torch.Tensor = lacapacity.keys.make("gaussian", n=256, d=64, batch=8, seed=0)  # [8, 256, 64], unit rows
+    V: torch.Tensor = lacapacity.values.make("gaussian", n=256, dv=64, batch=8, seed=1)  # [8, 256, 64]
+    ds: xr.Dataset = lacapacity.probe.recall(lacapacity.variants.get("linear"), K, V)  # over (n, batch)
+    return float(ds.mse.mean("batch").sel(n=256).item()), float(lacapacity.theory.random_keys_error(256, 64))
 
 
 def conformance(name: str) -> bool:
-    report: Report = capacity.check_variant(name, d=16)
+    report: Report = lacapacity.check_variant(name, d=16)
     return report.passed
 
 
 def closed_forms_keep_the_kind(K: torch.Tensor) -> tuple[torch.Tensor, bytes, float]:
     """Key matrices: a tensor in, a tensor out; a numpy array in, a float64 array out; numbers in, a float out."""
-    signal, leak = capacity.theory.decomposition(K, K)
-    err = capacity.theory.crosstalk_error(K.numpy())
-    return leak.detach() - signal, err.tobytes(), float(capacity.theory.welch_bound(3, 2))
+    signal, leak = lacapacity.theory.decomposition(K, K)
+    err = lacapacity.theory.crosstalk_error(K.numpy())
+    return leak.detach() - signal, err.tobytes(), float(lacapacity.theory.welch_bound(3, 2))
 
 
 class Mine:
-    """A user's memory (the protocol of capacity.variants, its name a class attribute): a Variant to type checkers."""
+    """A user's memory (the protocol of lacapacity.variants, its name a class attribute): a Variant to type checkers."""
 
     name = "mine"
 
@@ -67,20 +67,20 @@ class Mine:
         return d * dv
 
 
-def my_memory_is_a_variant() -> capacity.variants.Variant:
+def my_memory_is_a_variant() -> lacapacity.variants.Variant:
     return Mine()
 
 
 def kernel_writes_and_reads(K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """capacity.kernels (read through typecheck/'s link): the state written in place is a tensor, the modes by name."""
+    """lacapacity.kernels (read through typecheck/'s link): the state written in place is a tensor, the modes by name."""
     S = kernels.update(torch.zeros(K.shape[0], K.shape[2], V.shape[2]), K, V, mode="delta", beta=1.0)
     modes: dict[str, str] = kernels.available()
     return kernels.read(S, K[:, :1]), len(modes)
 
 
 def figures_of(ds: xr.Dataset, out: Path) -> tuple[list[Path], list[str], Figure]:
-    """capacity.plots (read through typecheck/'s link): files written, figure names chosen, a matplotlib Figure."""
-    from capacity import plots  # here: matplotlib loads only where a figure is drawn
+    """lacapacity.plots (read through typecheck/'s link): files written, figure names chosen, a matplotlib Figure."""
+    from lacapacity import plots  # here: matplotlib loads only where a figure is drawn
 
     written: list[Path] = plots.render(ds, out=out)
     built: list[tuple[str, Figure]] = plots.figures(ds)
@@ -88,7 +88,7 @@ def figures_of(ds: xr.Dataset, out: Path) -> tuple[list[Path], list[str], Figure
 
 
 def bad_input_is_a_value_error() -> type[ValueError]:
-    return capacity.CapacityError
+    return lacapacity.CapacityError
 
 
 class HalfStep(Delta):
@@ -98,7 +98,7 @@ class HalfStep(Delta):
 
 
 # Each function below returns one result of the memories' API as it is: a result typed Any (or wrongly) fails the
-# check (warn_return_any), so the types users get from capacity.variants, .inputs and .check stay what they are.
+# check (warn_return_any), so the types users get from lacapacity.variants, .inputs and .check stay what they are.
 
 
 def subclass_state(K: torch.Tensor, V: torch.Tensor) -> State:
@@ -137,7 +137,7 @@ def stored_bytes(d: int, dv: int) -> int:
 
 
 def head_numbers(d: int, dv: int) -> int:
-    return heads.Heads(capacity.variants.get("linear"), 2).state_numel(d, dv)
+    return heads.Heads(lacapacity.variants.get("linear"), 2).state_numel(d, dv)
 
 
 def fla_linear(
@@ -171,7 +171,7 @@ if __name__ == "__main__":
     K, V = torch.randn(2, 5, 8, generator=g), torch.randn(2, 5, 4, generator=g)
     print(readme_example(), tuple(kernel_writes_and_reads(K, V)[0].shape), bad_input_is_a_value_error().__name__)
     print(readme_example(), bad_input_is_a_value_error().__name__)
-    K, V = capacity.keys.make("gaussian", n=8, d=16, seed=0), capacity.values.make("gaussian", n=8, dv=16, seed=1)
+    K, V = lacapacity.keys.make("gaussian", n=8, d=16, seed=0), lacapacity.values.make("gaussian", n=8, dv=16, seed=1)
     reads = [f(K, V) for f in (subclass_read, lsq_solution, stored_read, wrapped_read)]
     print([tuple(r.shape) for r in reads], stored_bytes(16, 16), head_numbers(16, 16), subclass_params())
     print(pretrained_arguments()[:2])
@@ -212,7 +212,7 @@ class EchoTask(tasks.Task[Echo]):
 
     def check_grid(self, study: StudyView[Echo]) -> None:
         if study.grid.curve != "n":
-            raise capacity.CapacityError("typed-echo takes n")
+            raise lacapacity.CapacityError("typed-echo takes n")
 
     def check(self, study: StudyView[Echo]) -> None:
         pass
@@ -227,14 +227,14 @@ class EchoTask(tasks.Task[Echo]):
         self,
         study: StudyView[Echo],
         cell: CellView,
-        memory: capacity.variants.Variant,
+        memory: lacapacity.variants.Variant,
         seeds: list[int],
         ns: list[int],
         device: torch.device,
     ) -> tasks.Measured:
         scale = assert_type(study.task, Echo).scale  # the task's own settings, typed
         assert_type(cell.d, int)
-        K = capacity.keys.make(cell.keys.name, max(ns), cell.d, batch=len(seeds), seed=seeds, device=device)
+        K = lacapacity.keys.make(cell.keys.name, max(ns), cell.d, batch=len(seeds), seed=seeds, device=device)
         state = memory.write(memory.init_state(len(seeds), cell.d, cell.d, device=device), K, K)
         norms = memory.read(state, K).norm(dim=-1).mean(-1) * scale  # [S]
         return tasks.Measured({"norm": np.stack([norms.cpu().numpy().astype(np.float64)] * len(ns))})

@@ -9,7 +9,7 @@ import types
 
 
 def __getattr__(name: str) -> types.ModuleType:
-    """Submodules load on first use (``capacity.inputs.keys`` after ``import capacity``)."""
+    """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
     import importlib
 
     try:

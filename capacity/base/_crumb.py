@@ -1,14 +1,14 @@
 """What the command's process is doing in code it does not own: a breadcrumb that outlives a crash.
 
 A segfault or ``abort()`` in a user's memory ends the process at once: no Python runs afterwards to say whose code it
-was. ``capacity.errors.user_code`` therefore writes, on entering the code it guards, who runs and where (``"memory
+was. ``lacapacity.errors.user_code`` therefore writes, on entering the code it guards, who runs and where (``"memory
 'mymem:Mem'"``, ``"in write()"``) into a small memory map shared with the process that supervises the command
-(``capacity.base._supervise``), and puts back what was there on leaving. When the command dies of a signal, the
+(``lacapacity.base._supervise``), and puts back what was there on leaving. When the command dies of a signal, the
 supervisor reads the breadcrumb and names the culprit in one line.
 
 Only the process that ``install`` was called in writes, and only from its main thread (where the fingerprint and
 the serial executor run user code): a forked figure worker, or a thread, leaves the breadcrumb alone. Without
-``install`` (the Python API, tests calling ``capacity.cli.main``) ``mark`` and ``restore`` do nothing.
+``install`` (the Python API, tests calling ``lacapacity.cli.main``) ``mark`` and ``restore`` do nothing.
 
 >>> import mmap
 >>> shared = mmap.mmap(-1, SIZE)

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr

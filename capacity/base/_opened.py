@@ -1,7 +1,7 @@
 """The files user code opens for reading, seen through Python's audit hooks (``sys.addaudithook``, PEP 578).
 
 A stored point's numbers depend on every file the memory reads while it is measured, not only on the files its
-parameters name. ``capacity.errors.user_code`` marks the code it guards (``enter``/``leave``); inside
+parameters name. ``lacapacity.errors.user_code`` marks the code it guards (``enter``/``leave``); inside
 ``recording()``, every "open" audit event raised while such code runs, for reading, of a regular file that is
 neither the standard library's nor an installed distribution's nor this package's (those are recorded by version
 and by ``provenance.package``), nor in the compilers' caches (Triton's, torch inductor's), is collected. The sweep hashes what the behavioural fingerprint opened into the
@@ -13,7 +13,7 @@ made from a path by a library), files opened by another process the memory start
 the recording began and keeps open (it reads them through the open handle: only the open is seen).
 
 >>> import os, tempfile
->>> from capacity.errors import user_code
+>>> from lacapacity.errors import user_code
 >>> path = os.path.join(tempfile.mkdtemp(), "table.txt")
 >>> _ = open(path, "w").write("1 2 3")
 >>> with recording() as seen:
@@ -48,7 +48,7 @@ def _skip() -> tuple[str, ...]:
     import getpass
     import tempfile
 
-    from capacity.base._paths import library_dirs, package_dirs
+    from lacapacity.base._paths import library_dirs, package_dirs
 
     caches = [os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton")]
     caches.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or "")
@@ -91,7 +91,7 @@ def _install() -> None:
 
 
 def enter() -> None:
-    """User code starts running in this thread (``capacity.errors.user_code``)."""
+    """User code starts running in this thread (``lacapacity.errors.user_code``)."""
     _state.depth = getattr(_state, "depth", 0) + 1
 
 

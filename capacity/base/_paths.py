@@ -1,5 +1,5 @@
 """Where the package's code and the installed libraries live: code there is recorded by its hash or its version, not
-as the user's (``capacity.sweep.provenance``), and files read there are not recorded (``_opened``)."""
+as the user's (``lacapacity.sweep.provenance``), and files read there are not recorded (``_opened``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
-ROOTS = ("capacity", "capacity.kernels", "capacity.studies")  # the package's code that computes numbers
+ROOTS = ("lacapacity", "lacapacity.kernels", "lacapacity.studies")  # the package's code that computes numbers
 
 
 @cache

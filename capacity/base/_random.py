@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.base._types import Seed
+    from lacapacity.base._types import Seed
 
 MAX_SEED = 2**63 - 1  # stored results keep seeds as int64
 

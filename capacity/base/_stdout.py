@@ -2,7 +2,7 @@
 
 Every command treats a closed pipe alike: what it prints after the reader has gone is dropped (standard output
 then points at the null device), the command does all it was asked (a run still saves its results and draws its
-figures, ``store --prune`` still removes what it listed), and ``capacity.cli.main`` ends it with 141 (128 + SIGPIPE,
+figures, ``store --prune`` still removes what it listed), and ``lacapacity.cli.main`` ends it with 141 (128 + SIGPIPE,
 what a shell reports for a tool the closed pipe ended) instead of 0, without a message.
 
 >>> with watched() as out:

@@ -10,7 +10,7 @@ anything heavy, forks: the child returns and runs the command; the parent waits 
   number, whatever code ran then;
 - ends with the child's exit status, so exit codes, stdout, stderr and a closed pipe behave as before;
 - when the child died of another signal, prints one line naming the code that ran then (the breadcrumb
-  ``capacity.errors.user_code`` leaves in a shared map, ``capacity.base._crumb``) and ends with 2.
+  ``lacapacity.errors.user_code`` leaves in a shared map, ``lacapacity.base._crumb``) and ends with 2.
 
 The child asks the kernel to kill it when the parent dies (``PR_SET_PDEATHSIG``), as worker processes do, so kill -9
 of the command leaves no process. Linux only (elsewhere the command runs unsupervised, as before).
@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 
-from capacity.base import _crumb
+from lacapacity.base import _crumb
 
 SI_KERNEL = 0x80  # siginfo.si_code of a signal the kernel sent (a terminal's Ctrl-C), not kill()
 _STOPS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGPIPE: 141}  # child's death by these: the shell's status

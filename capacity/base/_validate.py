@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import torch
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 
 def positive_int(name: str, value: object, *, minimum: int = 1) -> int:
@@ -153,7 +153,7 @@ def alloc_error(
     numel = math.prod(int(s) for s in shape)
     nbytes = numel * torch.empty((), dtype=dtype).element_size()
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    by = getattr(exc, "capacity_user_code", None)  # raised inside the user's code (capacity.errors.user_code)
+    by = getattr(exc, "capacity_user_code", None)  # raised inside the user's code (lacapacity.errors.user_code)
     if by:
         return CapacityError(
             f"{by} could not allocate memory ({first[:200]}); the {what} gave it {list(shape)} "

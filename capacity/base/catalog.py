@@ -21,10 +21,11 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 # the distribution's name on the package index (pyproject.toml's [project] name; tests/test_release.py holds them
-# equal); the import name is ``capacity``, which the unrelated distribution named "capacity" also installs (README)
+# equal); the import name is ``lacapacity``, because the unrelated distribution named "capacity" installs a module
+# named ``capacity`` (README, "Names")
 DISTRIBUTION = "linear-attention-capacity"
 
 
@@ -154,7 +155,7 @@ Shape = Calls | Dict | Classes
 def _spec(module: str) -> tuple[Path | None, list[Path]]:
     """(the source file, the package folders) of ``module``, found without running it or its parent packages:
     only the top package and the one below it are looked up by the import system (their parents imported: for
-    ``capacity.tasks.learned``, ``capacity`` alone), the rest by their files."""
+    ``lacapacity.tasks.learned``, ``lacapacity`` alone), the rest by their files."""
     parts = module.split(".")
     spec = importlib.util.find_spec(".".join(parts[:2]))
     if spec is None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 _HEAD = re.compile(r"^\s*([A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.]*)?)\s*(\(.*\))?\s*$", re.S)
 _WORDS = {"true": True, "false": False, "True": True, "False": False, "None": None, "none": None}
@@ -169,7 +169,7 @@ def _thawed(x: Any) -> Any:  # a label value, tuples as lists
 @dataclass(frozen=True)
 class Spec:
     """A registered name or import path ``module:attr`` with parameters, labelled ``name(k=v, ...)``, or (variants
-    only) a memory object in ``obj``, labelled by ``capacity.variants.label`` and sent to workers by pickling."""
+    only) a memory object in ``obj``, labelled by ``lacapacity.variants.label`` and sent to workers by pickling."""
 
     name: str
     params: tuple[tuple[str, object], ...] = ()

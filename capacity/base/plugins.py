@@ -2,7 +2,7 @@
 
 A package declares variants, key families, feature maps or studies in its ``pyproject.toml``::
 
-    [project.entry-points."capacity.variants"]
+    [project.entry-points."lacapacity.variants"]
     longhorn = "mypkg.memories:Longhorn"
 
 and ``capacity`` finds them by name (``variants.get("longhorn")``, ``--set variant=longhorn``) without the user
@@ -10,9 +10,9 @@ importing anything. Worker processes find them the same way, so nothing depends 
 
 Importing a plug-in runs its code: a module that is missing is a CapacityError saying so; one that raises at import
 (a SyntaxError, an ImportError of its own dependency, anything else) is a one-line ``UserCodeError`` naming the
-module and the exception (``capacity.errors.user_code``); an entry point's errors also name the entry point.
+module and the exception (``lacapacity.errors.user_code``); an entry point's errors also name the entry point.
 
->>> load_path("capacity.theory:frame_bound")(n=128, d=64)
+>>> load_path("lacapacity.theory:frame_bound")(n=128, d=64)
 1.0
 """
 
@@ -28,9 +28,9 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
-from capacity.errors import CapacityError, CapacityWarning, UserCodeError, user_code
+from lacapacity.errors import CapacityError, CapacityWarning, UserCodeError, user_code
 
-GROUPS = ("capacity.variants", "capacity.keys", "capacity.features", "capacity.studies", "capacity.tasks")
+GROUPS = ("lacapacity.variants", "lacapacity.keys", "lacapacity.features", "lacapacity.studies", "lacapacity.tasks")
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 

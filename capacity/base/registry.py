@@ -2,12 +2,12 @@
 
 A ``Registry`` holds the package's own entries, in the order they were added (the order of ``capacity list`` and of
 figure legends), and finds the rest where a user's package declares them: its entry point group
-(``capacity.variants``, ``capacity.features``, ``capacity.keys``, ``capacity.tasks``, ``capacity.studies``) and,
+(``lacapacity.variants``, ``lacapacity.features``, ``lacapacity.keys``, ``lacapacity.tasks``, ``lacapacity.studies``) and,
 where the kind allows it, an import path ``module:attr``. A name it cannot find is one line listing what it knows; a
 plug-in of the wrong type is one line naming it. The torch-free catalog that ``capacity list`` prints
-(``capacity.base.catalog``) is written from these registries.
+(``lacapacity.base.catalog``) is written from these registries.
 
->>> reg = Registry("capacity.keys", "key family", path="module:attr")
+>>> reg = Registry("lacapacity.keys", "key family", path="module:attr")
 >>> reg.add("gaussian", 1)
 >>> reg.get("gaussian"), reg.find("nothing-here")
 (1, None)
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-from capacity.base import plugins
-from capacity.errors import CapacityError
+from lacapacity.base import plugins
+from lacapacity.errors import CapacityError
 
 T = TypeVar("T")
 

@@ -7,25 +7,26 @@ Each check compares what the library computes (the probe, the registered variant
 ``keys.describe``, ``metrics.capacity``) with an independent closed form or brute-force computation, and
 states its tolerance: 3 standard errors of the estimate, an exact identity's rounding, or, where a row
 checks a bound that holds with a margin, that margin in its text. ``Check.function`` names what each row
-checks (a function of ``capacity.theory``, or package code); a closed form 3% off fails at least one of
-its rows (``scripts/perturb_check.py`` shows it for every function of ``capacity.theory.__all__``).
+checks (a function of ``lacapacity.theory``, or package code); a closed form 3% off fails at least one of
+its rows (``scripts/perturb_check.py`` shows it for every function of ``lacapacity.theory.__all__``).
 
 Measurements are cached per run (``run_checks(cache=...)``, see ``_rows.measured``), so that a rerun with
 a closed form patched re-evaluates only the expected values.
 
->>> from capacity.check import run_checks
+>>> from lacapacity.check import run_checks
 >>> rows = run_checks(seed=0, only=["T2", "T4"])
->>> [(r.theorem, r.function, r.passed) for r in rows]
-[('T2', 'two_pair_readout', True), ('T4', 'crosstalk_error', True)]
+>>> [(r.theorem, r.function, r.passed) for r in rows]  # doctest: +NORMALIZE_WHITESPACE
+[('T2', 'two_pair_readout', True), ('T4', 'crosstalk_error', True), ('T4', 'crosstalk_from_coherence', True),
+ ('T4', 'crosstalk_from_effective_rank', True)]
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.check import (
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.check import (
     additive,
     argmax,
     decay,
@@ -37,8 +38,8 @@ from capacity.check import (
     quantised,
     softmax,
 )
-from capacity.check._rows import _CACHE, Check
-from capacity.errors import CapacityError
+from lacapacity.check._rows import _CACHE, Check
+from lacapacity.errors import CapacityError
 
 __all__ = ["Check", "run_checks", "format_table"]
 

@@ -13,9 +13,9 @@ import numpy.typing as npt
 import torch
 import xarray as xr
 
-from capacity import variants
-from capacity.base._types import Device
-from capacity.tasks import metrics
+from lacapacity import variants
+from lacapacity.base._types import Device
+from lacapacity.tasks import metrics
 
 T = TypeVar("T")
 # a number: a float (an int), a numpy scalar, or an array or tensor of one entry (what the closed forms return)
@@ -26,8 +26,8 @@ Number: TypeAlias = "float | np.floating[Any] | npt.NDArray[Any] | torch.Tensor"
 class Check:
     """One row of the table: ``measured`` must stand in ``relation`` to ``expected`` within ``tolerance``.
 
-    ``function`` names what the row checks: a function of ``capacity.theory`` (its name, e.g.
-    ``"frame_bound"``; the row calls it as ``capacity.theory.<name>``, so a monkeypatch changes the row)
+    ``function`` names what the row checks: a function of ``lacapacity.theory`` (its name, e.g.
+    ``"frame_bound"``; the row calls it as ``lacapacity.theory.<name>``, so a monkeypatch changes the row)
     or, for a row that holds package code to an exact identity without a closed form, that code
     (e.g. ``"variants.linear"``).
     """
@@ -102,7 +102,7 @@ def measured(key: Hashable, compute: Callable[[], T]) -> T:
     ``run_checks(cache=...)`` keeps measurements across runs with the same device and seed (the
     perturbation test reruns the rows with a closed form patched, and only the expected values change).
     ``key`` must hold every input of the measurement that does not come from the group's device and
-    seed, in particular any value taken from ``capacity.theory`` (so that a patched closed form is
+    seed, in particular any value taken from ``lacapacity.theory`` (so that a patched closed form is
     measured again). Without a cache (a plain run), it is ``compute()``. Cached values are shared: do
     not modify them.
     """

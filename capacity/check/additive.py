@@ -9,12 +9,12 @@ import numpy.typing as npt
 import torch
 import xarray as xr
 
-from capacity import theory, variants
-from capacity.base import _random
-from capacity.check._rows import Check, Gain, eq, mean_se, measured, paley_etf
-from capacity.inputs import keys, values
-from capacity.tasks import metrics, probe
-from capacity.theory._common import Floats
+from lacapacity import theory, variants
+from lacapacity.base import _random
+from lacapacity.check._rows import Check, Gain, eq, mean_se, measured, paley_etf
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import metrics, probe
+from lacapacity.theory._common import Floats
 
 Array = npt.NDArray[np.float64]
 

@@ -14,11 +14,11 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity import theory, variants
-from capacity.base import _random
-from capacity.check._rows import Check, capacity_se, eq, ge, mean_se, measured
-from capacity.inputs import keys, values
-from capacity.tasks import decode, probe
+from lacapacity import theory, variants
+from lacapacity.base import _random
+from lacapacity.check._rows import Check, capacity_se, eq, ge, mean_se, measured
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import decode, probe
 
 TAU = 0.9
 D = DV = 64

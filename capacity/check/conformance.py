@@ -3,11 +3,11 @@
 Run it on your own variant before you probe it: it checks the contract the probe relies on and
 two closed forms at d = 16, then measures the variant's capacity at d = 64 next to the bounds.
 A variant that declares the key dimensions it takes (``Declares.dims``) is checked at the declared d
-nearest 16 and measured at the declared d nearest 64. What a variant declares (``capacity.variants.Declares``, the
-table in ``capacity.variants.declares``) decides which closed forms must hold; a variant that declares nothing has
+nearest 16 and measured at the declared d nearest 64. What a variant declares (``lacapacity.variants.Declares``, the
+table in ``lacapacity.variants.declares``) decides which closed forms must hold; a variant that declares nothing has
 T2 and T12 tried and reported, and T8 applied to a fixed-size state.
 
->>> from capacity import check_variant, variants
+>>> from lacapacity import check_variant, variants
 >>> report = check_variant(variants.get("delta"))
 >>> report.passed, [r.check for r in report.results if r.status == "FAIL"]
 (True, [])
@@ -34,7 +34,7 @@ The checks (each ``pass``, ``FAIL`` with the reason, or ``n/a`` with the reason)
   beta is read from its parameters (``variants.params``: ``params``, else the constructor's arguments kept as
   attributes): ``beta``, or from_fla's ``per_token["beta"]``;
   a variant that records none is taken to have beta = 1;
-- probe: ``capacity.probe.measure`` runs and gives finite errors; the capacity is measured there:
+- probe: ``lacapacity.probe.measure`` runs and gives finite errors; the capacity is measured there:
   the largest measured n with mse <= eps whose next n fails, found exactly (every n between the
   last grid point that meets eps and the first that fails is measured; the keys are a prefix
   family, so a refinement rewrites and rereads a prefix). No interpolation: the reported n is a
@@ -57,14 +57,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from capacity import theory, variants
-from capacity.base import _random, _validate
-from capacity.base._types import Seed
-from capacity.errors import CapacityError, UserCodeError
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import declares
-from capacity.variants._guard import Guarded, guard
+from lacapacity import theory, variants
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Seed
+from lacapacity.errors import CapacityError, UserCodeError
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import declares
+from lacapacity.variants._guard import Guarded, guard
 
 __all__ = ["check_variant", "Report", "Result"]
 
@@ -170,7 +170,7 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 def _state_tensors(state: object, skip: tuple[str, ...] | None = None) -> list[torch.Tensor]:
     """The tensors a state is made of: itself, or those of its dataclass fields, tuples, lists and dicts, nested;
     with ``skip`` (the memory's ``Declares.bookkeeping``), not those of the dataclass fields it names."""
-    from capacity.variants.precision import StoredState, state_tensors
+    from lacapacity.variants.precision import StoredState, state_tensors
 
     if skip is None:
         return state_tensors(state)
@@ -553,7 +553,7 @@ def check_variant(variant: object, *, d: int | None = None, eps: float = 0.5, se
         return report
     declared = f"; declares dims {list(dims)}" if dims is not None else ""
     report.results.append(Result("protocol", PASS, "name, init_state, write, read, state_numel" + declared))
-    x, v = _Inputs(seed, d=report.check_d), guard(variant)  # its errors name the method (capacity.errors.user_code)
+    x, v = _Inputs(seed, d=report.check_d), guard(variant)  # its errors name the method (lacapacity.errors.user_code)
 
     def why(exc: Exception) -> str:
         return str(exc) if isinstance(exc, UserCodeError) else f"raised {type(exc).__name__}: {exc}"

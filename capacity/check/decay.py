@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from capacity import theory, variants
-from capacity.check._rows import Check, eq
-from capacity.inputs import keys, values
-from capacity.kernels import reference
-from capacity.tasks import probe
+from lacapacity import theory, variants
+from lacapacity.check._rows import Check, eq
+from lacapacity.inputs import keys, values
+from lacapacity.kernels import reference
+from lacapacity.tasks import probe
 
 
 def _t11(dev: torch.device, seed: int, rows: list[Check]) -> None:

@@ -8,11 +8,11 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity import theory, variants
-from capacity.check._rows import Check, eq, inside, mean_se, measured
-from capacity.inputs import keys, values
-from capacity.kernels import reference
-from capacity.tasks import metrics, probe
+from lacapacity import theory, variants
+from lacapacity.check._rows import Check, eq, inside, mean_se, measured
+from lacapacity.inputs import keys, values
+from lacapacity.kernels import reference
+from lacapacity.tasks import metrics, probe
 
 
 def _t12(dev: torch.device, seed: int, rows: list[Check]) -> None:

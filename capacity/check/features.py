@@ -1,7 +1,7 @@
 """Rows of T25-T30: feature maps (T25-T28), softmax with random keys (T29) and recall@k (T30), each through the probe.
 
 Every row measures the package's own memories (the linear variant with a feature map, the softmax variant) or key
-families with ``capacity.probe`` and compares with ``capacity.theory.<name>`` to 3 standard errors of the measured
+families with ``lacapacity.probe`` and compares with ``lacapacity.theory.<name>`` to 3 standard errors of the measured
 mean (over batch items: independent draws of keys and values). The dispatch by name (``feature_map_error``,
 ``feature_crosstalk``) is held to the relu and elu1 measurements, ``sphere_moment`` to the moments of the Gaussian
 key family's dot products, ``recall_at`` exactly to its own model (scores drawn as it states them, decoded by
@@ -16,12 +16,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity import theory, variants
-from capacity.base import _random
-from capacity.check._rows import Check, Number, capacity_se, eq, ge, mean_se, measured
-from capacity.inputs import keys, values
-from capacity.tasks import decode, probe
-from capacity.variants import Variant
+from lacapacity import theory, variants
+from lacapacity.base import _random
+from lacapacity.check._rows import Check, Number, capacity_se, eq, ge, mean_se, measured
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import decode, probe
+from lacapacity.variants import Variant
 
 
 def _probe_mse(

@@ -19,13 +19,13 @@ from typing import cast
 import numpy as np
 import torch
 
-from capacity import theory, variants
-from capacity.check._rows import Check, eq, mean_se, measured
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.theory._common import Floats
-from capacity.variants import Variant
-from capacity.variants.mamba2 import Mamba2
+from lacapacity import theory, variants
+from lacapacity.check._rows import Check, eq, mean_se, measured
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.theory._common import Floats
+from lacapacity.variants import Variant
+from lacapacity.variants.mamba2 import Mamba2
 
 Bins = tuple[tuple[int, int], ...]  # (first age, end) of each bin or window
 

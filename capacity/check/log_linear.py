@@ -2,7 +2,7 @@
 
 The built-in ``log_linear`` memory (over linear attention with a constant gate) is written with random unit keys
 and values and read back through the probe; the mean per-pair error over the batch, and the mean over each Fenwick
-level's pairs, are compared with ``capacity.theory.log_linear_error`` and ``log_linear_level_error`` within 3
+level's pairs, are compared with ``lacapacity.theory.log_linear_error`` and ``log_linear_level_error`` within 3
 standard errors. The batch is sized so that a form 3% off fails every row: at n = 22 (levels of 16, 4 and 2 pairs),
 d = 16, dv = 64, 1024 draws, 3 s.e. is 0.2%-1% of the prediction.
 """
@@ -15,11 +15,11 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity import theory, variants
-from capacity.check._rows import Check, eq, mean_se, measured
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.theory.log_linear import buckets
+from lacapacity import theory, variants
+from lacapacity.check._rows import Check, eq, mean_se, measured
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.theory.log_linear import buckets
 
 
 def _errors(

@@ -1,7 +1,7 @@
-"""Rows of T14-T20: low-precision states (``capacity.variants.precision``) and head layouts (``capacity.variants.heads``).
+"""Rows of T14-T20: low-precision states (``lacapacity.variants.precision``) and head layouts (``lacapacity.variants.heads``).
 
 Each row measures the package's wrappers on random unit keys and values and compares with the closed form of
-``capacity.theory`` within 3 standard errors over the batch (each sized so that a 3% error in the formula fails).
+``lacapacity.theory`` within 3 standard errors over the batch (each sized so that a 3% error in the formula fails).
 The deviation of a state is measured through reads: the wrapped memory and the float32 memory read the d unit
 basis vectors, so the mean squared difference of the reads is ||S_stored - S_float32||_F^2 / d, the expected
 deviation of a read by a random unit query.
@@ -14,12 +14,12 @@ from functools import partial
 
 import torch
 
-from capacity import theory, variants
-from capacity.check._rows import Check, eq, mean_se, measured
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.theory._common import Floats
-from capacity.variants import heads, precision
+from lacapacity import theory, variants
+from lacapacity.check._rows import Check, eq, mean_se, measured
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.theory._common import Floats
+from lacapacity.variants import heads, precision
 
 
 def _pairs(n: int, d: int, dv: int, B: int, seed: int, dev: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,8 +1,8 @@
-"""Rows of T31-T33: integer states with scales and error feedback (``capacity.variants.quantise`` through
-``capacity.variants.precision.stored``).
+"""Rows of T31-T33: integer states with scales and error feedback (``lacapacity.variants.quantise`` through
+``lacapacity.variants.precision.stored``).
 
 Each row measures the package's wrapper on random unit keys and values and compares with the closed form of
-``capacity.theory`` within 3 standard errors over the batch, each batch sized so that a 3% error in the formula
+``lacapacity.theory`` within 3 standard errors over the batch, each batch sized so that a 3% error in the formula
 fails. The deviation is measured through reads, as for T14-T19: the wrapped and the float32 memory read the d unit
 basis vectors, so the mean squared difference of the reads is ||S_stored - S_float32||_F^2 / d.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from capacity import theory
-from capacity.check._rows import Check, eq, mean_se, measured
-from capacity.check.precision import _deviation
-from capacity.variants import quantise
+from lacapacity import theory
+from lacapacity.check._rows import Check, eq, mean_se, measured
+from lacapacity.check.precision import _deviation
+from lacapacity.variants import quantise
 
 
 def _t31(dev: torch.device, seed: int, rows: list[Check]) -> None:

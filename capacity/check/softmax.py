@@ -16,10 +16,10 @@ import numpy.typing as npt
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from capacity import theory, variants
-from capacity.check._rows import Check, eq, measured
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity import theory, variants
+from lacapacity.check._rows import Check, eq, measured
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
 
 
 def _t13(dev: torch.device, seed: int, rows: list[Check]) -> None:

@@ -2,15 +2,15 @@
 
 ``keys`` (key families with controlled orthogonality), ``values`` (value families), ``features`` (feature maps
 phi), ``pretrained`` (keys of a pretrained model's attention) and ``capture`` (a real model's inputs). The key
-family ``learned`` (keys optimised through a memory's read) is of the tasks layer, ``capacity.tasks.learned``.
-Imports only ``capacity.base``, ``capacity.theory`` and ``capacity.kernels``.
+family ``learned`` (keys optimised through a memory's read) is of the tasks layer, ``lacapacity.tasks.learned``.
+Imports only ``lacapacity.base``, ``lacapacity.theory`` and ``lacapacity.kernels``.
 """
 
 from types import ModuleType
 
 
 def __getattr__(name: str) -> ModuleType:
-    """Submodules load on first use (``capacity.inputs.keys`` after ``import capacity``)."""
+    """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
     import importlib
 
     try:

@@ -28,8 +28,8 @@ heads per key head: ``repeat_interleave``, as the kernels do), and Mamba-2's B a
 Mamba-2, ``dt = clamp(softplus(dt_raw + dt_bias), *dt_limit)`` as the scan computes it, and the layer's output
 ``out`` is the scan's output less its skip term ``D x``. ``out`` ``[H, T, dv]`` and ``state`` ``[H, d, dv]`` are
 what the kernel itself returned (Mamba-2's ``[P, N]`` state transposed to the row convention); ``replay`` (in
-``capacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, every head
-at once and a chunk of tokens at a time (held to ``capacity.kernels.reference``'s token-by-token oracle), which is
+``lacapacity.inputs.capture``) recomputes both from the captured inputs with the toolkit's own recurrences, every head
+at once and a chunk of tokens at a time (held to ``lacapacity.kernels.reference``'s token-by-token oracle), which is
 the proof that a capture is what the model computed: capture and replay of every head cost less than a second
 forward pass (``benchmarks/model_capture.py``).
 
@@ -52,8 +52,8 @@ from typing import Any, Literal
 
 import torch
 
-from capacity.errors import CapacityError
-from capacity.kernels import reference
+from lacapacity.errors import CapacityError
+from lacapacity.kernels import reference
 
 Family = Literal["gated_delta", "kda", "mamba2", "decay"]
 INSTALL = "pip install 'linear-attention-capacity[models]'"
@@ -441,7 +441,7 @@ def replay(
     written.
 
     Without ``write``, chunk by chunk (``CHUNK`` tokens, ``CHANNEL_CHUNK`` for kda: the recurrence unrolled over the chunk, see ``_chunk``);
-    with ``write(S, t)``, token by token by ``capacity.kernels.reference`` (the one-token oracle that
+    with ``write(S, t)``, token by token by ``lacapacity.kernels.reference`` (the one-token oracle that
     ``kernels.update`` and the Triton kernels are held to), ``write`` applied to the state after token t is written
     and returning the state the next token sees (how a server's rounding of the state enters). Both give the same
     numbers to float32's rounding (tests/inputs/test_capture.py).

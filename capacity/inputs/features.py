@@ -20,7 +20,7 @@ performer(m)   m                     exp(w_r . x - |x|^2 / 2) / sqrt(m), w_r ~ N
 =============  ====================  ======================================================
 
 >>> import torch
->>> from capacity import features
+>>> from lacapacity import features
 >>> phi = features.get("dpfp", nu=2)
 >>> phi.feature_dim(16)
 64
@@ -39,10 +39,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from capacity.base import _random, _validate
-from capacity.base.registry import Registry
-from capacity.errors import CapacityError, user_code
-from capacity.kernels._batched import matmul
+from lacapacity.base import _random, _validate
+from lacapacity.base.registry import Registry
+from lacapacity.errors import CapacityError, user_code
+from lacapacity.kernels._batched import matmul
 
 __all__ = ["FeatureMap", "get", "available", "display_name", "display_names", "PARAMS"]
 
@@ -232,9 +232,9 @@ class _Entry:
 
 
 # the registry's order is the order of figure legends (and of their colours); plug-ins: entry point group
-# capacity.features, or module:Class (a FeatureMap class or instance)
+# lacapacity.features, or module:Class (a FeatureMap class or instance)
 _MAPS: Registry[Any] = Registry(
-    "capacity.features", "feature map", path="module:Class"
+    "lacapacity.features", "feature map", path="module:Class"
 )  # own: _Entry; plug-ins: FeatureMap classes or instances
 for _name, _entry in {
     "identity": _Entry(Identity, (), "phi(x) = x, D = d (the plain linear memory)", "identity"),
@@ -259,7 +259,7 @@ PARAMS = {name: e.params for name, e in _MAPS.own().items()}  # each map's own p
 
 
 def available() -> dict[str, str]:
-    """The feature maps: name -> one-line description (plug-ins of entry point group ``capacity.features`` too)."""
+    """The feature maps: name -> one-line description (plug-ins of entry point group ``lacapacity.features`` too)."""
     out = {name: e.description for name, e in _MAPS.own().items()}
     return out | {name: f"(plug-in {value})" for name, value in _MAPS.declared().items()}
 
@@ -302,15 +302,15 @@ def get(name: str | FeatureMap, **params: object) -> FeatureMap:
         return name
     if not isinstance(name, str):
         raise CapacityError(
-            f"a feature map is a name ({', '.join(_MAPS.own())}) or a capacity.features.FeatureMap, got {name!r}"
+            f"a feature map is a name ({', '.join(_MAPS.own())}) or a lacapacity.features.FeatureMap, got {name!r}"
         )
-    if name not in _MAPS:  # a plug-in: an import path module:attr, or an entry point of group capacity.features
+    if name not in _MAPS:  # a plug-in: an import path module:attr, or an entry point of group lacapacity.features
         found = _MAPS.get(name)
         with user_code(f"feature map {name!r}", "when built"):
             built = found(**params) if callable(found) and not isinstance(found, FeatureMap) else found
         if not isinstance(built, FeatureMap):
             raise CapacityError(
-                f"feature map {name!r} must build a capacity.features.FeatureMap, got {type(built).__name__}"
+                f"feature map {name!r} must build a lacapacity.features.FeatureMap, got {type(built).__name__}"
             )
         return built
     entry: _Entry = _MAPS.own()[name]

@@ -4,7 +4,7 @@ Every family returns float32 keys ``[batch, n, d]`` with unit rows, built on the
 float64 from an explicit seed (so the same seed gives the same keys on every device)
 and then moved to ``device``.
 
->>> from capacity import keys
+>>> from lacapacity import keys
 >>> K = keys.make("orthogonal", n=96, d=32, batch=2, seed=0)
 >>> tuple(K.shape), K.dtype
 ((2, 96, 32), torch.float32)
@@ -24,11 +24,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity.base import _random, _validate
-from capacity.base._types import Device, Seed
-from capacity.base.registry import Registry
-from capacity.errors import CapacityError, user_code
-from capacity.theory import welch_bound
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device, Seed
+from lacapacity.base.registry import Registry
+from lacapacity.errors import CapacityError, user_code
+from lacapacity.theory import welch_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
@@ -196,25 +196,25 @@ def _anisotropic(
 
 
 def _pretrained(batch: int, n: int, d: int, g: torch.Generator, **params: object) -> torch.Tensor:
-    from capacity.inputs import pretrained
+    from lacapacity.inputs import pretrained
 
     return pretrained.draw(batch, n, d, g, **params)  # type: ignore[arg-type]  # the family's: draw checks them
 
 
 def _pretrained_check(d: int, **params: object) -> None:
-    from capacity.inputs import pretrained
+    from lacapacity.inputs import pretrained
 
     pretrained.check(d, **params)  # type: ignore[arg-type]  # the family's parameters, checked there
 
 
 def _accept(name: str, found: object) -> Family:
     if not isinstance(found, Family):
-        raise CapacityError(f"key family {name!r} must be a capacity.keys.Family, got {type(found).__name__}")
+        raise CapacityError(f"key family {name!r} must be a lacapacity.keys.Family, got {type(found).__name__}")
     return found
 
 
-# the registry's order is the order of figure legends; plug-ins: entry point group capacity.keys, or module:attr
-_FAMILIES: Registry[Family] = Registry("capacity.keys", "key family", path="module:attr", accept=_accept)
+# the registry's order is the order of figure legends; plug-ins: entry point group lacapacity.keys, or module:attr
+_FAMILIES: Registry[Family] = Registry("lacapacity.keys", "key family", path="module:attr", accept=_accept)
 for _f in [
     Family(
         "gaussian",
@@ -253,7 +253,7 @@ for _f in [
         _pretrained,
         ("layer", "head", "text"),
         True,
-        "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (capacity.inputs.pretrained; extra 'models')",
+        "attention keys of all-MiniLM-L6-v2 (layer, head) on consecutive tokens of a text (lacapacity.inputs.pretrained; extra 'models')",
         _pretrained_check,
         display="pretrained (MiniLM)",
     ),
@@ -263,7 +263,7 @@ for _f in [
 
 def available() -> dict[str, str]:
     """The key families: name -> one-line description, the built-ins and those plug-in packages declare (entry point
-    group ``capacity.keys``). ``family(name)`` gives the ``Family`` itself.
+    group ``lacapacity.keys``). ``family(name)`` gives the ``Family`` itself.
 
     >>> list(available())[:3]
     ['gaussian', 'orthogonal', 'simplex']
@@ -272,7 +272,7 @@ def available() -> dict[str, str]:
 
 
 def family(name: str) -> Family:
-    """The key family ``name``: built in, declared by an entry point (group ``capacity.keys``), or ``module:attr``."""
+    """The key family ``name``: built in, declared by an entry point (group ``lacapacity.keys``), or ``module:attr``."""
     return _FAMILIES.get(name)
 
 
@@ -304,8 +304,8 @@ def make(
     ``seed`` is an int, a CPU torch.Generator, or a sequence of ints (one batch item per seed:
     item b equals ``make(name, n, d, seed=seed[b])[0]``). ``params`` are the family's own
     (``rho`` for correlated; ``rank`` or ``spectrum`` for anisotropic; for learned ``variant``,
-    ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``capacity.learned.optimise``; for pretrained
-    ``layer``, ``head``, ``text``, see ``capacity.inputs.pretrained``).
+    ``values``, ``dv``, ``steps``, ``lr``, ``gain``, see ``lacapacity.learned.optimise``; for pretrained
+    ``layer``, ``head``, ``text``, see ``lacapacity.inputs.pretrained``).
 
     >>> make("correlated", n=4, d=8, seed=1, rho=0.5).shape
     torch.Size([1, 4, 8])
@@ -348,7 +348,7 @@ def make(
 
 def statistics(K: torch.Tensor, *, block: int = 2048) -> dict[str, NDArray[np.float64]]:
     """``describe``'s four statistics of keys ``K`` ``[batch, n, d]`` (or ``[n, d]``) as float64 arrays ``[batch]``,
-    without its Dataset: what a task's pass stores (``capacity.tasks.recall``)."""
+    without its Dataset: what a task's pass stores (``lacapacity.tasks.recall``)."""
     _validate.tensor("K", K, ndim=(2, 3))
     block = _validate.positive_int("block", block)
     if K.ndim == 2:

@@ -20,7 +20,7 @@ plain text, illustration and side-note lines removed), about 5,500 tokens.
 
 The model, the tokens of a text and the keys of each chunk are computed once per process and cached
 (only the chunks a draw touches are run). Parameters are
-checked before anything is loaded. ``capacity.keys.make("pretrained", ...)`` calls ``draw``.
+checked before anything is loaded. ``lacapacity.keys.make("pretrained", ...)`` calls ``draw``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 import torch
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 LAYERS = 6  # encoder layers
 HEADS = 12  # attention heads per layer

@@ -1,6 +1,6 @@
 """Value families: float32 ``[batch, n, dv]`` from an explicit seed, drawn on the CPU and moved to ``device``.
 
->>> from capacity import values
+>>> from lacapacity import values
 >>> V = values.make("orthonormal", n=8, dv=16, seed=0)
 >>> bool(((V[0] @ V[0].T) - __import__("torch").eye(8)).abs().max() < 1e-6)
 True
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from capacity.base import _random, _validate
-from capacity.base._types import Device, Seed
-from capacity.errors import CapacityError
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device, Seed
+from lacapacity.errors import CapacityError
 
 __all__ = ["make", "available"]
 
@@ -34,7 +34,7 @@ def available() -> dict[str, str]:
 def make(
     name: str, n: int, dv: int, *, batch: int = 1, seed: Seed = 0, device: Device = None, **params: object
 ) -> torch.Tensor:
-    """Draw values of the family ``name``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``capacity.keys.make``.
+    """Draw values of the family ``name``: float32 ``[batch, n, dv]`` on ``device``; ``seed`` as in ``lacapacity.keys.make``.
 
     The value families take no parameters of their own.
     """

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from capacity.errors import CapacityError
-from capacity.sweep.config import Study, n_of
-from capacity.variants import declares
+from lacapacity.errors import CapacityError
+from lacapacity.sweep.config import Study, n_of
+from lacapacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
-    from capacity.sweep.plan import Cell, Plan
-    from capacity.sweep.store import Points
-    from capacity.tasks import Measured, Schema
+    from lacapacity.sweep.plan import Cell, Plan
+    from lacapacity.sweep.store import Points
+    from lacapacity.tasks import Measured, Schema
 
 
 _FLAGS = {
@@ -39,14 +39,14 @@ _COORD_ATTRS = {
 
 
 def split(measured: Measured, schema: Schema, task: str | None, seeds: Sequence[int], ns: Sequence[int]) -> Points:
-    """A pass's ``Measured`` (``capacity.tasks.protocol``) as points ``{(seed, n): {variable: array over its dims but
+    """A pass's ``Measured`` (``lacapacity.tasks.protocol``) as points ``{(seed, n): {variable: array over its dims but
     seed}}`` (views of its arrays), after checking it against ``schema`` (the task's ``Schema``): every variable, no
     other, each of its declared dtype and of shape ``(len(ns), *its dims)``. ``task``: the kind, for the message."""
     order = sorted(set(ns))
     got = getattr(measured, "values", None)
     if not isinstance(got, dict):
         raise CapacityError(
-            f"task {task!r}: measure() must return a capacity.tasks.Measured, got {type(measured).__name__}"
+            f"task {task!r}: measure() must return a lacapacity.tasks.Measured, got {type(measured).__name__}"
         )
     if sorted(got) != sorted(schema.variables):
         raise CapacityError(

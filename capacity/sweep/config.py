@@ -3,7 +3,7 @@
 ``Study.from_dict`` and ``Study.with_overrides`` (the command line's ``--set``) refuse unknown fields in one line that
 lists the allowed ones.
 
->>> from capacity.sweep.config import Grid, Study
+>>> from lacapacity.sweep.config import Grid, Study
 >>> s = Study("demo", "two variants", Grid(variant=("linear", "delta(beta=0.5)"), d=(16,), load=(0.5, 1, 2)))
 >>> [v.label for v in s.grid.variant], s.grid.ns(16)
 (['linear', 'delta(beta=0.5)'], [8, 16, 32])
@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
-from capacity import variants
-from capacity.base import _random, _validate, labels
-from capacity.base.labels import Spec
-from capacity.errors import CapacityError
+from lacapacity import variants
+from lacapacity.base import _random, _validate, labels
+from lacapacity.base.labels import Spec
+from lacapacity.errors import CapacityError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.tasks import Config
-    from capacity.variants import Variant
+    from lacapacity.tasks import Config
+    from lacapacity.variants import Variant
 
 _T = TypeVar("_T")
 # what a grid axis takes: one value or any iterable of them (a variant as a label, a dict {"name", "params"}, a
@@ -39,7 +39,13 @@ _Label: TypeAlias = "str | Spec | Mapping[str, Any]"
 
 
 DTYPES = ("float32", "bfloat16", "float16")
-STATE_DTYPES = ("float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")  # capacity.variants.precision.DTYPES
+STATE_DTYPES = (
+    "float32",
+    "bfloat16",
+    "float16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+)  # lacapacity.variants.precision.DTYPES
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -73,16 +79,16 @@ def _number(name: str, v: object, whole: bool) -> int | float:
 
 
 def _state_dtype(v: object) -> str:
-    """A float format of STATE_DTYPES, or an integer one (int8, int4/row+ef, ...: capacity.variants.quantise), as its label."""
-    from capacity.variants import quantise
-    from capacity.variants.precision import _dtype
+    """A float format of STATE_DTYPES, or an integer one (int8, int4/row+ef, ...: lacapacity.variants.quantise), as its label."""
+    from lacapacity.variants import quantise
+    from lacapacity.variants.precision import _dtype
 
     name = str(v).strip()
     return _dtype(name) if quantise.is_quantised(name) else _validate.choice("state_dtype", name, STATE_DTYPES)
 
 
 def _rounding(v: object) -> str:
-    from capacity.variants.precision import Rounding
+    from lacapacity.variants.precision import Rounding
 
     return Rounding.parse(str(v)).label
 
@@ -118,9 +124,9 @@ class Grid:
     ``variant``, ``keys`` (key families) and ``feature`` (feature maps handed to the variant; empty: no axis) are
     labels such as ``delta(beta=0.5)``; ``load`` (n/d) or ``n`` (pair counts), exactly one; ``seed``: the batch of
     one probe; ``dtype``: of keys and values; ``dv`` (empty: dv = d); ``state_dtype`` and ``rounding``: how the
-    state is stored (``capacity.variants.precision``: float32 | bfloat16 | float16 | float8_e4m3fn | float8_e5m2, and
+    state is stored (``lacapacity.variants.precision``: float32 | bfloat16 | float16 | float8_e4m3fn | float8_e5m2, and
     step | final | chunk=C, optionally +stochastic); ``heads`` and ``value_heads`` (empty: as many as heads): the
-    head layout (``capacity.variants.heads``).
+    head layout (``lacapacity.variants.heads``).
     """
 
     # each axis as __post_init__ stores it (what the constructor takes: the __init__ below, for type checkers)
@@ -207,8 +213,8 @@ def _known(what: str, given: Iterable[str], allowed: list[str]) -> None:
 def _task_rules(study: Study) -> None:
     """What a study of its task must be: the task's own grid rules (``check_grid``), and no optional grid axis set
     away from its default that belongs to other tasks alone (their ``grid_axes``)."""
-    from capacity.tasks import TASKS
-    from capacity.tasks import get as tasks_get
+    from lacapacity.tasks import TASKS
+    from lacapacity.tasks import get as tasks_get
 
     task = tasks_get(cast(str, study.task.kind))  # cast: a study's task has a kind (Study.__post_init__)
     task.check_grid(study)
@@ -221,17 +227,17 @@ def _task_rules(study: Study) -> None:
 
 
 def _recall() -> Config:
-    from capacity.tasks import Recall
+    from lacapacity.tasks import Recall
 
     return Recall()
 
 
 @dataclass(frozen=True)
 class Study:
-    """A named grid with its task's settings (``task``: a ``capacity.tasks.Config`` such as ``Recall(...)``,
+    """A named grid with its task's settings (``task``: a ``lacapacity.tasks.Config`` such as ``Recall(...)``,
     ``Mqar(...)``, ``Needle(...)`` or ``Bill(...)``) and the options it asks of its figures (``figures``: figure
     name -> keyword arguments, e.g. ``{"frontier": {"published": True}}``; recorded with the results, read by
-    ``capacity.plots.render``)."""
+    ``lacapacity.plots.render``)."""
 
     name: str
     description: str
@@ -240,7 +246,7 @@ class Study:
     figures: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # Any: a figure's own keyword values
 
     def __post_init__(self) -> None:
-        from capacity.tasks import Config
+        from lacapacity.tasks import Config
 
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise CapacityError(
@@ -248,7 +254,7 @@ class Study:
             )
         if not isinstance(self.grid, Grid) or not isinstance(self.task, Config) or self.task.kind is None:
             raise CapacityError(
-                "Study takes grid=Grid(...) and task=Recall(...) (or Mqar, Needle, Bill: capacity.tasks)"
+                "Study takes grid=Grid(...) and task=Recall(...) (or Mqar, Needle, Bill: lacapacity.tasks)"
             )
         shaped = isinstance(self.figures, Mapping) and all(
             isinstance(k, str) and isinstance(v, Mapping) and all(isinstance(o, str) for o in v)
@@ -263,7 +269,7 @@ class Study:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Study:
         """From ``{"name", "description", "grid": {...}, "task": {"kind": ..., ...}}``; unknown fields are an error."""
-        from capacity.tasks.protocol import config_class
+        from lacapacity.tasks.protocol import config_class
 
         if not isinstance(data, dict):
             raise CapacityError(f"a study configuration is a dict, got {type(data).__name__}")
@@ -295,7 +301,7 @@ class Study:
     def settable_keys() -> list[str]:
         """Every key ``--set`` takes: the grid's fields, ``kind``, and every task's fields in ``TASKS`` order (a
         field of another task than the study's is refused by its task's config, naming that task)."""
-        from capacity.tasks import TASKS
+        from lacapacity.tasks import TASKS
 
         out = _fields(Grid) + ["kind"]
         for task in TASKS.values():
@@ -316,7 +322,7 @@ class Study:
         >>> s.with_overrides("d=16").grid.d, s.with_overrides({"d": [16, 32], "seed": 1}).grid.seed
         ((16,), (1,))
         """
-        from capacity.tasks.protocol import config_class
+        from lacapacity.tasks.protocol import config_class
 
         grid = {f: getattr(self.grid, f) for f in _fields(Grid)}
         task = {f: getattr(self.task, f) for f in self.task.settable()}

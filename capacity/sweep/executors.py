@@ -3,7 +3,7 @@
 ``execute(name, fn, tasks)`` yields ``(key, fn(task))`` for every ``(key, task)`` as each finishes. ``fn`` and the
 tasks travel by pickle; results come back to the calling process (so a Dask cluster need not share its file
 system). Closing the generator (an interrupt) cancels what has not started and stops the workers. The sweeps
-(``capacity.sweep``) run their groups this way.
+(``lacapacity.sweep``) run their groups this way.
 
 - ``serial``: in this process, in order;
 - ``processes``: local worker processes (torch threads split between them). Each is forked from a fork server that
@@ -38,8 +38,8 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import CancelledError
 from typing import Any, TypeVar
 
-from capacity.base import _validate
-from capacity.errors import CapacityError, one_line
+from lacapacity.base import _validate
+from lacapacity.errors import CapacityError, one_line
 
 _T = TypeVar("_T")  # a task
 _R = TypeVar("_R")  # its result

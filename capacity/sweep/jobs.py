@@ -1,4 +1,4 @@
-"""The sweep's units of work: ``measure(job)`` (what ``capacity.sweep.executors`` runs, in this process or a worker),
+"""The sweep's units of work: ``measure(job)`` (what ``lacapacity.sweep.executors`` runs, in this process or a worker),
 the checks made before any work (``check``, ``check_memory``) and ``prepare`` (imports made while workers measure).
 """
 
@@ -10,20 +10,20 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import torch
 
-from capacity import variants
-from capacity.base import _opened, _validate, plugins
-from capacity.errors import CapacityError
-from capacity.inputs import keys as keys_mod
-from capacity.sweep import provenance
-from capacity.tasks import Measured, _shared, probe
-from capacity.tasks import get as tasks_get
-from capacity.variants import heads as heads_mod
+from lacapacity import variants
+from lacapacity.base import _opened, _validate, plugins
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys as keys_mod
+from lacapacity.sweep import provenance
+from lacapacity.tasks import Measured, _shared, probe
+from lacapacity.tasks import get as tasks_get
+from lacapacity.variants import heads as heads_mod
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.sweep.config import Study
-    from capacity.sweep.plan import Pass, Plan
-    from capacity.tasks import Mqar, Task
-    from capacity.variants import Variant
+    from lacapacity.sweep.config import Study
+    from lacapacity.sweep.plan import Pass, Plan
+    from lacapacity.tasks import Mqar, Task
+    from lacapacity.variants import Variant
 
 
 READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the files the memory read while measured
@@ -68,7 +68,7 @@ def measure(job: Job) -> list[tuple[str, Measured]]:
 def prepare() -> None:
     """Import what assembling a study needs later (scipy, for the closed forms): the sweep calls it while its
     workers measure, so that the import is off the critical path."""
-    from capacity.theory import _common
+    from lacapacity.theory import _common
 
     _common._scipy()
 
@@ -136,7 +136,7 @@ def _fits(study: Study, task: Task[Any], memory: Variant, label: str, d: int, de
 
 def check_memory(plan: Plan, passes: Sequence[Pass], parallel: int = 1) -> int:
     """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory
-    (``plan``: a ``capacity.sweep.plan.Plan``; ``passes``: its passes to run); else return that estimate in bytes."""
+    (``plan``: a ``lacapacity.sweep.plan.Plan``; ``passes``: its passes to run); else return that estimate in bytes."""
     if not passes:
         return 0
     study, task = plan.study, tasks_get(cast(str, plan.study.task.kind))  # cast: as in measure

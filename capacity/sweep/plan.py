@@ -2,7 +2,7 @@
 
 A cell is one value of every cell axis (variant, keys, feature, d, dtype, dv); a point is a cell at one seed and
 one pair count n. One write pass measures any pair counts of a cell for any of its seeds (all seeds in one batch).
-``Plan`` resolves a study once per run: it builds and fingerprints each memory (``capacity.sweep.provenance``), names
+``Plan`` resolves a study once per run: it builds and fingerprints each memory (``lacapacity.sweep.provenance``), names
 each cell by what computes its numbers (``identity``; the store names its file by that's hash) and, from the points already stored, makes the passes that
 measure the rest. A point is stored on its own, and so reused on its own, when its numbers depend on nothing but
 its cell, seed and n: always for the recall kind's pair counts (the probe writes in fixed blocks), for seeds when
@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from capacity import variants as variants_mod
-from capacity.base import _opened
-from capacity.base.labels import Spec
-from capacity.errors import CapacityError
-from capacity.inputs import keys as keys_mod
-from capacity.sweep import provenance
-from capacity.sweep.config import CELL_AXES, Study
-from capacity.sweep.store import reuse_key
-from capacity.tasks import get as tasks_get
-from capacity.variants._guard import guard
+from lacapacity import variants as variants_mod
+from lacapacity.base import _opened
+from lacapacity.base.labels import Spec
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys as keys_mod
+from lacapacity.sweep import provenance
+from lacapacity.sweep.config import CELL_AXES, Study
+from lacapacity.sweep.store import reuse_key
+from lacapacity.tasks import get as tasks_get
+from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Cell:
 
     values: tuple[tuple[str, Any], ...]  # ((axis, value), ...) in CELL_AXES order
 
-    if TYPE_CHECKING:  # pragma: no cover  # what __getattr__ gives for each axis (capacity.tasks.protocol.CellView)
+    if TYPE_CHECKING:  # pragma: no cover  # what __getattr__ gives for each axis (lacapacity.tasks.protocol.CellView)
 
         @property
         def variant(self) -> Spec: ...
@@ -253,14 +253,14 @@ class Plan:
     def draw_seconds(self, p: Pass) -> float:
         """Estimated seconds of a pass's key draws (families with a ``cost``: learned keys optimise)."""
         fam = keys_mod.family(p.cell.keys.name)
-        draws = p.ns[-1:] if fam.iid_rows else p.ns  # one draw per pass, or per n (capacity.tasks.recall)
+        draws = p.ns[-1:] if fam.iid_rows else p.ns  # one draw per pass, or per n (lacapacity.tasks.recall)
         return (
             0.0 if fam.cost is None else sum(fam.cost(len(p.seeds), n, p.cell.d, **p.cell.keys.kwargs) for n in draws)
         )
 
 
 def _label(spec: Spec) -> str:
-    """The label of the memory ``spec`` names, without a feature map: ``capacity.variants.label`` of the object."""
+    """The label of the memory ``spec`` names, without a feature map: ``lacapacity.variants.label`` of the object."""
     try:
         return variants_mod.label(variants_mod.build(spec))
     except CapacityError:  # a variant that needs its feature map to be built (normalize_read): the label as given

@@ -1,6 +1,6 @@
 """What produced a result, and everything that would change its numbers.
 
-The sweep's reuse key (``capacity.sweep.plan.Plan.identity``, hashed by ``store.reuse_key``) is built from these parts:
+The sweep's reuse key (``lacapacity.sweep.plan.Plan.identity``, hashed by ``store.reuse_key``) is built from these parts:
 
 - ``package()``: every source file of this package that computes numbers (not the plots) and its data files;
 - ``user_code(objects, modules)``: the source of the user's modules that define the memories, key families and
@@ -49,14 +49,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from capacity.base._paths import library_dirs, package_dirs
-from capacity.base._version import __version__
+from lacapacity.base._paths import library_dirs, package_dirs
+from lacapacity.base._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from capacity.base.labels import Spec
-    from capacity.variants import Variant
+    from lacapacity.base.labels import Spec
+    from lacapacity.variants import Variant
 
 
 # distributions whose code computes numbers: their versions are part of every key
@@ -284,7 +284,7 @@ def libraries(objects: Iterable[object] = ()) -> dict[str, str]:
     for obj in objects:  # a plug-in whose code lies in an installed distribution: recorded by that one's version
         module = sys.modules.get(getattr(obj, "__module__", None) or type(obj).__module__)
         path = getattr(module, "__file__", None) or ""
-        if module is not None and path.startswith(skip) and not module.__name__.startswith("capacity"):
+        if module is not None and path.startswith(skip) and not module.__name__.startswith("lacapacity"):
             installed.append(module.__name__.partition(".")[0])
     if installed:
         owners = metadata.packages_distributions()
@@ -436,14 +436,14 @@ def behaviour(memory: Variant, device: str | torch.device = "cpu") -> dict[str, 
     when it is written alone (``batch_invariant``: then each seed's numbers can be stored on their own).
 
     Returns ``{"bits": sha256 | "failed: <error>", "batch_invariant": bool}``; it never raises but to stop the run
-    (KeyboardInterrupt, ``capacity.errors.Terminated``). The memory's methods run as user code
-    (``capacity.errors.user_code``), as everywhere else.
+    (KeyboardInterrupt, ``lacapacity.errors.Terminated``). The memory's methods run as user code
+    (``lacapacity.errors.user_code``), as everywhere else.
     """
     import torch
 
-    from capacity.errors import user_code
-    from capacity.variants._guard import _label
-    from capacity.variants.declares import declared
+    from lacapacity.errors import user_code
+    from lacapacity.variants._guard import _label
+    from lacapacity.variants.declares import declared
 
     who = f"memory {_label(memory)!r}"
 
@@ -479,7 +479,7 @@ def behaviour(memory: Variant, device: str | torch.device = "cpu") -> dict[str, 
 
 
 def _numel(memory: Variant, d: int, dv: int, who: str = "memory") -> int | None:
-    from capacity.errors import user_code
+    from lacapacity.errors import user_code
 
     try:
         with user_code(who, "in state_numel()"):
@@ -489,7 +489,7 @@ def _numel(memory: Variant, d: int, dv: int, who: str = "memory") -> int | None:
 
 
 def spec_files(*specs: Spec | None) -> dict[str, str]:
-    """Files named in the parameters of label ``specs`` (``capacity.labels.Spec``: a text, a weights folder), by their
+    """Files named in the parameters of label ``specs`` (``lacapacity.labels.Spec``: a text, a weights folder), by their
     bytes (``files``); None entries are skipped."""
     named = [v for s in specs if s is not None for v in s.kwargs.values() if isinstance(v, str) and os.path.exists(v)]
     return files(named)
@@ -499,7 +499,7 @@ def family(spec: Spec, d: int) -> dict[str, Any]:  # JSON
     """What decides a key family's draws at ``d`` (``spec``: its label): its behaviour (``family_behaviour``; learned
     keys are package code, their optimisation too costly to fingerprint), the user's code that draws them and the
     files its parameters name."""
-    from capacity.inputs import keys
+    from lacapacity.inputs import keys
 
     fam = keys.family(spec.name)
     found = {"bits": "learned: package code"} if spec.name == "learned" else family_behaviour(spec.name, spec.kwargs, d)
@@ -510,7 +510,7 @@ def family(spec: Spec, d: int) -> dict[str, Any]:  # JSON
 def family_behaviour(name: str, params: Mapping[str, Any], d: int) -> dict[str, Any]:  # JSON
     """The bits of 6 keys of the key family ``name`` at ``d`` (seed 0), and whether the first 4 of them are the
     draw of 4 keys (``prefix_stable``: then one draw of n_max keys serves every n, whatever n_max is)."""
-    from capacity.inputs import keys
+    from lacapacity.inputs import keys
 
     try:
         six = keys.make(name, 6, d, seed=0, **params)
@@ -532,7 +532,7 @@ def record(
 ) -> dict[str, Any]:  # config and run: JSON
     """The attrs a result carries (docs/results-schema.md): the study's configuration and its hash, each memory's
     class and every parameter (``memories``: label -> object), versions, device, commit and time."""
-    from capacity import variants
+    from lacapacity import variants
 
     def plain(x: Any) -> Any:  # JSON
         if isinstance(x, dict):

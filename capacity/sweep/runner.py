@@ -20,24 +20,24 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import xarray as xr
 
-from capacity import variants as variants_mod
-from capacity.base import _files, _validate, plugins
-from capacity.base._progress import Progress
-from capacity.base._progress import log as _log
-from capacity.errors import CapacityError, CapacityWarning
-from capacity.sweep import executors, provenance
-from capacity.sweep import store as store_mod
-from capacity.sweep.assemble import assemble, split
-from capacity.sweep.config import Grid, Study
-from capacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
-from capacity.sweep.plan import Plan
-from capacity.sweep.store import Store, declared
-from capacity.variants import coincide
+from lacapacity import variants as variants_mod
+from lacapacity.base import _files, _validate, plugins
+from lacapacity.base._progress import Progress
+from lacapacity.base._progress import log as _log
+from lacapacity.errors import CapacityError, CapacityWarning
+from lacapacity.sweep import executors, provenance
+from lacapacity.sweep import store as store_mod
+from lacapacity.sweep.assemble import assemble, split
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
+from lacapacity.sweep.plan import Plan
+from lacapacity.sweep.store import Store, declared
+from lacapacity.variants import coincide
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.sweep.plan import Cell, Pass
-    from capacity.sweep.store import Points
-    from capacity.variants import Variant
+    from lacapacity.sweep.plan import Cell, Pass
+    from lacapacity.sweep.store import Points
+    from lacapacity.variants import Variant
 
 
 SMALL = 1e9  # multiply-adds under which a pass runs on one torch thread in this process (see _measure)
@@ -71,14 +71,14 @@ def run(
 ) -> RunResult:
     """Run (or resume) ``study`` and save its Dataset to ``<out>/<study.name>.nc``.
 
-    ``executor``: auto, serial, processes or dask (``capacity.sweep.EXECUTORS``; ``scheduler``: a Dask scheduler
+    ``executor``: auto, serial, processes or dask (``lacapacity.sweep.EXECUTORS``; ``scheduler``: a Dask scheduler
     address, else a local cluster of ``workers`` processes). ``quiet``: errors only; ``verbose``: a log line per
     finished pass and a summary; ``progress=False``: nothing at all. ``imports``: modules every worker imports first
     (plug-ins that register themselves on import).
     """
     if not isinstance(study, Study):
         raise CapacityError(
-            f"sweep.run takes a capacity.sweep.Study (capacity.studies.get(name) for a named one), got {study!r}"
+            f"sweep.run takes a lacapacity.sweep.Study (lacapacity.studies.get(name) for a named one), got {study!r}"
         )
     if out is None or not isinstance(out, (str, os.PathLike)):
         raise CapacityError(f"out must be a folder path, got {out!r}")
@@ -279,11 +279,11 @@ def compare(
 
     ``variants``: names, labels, import paths ``module:Class(k=v)`` or variant objects, e.g.
     ``["linear", "delta", "mypkg.memories:Longhorn(beta=0.5)"]``; ``seeds``: how many (0..seeds-1) or a list.
-    The other keywords go to ``run``. Draw its overlay figures with ``capacity.plots.render(result.dataset, out=...)``.
+    The other keywords go to ``run``. Draw its overlay figures with ``lacapacity.plots.render(result.dataset, out=...)``.
 
     Memories given under different names that are the same memory at their parameters (``gated_delta``, ``kda`` and
     ``gdn2`` at their defaults) are named in one ``CapacityWarning`` line each group, before the run: they read a
-    fixed probe alike at the grid's two smallest d (``capacity.variants.coincide``), so their curves coincide.
+    fixed probe alike at the grid's two smallest d (``lacapacity.variants.coincide``), so their curves coincide.
     """
     if isinstance(variants, (str, bytes)) or variants_mod.is_variant(variants):
         variants = [variants]

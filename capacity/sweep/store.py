@@ -1,6 +1,6 @@
 """Measured points on disk: one JSON file per cell, named by what computes its numbers, checked on load.
 
-``reuse_key`` names a cell's file from what computes its numbers (``capacity.sweep.plan.Plan.identity``, the one
+``reuse_key`` names a cell's file from what computes its numbers (``lacapacity.sweep.plan.Plan.identity``, the one
 screen that says what decides reuse). A run reuses a stored point only from the file its cell's key names, after the
 file's key, checksum and contents are checked; anything else is measured again (with one line saying why). Each
 pass's points are merged into their cell's file, written under a temporary name, flushed, then renamed: readers see
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
-from capacity.base._files import atomic_write, clean_stale
-from capacity.errors import CapacityError, one_line
-from capacity.sweep.config import digest
+from lacapacity.base._files import atomic_write, clean_stale
+from lacapacity.errors import CapacityError, one_line
+from lacapacity.sweep.config import digest
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
-    from capacity.tasks import Schema
+    from lacapacity.tasks import Schema
 
 # a cell's measured points: (seed, n) -> {variable: its array over the variable's dimensions but seed and n}
 Points: TypeAlias = "dict[tuple[int, int], dict[str, NDArray[Any]]]"
@@ -118,7 +118,7 @@ def _changed_files(recorded: Any) -> str | None:  # JSON, checked here
         return None
     if not isinstance(recorded, dict):
         return "its record of them is malformed"
-    from capacity.sweep import provenance
+    from lacapacity.sweep import provenance
 
     now = provenance.files(list(recorded))
     return next((p for p, h in sorted(recorded.items()) if not h or now.get(p) != h), None)

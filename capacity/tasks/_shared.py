@@ -1,7 +1,7 @@
 """Draws shared by the passes of one task: the memories of a cell draw the same keys and values.
 
 The sweep runs the passes that differ only in their memory (variant, feature map) as one task
-(``capacity.tasks.measure``); inside ``shared()`` a draw made with the same arguments is made once and every
+(``lacapacity.tasks.measure``); inside ``shared()`` a draw made with the same arguments is made once and every
 pass gets its own copy (a memory that writes into its keys in place changes no other pass's numbers). Outside
 ``shared()`` every call draws. A draw's numbers depend on its arguments alone, so sharing changes no number. The
 draws kept take at most ``BUDGET`` bytes (beyond it a draw is made each time, as outside ``shared()``).

@@ -1,7 +1,7 @@
 """Argmax decode of reads against stored values: which reads pick their own value.
 
 >>> import torch
->>> from capacity.tasks.decode import argmax_correct
+>>> from lacapacity.tasks.decode import argmax_correct
 >>> v = torch.eye(4)[None]                      # [1, 4, 4] four stored values
 >>> r = v + 0.1 * torch.ones(1, 4, 4)           # [1, 4, 4] reads near their own value
 >>> r[0, 3] = v[0, 1]                           # read 3 lands on value 1
@@ -38,8 +38,8 @@ from collections.abc import Sequence
 
 import torch
 
-from capacity.base import _validate
-from capacity.errors import CapacityError
+from lacapacity.base import _validate
+from lacapacity.errors import CapacityError
 
 _PRECISIONS = ("auto", "bfloat16", "float32")
 _CPU_BF16_MIN_DV = 128  # measured: see screen_precision

@@ -7,14 +7,14 @@ Adam minimises the mean squared retrieval error through the variant's own write 
 from seeded Gaussian keys, for given n, d and values. For the additive memory the optimum is
 known: a unit-norm tight frame reaches the frame bound T5, n/d - 1 (n > d), and with the gain
 the rank bound T8, 1 - d/n; so the result shows how close gradient descent (and each variant)
-gets to the bounds. The key family ``learned`` of ``capacity.keys`` calls ``optimise``.
+gets to the bounds. The key family ``learned`` of ``lacapacity.keys`` calls ``optimise``.
 
->>> from capacity import learned, theory
+>>> from lacapacity import learned, theory
 >>> res = learned.optimise(n=48, d=16, steps=150, seed=0)
 >>> tuple(res.keys.shape), bool(res.mse[0] < theory.random_keys_error(48, 16))
 ((1, 48, 16), True)
 
-Everything runs on the CPU, in float32, with autograd through ``capacity.kernels``' torch
+Everything runs on the CPU, in float32, with autograd through ``lacapacity.kernels``' torch
 backend (the closed and chunked forms of ``kernels/chunked.py``; the Triton kernels are not
 differentiable).
 """
@@ -27,12 +27,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity import variants
-from capacity.base import _random, _validate
-from capacity.errors import CapacityError
-from capacity.inputs import values as value_families
-from capacity.inputs.keys import Family
-from capacity.variants._guard import Guarded, guard
+from lacapacity import variants
+from lacapacity.base import _random, _validate
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import values as value_families
+from lacapacity.inputs.keys import Family
+from lacapacity.variants._guard import Guarded, guard
 
 
 @dataclass
@@ -202,13 +202,13 @@ def _draw(
     return keys.to(torch.float64)
 
 
-# the key family "learned", declared to capacity.keys through the entry point group capacity.keys (pyproject.toml)
+# the key family "learned", declared to lacapacity.keys through the entry point group lacapacity.keys (pyproject.toml)
 FAMILY = Family(
     "learned",
     _draw,
     _PARAMS,
     False,
-    "optimised by Adam through a variant's write and read (capacity.learned; variant, values, steps, lr, gain)",
+    "optimised by Adam through a variant's write and read (lacapacity.learned; variant, values, steps, lr, gain)",
     _check,
     cost=_cost,
 )

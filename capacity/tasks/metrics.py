@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 __all__ = ["capacity", "HIGHER_IS_BETTER", "LOWER_IS_BETTER"]
 

@@ -1,6 +1,6 @@
 """The recall probe: write n key-value pairs in order, read back every stored key at checkpoints.
 
->>> from capacity import keys, values, variants, probe
+>>> from lacapacity import keys, values, variants, probe
 >>> K = keys.make("gaussian", n=128, d=32, batch=4, seed=0)
 >>> V = values.make("gaussian", n=128, dv=32, batch=4, seed=0)
 >>> ds = probe.recall(variants.get("linear"), K, V, checkpoints=[16, 32, 128])
@@ -26,12 +26,12 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import variants as _variants
-from capacity.base import _random, _validate
-from capacity.errors import CapacityError
-from capacity.tasks.decode import _ks, argmax_correct, topk_correct
-from capacity.variants import Variant, declares
-from capacity.variants._guard import Guarded, guard
+from lacapacity import variants as _variants
+from lacapacity.base import _random, _validate
+from lacapacity.errors import CapacityError
+from lacapacity.tasks.decode import _ks, argmax_correct, topk_correct
+from lacapacity.variants import Variant, declares
+from lacapacity.variants._guard import Guarded, guard
 
 __all__ = [
     "recall",
@@ -190,8 +190,8 @@ def _query_metrics(
 ) -> dict[str, torch.Tensor]:
     """Per-query metrics of reads r [B, c, dv] against values v [B, c, dv]; each [B, c] float32.
 
-    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``capacity.tasks.decode``.
-    ``top_k``: also ``recall_at``, [B, c, K] (``capacity.tasks.decode.topk_correct``, one item at a time like recall).
+    ``decode``: also the argmax recall, whose scores cost c^2 dv (the rest costs c dv); see ``lacapacity.tasks.decode``.
+    ``top_k``: also ``recall_at``, [B, c, K] (``lacapacity.tasks.decode.topk_correct``, one item at a time like recall).
     """
     diff = r - v
     sq = (diff * diff).sum(-1)
@@ -469,7 +469,7 @@ def recall(
 ) -> xr.Dataset:
     """Write the n pairs into ``variant`` in order; at each checkpoint n_c read back keys 1..n_c.
 
-    ``variant``: a variant object, or anything ``capacity.variants.resolve`` takes (``"delta(beta=0.5)"``,
+    ``variant``: a variant object, or anything ``lacapacity.variants.resolve`` takes (``"delta(beta=0.5)"``,
     ``"mypkg.memories:Longhorn(beta=0.5)"``).
     Shapes: keys ``[B, n, d]``, values ``[B, n, dv]`` on one device (the state lives there too).
     ``checkpoints``: pair counts in [1, n] (default: ``default_checkpoints(n)``).

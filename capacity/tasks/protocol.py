@@ -1,8 +1,8 @@
 """The task protocol: what every kind of measurement (recall, mqar, needle, bill, ...) is, stated once.
 
 A task is one folder ``capacity/tasks/<name>/`` whose ``task.py`` holds a ``Config`` (a frozen dataclass of the
-task's own settings, built on ``Config`` below) and a ``Task`` subclass; ``capacity.tasks`` finds the folders. The engine
-(``capacity.sweep``) knows tasks only through the members of ``Task``: every one is declared here, the abstract ones
+task's own settings, built on ``Config`` below) and a ``Task`` subclass; ``lacapacity.tasks`` finds the folders. The engine
+(``lacapacity.sweep``) knows tasks only through the members of ``Task``: every one is declared here, the abstract ones
 must be written by each task, and nothing is read through ``getattr`` defaults.
 
 The data a task measures is declared once, by ``Task.schema``: each variable's dimensions, dtype and attrs. The
@@ -13,10 +13,10 @@ read that declaration.
 A config refuses, in one line, a field it does not have: a field of another task names that task
 (``Recall(vocab=8)`` -> ``vocab applies to mqar studies only (kind=mqar)``).
 
->>> from capacity.tasks import TASKS
->>> {"recall", "mqar", "needle", "bill", "trained"} <= set(TASKS)  # a folder each, found (capacity.tasks)
+>>> from lacapacity.tasks import TASKS
+>>> {"recall", "mqar", "needle", "bill", "trained"} <= set(TASKS)  # a folder each, found (lacapacity.tasks)
 True
->>> from capacity.tasks.mqar.task import Mqar
+>>> from lacapacity.tasks.mqar.task import Mqar
 >>> Mqar(vocab=64).to_json()["vocab"], Mqar().kind
 (64, 'mqar')
 """
@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.base.labels import Spec
-    from capacity.variants import Variant
+    from lacapacity.base.labels import Spec
+    from lacapacity.variants import Variant
 
 
 class _Checked(type):
@@ -103,13 +103,13 @@ class Config(metaclass=_Checked):
 
 
 def configs() -> dict[str, type[Config]]:
-    """kind -> its Config class, for every task imported so far (``capacity.tasks`` imports the built-ins)."""
+    """kind -> its Config class, for every task imported so far (``lacapacity.tasks`` imports the built-ins)."""
     return dict(_Checked.registry)
 
 
 def config_class(kind: str) -> type[Config]:
     """The Config class of task ``kind``."""
-    from capacity.tasks import get
+    from lacapacity.tasks import get
 
     return get(kind).Config
 
@@ -155,12 +155,12 @@ class Measured:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-# What the engine hands a task, as the task reads it: capacity.sweep's Grid, Study and Cell are these (the engine is a
+# What the engine hands a task, as the task reads it: lacapacity.sweep's Grid, Study and Cell are these (the engine is a
 # layer above the tasks, so the protocol names what it needs instead of importing them).
 
 
 class GridView(Protocol):
-    """A study's grid (``capacity.sweep.config.Grid``): every axis's values, read; ``curve``, the axis one write pass
+    """A study's grid (``lacapacity.sweep.config.Grid``): every axis's values, read; ``curve``, the axis one write pass
     covers; ``ns(d)``, the pair counts along it at key dimension ``d``."""
 
     @property
@@ -199,7 +199,7 @@ C_co = TypeVar("C_co", bound="Config", covariant=True)
 
 
 class StudyView(Protocol[C_co]):
-    """A study (``capacity.sweep.config.Study``) as a task reads it: its name, grid and task settings (``C_co``,
+    """A study (``lacapacity.sweep.config.Study``) as a task reads it: its name, grid and task settings (``C_co``,
     the task's ``Config``)."""
 
     @property
@@ -211,7 +211,7 @@ class StudyView(Protocol[C_co]):
 
 
 class CellView(Protocol):
-    """One cell of a study (``capacity.sweep.plan.Cell``): one value of every cell axis (``dv`` and
+    """One cell of a study (``lacapacity.sweep.plan.Cell``): one value of every cell axis (``dv`` and
     ``value_heads`` resolved; ``feature`` None where the grid has no feature axis)."""
 
     @property
@@ -244,8 +244,8 @@ class Task(abc.ABC, Generic[C]):
     settings class; ``per_point``: a point's numbers depend only on its cell, seed and n (points are stored and
     reused one by one; else a cell is measured and stored whole); ``key_axis``: the study's Dataset has a
     ``key_family`` dimension; ``grid_axes``: the grid axes beyond the common ones that this task takes (of
-    ``capacity.sweep.Grid``'s ``state_dtype``, ``rounding``, ``heads``, ``value_heads``); ``closed_forms``: the
-    function of ``capacity.theory`` each closed-form variable it stores is computed by (``theory`` evaluates them on
+    ``lacapacity.sweep.Grid``'s ``state_dtype``, ``rounding``, ``heads``, ``value_heads``); ``closed_forms``: the
+    function of ``lacapacity.theory`` each closed-form variable it stores is computed by (``theory`` evaluates them on
     the grid; a figure reads the stored variable, or evaluates the function named here on a finer grid, never a
     closed form of its own). ``figures(ds)`` names the figures drawn for its results."""
 
@@ -302,8 +302,8 @@ class Task(abc.ABC, Generic[C]):
     @abc.abstractmethod
     def figures(self, ds: xr.Dataset) -> list[str]:
         """The figures that fit ``ds``, this task's results (whatever its study is called, however it was cut), in
-        the order they are drawn: names of ``capacity.plots.FIGURES`` or of the ``FIGURES`` of the module
-        ``figures`` in this task's own folder. ``capacity.plots.render`` draws them; none: nothing fits."""
+        the order they are drawn: names of ``lacapacity.plots.FIGURES`` or of the ``FIGURES`` of the module
+        ``figures`` in this task's own folder. ``lacapacity.plots.render`` draws them; none: nothing fits."""
 
     def queries(self, study: StudyView[C]) -> int:
         """Reads per pair count (0: every stored pair); schedules and estimates passes."""
@@ -322,6 +322,6 @@ class Task(abc.ABC, Generic[C]):
 
     def extra_bytes(self, study: StudyView[C], d: int, n: int, seeds: int) -> int:
         """Bytes a pass of ``seeds`` seeds and up to ``n`` pairs at key dimension ``d`` allocates beyond the probe's
-        writes and reads (``capacity.tasks.probe.peak_bytes``): a task that trains, its models and optimiser. Part
+        writes and reads (``lacapacity.tasks.probe.peak_bytes``): a task that trains, its models and optimiser. Part
         of the estimate checked before any work. 0: nothing beyond them."""
         return 0

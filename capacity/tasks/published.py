@@ -4,7 +4,7 @@ Each file starts with ``#`` comment lines that cite the paper, the table or figu
 its reading error; then a CSV header and rows. Figures and tests read the numbers from here, never from numbers
 typed into a script.
 
->>> from capacity.tasks import published
+>>> from lacapacity.tasks import published
 >>> "based_figure2" in published.available()
 True
 >>> table = published.load("based_figure2")
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 _DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -5,7 +5,7 @@ an ndarray otherwise. Functions of key and value matrices accept numpy arrays or
 tensors with any leading batch dimensions (``K: [..., n, d]``, ``V: [..., n, dv]``) and
 return the same kind.
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> theory.frame_bound(n=128, d=64)          # T5: mean error of any n > d unit keys
 1.0
 >>> theory.random_keys_error(n=65, d=64)      # T7: expected error of random unit keys
@@ -14,7 +14,7 @@ return the same kind.
 0.5
 """
 
-from capacity.theory import (
+from lacapacity.theory import (
     additive,
     argmax,
     decay,
@@ -27,19 +27,19 @@ from capacity.theory import (
     quantised,
     softmax,
 )
-from capacity.theory import bill as _bill
-from capacity.theory.additive import *  # noqa: F403
-from capacity.theory.argmax import *  # noqa: F403
-from capacity.theory.bill import *  # noqa: F403
-from capacity.theory.decay import *  # noqa: F403
-from capacity.theory.delta import *  # noqa: F403
-from capacity.theory.features import *  # noqa: F403
-from capacity.theory.forgetting import *  # noqa: F403
-from capacity.theory.heads import *  # noqa: F403
-from capacity.theory.log_linear import *  # noqa: F403
-from capacity.theory.precision import *  # noqa: F403
-from capacity.theory.quantised import *  # noqa: F403
-from capacity.theory.softmax import *  # noqa: F403
+from lacapacity.theory import bill as _bill
+from lacapacity.theory.additive import *  # noqa: F403
+from lacapacity.theory.argmax import *  # noqa: F403
+from lacapacity.theory.bill import *  # noqa: F403
+from lacapacity.theory.decay import *  # noqa: F403
+from lacapacity.theory.delta import *  # noqa: F403
+from lacapacity.theory.features import *  # noqa: F403
+from lacapacity.theory.forgetting import *  # noqa: F403
+from lacapacity.theory.heads import *  # noqa: F403
+from lacapacity.theory.log_linear import *  # noqa: F403
+from lacapacity.theory.precision import *  # noqa: F403
+from lacapacity.theory.quantised import *  # noqa: F403
+from lacapacity.theory.softmax import *  # noqa: F403
 
 # the names of every topic module, listed once: in that module's __all__
 __all__ = [

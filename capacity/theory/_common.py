@@ -1,4 +1,4 @@
-"""Shared checks and array helpers of the closed forms (``capacity.theory``'s modules)."""
+"""Shared checks and array helpers of the closed forms (``lacapacity.theory``'s modules)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
 Numbers: TypeAlias = "npt.ArrayLike | torch.Tensor"  # a number, or an array of numbers (numpy, torch, nested lists)
 FloatArray: TypeAlias = "npt.NDArray[np.float64]"

@@ -8,8 +8,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity.errors import CapacityError
-from capacity.theory._common import (
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import (
     Array,
     FloatArray,
     Floats,
@@ -99,7 +99,7 @@ def crosstalk_from_coherence(n: Numbers, mean_sq_coherence: Numbers) -> Floats:
     """T4 for n unit keys from their mean squared coherence mu^2 = mean_{i != j} (k_i . k_j)^2: (n - 1) mu^2.
 
     The same number as ``crosstalk_error`` (||G||_F^2 = n + n (n - 1) mu^2 for unit keys), from the statistic
-    ``capacity.keys.describe`` stores; broadcasts ``n`` against ``mean_sq_coherence``.
+    ``lacapacity.keys.describe`` stores; broadcasts ``n`` against ``mean_sq_coherence``.
     """
     (n,) = _counts(n=n)
     mu2 = _numbers("mean_sq_coherence", mean_sq_coherence)
@@ -109,7 +109,7 @@ def crosstalk_from_coherence(n: Numbers, mean_sq_coherence: Numbers) -> Floats:
 
 
 def crosstalk_from_effective_rank(n: Numbers, effective_rank: Numbers) -> Floats:
-    """T4 for n unit keys from their effective rank r = n^2 / ||G||_F^2 (``capacity.keys.describe``): n / r - 1.
+    """T4 for n unit keys from their effective rank r = n^2 / ||G||_F^2 (``lacapacity.keys.describe``): n / r - 1.
 
     The same number as ``crosstalk_error`` for unit keys; broadcasts ``n`` against ``effective_rank``.
     """

@@ -8,8 +8,8 @@ from types import ModuleType
 
 import numpy as np
 
-from capacity.errors import CapacityError
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = [
     "argmax_recall",
@@ -285,7 +285,7 @@ def vocab_argmax_recall(n: Numbers, d: Numbers, dv: Numbers, vocab: Numbers) -> 
     """T10 over a vocabulary: predicted MQAR accuracy of the additive memory (random keys and values, no overwrites),
     what the mqar task stores as ``accuracy_pred`` and its figure draws.
 
-    ``capacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
+    ``lacapacity.theory.argmax_recall`` decodes over the n stored values; here the decode runs over all ``vocab``
     values. The read r = v_i + sum_{j != i} G_ij v_j scores N(1, s_c^2) on its own value, N(0, s_w^2) on each of
     the n - 1 other stored values (s_c, s_w as in T10) and N(0, s_u^2), s_u^2 = (1 + (n - 1)/d)/dv, on each of
     the vocab - n values never stored; treating the wrong scores as independent,

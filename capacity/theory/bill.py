@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from capacity.errors import CapacityError
-from capacity.theory._common import Floats, Numbers, _counts, _out
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import Floats, Numbers, _counts, _out
 
 __all__ = ["bill", "break_even_n"]
 

@@ -8,8 +8,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from capacity.errors import CapacityError
-from capacity.theory._common import Array, FloatArray, Numbers, _gram, _matrix, _numbers
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import Array, FloatArray, Numbers, _gram, _matrix, _numbers
 
 __all__ = ["decay_readout"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from capacity.errors import CapacityError
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = ["delta_rule_error", "delta_rule_capacity"]
 

@@ -11,7 +11,7 @@ for normalised features, k and k' two independent uniform unit keys. Because k a
 rho2 = ||C||_F^2 with C = E[f f^T], the expected outer product of ONE normalised feature vector: the crosstalk is
 the frame potential of C. Each function below computes rho2 for one map family (docs/theory.md, T25-T28).
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> round(theory.polynomial_kernel_error(33, 16, [0, 1]), 6)   # identity: T7, (n - 1)/d
 2.0
 >>> round(theory.polynomial_kernel_error(2, 16, [1, 1, 0.5]), 4)  # Taylor map: 1/(2.5^2) (1 + 2/d + ...)
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from capacity.errors import CapacityError, CapacityWarning
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
+from lacapacity.errors import CapacityError, CapacityWarning
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = [
     "sphere_moment",
@@ -211,7 +211,7 @@ def _dpfp_moments(d: int, nu: int) -> tuple[float, float]:
     sign at most twice (r_a and r_(a-j) share a coordinate only for j = d, with opposite signs), so k <= 2.
     """
     D = 2 * d * nu
-    a = np.tile(np.arange(2 * d), nu)  # feature f = (j, a), j-major as in capacity.features
+    a = np.tile(np.arange(2 * d), nu)  # feature f = (j, a), j-major as in lacapacity.features
     b = (a - np.repeat(np.arange(1, nu + 1), 2 * d)) % (2 * d)
 
     def coord(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -339,7 +339,7 @@ _IGNORED = {"performer": ("seed", "orthogonal")}
 
 def _map(feature: Any, params: dict[str, object]) -> tuple[str, dict[str, Any]]:
     """(name, the parameters its closed form reads) of a map given by name and parameters, or of a feature map
-    object (``capacity.features``: its ``name`` and its ``nu`` or ``m``), read without importing the maps."""
+    object (``lacapacity.features``: its ``name`` and its ``nu`` or ``m``), read without importing the maps."""
     if isinstance(feature, str):
         name, label, given = feature, feature, dict(params)
     elif isinstance(getattr(feature, "name", None), str) and not params:
@@ -359,7 +359,7 @@ def _map(feature: Any, params: dict[str, object]) -> tuple[str, dict[str, Any]]:
 def feature_crosstalk(feature: Any, d: Numbers, **params: object) -> Floats:
     """rho2 = E cos^2(phi(k), phi(k')) of a built-in feature map for random unit keys in R^d (T25-T28).
 
-    ``feature``: a name of ``capacity.features`` (with its parameters, e.g. ``nu=2``, ``m=256``) or a built-in
+    ``feature``: a name of ``lacapacity.features`` (with its parameters, e.g. ``nu=2``, ``m=256``) or a built-in
     FeatureMap. The linear memory with L2-normalised features then has mean error (n - 1) rho2. Performer: the
     average over i.i.d. projections (T28) whatever the map's ``orthogonal`` and ``seed`` (orthogonal blocks measure
     2-3% lower at m = 256); elu1 and DPFP: the approximations their functions state.

@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from capacity.errors import CapacityError
-from capacity.theory._common import FloatArray, Floats, Numbers, _numbers, _out, _scipy
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _numbers, _out, _scipy
 
 __all__ = [
     "forgetting_signal",

@@ -1,11 +1,11 @@
-"""T20: the additive memory in H key heads and HV value heads (``capacity.variants.heads``), random keys.
+"""T20: the additive memory in H key heads and HV value heads (``lacapacity.variants.heads``), random keys.
 
 With H key heads of d/H dimensions (each normalised on its own) and HV value heads of dv/HV, the state holds
 d dv / min(H, HV) numbers and the expected mean error of random unit keys and values is (n - 1) min(H, HV) / d:
 each head's key slice is a uniform unit vector in R^(d/H), so its crosstalk per pair is H/d, over value slices of
 energy 1/HV; H/HV key heads that share a value head average their reads (errors uncorrelated), dividing it by H/HV.
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> theory.heads_random_keys_error(n=65, d=64, heads=4)          # (n - 1) H / d
 4.0
 >>> theory.heads_random_keys_error(n=65, d=64, heads=1, value_heads=4), theory.heads_state_numel(64, 64, 1, 4)
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from capacity.errors import CapacityError
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = ["heads_random_keys_error", "heads_capacity", "heads_state_numel", "heads_effective_d"]
 

@@ -1,6 +1,6 @@
 """T34: log-linear attention's error with random keys, level by level (T7 and T11 over its Fenwick buckets).
 
-Log-linear attention (``capacity.variants.log_linear``) splits the n pairs written so far as a Fenwick tree splits
+Log-linear attention (``lacapacity.variants.log_linear``) splits the n pairs written so far as a Fenwick tree splits
 the prefix [0, n): one bucket of 2^j consecutive pairs for every set bit j of n, the oldest pairs in the largest
 bucket, and reads the buckets (levels l = j + 1) with fixed weights lam_l. Over linear attention with a constant
 gate alpha, pair i (level l(i), age a_i = n - 1 - i: writes since it was stored) is read back as
@@ -14,7 +14,7 @@ cross terms, its expected squared error is
 
 With every lam and alpha equal to 1 it is T7's (n - 1)/d for every pair; with lam = 1, T11's decayed crosstalk.
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> round(theory.log_linear_error(13, 16, lam=1.0), 6) == round(12 / 16, 6)   # T7
 True
 >>> {level: round(e, 4) for level, e in theory.log_linear_level_error(13, 16, lam=0.5).items()}
@@ -28,9 +28,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from capacity.base import _validate
-from capacity.errors import CapacityError
-from capacity.theory._common import FloatArray
+from lacapacity.base import _validate
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import FloatArray
 
 __all__ = ["log_linear_error", "log_linear_level_error"]
 

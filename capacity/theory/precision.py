@@ -9,7 +9,7 @@ second moment the float32 recurrence gives them (random unit keys and values), a
 entry, k_a v_b (the delta rule: b k_a (v - k S)_b), has the exact distribution of a product of coordinates of
 uniform unit vectors. Every function below is exact in that model; where the model holds is stated with each.
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> theory.unit_roundoff("bfloat16") == 2**-8
 True
 >>> round(theory.final_rounding_error(n=1024, d=32, dv=32, dtype="bfloat16") / (2**-16 * 1024 / 32), 3)
@@ -29,8 +29,8 @@ from typing import TypeAlias
 import numpy as np
 import torch
 
-from capacity.errors import CapacityError, CapacityWarning
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
+from lacapacity.errors import CapacityError, CapacityWarning
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out
 
 __all__ = [
     "unit_roundoff",

@@ -1,11 +1,11 @@
 """T31-T33: what storing the state as int8 or int4 with scales costs, with and without error feedback
-(``capacity.variants.quantise``; docs/theory.md, T31-T33).
+(``lacapacity.variants.quantise``; docs/theory.md, T31-T33).
 
 Model. A group of m entries shares a scale Delta = M / Q, M the group's largest magnitude and Q = 2^(bits - 1) - 1
 (127 int8, 7 int4); its largest entry is kept exactly, each other one is rounded to the grid Delta Z with an error
 uniform on [-Delta/2, Delta/2] (variance Delta^2 / 12; stochastic rounding: Delta^2 / 6 on average). The state's
 entries are taken N(0, sigma^2), independent, with the second moment the float32 recurrence gives them (random unit
-keys and values; ``capacity.theory.precision``'s moments), so one rounding of a group's entry costs
+keys and values; ``lacapacity.theory.precision``'s moments), so one rounding of a group's entry costs
 
     w(sigma) = (m - 1)/m * kappa_m sigma^2 / (12 Q^2),   kappa_m = E max_{i <= m} |z_i|^2 / E z^2, z ~ N(0, 1),
 
@@ -33,7 +33,7 @@ against the entries: T = 240 (1.875 2^7) puts the top entries in a binade whose 
 entries Gaussian, independent; for rounding at every write each rounding independent of the last, as for int4
 (T32): the scale moves with the group's largest entry at every write and shifts every entry against the grid.
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> round(theory.quantised_final_error(1024, 32, 32, bits=8, scope="row") / (1024 / 32), 7)   # against crosstalk
 2.86e-05
 >>> round(theory.quantised_rounding_variance(1.0, 32, "fp8") / (2**-8), 4)   # about 0.18 u^2 (1 - 5.71/32)
@@ -49,9 +49,9 @@ import warnings
 import numpy as np
 import torch
 
-from capacity.errors import CapacityError, CapacityWarning
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _out
-from capacity.theory.precision import _check_memory, _contraction, _moment
+from lacapacity.errors import CapacityError, CapacityWarning
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _out
+from lacapacity.theory.precision import _check_memory, _contraction, _moment
 
 __all__ = [
     "scale_moment",
@@ -359,7 +359,7 @@ def _grid_variance(
     (the stored entry on the grid; M the group's largest magnitude, entries N(0, sig2)), over the distribution of
     M, times (m - 1)/m. Arrays over steps ``[S]``; Delta^2 / 12 (/ 6) while Delta is far below the increments.
     ``tail`` ``[S]``: the group's kappa over kappa_m (1 but for a tensor scale's heavy tails)."""
-    from capacity.theory.precision import _increment_table, _interp
+    from lacapacity.theory.precision import _increment_table, _interp
 
     log_rho, var, _, _, _ = _increment_table(int(d), int(dv), bool(stochastic))
     xq = _max_quantiles(int(m))

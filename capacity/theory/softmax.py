@@ -2,7 +2,7 @@
 
 n independent uniform unit keys in R^d, independent unit values with E v_j . v_l = 0; read of stored key i at
 scale beta (the argument ``scale``, as in ``variants.get("softmax", scale=...)``). With s_j = k_i . k_j (j != i), independent, each distributed as one coordinate of a uniform unit vector
-(``capacity.theory.sphere_moment``), write X_j = exp(beta (s_j - 1)), the weight of pair j relative to the pair's own:
+(``lacapacity.theory.sphere_moment``), write X_j = exp(beta (s_j - 1)), the weight of pair j relative to the pair's own:
 
 - exponential kernel, r_i = sum_j exp(beta (k_i . k_j - 1)) v_j (the kernel divided by its value at s = 1):
   mean error (n - 1) E X^2 = (n - 1) e^(-2 beta) M_d(2 beta), exactly, with the moment generating function
@@ -11,7 +11,7 @@ scale beta (the argument ``scale``, as in ``variants.get("softmax", scale=...)``
   Q = sum_{j != i} X_j^2, error = E[(Z^2 + Q) / (1 + Z)^2] and weight on the correct value E p_ii = E[1 / (1 + Z)],
   computed exactly through 1/(1 + Z)^2 = int_0^inf t e^(-t (1 + Z)) dt, which factorises over the pairs.
 
->>> from capacity import theory
+>>> from lacapacity import theory
 >>> round(theory.softmax_weight(n=64, d=64, scale=8.0), 4)
 0.9665
 """
@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from capacity.errors import CapacityError
-from capacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
+from lacapacity.errors import CapacityError
+from lacapacity.theory._common import FloatArray, Floats, Numbers, _counts, _numbers, _out, _scipy
 
 __all__ = ["exp_kernel_error", "softmax_error", "softmax_weight"]
 

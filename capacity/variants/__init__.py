@@ -16,22 +16,22 @@ delta rule, growing or learning state, differentiable, how many d x dv states, k
 ``capacity/variants/declares.py`` lists each with its default and who reads it, and is the one module that reads
 them: a memory that declares nothing keeps working with the defaults.
 
-Anything with the required methods works in ``capacity.probe.recall`` and ``capacity.check_variant``;
+Anything with the required methods works in ``lacapacity.probe.recall`` and ``lacapacity.check_variant``;
 it need not be registered. ``from_fla`` wraps a flash-linear-attention style function.
 
 Built-ins: linear, decay(alpha), gla(alpha), delta(beta), gated_delta(alpha, beta), kda(alpha, beta),
-mamba2(A, dt, w_std) (through ``capacity.kernels.update``), mamba3(A, dt, w_std, lam, omega), softmax(scale), and lsq(lam), longhorn(beta),
+mamba2(A, dt, w_std) (through ``lacapacity.kernels.update``), mamba3(A, dt, w_std, lam, omega), softmax(scale), and lsq(lam), longhorn(beta),
 delta_product(steps, beta, alpha), dplr(w, eta), and those of 2025-2026: gdn2(alpha, beta, gamma), comba(alpha, beta, mu),
 gated_oja(alpha, beta), precond_gated_delta and precond_kda(alpha, beta, alpha_atk, beta_atk, x, center, eps),
 titans(alpha, beta, eta), ttt(expand, beta), log_linear(base, alpha, beta, lam), and the windows swa(window, scale) and
 hybrid(window, state, holds, combine), mom(memories, top, memory, shared), and the solvers
 mesa(lam, alpha, beta), gka(eta, iterations, alpha, beta) and omega(context, alpha, beta, feature), lattice(beta), and
 cyfa(slots, alpha, beta, delta, readout, scale) (docs/memories.md). The recurrent ones take a feature map
-(``feature="dpfp", nu=2``; see ``capacity.features``), gates and beta as a constant or drawn per
-token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``capacity.variants._params``). Every gate is
+(``feature="dpfp", nu=2``; see ``lacapacity.features``), gates and beta as a constant or drawn per
+token (``alpha=("uniform", 0.9, 1.0), seed=1``; see ``lacapacity.variants._params``). Every gate is
 ``alpha``, beta is always a delta rule's step, softmax's inverse temperature is ``scale`` (docs/naming.md).
 
->>> from capacity import variants
+>>> from lacapacity import variants
 >>> mem = variants.get("linear")
 >>> S = mem.init_state(batch=1, d=4, dv=2)
 >>> tuple(S.shape), mem.state_numel(4, 2)
@@ -48,12 +48,12 @@ from typing import Any, Protocol, TypeGuard, cast, runtime_checkable
 import numpy as np
 import torch
 
-from capacity.base import labels, plugins
-from capacity.base._types import Device
-from capacity.base.registry import Registry
-from capacity.errors import CapacityError, user_code
-from capacity.variants import declares
-from capacity.variants.declares import Declares
+from lacapacity.base import labels, plugins
+from lacapacity.base._types import Device
+from lacapacity.base.registry import Registry
+from lacapacity.errors import CapacityError, user_code
+from lacapacity.variants import declares
+from lacapacity.variants.declares import Declares
 
 __all__ = [
     "Variant",
@@ -107,8 +107,8 @@ class _Entry:
 
 
 # the built-ins (registration order: the order of figure legends) and the session's (``register``); plug-ins are
-# factories declared by entry point (group capacity.variants); import paths are resolved by ``resolve``
-_REGISTRY: Registry[Any] = Registry("capacity.variants", "variant", path="module:Class")  # own: _Entry
+# factories declared by entry point (group lacapacity.variants); import paths are resolved by ``resolve``
+_REGISTRY: Registry[Any] = Registry("lacapacity.variants", "variant", path="module:Class")  # own: _Entry
 
 
 def register(name: str, factory: Callable[..., Variant], description: str, *, display: str | None = None) -> None:
@@ -125,7 +125,7 @@ def register(name: str, factory: Callable[..., Variant], description: str, *, di
 
 def available() -> dict[str, str]:
     """The variants known by name: built in, registered, or declared by a plug-in package (entry point
-    group ``capacity.variants``): name -> one-line description."""
+    group ``lacapacity.variants``): name -> one-line description."""
     out = {name: entry.description for name, entry in sorted(_REGISTRY.own().items())}
     return out | {name: f"(plug-in {value})" for name, value in _REGISTRY.declared().items()}
 
@@ -223,11 +223,11 @@ def resolve(spec: str | dict[str, object] | Variant, **params: object) -> Varian
     """A variant from anything that names one: a variant object, a label ``name(k=v)``, or ``module:attr(k=v)``.
 
     ``module:attr`` is a class or factory (called with the parameters) or a variant object. Registered names and
-    the entry points of installed plug-in packages (group ``capacity.variants``) are found by name.
+    the entry points of installed plug-in packages (group ``lacapacity.variants``) are found by name.
 
     >>> resolve("delta(beta=0.5)").params["beta"]
     0.5
-    >>> resolve("capacity.variants.linear:Linear(normalize=true)").params
+    >>> resolve("lacapacity.variants.linear:Linear(normalize=true)").params
     {'normalize': True, 'backend': 'auto'}
     """
     if is_variant(spec):
@@ -310,7 +310,7 @@ def _registered_name(variant: object) -> str | None:
 
 
 def build(variant: labels.Spec, feature: labels.Spec | None = None) -> Variant:
-    """The memory a sweep's spec names (``capacity.sweep.Spec``: a registered name or import path with parameters,
+    """The memory a sweep's spec names (``lacapacity.sweep.Spec``: a registered name or import path with parameters,
     or the object itself), with the feature map ``feature`` (a spec too, or None) handed to it."""
     if variant.obj is not None:
         if feature is not None:
@@ -350,24 +350,24 @@ def label(variant: object) -> str:
 
 
 def _register_builtins() -> None:
-    from capacity.variants.cyfa import CyFA
-    from capacity.variants.delta import KDA, Delta, GatedDelta
-    from capacity.variants.delta_product import DeltaProduct
-    from capacity.variants.dplr import DPLR
-    from capacity.variants.gated import GLA, Decay
-    from capacity.variants.gated_2026 import GDN2, Comba, GatedOja, PrecondGatedDelta, PrecondKDA
-    from capacity.variants.lattice import Lattice
-    from capacity.variants.learners import TTT, Titans
-    from capacity.variants.linear import Linear
-    from capacity.variants.log_linear import LogLinear
-    from capacity.variants.longhorn import Longhorn
-    from capacity.variants.lsq import LSQ
-    from capacity.variants.mamba2 import Mamba2
-    from capacity.variants.mamba3 import Mamba3
-    from capacity.variants.mixture import MixtureOfMemories
-    from capacity.variants.softmax import Softmax
-    from capacity.variants.solvers import GKA, Mesa, Omega
-    from capacity.variants.window import Hybrid, SlidingWindow
+    from lacapacity.variants.cyfa import CyFA
+    from lacapacity.variants.delta import KDA, Delta, GatedDelta
+    from lacapacity.variants.delta_product import DeltaProduct
+    from lacapacity.variants.dplr import DPLR
+    from lacapacity.variants.gated import GLA, Decay
+    from lacapacity.variants.gated_2026 import GDN2, Comba, GatedOja, PrecondGatedDelta, PrecondKDA
+    from lacapacity.variants.lattice import Lattice
+    from lacapacity.variants.learners import TTT, Titans
+    from lacapacity.variants.linear import Linear
+    from lacapacity.variants.log_linear import LogLinear
+    from lacapacity.variants.longhorn import Longhorn
+    from lacapacity.variants.lsq import LSQ
+    from lacapacity.variants.mamba2 import Mamba2
+    from lacapacity.variants.mamba3 import Mamba3
+    from lacapacity.variants.mixture import MixtureOfMemories
+    from lacapacity.variants.softmax import Softmax
+    from lacapacity.variants.solvers import GKA, Mesa, Omega
+    from lacapacity.variants.window import Hybrid, SlidingWindow
 
     # registration order is the order of figure legends (and of their colours)
     register("linear", Linear, "additive memory S = S + k^T v, read q S (T1)", display="linear attention (additive)")
@@ -520,4 +520,4 @@ def _register_builtins() -> None:
 _register_builtins()
 BUILT_IN = frozenset(_REGISTRY.own())  # the names registered by the package itself (anything else is a plug-in's)
 
-from capacity.variants.fla import from_fla  # noqa: E402  (needs the registry-free core above only)
+from lacapacity.variants.fla import from_fla  # noqa: E402  (needs the registry-free core above only)

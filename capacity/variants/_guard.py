@@ -1,4 +1,4 @@
-"""A memory's methods called through ``capacity.errors.user_code``, with the protocol's checks on what comes back.
+"""A memory's methods called through ``lacapacity.errors.user_code``, with the protocol's checks on what comes back.
 
 The probe, the sweep's kinds, the conformance checks and learned keys call a memory through ``guard(variant)``: an
 exception inside any method becomes one line naming the memory, the method and the exception (allocation failures
@@ -15,15 +15,15 @@ from typing import Any, cast
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError, user_code
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError, user_code
 
 _OPTIONAL = ("numel", "feature_dim")  # optional members that return whole numbers
 
 
 def _label(variant: object) -> str:
-    from capacity.variants import label
+    from lacapacity.variants import label
 
     try:
         return label(variant)

@@ -2,7 +2,7 @@
 
 Each of them keeps a float32 matrix state ``[B, d, dv]`` (lsq keeps two tensors, see its module)
 written token by token in order. When a parameter is drawn per token (``("uniform", low, high)``,
-see ``capacity.variants._params``) the state is a ``TokenState``, the matrix plus the count of
+see ``lacapacity.variants._params``) the state is a ``TokenState``, the matrix plus the count of
 tokens written, so that token t always gets the same draw however the writes are chunked.
 """
 
@@ -13,12 +13,12 @@ from typing import Any, ClassVar, cast
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._params import Interval, Param
-from capacity.variants.declares import Declares
-from capacity.variants.recurrent import State, TokenState, state_matrix
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._params import Interval, Param
+from lacapacity.variants.declares import Declares
+from lacapacity.variants.recurrent import State, TokenState, state_matrix
 
 GATE: Interval = {"low": 0.0, "high": 1.0, "high_open": False}  # w, eta in (0, 1]
 RATE: Interval = {"low": 0.0, "high": 2.0, "high_open": True}  # delta-rule beta in (0, 2)

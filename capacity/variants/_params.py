@@ -21,9 +21,9 @@ from typing import Literal, TypedDict, cast
 
 import torch
 
-from capacity.base import _random
-from capacity.base._types import Device
-from capacity.errors import CapacityError
+from lacapacity.base import _random
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
 
 BLOCK = 256  # tokens per seeded stream
 

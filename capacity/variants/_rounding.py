@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from capacity.base import _random
-from capacity.errors import CapacityError
+from lacapacity.base import _random
+from lacapacity.errors import CapacityError
 
 TORCH_DTYPES = {
     "float32": torch.float32,

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import torch
 
-from capacity.errors import CapacityError
-from capacity.inputs import keys, values
-from capacity.variants._guard import guard
-from capacity.variants.declares import declared
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys, values
+from lacapacity.variants._guard import guard
+from lacapacity.variants.declares import declared
 
 TOL = 1e-5  # largest difference of two reads, relative to the largest read, between the same memories
 PAIRS = 2  # pairs written per key dimension: n = 2 d, past every fixed state's capacity

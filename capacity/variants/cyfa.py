@@ -36,7 +36,7 @@ vectorised over the tokens in plain torch, differentiable. ``tests/variants/test
 ``naive_recurrent_cyfa`` and to a float64 loop in relative time written from the Dirichlet kernel's closed form.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("cyfa", slots=7, scale=50.0)
 >>> K = keys.make("gaussian", n=7, d=16, seed=0); V = torch.randn(1, 7, 4)
 >>> st = mem.write(mem.init_state(1, 16, 4), K, V)
@@ -54,12 +54,12 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import GATE, POSITIVE, unit
-from capacity.variants._params import Param
-from capacity.variants.declares import Declares
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import GATE, POSITIVE, unit
+from lacapacity.variants._params import Param
+from lacapacity.variants.declares import Declares
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What a memory declares about itself, in one typed place, and the one reader of a memory's optional members.
 
-A memory (``capacity.variants.Variant``) may carry ``declares``, a ``Declares`` (a class attribute, or a property
+A memory (``lacapacity.variants.Variant``) may carry ``declares``, a ``Declares`` (a class attribute, or a property
 where the answer depends on its parameters). Every field has a default, so a memory that declares nothing is a
 fixed-size state of one matrix about which nothing else is promised:
 
@@ -43,7 +43,7 @@ The optional methods and attributes besides ``declares`` are read here as well, 
 dict), ``feature_dim(d)``, ``numel(state)`` (of a growing state), ``state_bytes(d, dv, dtype, n=)``, ``display`` (a
 class's name in figures) and ``label`` (a string that overrides ``variants.label``).
 
->>> from capacity import variants
+>>> from lacapacity import variants
 >>> declared(variants.get("delta")).form, declared(variants.get("softmax")).state
 ('delta', 'growing')
 """
@@ -55,9 +55,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
 
-# the rules whose closed forms capacity.theory holds (docs/theory.md):
+# the rules whose closed forms lacapacity.theory holds (docs/theory.md):
 # additive      S += phi(k)^T v (T1-T10; T25-T28 with a feature map)
 # decay         S = alpha S + phi(k)^T v, a scalar gate (T11, T21)
 # delta         S += beta k^T (v - k S) (T12, delta_rule_error, T22)
@@ -124,7 +124,7 @@ def declared(memory: object) -> Declares:
         return _NOTHING
     if not isinstance(found, Declares):
         raise CapacityError(
-            f"{name(memory)}: declares must be a capacity.variants.Declares, got {type(found).__name__}"
+            f"{name(memory)}: declares must be a lacapacity.variants.Declares, got {type(found).__name__}"
         )
     return found
 

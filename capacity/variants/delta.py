@@ -13,14 +13,14 @@ either a constant or ``("uniform", low, high)`` drawn per token from ``seed``. T
 
 from __future__ import annotations
 
-from capacity.variants.recurrent import Recurrent
+from lacapacity.variants.recurrent import Recurrent
 
 
 class Delta(Recurrent):
     """The delta rule with beta in (0, 2), float32 state ``[batch, D, dv]``.
 
     >>> import torch
-    >>> from capacity import variants, keys
+    >>> from lacapacity import variants, keys
     >>> mem = variants.get("delta", beta=1.0)
     >>> K = keys.make("gaussian", n=10, d=8, seed=0); V = torch.randn(1, 10, 4)
     >>> S = mem.write(mem.init_state(1, 8, 4), K, V)

@@ -12,7 +12,7 @@ no gate, DeltaProduct) is a constant or ``("uniform", low, high)`` drawn per tok
     k_tj = k_t R_j      (L2-normalised with ``normalize``, the default)
 
 with R_0 = I and, for j >= 1, R_j a d x d Haar-random orthogonal matrix drawn once from
-``capacity.base._random.generator(seed, "variants/delta_product/<j>")`` (QR of a gaussian matrix
+``lacapacity.base._random.generator(seed, "variants/delta_product/<j>")`` (QR of a gaussian matrix
 with the signs of R's diagonal fixed). Every step writes the same value v_t. With steps = 1 this
 is exactly the delta rule (``delta``). beta in (0, 2) is a constant (every step) or
 ``("uniform", low, high)`` drawn per token and step from ``seed``.
@@ -23,7 +23,7 @@ torch backend); with a gate, as ``mode="gated_delta"`` with the gate alpha_t on 
 others. It is fla's gated delta product with num_householder = steps and log-gate log alpha.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> K = keys.make("gaussian", n=20, d=8, seed=0); V = torch.randn(1, 20, 4)
 >>> one, delta = variants.get("delta_product", steps=1), variants.get("delta")
 >>> S1 = one.write(one.init_state(1, 8, 4), K, V); S2 = delta.write(delta.init_state(1, 8, 4), K, V)
@@ -37,13 +37,13 @@ from typing import cast
 
 import torch
 
-import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
-from capacity.base import _random, _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import GATE, RATE, Memory
-from capacity.variants._params import Param
-from capacity.variants.recurrent import State
+import lacapacity.kernels as kernels  # (not `from lacapacity import kernels`: mypy types that name Any? and rejects it)
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import GATE, RATE, Memory
+from lacapacity.variants._params import Param
+from lacapacity.variants.recurrent import State
 
 
 def rotations(steps: int, d: int, seed: int) -> torch.Tensor:

@@ -34,7 +34,7 @@ are exponentials of differences of cumulative logs, never above 1. ``tests/memor
 token-by-token form the tests hold it to.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("dplr", w=1.0, eta=0.7)
 >>> K = keys.make("gaussian", n=30, d=8, seed=0); V = torch.randn(1, 30, 4)
 >>> delta = variants.get("delta", beta=0.7)
@@ -49,9 +49,9 @@ from collections.abc import Callable
 
 import torch
 
-from capacity.errors import CapacityError
-from capacity.variants._memory import GATE, Memory
-from capacity.variants.recurrent import State
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import GATE, Memory
+from lacapacity.variants.recurrent import State
 
 KeyMap = Callable[[torch.Tensor], torch.Tensor]  # a (or b) of the keys: fn(k [B, t, d]) -> [B, t, d]
 

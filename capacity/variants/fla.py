@@ -26,7 +26,7 @@ Inputs drawn up for every token go in ``per_token`` (beta, log-gates g, IPLR's a
 - a callable of the keys: it gets k ``[B, T, d]`` and returns ``[B, T]`` (per token) or
   ``[B, T, d]`` (per key channel), so it follows d, e.g. ``lambda k: -k`` for IPLR's ``a``.
 
-Keys are passed as given: give unit keys (``capacity.keys.make`` does) or set the op's own
+Keys are passed as given: give unit keys (``lacapacity.keys.make`` does) or set the op's own
 normalisation flag. By default the state is one ``[B, H, K, V]`` tensor: an op that returns more
 state (a tuple final_state, or a third output such as an extra ``[B, H, K]`` state) is refused with a
 CapacityError rather than have a part silently dropped.
@@ -66,10 +66,10 @@ from typing import Any, TypeAlias, cast
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants.declares import Declares
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants.declares import Declares
 
 LAYOUTS = ("BTHK", "BHTK")
 _LAYOUT_WORDS = {"BTHK": "tokens [B, T, H, K]", "BHTK": "tokens [B, H, T, K]"}

@@ -4,18 +4,18 @@
     gla     S = Diag(alpha_t) S + phi(k_t)^T v_t     (gated linear attention)
 
 Gates ``alpha`` lie in (0, 1]: a constant, a per-channel vector (gla), or ``("uniform", low, high)`` drawn per token
-from ``seed`` (see ``capacity.variants._params``). The other parameters are those of ``Recurrent``.
+from ``seed`` (see ``lacapacity.variants._params``). The other parameters are those of ``Recurrent``.
 """
 
 from __future__ import annotations
 
-from capacity.variants.recurrent import Recurrent
+from lacapacity.variants.recurrent import Recurrent
 
 
 class Decay(Recurrent):
     """S = alpha S + phi(k)^T v, read phi(q) S; one gate alpha in (0, 1] per token (alpha = 1 is the linear memory).
 
-    >>> from capacity import variants
+    >>> from lacapacity import variants
     >>> variants.get("decay", alpha=("uniform", 0.9, 1.0), seed=3).params
     {'alpha': ['uniform', 0.9, 1.0], 'normalize': False, 'seed': 3, 'backend': 'auto'}
     """

@@ -32,7 +32,7 @@ The writes run token by token in plain torch (float32); ``tests/variants/test_me
 ships as Triton kernels only, to a recurrence written in the test.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> K = keys.make("gaussian", n=20, d=8, seed=0); V = torch.randn(1, 20, 4)
 >>> a, b = variants.get("gdn2", alpha=0.9, beta=0.7, gamma=0.7), variants.get("gated_delta", alpha=0.9, beta=0.7)
 >>> bool(torch.allclose(a.write(a.init_state(1, 8, 4), K, V), b.write(b.init_state(1, 8, 4), K, V), atol=1e-5))
@@ -46,11 +46,11 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
-from capacity.variants.recurrent import State
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
+from lacapacity.variants.recurrent import State
 
 
 class _Gated(Memory):

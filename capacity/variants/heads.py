@@ -16,8 +16,8 @@ One of H and HV must divide the other; H must divide d and HV must divide dv. Wi
 memory itself (bit-identical results). The state holds G x (d/H) x (dv/HV) = d dv / min(H, HV) numbers (for a
 d x dv memory); for random keys the additive memory's mean error is (n - 1) min(H, HV) / d (T20).
 
->>> from capacity import variants, keys, values, probe
->>> from capacity.variants import heads
+>>> from lacapacity import variants, keys, values, probe
+>>> from lacapacity.variants import heads
 >>> mem = heads.split(variants.get("linear"), heads=4)
 >>> K = keys.make("gaussian", n=32, d=64, batch=2, seed=0); V = values.make("gaussian", 32, 64, batch=2, seed=0)
 >>> ds = probe.recall(mem, K, V, checkpoints=[32])
@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants import declares
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 def check_layout(d: int, dv: int, heads: int, value_heads: int | None = None) -> tuple[int, int]:
@@ -58,10 +58,10 @@ class Heads:
     """``memory`` in H key heads and HV value heads (see the module). State: the memory's own, batch B x G."""
 
     def __init__(self, memory: Variant, heads: int, value_heads: int | None = None, *, normalize: bool = True) -> None:
-        from capacity import variants
+        from lacapacity import variants
 
         if not variants.is_variant(memory):
-            raise CapacityError(f"heads.split takes a variant object (see capacity.variants.resolve), got {memory!r}")
+            raise CapacityError(f"heads.split takes a variant object (see lacapacity.variants.resolve), got {memory!r}")
         self.memory = memory
         self.H = _validate.positive_int("heads", heads)
         self.HV = self.H if value_heads is None else _validate.positive_int("value_heads", value_heads)
@@ -96,7 +96,7 @@ class Heads:
         return self.G * int(self.memory.state_numel(dk, dvh, *args, **kwargs))
 
     def state_bytes(self, d: int, dv: int, dtype: object = "float32", **kwargs: Any) -> int:  # Any: as state_numel's
-        from capacity.variants import precision
+        from lacapacity.variants import precision
 
         dk, dvh = self._dims(int(d), int(dv))
         return self.G * precision.state_bytes(self.memory, dk, dvh, dtype, **kwargs)

@@ -16,7 +16,7 @@ from ``seed``; ``normalize=True`` (the default) L2-normalises keys and queries. 
 token in plain torch (float32). ``tests/variants/test_lattice.py`` holds it to a float64 loop.
 
 >>> import torch
->>> from capacity import variants
+>>> from lacapacity import variants
 >>> mem = variants.get("lattice", normalize=False)
 >>> S = mem.init_state(1, 2, 2)
 >>> S = mem.write(S, torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[3.0, 0.0]]]))   # slot 0 empty: takes v
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import torch
 
-from capacity.base._types import Device
-from capacity.variants._memory import RATE
-from capacity.variants.gated_2026 import _Gated
+from lacapacity.base._types import Device
+from lacapacity.variants._memory import RATE
+from lacapacity.variants.gated_2026 import _Gated
 
 
 class Lattice(_Gated):

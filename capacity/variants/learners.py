@@ -27,7 +27,7 @@ as a seeded gaussian matrix with unit-variance entries (the same for every batch
 connection and layer norm (which need dv = d) are left out. The state holds d h + h dv numbers.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> K = keys.make("gaussian", n=12, d=8, seed=0); V = torch.randn(1, 12, 4)
 >>> t, dl = variants.get("titans", alpha=1.0, beta=0.5, eta=0.0), variants.get("delta", beta=0.5)
 >>> bool(torch.allclose(t.read(t.write(t.init_state(1, 8, 4), K, V), K), dl.read(dl.write(dl.init_state(1, 8, 4), K, V), K), atol=1e-5))
@@ -42,11 +42,11 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _random, _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import GATE, RATE, Memory, unit
-from capacity.variants.declares import Declares
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import GATE, RATE, Memory, unit
+from lacapacity.variants.declares import Declares
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from capacity.variants.recurrent import Recurrent
+from lacapacity.variants.recurrent import Recurrent
 
 
 class Linear(Recurrent):
@@ -10,11 +10,11 @@ class Linear(Recurrent):
 
     ``normalize=True`` L2-normalises keys (their features) on write and queries on read, as most
     linear-attention layers do; the default writes the keys as given, so that T2's ||k_1||^2
-    shows. ``feature`` is a name of ``capacity.features`` (its parameters, e.g. ``nu=2``, go
+    shows. ``feature`` is a name of ``lacapacity.features`` (its parameters, e.g. ``nu=2``, go
     alongside) or a FeatureMap; ``normalize_read=True`` divides the read by phi(q) . sum_i phi(k_i)
     (positive feature maps only). ``seed`` seeds the performer map's projections.
 
-    >>> from capacity import variants
+    >>> from lacapacity import variants
     >>> variants.get("linear", feature="dpfp", nu=2).state_numel(d=16, dv=8)
     512
     """

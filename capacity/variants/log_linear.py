@@ -26,12 +26,12 @@ levels of the bits of n that are zero are kept as zeros, as a kernel's fixed lev
 int64 ``[B]`` token counter it declares bookkeeping (``Declares(bookkeeping=("tokens",))``), so that a state stored in bfloat16
 still counts past 256. ``state_numel(d, dv, n)`` = L d dv; ``numel(state)`` measures it.
 
-Its expected error with random unit keys, pair by pair and level by level, is T34 (``capacity.theory.log_linear_error``
+Its expected error with random unit keys, pair by pair and level by level, is T34 (``lacapacity.theory.log_linear_error``
 and ``log_linear_level_error``, from T7 and T11; docs/theory.md). At n = 2^m all n pairs lie in one bucket, so the read is lam_(m+1) times the base memory's: its argmax recall equals
 the base memory's exactly at powers of two, and differs between them (docs/memories.md).
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("log_linear", lam=0.5)
 >>> K = keys.make("gaussian", n=11, d=8, seed=0); V = torch.randn(1, 11, 4)
 >>> S = mem.write(mem.init_state(1, 8, 4), K, V)
@@ -47,13 +47,13 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.theory.log_linear import level_weights
-from capacity.variants._memory import GATE, RATE, Memory, unit
-from capacity.variants._params import Interval
-from capacity.variants.declares import Declares
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.theory.log_linear import level_weights
+from lacapacity.variants._memory import GATE, RATE, Memory, unit
+from lacapacity.variants._params import Interval
+from lacapacity.variants.declares import Declares
 
 BASES = ("linear", "gated_delta")
 

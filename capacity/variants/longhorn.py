@@ -12,7 +12,7 @@ alpha_t = 1 - eps_t k_t (.) k_t (in (0, 1]) and the written key eps_t k_t. ``bet
 (the default) L2-normalises keys and queries first. Read q S.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("longhorn", beta=3.0)
 >>> K = keys.make("gaussian", n=8, d=16, seed=0); V = torch.randn(1, 8, 4)
 >>> tuple(mem.write(mem.init_state(1, 16, 4), K, V).shape)
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import torch
 
-import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
-from capacity.errors import CapacityError
-from capacity.variants._memory import POSITIVE, Memory
-from capacity.variants.recurrent import State
+import lacapacity.kernels as kernels  # (not `from lacapacity import kernels`: mypy types that name Any? and rejects it)
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import POSITIVE, Memory
+from lacapacity.variants.recurrent import State
 
 
 def gate_and_key(k: torch.Tensor, beta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,11 +15,11 @@ form: A = lam I + K^T K float32 ``[B, d, d]`` and Bm = K^T V float32 ``[B, d, dv
 adds the chunk's Gram and cross terms k^T k and k^T v (no loop over tokens), a read solves
 A X = Bm (in float64) and returns q X. State size d d + d dv. Differentiable through
 ``torch.linalg.solve``. With orthonormal values, full-rank keys and n > d its mean read error
-tends to T8 = 1 - d/n as lam -> 0 (``capacity.theory.rank_bound``): it attains the bound of
+tends to T8 = 1 - d/n as lam -> 0 (``lacapacity.theory.rank_bound``): it attains the bound of
 every linear read from a d x dv state.
 
 >>> import torch
->>> from capacity import variants, keys, values, theory
+>>> from lacapacity import variants, keys, values, theory
 >>> mem = variants.get("lsq", lam=1e-6)
 >>> K = keys.make("gaussian", n=48, d=16, seed=0); V = values.make("orthonormal", 48, 48, seed=0)
 >>> S = mem.write(mem.init_state(1, 16, 48), K, V)
@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import Memory, unit
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import Memory, unit
 
 
 @dataclass

@@ -9,7 +9,7 @@ value; one head, no skip term D, no convolution). In Mamba2 dt is a learnt proje
 projection w is drawn from ``seed``: a uniform random direction scaled to norm ``w_std`` sqrt(D), so that for unit
 keys uniform on the sphere phi(k) . w has standard deviation ``w_std`` (0: every token steps by dt). ``A`` > 0 sets
 how fast a step forgets. The write goes through ``kernels.update(mode="decay")`` with the gate exp(-A dt_t) and the
-value dt_t v_t. T24 (``capacity.theory.forgetting_signal(..., "mamba2")``) gives its forgetting horizon.
+value dt_t v_t. T24 (``lacapacity.theory.forgetting_signal(..., "mamba2")``) gives its forgetting horizon.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import ClassVar
 
 import torch
 
-import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
-from capacity.base import _random, _validate
-from capacity.errors import CapacityError
-from capacity.variants.declares import Family
-from capacity.variants.recurrent import Recurrent, State, TokenState
+import lacapacity.kernels as kernels  # (not `from lacapacity import kernels`: mypy types that name Any? and rejects it)
+from lacapacity.base import _random, _validate
+from lacapacity.errors import CapacityError
+from lacapacity.variants.declares import Family
+from lacapacity.variants.recurrent import Recurrent, State, TokenState
 
 _FLOOR = 1e-30  # exp(-A dt) below this (dt A > 69) is written as this: the kernels take gates in (0, 1]
 
@@ -46,7 +46,7 @@ class Mamba2(Recurrent):
     """S = exp(-A dt) S + dt phi(k)^T v with dt = softplus(phi(k) . w + bias), w seeded; float32 state ``[B, D, dv]``.
 
     >>> import torch
-    >>> from capacity import variants, keys
+    >>> from lacapacity import variants, keys
     >>> mem = variants.get("mamba2", A=1.0, dt=0.05, w_std=0.0)   # w_std = 0: a fixed decay exp(-0.05)
     >>> K = keys.make("gaussian", n=3, d=8, seed=0); V = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0))
     >>> S = mem.write(mem.init_state(1, 8, 4), K, V)

@@ -2,7 +2,7 @@
 
 Mamba-3 (Lahoti et al., arXiv 2603.15569) in the toolkit's row convention (B_t the key, C_t the query, x_t the value;
 one head, no skip term D, no convolution), with Mamba2's step dt_t = softplus(phi(k_t) . w + bias) and gate
-alpha_t = exp(-A dt_t) (``capacity.variants.mamba2``):
+alpha_t = exp(-A dt_t) (``lacapacity.variants.mamba2``):
 
     S_t = alpha_t S_{t-1} + (1 - lam) dt_t alpha_t kr_{t-1}^T v_{t-1} + lam dt_t kr_t^T v_t
     read r = qr S_n
@@ -25,7 +25,7 @@ next trapezoidal step needs (absent, zero numbers, with lam = 1), and the clock 
 by token in plain torch (float32); ``tests/variants/test_mamba3.py`` holds it to a float64 complex recurrence.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> K = keys.make("gaussian", n=12, d=8, seed=0); V = torch.randn(1, 12, 4)
 >>> m3, m2 = variants.get("mamba3", lam=1.0, omega=0.0), variants.get("mamba2")
 >>> bool(torch.allclose(m3.write(m3.init_state(1, 8, 4), K, V).matrix, m2.write(m2.init_state(1, 8, 4), K, V), atol=1e-7))
@@ -41,11 +41,11 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import unit
-from capacity.variants.mamba2 import _FLOOR, Mamba2
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import unit
+from lacapacity.variants.mamba2 import _FLOOR, Mamba2
 
 
 @dataclass

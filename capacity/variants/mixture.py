@@ -18,7 +18,7 @@ The state is float32 ``[B, M (+ 1), d, dv]``: (M + shared) times the memory's nu
 ``tests/variants/test_mixture.py`` holds it to a float64 loop.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("mom", memories=4, top=2, shared=True)
 >>> K = keys.make("gaussian", n=10, d=8, seed=0); V = torch.randn(1, 10, 4)
 >>> S = mem.write(mem.init_state(1, 8, 4), K, V)
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import torch
 
-from capacity.base import _random, _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants._memory import unit
-from capacity.variants.declares import Declares, declared
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants._memory import unit
+from lacapacity.variants.declares import Declares, declared
 
 
 class MixtureOfMemories:
@@ -55,7 +55,7 @@ class MixtureOfMemories:
         self.seed = _random.check_seed("mom: seed", seed)
         if not isinstance(memory, str):
             raise CapacityError(f"mom: memory is a memory's label (e.g. 'gated_delta(alpha=0.9)'), got {memory!r}")
-        from capacity.variants import label, resolve  # the registry imports this module
+        from lacapacity.variants import label, resolve  # the registry imports this module
 
         inner = resolve(memory)
         probe = inner.init_state(1, 2, 1)

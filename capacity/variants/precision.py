@@ -27,8 +27,8 @@ own code runs unchanged); ``state_bytes`` counts them at the state dtype.
 ``state_dtype="float32"`` returns the memory itself: results are bit-identical to an unwrapped memory's.
 
 >>> import torch
->>> from capacity import variants, keys, values, probe
->>> from capacity.variants import precision
+>>> from lacapacity import variants, keys, values, probe
+>>> from lacapacity.variants import precision
 >>> mem = precision.stored(variants.get("linear"), "bfloat16", "step")
 >>> K = keys.make("gaussian", n=64, d=16, batch=2, seed=0); V = values.make("gaussian", 64, 16, batch=2, seed=0)
 >>> ds = probe.recall(mem, K, V, checkpoints=[64])
@@ -47,25 +47,25 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from capacity.base import _random, _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants import declares
-from capacity.variants._rounding import DTYPES, TORCH_DTYPES, _Rounder, _seeds
-from capacity.variants._rounding import StoredState as StoredState  # the state a stored memory holds: its home here
-from capacity.variants._rounding import state_tensors as state_tensors
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants import declares
+from lacapacity.variants._rounding import DTYPES, TORCH_DTYPES, _Rounder, _seeds
+from lacapacity.variants._rounding import StoredState as StoredState  # the state a stored memory holds: its home here
+from lacapacity.variants._rounding import state_tensors as state_tensors
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.variants import Variant
-    from capacity.variants.recurrent import Recurrent
+    from lacapacity.variants import Variant
+    from lacapacity.variants.recurrent import Recurrent
 
 
 def _dtype(state_dtype: object) -> str:  # a name or a torch.dtype, checked here
     name = str(state_dtype).replace("torch.", "")
     if name not in TORCH_DTYPES:
-        from capacity.variants import quantise
+        from lacapacity.variants import quantise
 
-        if quantise.is_quantised(name):  # int8 / int4 with scales (capacity.variants.quantise): its canonical label
+        if quantise.is_quantised(name):  # int8 / int4 with scales (lacapacity.variants.quantise): its canonical label
             return quantise.parse(name).label
         raise CapacityError(
             f"state_dtype must be one of {', '.join(DTYPES)}, or {quantise.SPELLING}; got {state_dtype!r}"
@@ -77,7 +77,7 @@ def itemsize(state_dtype: object) -> int:
     """Bytes per number of ``state_dtype`` (4, 2, 2, 1, 1; int8: 1, its scales and residual not counted)."""
     name = _dtype(state_dtype)
     if name not in TORCH_DTYPES:
-        from capacity.variants import quantise
+        from lacapacity.variants import quantise
 
         if quantise.parse(name).bits != 8:
             raise CapacityError(f"{name} keeps half a byte a number: count its bytes with state_bytes")
@@ -89,11 +89,11 @@ def _rounder_for(
     state_dtype: str, stochastic: bool, seed: object, *, feedback: bool = True, skip: tuple[str, ...] = ()
 ) -> _Rounder:
     """The rounder of ``state_dtype`` (a checked name): a float format's, or an integer format's with its
-    feedback residuals (``capacity.variants.quantise``; ``feedback=False``: none kept). ``skip``: the state's
+    feedback residuals (``lacapacity.variants.quantise``; ``feedback=False``: none kept). ``skip``: the state's
     bookkeeping fields, never rounded."""
     if state_dtype in TORCH_DTYPES:
         return _Rounder(state_dtype, stochastic, seed, skip)
-    from capacity.variants.quantise import Quantiser
+    from lacapacity.variants.quantise import Quantiser
 
     return Quantiser(state_dtype, stochastic, seed, feedback=feedback, skip=skip)
 
@@ -161,9 +161,9 @@ def round_(
 
 def _fast_mode(memory: object) -> str | None:
     """The recurrence a built-in memory applies token by token in ``_fast_step`` (None: write through it)."""
-    from capacity.variants.recurrent import Recurrent
+    from lacapacity.variants.recurrent import Recurrent
 
-    if type(memory).__module__.split(".")[:2] != ["capacity", "variants"] or not isinstance(memory, Recurrent):
+    if type(memory).__module__.split(".")[:2] != ["lacapacity", "variants"] or not isinstance(memory, Recurrent):
         return None
     if memory.feature is not None or memory.normalize_read or memory.drawn:
         return None
@@ -176,10 +176,10 @@ class Stored:
     """``memory`` with its state stored in ``state_dtype``, rounded as ``rounding`` says (see the module)."""
 
     def __init__(self, memory: Variant, state_dtype: object, rounding: object = "step", *, seed: object = 0) -> None:
-        from capacity import variants
+        from lacapacity import variants
 
         if not variants.is_variant(memory):
-            raise CapacityError(f"stored() takes a variant object (see capacity.variants.resolve), got {memory!r}")
+            raise CapacityError(f"stored() takes a variant object (see lacapacity.variants.resolve), got {memory!r}")
         self.memory = memory
         self.state_dtype = _dtype(state_dtype)
         self.rounding = Rounding.parse(rounding)
@@ -346,7 +346,7 @@ def state_bytes(memory: Variant, d: int, dv: int, dtype: object = "float32", *, 
     ``init_state(1, d, dv)`` (after ``n`` writes of random pairs for a memory that grows, ``numel``) and counts
     their numbers at ``dtype``. A memory that grows needs ``n``.
     """
-    from capacity import variants
+    from lacapacity import variants
 
     d = _validate.positive_int("d", d)
     dv = _validate.positive_int("dv", dv)
@@ -374,8 +374,8 @@ def state_bytes(memory: Variant, d: int, dv: int, dtype: object = "float32", *, 
         if not quantised:
             return int(declares.numel(memory, state) or 0) * size
     tensors = state_tensors(state, stored=True, skip=declares.declared(memory).bookkeeping)
-    if quantised:  # integers, scales and residuals (capacity.variants.quantise.nbytes)
-        from capacity.variants import quantise
+    if quantised:  # integers, scales and residuals (lacapacity.variants.quantise.nbytes)
+        from lacapacity.variants import quantise
 
         return quantise.nbytes(_dtype(dtype), [t.shape[1:] for t in tensors])
     return sum(t[0].numel() for t in tensors) * size

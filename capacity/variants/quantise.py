@@ -33,7 +33,7 @@ A residual follows its tensor by position in the state; a tensor that grows keep
 positions (zero in the new ones), one whose shape changes otherwise restarts it at zero.
 
 >>> import torch
->>> from capacity.variants import quantise
+>>> from lacapacity.variants import quantise
 >>> spec = quantise.parse("int8/row+ef"); spec.label, spec.qmax, spec.scales((32, 32))
 ('int8/row+ef', 127, 32)
 >>> x = torch.tensor([[[1.0, -0.6, 0.25, 0.0]]])          # one item, one row of 4
@@ -57,8 +57,8 @@ from typing import cast
 
 import torch
 
-from capacity.errors import CapacityError
-from capacity.variants._rounding import _Rounder, _seeds, ulp
+from lacapacity.errors import CapacityError
+from lacapacity.variants._rounding import _Rounder, _seeds, ulp
 
 SPELLING = (
     "int8, int4 or fp8, optionally /row, /col, /tensor, /g<N> (a group of N entries along the last dimension) or "

@@ -21,14 +21,14 @@ from typing import Any, ClassVar, TypeAlias
 
 import torch
 
-import capacity.kernels as kernels  # (not `from capacity import kernels`: mypy types that name Any? and rejects it)
-from capacity.base import _random, _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.inputs import features
-from capacity.inputs.features import FeatureMap
-from capacity.variants._params import Interval, Param
-from capacity.variants.declares import Declares, Family
+import lacapacity.kernels as kernels  # (not `from lacapacity import kernels`: mypy types that name Any? and rejects it)
+from lacapacity.base import _random, _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import features
+from lacapacity.inputs.features import FeatureMap
+from lacapacity.variants._params import Interval, Param
+from lacapacity.variants.declares import Declares, Family
 
 GATE: Interval = {"low": 0.0, "high": 1.0, "high_open": False}  # alpha in (0, 1]
 BETA: Interval = {"low": 0.0, "high": 2.0, "high_open": True}  # beta in (0, 2)
@@ -83,7 +83,7 @@ class Recurrent:
     gate_per_channel: ClassVar[bool] = False  # the gate alpha: one per feature row of the state (gla, kda)
 
     normalize: bool = False
-    feature: FeatureMap | None = None  # given as a name of capacity.features or a FeatureMap; kept as the map
+    feature: FeatureMap | None = None  # given as a name of lacapacity.features or a FeatureMap; kept as the map
     normalize_read: bool = False
     seed: int = 0
     backend: str = "auto"

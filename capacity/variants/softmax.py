@@ -5,7 +5,7 @@ The exact-retrieval baseline of the bill: its cache grows by d + dv numbers per 
 reads tend to the stored values as the scale (the inverse temperature) grows.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("softmax", scale=50.0)
 >>> K = keys.make("gaussian", n=32, d=16, seed=0); V = torch.randn(1, 32, 8)
 >>> cache = mem.write(mem.init_state(1, 16, 8), K, V)
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.kernels._batched import matmul
-from capacity.variants.declares import Declares
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.kernels._batched import matmul
+from lacapacity.variants.declares import Declares
 
 
 @dataclass

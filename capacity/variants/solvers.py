@@ -36,7 +36,7 @@ Gates ``alpha`` lie in (0, 1], steps ``beta`` in (0, 2) (omega) or > 0 (mesa's w
 ``tests/variants/test_solvers.py`` holds mesa to fla's reference and omega to a float64 loop.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> K = keys.make("gaussian", n=12, d=8, seed=0); V = torch.randn(1, 12, 4)
 >>> om, dl = variants.get("omega", context=1, beta=0.5), variants.get("delta", beta=0.5)
 >>> bool(torch.allclose(om.write(om.init_state(1, 8, 4), K, V).matrix, dl.write(dl.init_state(1, 8, 4), K, V), atol=1e-6))
@@ -52,12 +52,12 @@ from dataclasses import dataclass
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.inputs import features
-from capacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
-from capacity.variants.lsq import LSQ, LsqState
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import features
+from lacapacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
+from lacapacity.variants.lsq import LSQ, LsqState
 
 
 @dataclass

@@ -30,7 +30,7 @@ it; ``state_numel(d, dv, n)`` gives it), plus the state memory's fixed numbers f
 state's. The cache is a ``WindowCache``; the window parts run in float32 plain torch, differentiable.
 
 >>> import torch
->>> from capacity import variants, keys
+>>> from lacapacity import variants, keys
 >>> mem = variants.get("swa", window=4, scale=50.0)
 >>> K = keys.make("gaussian", n=10, d=16, seed=0); V = torch.randn(1, 10, 8)
 >>> cache = mem.write(mem.init_state(1, 16, 8), K, V)
@@ -48,10 +48,10 @@ from typing import Any
 
 import torch
 
-from capacity.base import _validate
-from capacity.base._types import Device
-from capacity.errors import CapacityError
-from capacity.variants.declares import Declares, declared
+from lacapacity.base import _validate
+from lacapacity.base._types import Device
+from lacapacity.errors import CapacityError
+from lacapacity.variants.declares import Declares, declared
 
 HOLDS = ("evicted", "all")
 COMBINES = ("sum", "normalise")
@@ -210,7 +210,7 @@ class Hybrid(SlidingWindow):
             raise CapacityError(
                 f"{self.name}: state is a memory's label (e.g. 'gated_delta(alpha=0.9)'), got {state!r}"
             )
-        from capacity.variants import label, resolve  # the registry imports this module
+        from lacapacity.variants import label, resolve  # the registry imports this module
 
         inner = resolve(state)
         if declared(inner).state == "growing":

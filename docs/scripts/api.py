@@ -4,7 +4,7 @@
 
 MODULES are the modules whose ``__all__`` tests/test_public_surface.py pins (tests/test_api_reference.py holds the
 two lists equal); each page documents the names in its module's ``__all__``. The build fails, listing them, on a
-pinned name without a docstring and on a reference in a docstring (```capacity.x.y``` in backticks) to a module or
+pinned name without a docstring and on a reference in a docstring (```lacapacity.x.y``` in backticks) to a module or
 name that does not exist. The test extra installs pdoc; tests/test_api_reference.py builds the pages into a
 temporary folder.
 """
@@ -19,30 +19,30 @@ import warnings
 from pathlib import Path
 
 MODULES = [
-    "capacity",
-    "capacity.check",
-    "capacity.check.conformance",
-    "capacity.inputs.features",
-    "capacity.inputs.keys",
-    "capacity.inputs.values",
-    "capacity.kernels",
-    "capacity.plots",
-    "capacity.plots.layout",
-    "capacity.plots.tables",
-    "capacity.studies",
-    "capacity.sweep",
-    "capacity.tasks",
-    "capacity.tasks.metrics",
-    "capacity.tasks.probe",
-    "capacity.theory",
-    "capacity.variants",
+    "lacapacity",
+    "lacapacity.check",
+    "lacapacity.check.conformance",
+    "lacapacity.inputs.features",
+    "lacapacity.inputs.keys",
+    "lacapacity.inputs.values",
+    "lacapacity.kernels",
+    "lacapacity.plots",
+    "lacapacity.plots.layout",
+    "lacapacity.plots.tables",
+    "lacapacity.studies",
+    "lacapacity.sweep",
+    "lacapacity.tasks",
+    "lacapacity.tasks.metrics",
+    "lacapacity.tasks.probe",
+    "lacapacity.theory",
+    "lacapacity.variants",
 ]
 # a dotted name in backticks that starts at the package: a reference to check
-REFERENCE = re.compile(r"`+(capacity(?:\.\w+)+)(?:\(\))?`+")
+REFERENCE = re.compile(r"`+(lacapacity(?:\.\w+)+)(?:\(\))?`+")
 
 
 def resolves(dotted: str) -> bool:
-    """Whether ``dotted`` names a module of the package or an attribute of one (``capacity.sweep.run``)."""
+    """Whether ``dotted`` names a module of the package or an attribute of one (``lacapacity.sweep.run``)."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -67,7 +67,7 @@ def _docstrings(modules: list[str]) -> dict[str, str]:
         for attr in module.__all__:
             obj = getattr(module, attr)
             out[f"{name}.{attr}"] = _own_doc(obj)
-            if inspect.isclass(obj) and obj.__module__.startswith("capacity"):
+            if inspect.isclass(obj) and obj.__module__.startswith("lacapacity"):
                 for member, value in vars(obj).items():
                     if not member.startswith("_") and (inspect.isfunction(value) or isinstance(value, property)):
                         out[f"{name}.{attr}.{member}"] = inspect.getdoc(value) or ""
@@ -97,13 +97,13 @@ def build(out: Path, modules: list[str] = MODULES) -> list[Path]:
     import pdoc
     import pdoc.render
 
-    import capacity
+    import lacapacity
 
     for name in modules:  # pdoc reads a module's __dict__: the names capacity loads on first use are put there
         module = importlib.import_module(name)
         for attr in module.__all__:
             setattr(module, attr, getattr(module, attr))
-    pdoc.render.configure(docformat="restructuredtext", footer_text=f"capacity {capacity.__version__}")
+    pdoc.render.configure(docformat="restructuredtext", footer_text=f"capacity {lacapacity.__version__}")
     keep = "|".join(re.escape(m) for m in modules)
     with warnings.catch_warnings():
         # string type aliases (theory's Floats, "float | npt.NDArray[...]") name modules that the module using the

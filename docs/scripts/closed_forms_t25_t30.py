@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from scipy import optimize
 
-from capacity import theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity import theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
 
 
 def unit(rng, *shape):

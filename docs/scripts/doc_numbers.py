@@ -134,7 +134,7 @@ def _gaussian_high():
 @number("delta-capacity-64", "{:.0f}")
 def _delta_capacity():
     """delta_rule_capacity(0.5, 64), beta = 1."""
-    from capacity import theory
+    from lacapacity import theory
 
     return theory.delta_rule_capacity(0.5, 64)
 
@@ -142,7 +142,7 @@ def _delta_capacity():
 @number("refined-64-16", "{:.1f}", abs=0.05)
 def _refined_64_16():
     """argmax_capacity_refined(64, 16)."""
-    from capacity import theory
+    from lacapacity import theory
 
     return theory.argmax_capacity_refined(64, 16)
 
@@ -150,7 +150,7 @@ def _refined_64_16():
 @number("refined-16-64", "{:.1f}", abs=0.05)
 def _refined_16_64():
     """argmax_capacity_refined(16, 64)."""
-    from capacity import theory
+    from lacapacity import theory
 
     return theory.argmax_capacity_refined(16, 64)
 
@@ -159,11 +159,11 @@ def _refined_16_64():
 
 
 def _readme_probe():
-    import capacity
+    import lacapacity
 
-    K = capacity.keys.make("gaussian", n=256, d=64, batch=8, seed=0)
-    V = capacity.values.make("gaussian", n=256, dv=64, batch=8, seed=1)
-    ds = capacity.probe.recall(capacity.variants.get("linear"), K, V)
+    K = lacapacity.keys.make("gaussian", n=256, d=64, batch=8, seed=0)
+    V = lacapacity.values.make("gaussian", n=256, dv=64, batch=8, seed=1)
+    ds = lacapacity.probe.recall(lacapacity.variants.get("linear"), K, V)
     return ds.mse.mean("batch").sel(n=256).item()
 
 
@@ -176,7 +176,7 @@ def _readme_mse():
 @number("readme-t7", "{:.2f}", abs=0.005)
 def _readme_t7():
     """README: T7's (n - 1)/d at n = 256, d = 64."""
-    from capacity import theory
+    from lacapacity import theory
 
     return theory.random_keys_error(256, 64)
 
@@ -210,7 +210,7 @@ def _check_t10_refined(rows):
 
 
 def check_table(rows) -> str:
-    from capacity import check
+    from lacapacity import check
 
     return check.format_table(rows) + "\n"
 
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite the spans and the table from the code")
     args = parser.parse_args(argv)
-    from capacity import check
+    from lacapacity import check
 
     rows = check.run_checks(seed=0)
     vals = values(rows)

@@ -1,7 +1,7 @@
 """Print the Markdown table of docs/fla.md: flash-linear-attention's plain-torch references through ``from_fla``.
 
 Every recurrent reference of fla-core 0.6.0 that keeps one [B, H, K, V] state is wrapped with
-``capacity.variants.from_fla`` (no adapter functions) and probed: mean squared read error at
+``lacapacity.variants.from_fla`` (no adapter functions) and probed: mean squared read error at
 n = 32, 64, 256 for d = dv = 64, gaussian unit keys and values, 4 seeds. Where a built-in
 variant is the same memory, the table gives the max relative difference of the two states
 (max |S_fla - S_ours| / max |S_ours| over the checkpoints).
@@ -29,10 +29,10 @@ import warnings
 
 import torch
 
-from capacity import variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import from_fla
+from lacapacity import variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import from_fla
 
 GATE = 0.95  # scalar gate a
 ALPHA = (0.9, 1.0)  # per-channel gates alpha: linspace over the d key channels
@@ -283,7 +283,7 @@ def refused(d: int) -> list[dict]:
 
 def refusal(entry: dict, d: int) -> str:
     """The one-line CapacityError a user meets when writing through a refused op."""
-    from capacity.errors import CapacityError
+    from lacapacity.errors import CapacityError
 
     mem = entry["make"]()
     K = keys.make("gaussian", 8, d, batch=1, seed=0)
@@ -298,11 +298,11 @@ def refusal(entry: dict, d: int) -> str:
 INTERPRETED = """
 import math, warnings, torch
 warnings.simplefilter("ignore")
-from capacity import variants
-from capacity.inputs import keys
-from capacity.inputs import values
-from capacity.errors import CapacityError
-from capacity.variants import from_fla
+from lacapacity import variants
+from lacapacity.inputs import keys
+from lacapacity.inputs import values
+from lacapacity.errors import CapacityError
+from lacapacity.variants import from_fla
 from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule
 from fla.ops.rwkv7 import fused_recurrent_rwkv7
 K = keys.make("gaussian", 32, 16, batch=2, seed=0); V = values.make("gaussian", 32, 16, batch=2, seed=0)

@@ -17,9 +17,9 @@ import time
 import numpy as np
 import torch
 
-from capacity import theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity import theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
 
 RULES = [
     ("delta", "delta(beta=1.0)", {"beta": 1.0}),

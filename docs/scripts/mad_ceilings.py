@@ -19,10 +19,10 @@ import math
 import numpy as np
 import torch
 
-from capacity import variants
-from capacity.inputs import keys as key_families
-from capacity.inputs import values
-from capacity.tasks import published
+from lacapacity import variants
+from lacapacity.inputs import keys as key_families
+from lacapacity.inputs import values
+from lacapacity.tasks import published
 
 D = 128
 SEQUENCES = 32

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from capacity.plots.frontier import _bytes, frontier
-from capacity.plots.log_linear import equal_bytes
-from capacity.plots.render import save_all
 
-from capacity import plots, studies, sweep, variants
-from capacity.tasks import metrics
+from lacapacity import plots, studies, sweep, variants
+from lacapacity.plots.frontier import _bytes, frontier
+from lacapacity.plots.log_linear import equal_bytes
+from lacapacity.plots.render import save_all
+from lacapacity.tasks import metrics
 
 FRONTIER = (  # ten bases: the palette's ten colours (kda and precond_kda at a scalar gate are their scalar twins)
     "linear",

@@ -35,12 +35,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-from capacity.plots.frontier import _bytes, frontier
-from capacity.plots.render import save_all
 
-from capacity import mqar, sweep, variants
-from capacity.inputs import keys, values
-from capacity.tasks import metrics, probe
+from lacapacity import mqar, sweep, variants
+from lacapacity.inputs import keys, values
+from lacapacity.plots.frontier import _bytes, frontier
+from lacapacity.plots.render import save_all
+from lacapacity.tasks import metrics, probe
 
 B = 4
 
@@ -183,7 +183,7 @@ FRONTIER_NS = sorted({int(x) for x in np.round(np.geomspace(1, 512, 96))})
 
 def capacity_at(label: str, d: int, dv: int = 32) -> tuple[float, float]:
     """(n*, bytes): the largest n with mean argmax recall >= TAU (interpolated in log n between grid points, as
-    capacity.metrics does) and the float32 bytes the memory holds there."""
+    lacapacity.metrics does) and the float32 bytes the memory holds there."""
     K = keys.make("gaussian", FRONTIER_NS[-1], d, batch=B, seed=0)
     V = values.make("gaussian", FRONTIER_NS[-1], dv, batch=B, seed=1)
     mem = variants.resolve(label)

@@ -6,7 +6,7 @@ A decaying memory (RetNet's S = alpha S + k^T v) at d = dv = 32 (one head) is st
 row, ``/col`` here, is the same), rounded after every write (decode), three ways: round to nearest (``int8/row``,
 ``step``), stochastic rounding (``step+stochastic``) and error feedback (``int8/row+ef``: the last rounding's error
 added back before the next). A grey line: the float32 read's own mean square, E ||S||^2 / d (T22's moment), so a
-deviation can be read against the signal it perturbs. Measured through ``capacity.variants.precision.stored`` on random unit
+deviation can be read against the signal it perturbs. Measured through ``lacapacity.variants.precision.stored`` on random unit
 keys and values after n = 8 / (1 - alpha) writes (steady state; at most 2048): the mean squared deviation of a unit
 query's read from the float32 read (16 batch items; bars: one standard error). Lines: T32
 (``theory.quantised_step_error``). Writes ``docs/figures/rounding-vs-decay.png`` and prints the numbers.
@@ -28,9 +28,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from capacity import theory, variants
-from capacity.inputs import keys, values
-from capacity.variants import precision
+from lacapacity import theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.variants import precision
 
 ALPHAS = (0.9, 0.95, 0.99, 0.995)
 WAYS = (
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         0.01,
         0.01,
         "d = dv = 32. Steady state (n = 8 / (1 - alpha) writes, at most 2048); 16 items, bars one standard error. Lines: T32 "
-        f"(capacity.theory.quantised_step_error). {time.strftime('%Y-%m-%d')}, {platform.machine()}.",
+        f"(lacapacity.theory.quantised_step_error). {time.strftime('%Y-%m-%d')}, {platform.machine()}.",
         fontsize=7,
     )
     fig.tight_layout(rect=(0, 0.16, 1, 0.95))

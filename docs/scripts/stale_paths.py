@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-import capacity
-from capacity import sweep, variants
-from capacity.sweep import Grid, Study, provenance
+import lacapacity
+from lacapacity import sweep, variants
+from lacapacity.sweep import Grid, Study, provenance
 
 SMALL = dict(keys=("gaussian",), d=(16,), load=(0.5, 2.0), seed=(0, 1))
 SCALED = """
@@ -64,8 +64,8 @@ NO_PARAMS = """
             return d * dv
 """
 REGISTERS = """
-    from capacity import variants
-    from capacity.variants.linear import Linear
+    from lacapacity import variants
+    from lacapacity.variants.linear import Linear
 
 
     class Scale(Linear):
@@ -118,9 +118,9 @@ def main() -> None:
         write(user, "gainhelper", "GAIN = 0.5\n")
         verdict("1. edited helper module", run(root / "a", "scaledmem:Scaled"), run(root / "a2", "scaledmem:Scaled"))
 
-        write(user, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
+        write(user, "presets", "from lacapacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
         run(root / "b", "presets:SLOW")
-        write(user, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
+        write(user, "presets", "from lacapacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
         verdict(
             "2. edited module holding a memory object",
             run(root / "b", "presets:SLOW"),
@@ -143,7 +143,7 @@ def main() -> None:
         sys.modules.pop("regmem")
         verdict("4. edited --import module", again, run(root / "d2", "scale", imports=["regmem"]))
 
-        text = Path(capacity.__file__).parent / "data" / "pretrained_text.txt"
+        text = Path(lacapacity.__file__).parent / "data" / "pretrained_text.txt"
         original = text.read_bytes()
         before = package_hash()
         try:

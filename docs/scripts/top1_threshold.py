@@ -5,7 +5,7 @@ The paper's memory is hetero-associative: a d x d matrix that superposes the out
 both isotropic Gaussian, read by the key and decoded by the target with the largest inner product (top-1), or by
 whether the right target is among the strongest candidates (list-wise). That is the `linear` memory here (S = sum_i
 k_i^T v_i, dv = d) read by the probe's exact argmax decode: the pairs below are drawn as the paper draws them,
-k, v ~ N(0, I_d / d) (not normalised), and written and read through `capacity.probe.recall`. Top-1 recall is the
+k, v ~ N(0, I_d / d) (not normalised), and written and read through `lacapacity.probe.recall`. Top-1 recall is the
 probe's `recall` (the share of pairs whose own value scores highest); list-wise recall is `recall_at` with a list of
 k = ceil(RHO n) candidates, a fixed share of the n stored values. The paper proves that top-1 needs d^2 of order
 n log n (with a conjectured sharp threshold d^2 = 2 n ln n) and that list-wise retrieval needs d^2 of order n only.
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from capacity.plots import theme
-from capacity.plots.save import save
 
-from capacity import probe, variants
+from lacapacity import probe, variants
+from lacapacity.plots import theme
+from lacapacity.plots.save import save
 
 D = (16, 32, 64)
 BATCH = {16: 64, 32: 16, 64: 4}  # batch items per d: about the same number of reads at every d

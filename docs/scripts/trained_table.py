@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import xarray as xr
-from capacity.plots.theme import standard_error
 
-from capacity.tasks.trained.task import best
+from lacapacity.plots.theme import standard_error
+from lacapacity.tasks.trained.task import best
 
 
 def table(ds: xr.Dataset) -> str:

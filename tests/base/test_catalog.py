@@ -1,4 +1,4 @@
-"""What `capacity list` prints, read from the source (capacity.base.catalog, cli._listed), against the registries."""
+"""What `capacity list` prints, read from the source (lacapacity.base.catalog, cli._listed), against the registries."""
 
 import ast
 import subprocess
@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from capacity import cli, studies, tasks, variants
-from capacity.base import catalog, plugins
-from capacity.errors import CapacityError
-from capacity.inputs import features, keys, values
-from capacity.variants import _rounding
+from lacapacity import cli, studies, tasks, variants
+from lacapacity.base import catalog, plugins
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import features, keys, values
+from lacapacity.variants import _rounding
 
 
 def _tasks() -> dict[str, str]:  # each task's description and the fields of its Config, from the classes themselves
@@ -41,7 +41,7 @@ def test_every_section_lists_what_its_registry_lists_in_its_order():
 
 def test_capacity_list_prints_the_registries_without_importing_torch(tmp_path):
     code = (
-        "import sys\nfrom capacity import cli\nstatus = cli.main(['list'])\n"
+        "import sys\nfrom lacapacity import cli\nstatus = cli.main(['list'])\n"
         "assert 'torch' not in sys.modules and 'xarray' not in sys.modules, sorted(sys.modules)\nsys.exit(status)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
@@ -57,11 +57,11 @@ def test_a_plug_in_of_another_package_is_read_from_its_registry(monkeypatch, cli
     real = plugins.entry_points
 
     def with_one_more(group):
-        extra = {"capacity.variants": {"zz_mem": "zzpkg.mem:Mem"}}.get(group, {})
+        extra = {"lacapacity.variants": {"zz_mem": "zzpkg.mem:Mem"}}.get(group, {})
         return {**real(group), **extra}
 
     monkeypatch.setattr(plugins, "entry_points", with_one_more)
-    from capacity import cli as command_line
+    from lacapacity import cli as command_line
 
     listed = command_line._listed("variants")
     assert listed["zz_mem"] == "(plug-in zzpkg.mem:Mem)" and list(listed.items()) == list(variants.available().items())
@@ -86,7 +86,7 @@ def test_each_shape_reads_its_literals_in_the_order_written():
 
 
 def test_a_missing_source_is_one_line():
-    with pytest.raises(CapacityError, match="no Python source for 'capacity.nothing_here'"):
-        catalog.source("capacity.nothing_here")
+    with pytest.raises(CapacityError, match="no Python source for 'lacapacity.nothing_here'"):
+        catalog.source("lacapacity.nothing_here")
     with pytest.raises(CapacityError, match="is not a package"):
-        catalog.files("capacity.errors", "*.py")
+        catalog.files("lacapacity.errors", "*.py")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import CapacityError, sweep, variants
-from capacity.base import labels, plugins
-from capacity.sweep import Grid, Study
-from capacity.tasks import Recall, probe
+from lacapacity import CapacityError, sweep, variants
+from lacapacity.base import labels, plugins
+from lacapacity.sweep import Grid, Study
+from lacapacity.tasks import Recall, probe
 
 HERE = Path(__file__).resolve().parent
 PKG = HERE.parent / "plugin_pkg"
@@ -74,7 +74,7 @@ def test_resolve_takes_names_objects_and_import_paths():
     with pytest.raises(CapacityError, match="unknown parameter"):
         variants.resolve("usermem:GainMemory(gain=2)")
     with pytest.raises(CapacityError, match="not a variant"):
-        variants.resolve("capacity.theory:frame_bound(n=2, d=1)")
+        variants.resolve("lacapacity.theory:frame_bound(n=2, d=1)")
 
 
 @pytest.mark.slow
@@ -84,7 +84,7 @@ def test_an_object_in_a_grid_measures_what_the_probe_measures(tmp_path):
         "mine", "", Grid(variant=(obj, "linear"), keys=("gaussian",), d=(16,), load=(0.5, 2), seed=(0, 1)), Recall()
     )
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)
-    from capacity.inputs import keys, values
+    from lacapacity.inputs import keys, values
 
     K = keys.make("gaussian", 32, 16, batch=2, seed=[0, 1])
     V = values.make("gaussian", 32, 16, batch=2, seed=[0, 1])
@@ -157,7 +157,7 @@ def test_entry_point_plugins_are_found_without_any_import(tmp_path):
         import sys
         sys.path.insert(0, {str(PKG)!r})
         from usermem import GainMemory
-        from capacity.sweep import Grid, Recall, Study
+        from lacapacity.sweep import Grid, Recall, Study
         STUDY = Study("halfgain", "a plug-in study", Grid(variant=("halfgain", "linear"), keys=("gaussian",), d=(8,), load=(0.5, 1, 2), seed=(0,)), Recall())
     """
         )
@@ -166,19 +166,23 @@ def test_entry_point_plugins_are_found_without_any_import(tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mymems\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[capacity.variants]\nhalfgain = mymems:GainMemory\n\n[capacity.studies]\nhalfgain = mymems:STUDY\n"
+        "[lacapacity.variants]\nhalfgain = mymems:GainMemory\n\n[lacapacity.studies]\nhalfgain = mymems:STUDY\n"
     )
     env = {**ENV, "PYTHONPATH": str(site) + os.pathsep + ENV["PYTHONPATH"]}
     out = tmp_path / "out"
     listed = subprocess.run(
-        [sys.executable, "-m", "capacity.cli", "list", "variants"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "lacapacity.cli", "list", "variants"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert "halfgain" in listed.stdout, listed.stderr
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
-            "capacity.cli",
+            "lacapacity.cli",
             "run",
             "halfgain",
             "--set",
@@ -206,7 +210,7 @@ def test_plugins_load_path_errors_are_one_line():
     with pytest.raises(CapacityError, match="module:attr"):
         plugins.load_path("nocolon")
     with pytest.raises(CapacityError, match="no attribute"):
-        plugins.load_path("capacity.theory:nosuch")
+        plugins.load_path("lacapacity.theory:nosuch")
 
 
 @pytest.mark.slow
@@ -245,11 +249,11 @@ def test_import_registers_a_plugin_in_every_worker(cli, tmp_path):
 
 
 def test_feature_maps_from_an_import_path():
-    from capacity.inputs import features
+    from lacapacity.inputs import features
 
-    fm = features.get("capacity.inputs.features:Dpfp", nu=2)
+    fm = features.get("lacapacity.inputs.features:Dpfp", nu=2)
     assert fm.feature_dim(8) == 32
-    with pytest.raises(CapacityError, match="feature map 'capacity.theory:frame_bound'"):
-        features.get("capacity.theory:frame_bound")
-    with pytest.raises(CapacityError, match="must build a capacity.features.FeatureMap"):
-        features.get("capacity.theory:__doc__")
+    with pytest.raises(CapacityError, match="feature map 'lacapacity.theory:frame_bound'"):
+        features.get("lacapacity.theory:frame_bound")
+    with pytest.raises(CapacityError, match="must build a lacapacity.features.FeatureMap"):
+        features.get("lacapacity.theory:__doc__")

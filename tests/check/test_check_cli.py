@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from script_support import load_script
 
-from capacity import CapacityError, check, theory
+from lacapacity import CapacityError, check, theory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_every_check_holds(rows):
 
 @pytest.mark.slow
 def test_every_row_names_what_it_checks(rows):
-    """A row names a function of capacity.theory, or the package code it holds to an exact identity."""
+    """A row names a function of lacapacity.theory, or the package code it holds to an exact identity."""
     for r in rows:
         assert r.function in theory.__all__ or r.function.split(".")[0] in {"probe", "variants", "kernels"}, r
         assert r.function in check.format_table([r])

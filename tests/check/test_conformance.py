@@ -7,9 +7,9 @@ import pytest
 import torch
 from memory_support import UserLinear
 
-from capacity import CapacityError, theory, variants
-from capacity.check.conformance import check_variant
-from capacity.variants import Declares
+from lacapacity import CapacityError, theory, variants
+from lacapacity.check.conformance import check_variant
+from lacapacity.variants import Declares
 
 
 def _status(report, check):
@@ -222,8 +222,8 @@ def test_capacity_is_an_exact_measured_crossing_within_the_t8_bound(d, eps):
 
 
 def test_capacity_of_the_linear_memory_is_the_first_crossing_of_its_measured_curve():
-    from capacity.inputs import keys, values
-    from capacity.tasks import probe
+    from lacapacity.inputs import keys, values
+    from lacapacity.tasks import probe
 
     report = check_variant("linear", d=16)
     K = keys.make("gaussian", 64, 16, batch=4, seed=0)
@@ -285,4 +285,4 @@ def test_checks_and_capacity_run_at_a_declared_d():
     bad = _Good()
     bad.declares = {"dims": (8, 24)}  # not a Declares
     status, detail = _status(check_variant(bad, d=16), "protocol")
-    assert status == "FAIL" and "declares must be a capacity.variants.Declares, got dict" in detail
+    assert status == "FAIL" and "declares must be a lacapacity.variants.Declares, got dict" in detail

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
-from capacity.kernels._batched import matmul, solve_unit_lower
 
-from capacity import CapacityError, kernels, theory, variants
-from capacity.base import _validate
-from capacity.inputs import features, keys, values
-from capacity.tasks import metrics, probe
+from lacapacity import CapacityError, kernels, theory, variants
+from lacapacity.base import _validate
+from lacapacity.inputs import features, keys, values
+from lacapacity.kernels._batched import matmul, solve_unit_lower
+from lacapacity.tasks import metrics, probe
 
 K = keys.make("gaussian", 8, 4, seed=0)  # [1, 8, 4]
 V = values.make("gaussian", 8, 4, seed=0)  # [1, 8, 4]

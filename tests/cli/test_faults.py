@@ -17,12 +17,12 @@ import pytest
 import torch
 import xarray as xr
 
-from capacity import CapacityError, studies, sweep
-from capacity.sweep import provenance as store_mod
-from capacity.sweep.jobs import check
-from capacity.sweep.plan import Plan
-from capacity.sweep.store import Store, _checksum
-from capacity.tasks import learned
+from lacapacity import CapacityError, studies, sweep
+from lacapacity.sweep import provenance as store_mod
+from lacapacity.sweep.jobs import check
+from lacapacity.sweep.plan import Plan
+from lacapacity.sweep.store import Store, _checksum
+from lacapacity.tasks import learned
 
 PKG = Path(__file__).resolve().parents[1] / "plugin_pkg"
 ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
@@ -91,7 +91,7 @@ def _alive(pids) -> set[int]:
 def _start_slow(out: Path, *extra, hold: Path | None = None):
     """The slow run; ``hold``: its pass at d = 48 waits until that file exists (the run cannot end before;
     ``slowmem``'s SLOWMEM_HOLD)."""
-    cmd = [sys.executable, "-m", "capacity.cli", "compare", *SLOW, "--out", str(out), "--verbose", *extra]
+    cmd = [sys.executable, "-m", "lacapacity.cli", "compare", *SLOW, "--out", str(out), "--verbose", *extra]
     env = {**ENV, "SLOWMEM_HOLD": str(hold)} if hold else ENV
     return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -261,7 +261,7 @@ def test_plot_onto_a_file_and_figures_written_whole(cli, reference, tmp_path, mo
     afile = tmp_path / "afile"
     afile.write_text("x")
     cli.fails(cli.here("plot", path, "--out", afile), "is a file")
-    from capacity import plots
+    from lacapacity import plots
 
     real = Path.write_bytes
 
@@ -427,7 +427,7 @@ elif where == "in the child":  # pending there until the child unblocks it, insi
 else:  # to the supervisor once it forked: forwarded to the child in its first steps
     os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
 sys.argv = ["capacity", "list"]
-from capacity import cli
+from lacapacity import cli
 
 cli.entry()
 """
@@ -460,10 +460,11 @@ class Interrupt:  # SIGINT to this process as torch's import reaches torch.distr
             os.kill(os.getpid(), signal.SIGINT)
 
 sys.meta_path.insert(0, Interrupt())
-from capacity import cli
+from lacapacity import cli
 
+cli.GRACE = 600.0  # the import goes on after the interrupt: on a loaded machine longer than the grace that ends it anyway
 code = cli.main(["{command}", *{args!r}])
-print(code, "torch.distributed" in sys.modules, "capacity.check" in sys.modules or "capacity.sweep" in sys.modules)
+print(code, "torch.distributed" in sys.modules, "lacapacity.check" in sys.modules or "lacapacity.sweep" in sys.modules)
 """
 
 
@@ -490,7 +491,7 @@ def test_an_interrupt_while_torch_is_imported_is_held_until_the_import_ends(tmp_
 
 def test_sweep_run_refuses_a_name_or_no_folder_in_one_line(reference):
     study, _ = reference
-    with pytest.raises(CapacityError, match=r"takes a capacity.sweep.Study \(capacity.studies.get\(name\)"):
+    with pytest.raises(CapacityError, match=r"takes a lacapacity.sweep.Study \(lacapacity.studies.get\(name\)"):
         sweep.run("capacity-vs-d", out="unused", progress=False)
     with pytest.raises(CapacityError, match="out must be a folder path, got None"):
         sweep.run(study, out=None, progress=False)

@@ -2,8 +2,8 @@
 
 A segfault (``ctypes.string_at(0)``) or ``os.abort()`` in a memory's ``write``, met in the behavioural fingerprint
 (plan time) or in the measurement under ``--executor serial``: both run in the command's process, which the crash
-ends; the process the user started (``capacity.base._supervise``) names the memory and the call from the breadcrumb
-``capacity.errors.user_code`` leaves. And the supervisor on its own: stop signals forwarded once, the child's status
+ends; the process the user started (``lacapacity.base._supervise``) names the memory and the call from the breadcrumb
+``lacapacity.errors.user_code`` leaves. And the supervisor on its own: stop signals forwarded once, the child's status
 passed on, no process left when it is killed. Subprocesses only: the process itself is what is tested.
 """
 
@@ -63,8 +63,8 @@ def test_a_crash_on_a_dask_worker_is_one_line_naming_the_pass(cli, tmp_path, mon
 
 SUPERVISED = """
 import os, signal, sys, time
-from capacity.base import _supervise
-from capacity.errors import user_code
+from lacapacity.base import _supervise
+from lacapacity.errors import user_code
 
 _supervise.supervise()
 print(os.getpid(), flush=True)
@@ -154,9 +154,9 @@ def test_a_stray_signal_is_one_line_naming_it_and_never_blames_the_code_that_ran
 
 
 HANG = """
-from capacity import cli
+from lacapacity import cli
 
-cli._handle_stops()  # the command's own handlers (what capacity.cli.main installs)
+cli._handle_stops()  # the command's own handlers (what lacapacity.cli.main installs)
 try:
     print("ready", flush=True)  # the event the tests wait for (issue 51: not a delay)
     while True:

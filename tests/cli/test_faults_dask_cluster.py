@@ -78,7 +78,7 @@ def cluster(tmp_path):
 
 
 def _run(tmp_path, address):
-    cmd = [sys.executable, "-m", "capacity.cli", "compare", *SLOW, "--no-figures", "--verbose"]
+    cmd = [sys.executable, "-m", "lacapacity.cli", "compare", *SLOW, "--no-figures", "--verbose"]
     cmd += ["--out", str(tmp_path / "o"), "--executor", "dask", "--scheduler", address]
     return subprocess.Popen(cmd, env=_env(tmp_path), stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -124,7 +124,7 @@ def test_a_real_cluster_that_fails_mid_run_is_one_line_and_keeps_the_finished_po
 
 
 def _compare(tmp_path, *args, env=None):
-    cmd = [sys.executable, "-m", "capacity.cli", "compare", "usermem:GainMemory", "--seeds", "1", "--load", "1/2,1"]
+    cmd = [sys.executable, "-m", "lacapacity.cli", "compare", "usermem:GainMemory", "--seeds", "1", "--load", "1/2,1"]
     cmd += ["--no-figures", "--quiet", "--out", str(tmp_path / "o"), *args]
     return subprocess.run(cmd, env=env or _env(tmp_path), capture_output=True, text=True, timeout=180)
 
@@ -138,7 +138,7 @@ def _one_line(done: subprocess.CompletedProcess) -> str:
 
 def _serial(tmp_path, monkeypatch) -> int:
     """Measure (or reuse) the points of d = 8 in this process; returns how many were reused."""
-    from capacity.sweep import compare
+    from lacapacity.sweep import compare
 
     monkeypatch.syspath_prepend(str(PKG))
     got = compare("usermem:GainMemory", d=8, load=[0.5, 1], seeds=1, out=tmp_path / "o", executor="serial")

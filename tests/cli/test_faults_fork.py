@@ -2,7 +2,7 @@
 
 A memory that ``os.fork()``s a helper ending in ``os._exit(0)``, or runs a ``multiprocessing`` fork pool, gives one
 result and the numbers of the same memory without the fork, under every executor; a child forked inside
-``capacity.errors.user_code`` exits as it would outside the toolkit (its ``os._exit`` exits, a return or an
+``lacapacity.errors.user_code`` exits as it would outside the toolkit (its ``os._exit`` exits, a return or an
 exception ends it, never the command a second time) and its signals are its own.
 """
 
@@ -79,9 +79,9 @@ def test_a_memory_that_forks_gives_one_result_and_the_numbers_without_the_fork(c
 
 FORKED = """
 import os, signal, sys
-from capacity.errors import UserCodeError, user_code
+from lacapacity.errors import UserCodeError, user_code
 
-from capacity import cli
+from lacapacity import cli
 
 signal.signal(signal.SIGTERM, cli._on_stop)  # the command's own handler
 for how in ("os._exit(5)", "return", "raise RuntimeError('child')", "sys.exit(6)"):

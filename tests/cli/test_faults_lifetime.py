@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from user_code_support import user_memory
 
-from capacity import CapacityError, sweep
-from capacity.base import _files
-from capacity.cli import main
-from capacity.sweep import executors
-from capacity.sweep import store as store_mod
-from capacity.sweep.store import Store
+from lacapacity import CapacityError, sweep
+from lacapacity.base import _files
+from lacapacity.cli import main
+from lacapacity.sweep import executors
+from lacapacity.sweep import store as store_mod
+from lacapacity.sweep.store import Store
 
 HINT = "run with --traceback for the full traceback"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -199,7 +199,7 @@ def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
 
 @pytest.mark.slow
 def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_path, monkeypatch):
-    """A write that catches BaseException too: after capacity.cli.GRACE seconds the command ends anyway.
+    """A write that catches BaseException too: after lacapacity.cli.GRACE seconds the command ends anyway.
 
     SIGTERM and SIGINT, each to a run of its own, the two runs at once (each waits out GRACE)."""
     cases = {signal.SIGTERM: (143, "terminated (SIGTERM)"), signal.SIGINT: (130, "interrupted")}
@@ -248,8 +248,8 @@ def test_an_allocation_failure_in_the_users_write_names_the_memory(cli, tmp_path
 
 FIGURES = """
 import os, sys, time
-from capacity.sweep import executors
-from capacity.plots.render import save_all
+from lacapacity.sweep import executors
+from lacapacity.plots.render import save_all
 
 executors.cores = lambda: 2  # two figures, two forked children, whatever this machine has
 
@@ -289,7 +289,7 @@ def test_kill_9_of_the_parent_leaves_no_figure_worker(tmp_path):
 
 UNGUARDED = """
 import sys
-from capacity import sweep
+from lacapacity import sweep
 
 sweep.compare(["linear"], d=(8,), load=(1,), seeds=1, out=sys.argv[1], executor=sys.argv[2], progress=False)
 print("done")
@@ -410,8 +410,8 @@ def test_a_file_read_by_a_fixed_path_past_the_fingerprint_is_part_of_what_is_reu
 
 
 def test_a_file_read_while_built_or_fingerprinted_is_in_the_reuse_key(tmp_path, monkeypatch):
-    from capacity import studies
-    from capacity.sweep.plan import Plan
+    from lacapacity import studies
+    from lacapacity.sweep.plan import Plan
 
     (tmp_path / "scale.txt").write_text("1.0")
     mod = user_memory(tmp_path, monkeypatch, write="open(os.path.join(HERE, 'scale.txt')).read()")  # read, kept nowhere
@@ -435,7 +435,7 @@ def test_list_with_stdout_closed_is_one_line(cli, how):
     """Closed before Python starts (``capacity list >&-``: sys.stdout is None) or after (a descriptor closed)."""
     code = "import os; os.close(1); " if how == "after" else ""
     proc = subprocess.run(
-        [sys.executable, "-c", f"{code}from capacity.cli import entry; entry()", "list"],
+        [sys.executable, "-c", f"{code}from lacapacity.cli import entry; entry()", "list"],
         stderr=subprocess.PIPE,
         text=True,
         env=ENV,
@@ -478,7 +478,7 @@ def test_an_unwritable_mplconfigdir_leaves_no_folder_behind(cli, tmp_path, store
 
 
 def test_an_unwritable_mplconfigdir_is_replaced_for_the_command(tmp_path, monkeypatch):
-    from capacity import cli
+    from lacapacity import cli
 
     (tmp_path / "file").write_text("")  # a file where the folder would be: matplotlib cannot use it
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "file" / "mpl"))
@@ -523,7 +523,7 @@ def test_an_unpicklable_grid_object_is_a_capacity_error(tmp_path):
 
 
 def test_render_path_with_a_number_for_out_is_a_capacity_error(stored):
-    from capacity.plots import render_path
+    from lacapacity.plots import render_path
 
     with pytest.raises(CapacityError, match=r"render_path's out must be a path .* got 3"):
         render_path(stored[0] / "compare.nc", out=3)

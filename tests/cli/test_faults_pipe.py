@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from capacity import sweep
-from capacity.cli import PIPE_CLOSED, main
+from lacapacity import sweep
+from lacapacity.cli import PIPE_CLOSED, main
 
 
 @contextmanager
@@ -49,7 +49,7 @@ def test_store_prune_into_a_closed_pipe_still_removes_all_it_lists(tmp_path, cap
     """The listing is cut short, the pruning is not."""
     import numpy as np
 
-    from capacity.sweep.store import Store
+    from lacapacity.sweep.store import Store
 
     (tmp_path / ".sweep" / "old").mkdir(parents=True)
     store = Store(tmp_path / ".sweep" / "old")

@@ -21,13 +21,13 @@ import pytest
 import torch
 import xarray as xr
 
-from capacity import CapacityError, studies
-from capacity.base import _files, _validate
-from capacity.cli import main
-from capacity.inputs import features
-from capacity.tasks import learned
+from lacapacity import CapacityError, studies
+from lacapacity.base import _files, _validate
+from lacapacity.cli import main
+from lacapacity.inputs import features
+from lacapacity.tasks import learned
 
-PIPE_CLOSED = 141  # 128 + SIGPIPE (capacity.cli.PIPE_CLOSED)
+PIPE_CLOSED = 141  # 128 + SIGPIPE (lacapacity.cli.PIPE_CLOSED)
 
 SMALL = ["compare", "linear", "--d", "8", "--load", "1,2", "--seeds", "1", "--executor", "serial"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -102,7 +102,7 @@ def test_temporary_files_of_killed_writes_are_removed_by_the_next_run(tmp_path, 
     out, dead = tmp_path / "o", _dead_pid()
     (out / "figures").mkdir(parents=True)
     (out / ".sweep" / "compare").mkdir(parents=True)
-    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())  # as capacity.base._files names its temporary files
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())  # as lacapacity.base._files names its temporary files
     stale = [
         out / f".compare.nc.{dead}@{host}.0123abcd.tmp",  # the results file
         out / f".compare.nc.{dead}.89abcdef.tmp",  # the same, named by an earlier version (no host)
@@ -192,7 +192,7 @@ def test_a_closed_pipe_ends_quietly_with_the_shells_status():
     os.close(read)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "capacity.cli", "list"], stdout=write, stderr=subprocess.PIPE, env=ENV, timeout=120
+            [sys.executable, "-m", "lacapacity.cli", "list"], stdout=write, stderr=subprocess.PIPE, env=ENV, timeout=120
         )
     finally:
         os.close(write)
@@ -300,7 +300,7 @@ def test_distractors_beyond_memory_are_refused_up_front_in_one_line(cli, tmp_pat
 def test_a_size_beyond_memory_is_refused_before_any_key_is_drawn(cli, tmp_path, monkeypatch, argv, fragments):
     """Issue 51: d = 1e9 was killed for lack of memory while the key family's fingerprint drew (the built-in
     blamed), batch = 1e9 of the trained task ended in the catch-all allocation error."""
-    from capacity.inputs import keys
+    from lacapacity.inputs import keys
 
     monkeypatch.setattr(keys, "make", lambda *a, **k: pytest.fail("a key was drawn before the size was checked"))
     code, _, err = cli.here(*argv, "--out", tmp_path / "o", "--quiet", "--no-figures")
@@ -308,7 +308,7 @@ def test_a_size_beyond_memory_is_refused_before_any_key_is_drawn(cli, tmp_path, 
 
 
 def test_work_over_a_gib_is_announced(tmp_path, monkeypatch, cli):
-    from capacity.sweep import executors, runner
+    from lacapacity.sweep import executors, runner
 
     real = runner.check_memory
     monkeypatch.setattr(runner, "check_memory", lambda *a, **k: (real(*a, **k), 3 * 2**30)[1])  # as ttt(expand=4096)
@@ -320,8 +320,8 @@ def test_work_over_a_gib_is_announced(tmp_path, monkeypatch, cli):
 def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
     """log_linear keeps about log2(n) levels of d x dv: at n = 2^20 its writes cost that many times the linear
     memory's (issue 51: 19 CPU-minutes were not announced)."""
-    from capacity import variants
-    from capacity.sweep.plan import Pass, Plan
+    from lacapacity import variants
+    from lacapacity.sweep.plan import Pass, Plan
 
     study = studies.get("capacity-vs-d").with_overrides({"variant": ["linear", "log_linear"], "d": 16, "load": 1})
     plan = Plan(study, torch.device("cpu"))
@@ -335,7 +335,7 @@ def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
 
 
 def test_long_work_is_announced_before_it_starts_under_quiet_and_the_run_goes_on(tmp_path, monkeypatch, cli):
-    from capacity.sweep import executors
+    from lacapacity.sweep import executors
 
     assert learned.FAMILY.cost(1, 64, 64, steps=10**7) > 3600  # keys=learned(steps=10000000): hours
     events, real_announce, real_optimise = [], executors.announce, learned.optimise
@@ -361,7 +361,7 @@ def _note(fig) -> str:
 
 @pytest.mark.slow
 def test_figures_of_many_values_of_d_draw_a_few_panels(tmp_path):
-    from capacity import plots, sweep
+    from lacapacity import plots, sweep
 
     ds = sweep.compare("linear", d=tuple(range(4, 16)), load=(0.5, 1, 2), seeds=1, out=tmp_path, progress=False)
     ds = ds.dataset
@@ -375,7 +375,7 @@ def test_figures_of_many_values_of_d_draw_a_few_panels(tmp_path):
 
 
 def test_a_legend_of_many_curves_is_thinned(tmp_path):
-    from capacity import plots, sweep
+    from lacapacity import plots, sweep
 
     alphas = [f"decay(alpha={a:g})" for a in np.round(np.linspace(0.5, 1.0, 30), 4)]
     ds = sweep.compare(alphas, d=8, load=(0.5, 1, 2), seeds=1, out=tmp_path, progress=False).dataset

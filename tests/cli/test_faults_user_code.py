@@ -14,8 +14,8 @@ import sys
 import pytest
 from user_code_support import user_memory, user_module
 
-from capacity import CapacityError
-from capacity.base import plugins
+from lacapacity import CapacityError
+from lacapacity.base import plugins
 
 HINT = "run with --traceback for the full traceback"
 
@@ -75,7 +75,7 @@ def test_capacity_traceback_in_the_environment_and_the_flag_after_the_command(tm
 
 
 def test_user_code_errors_survive_pickling_with_their_traceback():
-    from capacity.errors import UserCodeError, user_code
+    from lacapacity.errors import UserCodeError, user_code
 
     try:
         with user_code("memory 'm:M'", "in write()"):
@@ -122,8 +122,8 @@ def test_a_key_family_and_a_feature_map_of_the_user_that_fail_are_one_line(cli, 
         tmp_path,
         monkeypatch,
         """
-        from capacity.inputs.features import FeatureMap
-        from capacity.inputs.keys import Family
+        from lacapacity.inputs.features import FeatureMap
+        from lacapacity.inputs.keys import Family
 
         def draw(batch, n, d, generator):
             raise ValueError("no keys today")
@@ -153,7 +153,7 @@ def broken_plugins(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
     (site / "goodplug.py").write_text(
-        "from capacity.sweep.config import Grid, Study\nSTUDY = Study('goodstudy', 'a fine plug-in study', Grid(load=(1,)))\nNOT = [1, 2]\n"
+        "from lacapacity.sweep.config import Grid, Study\nSTUDY = Study('goodstudy', 'a fine plug-in study', Grid(load=(1,)))\nNOT = [1, 2]\n"
     )
     (site / "raisingplug.py").write_text("raise RuntimeError('plugin import failed')\n")
     (site / "syntaxplug.py").write_text("def f(:\n")
@@ -161,8 +161,8 @@ def broken_plugins(tmp_path, monkeypatch):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplugs\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
-        "[capacity.studies]\ngoodstudy = goodplug:STUDY\nnotastudy = goodplug:NOT\nraisingstudy = raisingplug:STUDY\n\n"
-        "[capacity.keys]\nsyntaxkeys = syntaxplug:FAM\n\n[capacity.variants]\nraisingmem = raisingplug:Mem\n"
+        "[lacapacity.studies]\ngoodstudy = goodplug:STUDY\nnotastudy = goodplug:NOT\nraisingstudy = raisingplug:STUDY\n\n"
+        "[lacapacity.keys]\nsyntaxkeys = syntaxplug:FAM\n\n[lacapacity.variants]\nraisingmem = raisingplug:Mem\n"
     )
     monkeypatch.syspath_prepend(str(site))
     plugins.entry_points.cache_clear()
@@ -179,14 +179,14 @@ def test_capacity_list_warns_about_broken_entry_points_and_lists_the_rest(broken
     assert "notastudy" not in out and "raisingstudy" not in out and "syntaxkeys" not in out
     warned = err.strip().splitlines()
     assert len(warned) == 3 and all(w.startswith("capacity: warning: plug-in '") for w in warned), err
-    assert "is a list, not a capacity.sweep.Study" in err and "RuntimeError at import" in err
+    assert "is a list, not a lacapacity.sweep.Study" in err and "RuntimeError at import" in err
     assert "SyntaxError at import" in err
 
 
 @pytest.mark.parametrize(
     "argv,fragments",
     [
-        (["run", "notastudy"], ("plug-in 'notastudy'", "goodplug:NOT", "is a list, not a capacity.sweep.Study")),
+        (["run", "notastudy"], ("plug-in 'notastudy'", "goodplug:NOT", "is a list, not a lacapacity.sweep.Study")),
         (["run", "raisingstudy"], ("plug-in 'raisingstudy'", "raised RuntimeError at import: plugin import failed")),
         (["compare", "raisingmem", "--d", "8"], ("plug-in 'raisingmem'", "raised RuntimeError at import")),
         (["run", "capacity-vs-d", "--set", "keys=syntaxkeys"], ("plug-in 'syntaxkeys'", "raised SyntaxError")),
@@ -198,7 +198,7 @@ def test_using_a_broken_entry_point_is_one_line(cli, broken_plugins, tmp_path, a
 
 
 def test_an_unexpected_exception_is_still_one_line_with_its_type(cli, tmp_path, monkeypatch):
-    from capacity.sweep import runner
+    from lacapacity.sweep import runner
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in assembly")
@@ -214,7 +214,7 @@ def test_the_console_script_ends_a_user_error_in_one_line(cli, tmp_path):
     (tmp_path / "failmem.py").write_text("class Mem:\n    def __init__(self):\n        raise RuntimeError('nope')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run(
-        [sys.executable, "-m", "capacity.cli", *map(str, _compare(tmp_path, "failmem:Mem"))],
+        [sys.executable, "-m", "lacapacity.cli", *map(str, _compare(tmp_path, "failmem:Mem"))],
         env=env,
         capture_output=True,
         text=True,
@@ -265,10 +265,10 @@ class Mem:
 
 def _smallest(kind: str, variant: str):
     """The first named study of task ``kind``, cut to one memory (``variant``), its smallest d and n or load, one seed."""
-    from capacity import studies
+    from lacapacity import studies
 
     named = [s for s in map(studies.get, studies.available()) if s.task.kind == kind]
-    assert named, f"task {kind!r} has no named study to check its guard with: add one (capacity.studies)"
+    assert named, f"task {kind!r} has no named study to check its guard with: add one (lacapacity.studies)"
     g = named[0].grid
     curve = "n" if g.curve == "n" else "load"
     return named[0].with_overrides(
@@ -277,7 +277,7 @@ def _smallest(kind: str, variant: str):
 
 
 def _kinds():
-    from capacity import tasks
+    from lacapacity import tasks
 
     return sorted(tasks.TASKS)  # whatever the registry lists: a new task is checked without a new line here
 
@@ -288,8 +288,8 @@ def _kinds():
     [("raise RuntimeError('boom')", "raised RuntimeError in write(): boom"), ("raise SystemExit(7)", "SystemExit")],
 )
 def test_every_task_runs_the_users_memory_under_the_guard(tmp_path, monkeypatch, kind, fault, fragment):
-    from capacity import sweep
-    from capacity.errors import UserCodeError
+    from lacapacity import sweep
+    from lacapacity.errors import UserCodeError
 
     mod = user_module(tmp_path, monkeypatch, MEASURED_ONLY.format(fault=fault))
     study = _smallest(kind, f"{mod}:Mem")

@@ -1,5 +1,5 @@
-"""A real model as an input (capacity.inputs.capture): the capture of each linear layer's kernel inputs is proved by
-replay. The toolkit's recurrence of the family (``capacity.kernels.reference``), fed the captured q, k, v, gates and beta,
+"""A real model as an input (lacapacity.inputs.capture): the capture of each linear layer's kernel inputs is proved by
+replay. The toolkit's recurrence of the family (``lacapacity.kernels.reference``), fed the captured q, k, v, gates and beta,
 reproduces the kernel's own outputs and the final state the model keeps in its cache, in float32, on tiny random
 configs built from the config classes (no download). A wrong convention (the log-gate taken as a gate, beta applied
 twice, grouped heads mapped the other way) gives a large error: those runs are kept as tests.
@@ -12,8 +12,8 @@ import dataclasses
 import pytest
 import torch
 
-from capacity.errors import CapacityError
-from capacity.inputs import capture
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import capture
 
 pytest.importorskip(
     "transformers", reason="capturing a model needs the extra: pip install 'linear-attention-capacity[models]'"

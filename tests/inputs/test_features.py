@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from capacity import CapacityError
-from capacity.inputs import features, keys
+from lacapacity import CapacityError
+from lacapacity.inputs import features, keys
 
 
 @pytest.mark.parametrize("d", [1, 3, 16, 64])

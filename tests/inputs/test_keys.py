@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError
-from capacity.inputs import keys, values
+from lacapacity import CapacityError
+from lacapacity.inputs import keys, values
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_correlated_mean_inner_product_is_rho():
 
 
 def test_anisotropic_rank_sets_the_spectrum_and_lowers_effective_rank():
-    from capacity.inputs.keys import _spectrum_for_rank
+    from lacapacity.inputs.keys import _spectrum_for_rank
 
     for r in (1.0, 3.5, 10.0, 32.0):
         lam = _spectrum_for_rank(r, 32)

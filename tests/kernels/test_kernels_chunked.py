@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from capacity.kernels import chunked, reference
 
-from capacity import kernels
+from lacapacity import kernels
+from lacapacity.kernels import chunked, reference
 
 MODES = reference.MODES
 

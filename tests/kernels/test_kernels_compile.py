@@ -16,9 +16,10 @@ import pytest
 triton = pytest.importorskip("triton")
 pytest.importorskip("triton.backends.nvidia", reason="Triton's CUDA backend (with ptxas) is not installed")
 
-from capacity.kernels import triton_update  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
+
+from lacapacity.kernels import triton_update  # noqa: E402
 
 HOPPER = GPUTarget("cuda", 90, 32)
 ATOMIC_ADD = re.compile(r"\b(?:red|atom)\.global\.[\w.]*add")  # e.g. red.global.gpu.relaxed.add.f32

@@ -2,17 +2,17 @@
 
 The brute forces here are written from docs/theory.md in matrix form, one token at a time
 in float64: (I - b k^T k) S + b k^T v with an explicit identity, Diag(alpha) as a matrix, and
-the closed forms of decay (T11, capacity.theory.decay_readout) and of gla (products of gates).
+the closed forms of decay (T11, lacapacity.theory.decay_readout) and of gla (products of gates).
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from capacity.kernels import reference
 
-from capacity import kernels, theory
-from capacity.errors import CapacityError
+from lacapacity import kernels, theory
+from lacapacity.errors import CapacityError
+from lacapacity.kernels import reference
 
 B, T, D, DV = 3, 11, 7, 5
 

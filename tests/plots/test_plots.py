@@ -1,5 +1,5 @@
-"""Figures of capacity.plots: built from small real sweeps (capacity.sweep, so the result schema is
-the one the sweep writes), checked as matplotlib objects (scales, labels, theory lines equal to capacity.theory), written
+"""Figures of lacapacity.plots: built from small real sweeps (lacapacity.sweep, so the result schema is
+the one the sweep writes), checked as matplotlib objects (scales, labels, theory lines equal to lacapacity.theory), written
 deterministically, and the `capacity plot` command's errors."""
 
 from __future__ import annotations
@@ -10,7 +10,11 @@ import re
 import numpy as np
 import pytest
 import xarray as xr
-from capacity.plots import (
+
+from lacapacity import plots, studies, sweep, theory, variants
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys, values
+from lacapacity.plots import (
     bill,
     capacity_vs_d,
     closed_form,
@@ -22,12 +26,8 @@ from capacity.plots import (
     render,
     variant_curves,
 )
-from capacity.plots.save import save
-
-from capacity import plots, studies, sweep, theory, variants
-from capacity.errors import CapacityError
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity.plots.save import save
+from lacapacity.tasks import probe
 
 EXACT = dict(rtol=1e-12, atol=0)
 UNITS = re.compile(r"\([^()]+\)\s*$")  # a label ends with its unit in parentheses
@@ -523,7 +523,7 @@ def test_names_as_users_know_them():
 
 @pytest.mark.slow  # about 7 s
 def test_frontier_figure_gives_the_bytes_to_d_at_each_memorys_own_dv(tmp_path):
-    from capacity.plots.frontier import frontier
+    from lacapacity.plots.frontier import frontier
 
     res = sweep.compare(
         ["lsq", "linear", "softmax(scale=16.0)", "mom(memories=2, top=1)"],
@@ -562,9 +562,9 @@ def test_frontier_figure_gives_the_bytes_to_d_at_each_memorys_own_dv(tmp_path):
 def test_a_study_asks_its_figures_for_options(tmp_path):
     import sys
 
-    render = sys.modules["capacity.plots.render"]
+    render = sys.modules["lacapacity.plots.render"]
 
-    from capacity.sweep import Grid, Study
+    from lacapacity.sweep import Grid, Study
 
     grid = Grid(variant=("linear", "delta"), keys=("gaussian",), d=(8, 16), load=(0.5, 1, 2), seed=(0,))
     study = Study("asks", "", grid, figures={"frontier": {"published": True}})
@@ -590,7 +590,7 @@ def test_several_figures_are_built_by_one_child_each_with_the_same_bytes(cvd, tm
     import os
     import sys
 
-    mod = sys.modules["capacity.plots.render"]
+    mod = sys.modules["lacapacity.plots.render"]
     real = mod.encode
 
     def noting_the_process(fig):
@@ -619,7 +619,7 @@ def test_several_figures_are_built_by_one_child_each_with_the_same_bytes(cvd, tm
 def test_only_draws_the_named_figures_and_refuses_one_that_does_not_fit(cvd, tmp_path):
     import importlib
 
-    render = importlib.import_module("capacity.plots.render")  # the module: capacity.plots.render is the function
+    render = importlib.import_module("lacapacity.plots.render")  # the module: lacapacity.plots.render is the function
     fitting = [stem for stem, _ in render.builders(cvd)]
     assert len(fitting) == 2
     chosen = render.builders(cvd, only=["capacity"])
@@ -643,8 +643,8 @@ def mqards(tmp_path_factory):
 
 def test_no_figure_computes_a_stored_closed_form_again(var, cvd, billds, mqards, monkeypatch):
     """Every function a task stores a closed-form variable by (``Task.closed_forms``) refuses to run when a figure
-    reaches it through ``capacity.theory``: figures read the stored variable, or call the task's function."""
-    from capacity import tasks
+    reaches it through ``lacapacity.theory``: figures read the stored variable, or call the task's function."""
+    from lacapacity import tasks
 
     stored = {fn for task in tasks.TASKS.values() for fn in task.closed_forms.values()}
     refused = [name for name in theory.__all__ if getattr(theory, name) in stored]
@@ -678,8 +678,8 @@ def test_a_figure_draws_what_is_stored(billds):
 
 def test_a_figure_on_a_finer_grid_calls_the_function_the_task_names(var, mqards, monkeypatch):
     """Where a figure draws a stored closed form on a finer grid, its line follows the task's function."""
-    from capacity.tasks.mqar.task import MqarTask
-    from capacity.tasks.recall.task import RecallTask
+    from lacapacity.tasks.mqar.task import MqarTask
+    from lacapacity.tasks.recall.task import RecallTask
 
     half = lambda fn: lambda *args: 0.5 * np.asarray(fn(*args))
     recall = {

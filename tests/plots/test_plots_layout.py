@@ -1,4 +1,4 @@
-"""`capacity plot`'s options for panels, labels, the legend and the published panel (capacity.plots.layout and
+"""`capacity plot`'s options for panels, labels, the legend and the published panel (lacapacity.plots.layout and
 render_path): each checked on the matplotlib Figure it builds (panel titles, axis labels, the legend's place against
 the panels and the note, the frontier's panels), against the same figure drawn without the option."""
 
@@ -10,12 +10,12 @@ import json
 import numpy as np
 import pytest
 import xarray as xr
-from capacity.plots import layout
 
-from capacity import studies, sweep
-from capacity.errors import CapacityError
+from lacapacity import studies, sweep
+from lacapacity.errors import CapacityError
+from lacapacity.plots import layout
 
-render = importlib.import_module("capacity.plots.render")  # the module: capacity.plots.render is the function
+render = importlib.import_module("lacapacity.plots.render")  # the module: lacapacity.plots.render is the function
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from capacity.plots.log_linear import equal_bytes, log_linear_bytes
 
-from capacity import CapacityError, plots, studies, sweep
+from lacapacity import CapacityError, plots, studies, sweep
+from lacapacity.plots.log_linear import equal_bytes, log_linear_bytes
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
-from capacity.plots.heads import heads_capacity
-from capacity.plots.precision import departures, precision_curves
 
-from capacity import CapacityError, plots, sweep, theory
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall, metrics
+from lacapacity import CapacityError, plots, sweep, theory
+from lacapacity.plots.heads import heads_capacity
+from lacapacity.plots.precision import departures, precision_curves
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall, metrics
 
 
 def _lines(ax, prefix):
@@ -90,7 +90,7 @@ def test_heads_figure_puts_t20_through_the_layouts(tmp_path):
 
 def test_the_predicted_step_deviation_of_a_scaled_fp8_format_is_fp8s():
     """fp8 with scales is predicted by T32's fp8 form (its target too), not by int8's grid."""
-    from capacity.plots.precision import _step_deviation
+    from lacapacity.plots.precision import _step_deviation
 
     ns = np.array([16.0, 64.0, 256.0])
     for dtype, kw in (("fp8/col", {"scope": "col"}), ("fp8/c32@240", {"scope": "cols", "group": 32, "target": 240})):

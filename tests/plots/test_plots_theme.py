@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from capacity.plots import _data, error_vs_load, names, theme, variant_curves
-from capacity.plots.save import save
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from capacity import variants
-from capacity.errors import CapacityError
-from capacity.inputs import features, keys
+from lacapacity import variants
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import features, keys
+from lacapacity.plots import _data, error_vs_load, names, theme, variant_curves
+from lacapacity.plots.save import save
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin_pkg"))
 from usermem import GainMemory
@@ -106,7 +106,7 @@ def test_plugins_by_import_path_show_their_display_or_class_name(tmp_path, monke
         textwrap.dedent(
             """
             import dataclasses
-            from capacity.inputs import keys
+            from lacapacity.inputs import keys
 
             class Named:
                 display = "a named memory"
@@ -123,7 +123,9 @@ def test_plugins_by_import_path_show_their_display_or_class_name(tmp_path, monke
     assert names.variant_name("shownmem:Unnamed") == "Unnamed"  # no display: its class name
     assert names.variant_name("nosuchmodule:Longhorn(beta=1.0)") == "Longhorn, β = 1.0"  # not importable here
     assert names.keys_name("shownmem:FAMILY") == "my keys"
-    assert names.feature_name("capacity.inputs.features:Dpfp(nu=2)") == "Dpfp (ν = 2)"  # a FeatureMap class, no display
+    assert (
+        names.feature_name("lacapacity.inputs.features:Dpfp(nu=2)") == "Dpfp (ν = 2)"
+    )  # a FeatureMap class, no display
     fig = error_vs_load(_results(["linear"], ["shownmem:FAMILY", "gaussian"]))
     assert {"my keys", "random (Gaussian)"} <= set(_legend(fig))
 
@@ -247,7 +249,7 @@ def test_drawing_the_main_figures_imports_no_seaborn(tmp_path):
     code = textwrap.dedent(
         f"""
         import sys
-        from capacity import plots
+        from lacapacity import plots
         written = plots.render_path({str(path)!r}, {str(tmp_path / "figs")!r})
         print(len(written), *sorted(m for m in ("seaborn", "scipy.stats", "matplotlib.pyplot") if m in sys.modules))
         """

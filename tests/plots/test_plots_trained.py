@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import CapacityError, plots
+from lacapacity import CapacityError, plots
 
 TRAINED = '{"task": {"kind": "trained"}}'  # the task that made it, as a run's Dataset records it (attrs["config"])
 

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from capacity.plots import tables
 
-from capacity.errors import CapacityError
+from lacapacity.errors import CapacityError
+from lacapacity.plots import tables
 
 
 def _results() -> xr.Dataset:
@@ -89,11 +89,11 @@ def test_csv_and_markdown_round_trip(tmp_path):
 def test_capacity_table_prints_the_markdown_and_refuses_a_missing_file(tmp_path):
     path = tmp_path / "r.nc"
     _results().to_netcdf(path)
-    out = subprocess.run([sys.executable, "-m", "capacity.cli", "table", str(path)], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "lacapacity.cli", "table", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0].startswith("| state_dtype |") and "1.1 ± 0.2" in out.stdout
     gone = subprocess.run(
-        [sys.executable, "-m", "capacity.cli", "table", str(tmp_path / "no.nc")], capture_output=True, text=True
+        [sys.executable, "-m", "lacapacity.cli", "table", str(tmp_path / "no.nc")], capture_output=True, text=True
     )
     assert gone.returncode == 2 and gone.stderr.strip().count("\n") == 0 and "no results file" in gone.stderr
     assert math.isfinite(float(out.stdout.splitlines()[2].split("|")[4]))  # bytes, a number

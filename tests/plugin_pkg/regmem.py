@@ -2,6 +2,6 @@
 
 from usermem import GainMemory
 
-from capacity import variants
+from lacapacity import variants
 
 variants.register("registered-gain", GainMemory, "a gain memory registered on import (tests)")

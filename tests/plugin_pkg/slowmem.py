@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from capacity.variants import Declares
+from lacapacity.variants import Declares
 
 
 class SlowMemory:

@@ -5,7 +5,7 @@ A Hebbian memory read with a scalar gain c: S = S + k^T v, r = c q S (c = 1 is t
 
 import torch
 
-from capacity.variants import Declares
+from lacapacity.variants import Declares
 
 
 class GainMemory:

@@ -1,4 +1,4 @@
-"""compare names the memories it was given that are the same memory at their parameters (capacity.variants.coincide),
+"""compare names the memories it was given that are the same memory at their parameters (lacapacity.variants.coincide),
 and only those: held to the curves it measured."""
 
 import subprocess
@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from capacity import sweep, variants
-from capacity.errors import CapacityWarning
-from capacity.variants import coincide
+from lacapacity import sweep, variants
+from lacapacity.errors import CapacityWarning
+from lacapacity.variants import coincide
 
 GIVEN = ["gated_delta", "kda", "gdn2", "delta", "gated_delta(alpha=1.0)", "gated_delta(alpha=0.9)", "linear"]
 
@@ -55,7 +55,7 @@ def test_same_is_empty_for_different_memories_and_skips_a_d_a_memory_refuses():
 def test_the_command_line_says_it_in_one_line(tmp_path):
     args = ["gated_delta", "kda", "--d", "8", "--load", "1", "--seeds", "1", "--out", str(tmp_path), "--no-figures"]
     proc = subprocess.run(
-        [sys.executable, "-m", "capacity.cli", "compare", *args], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "lacapacity.cli", "compare", *args], capture_output=True, text=True, check=True
     )
     said = [line for line in proc.stderr.splitlines() if "the same memory" in line]
     assert said == [line for line in said if line.startswith("capacity: warning: gated_delta and kda are the same")]

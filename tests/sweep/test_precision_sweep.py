@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, studies, sweep, variants
-from capacity.inputs import keys, values
-from capacity.sweep.config import Grid, Study
-from capacity.sweep.plan import Plan
-from capacity.tasks import Recall, probe
-from capacity.variants import heads, precision
+from lacapacity import CapacityError, studies, sweep, variants
+from lacapacity.inputs import keys, values
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.sweep.plan import Plan
+from lacapacity.tasks import Recall, probe
+from lacapacity.variants import heads, precision
 
 
 def _study(**grid):

@@ -20,9 +20,9 @@ import pytest
 import torch
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, studies, sweep, variants
-from capacity.sweep import Grid, Study, provenance
-from capacity.sweep.plan import Plan
+from lacapacity import CapacityError, studies, sweep, variants
+from lacapacity.sweep import Grid, Study, provenance
+from lacapacity.sweep.plan import Plan
 
 SMALL = dict(keys=("gaussian",), d=(16,), load=(0.5, 2.0), seed=(0, 1))
 
@@ -105,7 +105,7 @@ def test_an_edit_that_this_session_did_not_import_again_is_never_stored_as_new(u
     _module(user_dir, "scaledmem", SCALED.format(helper="gainhelper") + "\n    # edited\n", fresh=False)
     stale_session = _run(tmp_path / "r", "scaledmem:Scaled")
     assert stale_session.reused == first.measured and _same(stale_session, first)
-    script = "from capacity import sweep; from capacity.sweep import Grid, Study\n"
+    script = "from lacapacity import sweep; from lacapacity.sweep import Grid, Study\n"
     script += f"s = Study('reuse', 'reuse test', Grid(variant=('scaledmem:Scaled',), **{SMALL!r}))\n"
     script += f"r = sweep.run(s, out={str(tmp_path / 'r')!r}, device='cpu', executor='serial', progress=False)\n"
     script += "print(r.measured, r.reused)"
@@ -156,9 +156,9 @@ def test_a_module_edited_before_its_first_run_is_refused_for_workers(user_dir, t
 
 
 def test_an_edited_module_holding_a_memory_object_is_measured_again(user_dir, tmp_path):
-    _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
+    _module(user_dir, "presets", "from lacapacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
     first = _run(tmp_path / "r", "presets:SLOW")
-    _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
+    _module(user_dir, "presets", "from lacapacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
     again = _run(tmp_path / "r", "presets:SLOW")
     assert again.reused == 0 and not _same(again, first)
     assert _same(again, _run(tmp_path / "fresh", "delta(beta=0.6)"))
@@ -197,8 +197,8 @@ def test_an_object_built_with_other_arguments_is_measured_again(tmp_path):
 
 def test_an_edited_import_module_is_measured_again(user_dir, tmp_path):
     register = """
-        from capacity import variants
-        from capacity.variants.linear import Linear
+        from lacapacity import variants
+        from lacapacity.variants.linear import Linear
 
 
         class Scale(Linear):
@@ -222,9 +222,9 @@ def test_an_edited_import_module_is_measured_again(user_dir, tmp_path):
 
 def test_an_edited_data_file_is_measured_again(tmp_path, monkeypatch):
     """The package's own data files are part of the key: here a copy of the package data, edited."""
-    import capacity
+    import lacapacity
 
-    text = Path(capacity.__file__).parent / "data" / "pretrained_text.txt"
+    text = Path(lacapacity.__file__).parent / "data" / "pretrained_text.txt"
     before = provenance.package()
     original = text.read_bytes()
     try:
@@ -245,7 +245,7 @@ def test_an_edited_data_file_is_measured_again(tmp_path, monkeypatch):
 
 def test_a_monkeypatch_no_source_shows_is_seen_by_the_behaviour(tmp_path, monkeypatch):
     first = _run(tmp_path / "r", "linear")
-    from capacity.variants.linear import Linear
+    from lacapacity.variants.linear import Linear
 
     monkeypatch.setattr(Linear, "read", lambda self, state, q: 0.5 * (q.float() @ state))
     again = _run(tmp_path / "r", "linear")
@@ -269,7 +269,7 @@ def _summary(proc) -> tuple[int, int]:
 def test_the_command_line_measures_edited_user_code_again(cli, user_dir, tmp_path):
     _module(user_dir, "gainhelper", "GAIN = 1.0\n")
     _module(user_dir, "scaledmem", SCALED.format(helper="gainhelper"))
-    _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
+    _module(user_dir, "presets", "from lacapacity import variants\nSLOW = variants.get('delta', beta=0.3)\n")
     args = ["compare", "scaledmem:Scaled", "presets:SLOW", "--d", "16", "--load", "1/2,2", "--seeds", "2"]
     args += ["--out", str(tmp_path / "r")]
     first = cli(*args, *SERIAL)
@@ -278,7 +278,7 @@ def test_the_command_line_measures_edited_user_code_again(cli, user_dir, tmp_pat
     assert _summary(cli(*args, *SERIAL)) == (0, 8)
     _module(user_dir, "gainhelper", "GAIN = 0.5\n")  # the helper of one memory
     assert _summary(cli(*args, *SERIAL)) == (4, 4)
-    _module(user_dir, "presets", "from capacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
+    _module(user_dir, "presets", "from lacapacity import variants\nSLOW = variants.get('delta', beta=0.6)\n")
     assert _summary(cli(*args, *SERIAL)) == (4, 4)
 
 
@@ -324,7 +324,7 @@ def test_a_batch_coupled_memory_is_stored_as_a_whole(tmp_path):
 
 
 def test_one_memory_one_label_from_python_the_command_line_and_import_paths(user_dir, tmp_path):
-    _module(user_dir, "presets", "from capacity import variants\nHALF = variants.get('delta', beta=0.5)\n")
+    _module(user_dir, "presets", "from lacapacity import variants\nHALF = variants.get('delta', beta=0.5)\n")
     objects = _run(tmp_path / "a", variants.get("delta", beta=0.5)).dataset
     names = _run(tmp_path / "b", "delta(beta=0.5, normalize=true)").dataset
     paths = _run(tmp_path / "c", "presets:HALF").dataset
@@ -340,7 +340,7 @@ def test_labels_never_drop_a_value():
     assert variants.label(variants.get("delta", normalize=False)) == "delta(normalize=false)"
     assert variants.label(variants.get("linear", normalize=True)) == "linear(normalize=true)"
     assert variants.label(variants.get("gated_delta", alpha=1.0, beta=0.5)) == "gated_delta(alpha=1.0, beta=0.5)"
-    from capacity.plots import names
+    from lacapacity.plots import names
 
     assert names.keys_name("pretrained(layer=0)").endswith("layer = 0")
     assert "normalize = false" in names.variant_name("delta(normalize=false)")
@@ -387,8 +387,8 @@ def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
         import sys, json, torch
         if sys.argv[1] == "more":
             import distributed, matplotlib.pyplot, scipy.stats  # noqa: F401
-        from capacity.sweep import Grid, Study
-        from capacity.sweep.plan import Plan
+        from lacapacity.sweep import Grid, Study
+        from lacapacity.sweep.plan import Plan
         s = Study("k", "k", Grid(variant=("linear", "delta", "gated_delta(alpha=0.9)"), **{SMALL!r}))
         print(json.dumps(sorted(Plan(s, torch.device("cpu")).keys.values())))
         """
@@ -399,7 +399,7 @@ def test_the_key_does_not_depend_on_what_else_a_process_imported(tmp_path):
     import matplotlib.pyplot  # noqa: F401
     import scipy.stats  # noqa: F401
 
-    from capacity.sweep.plan import Plan
+    from lacapacity.sweep.plan import Plan
 
     here = Study("k", "k", Grid(variant=("linear", "delta", "gated_delta(alpha=0.9)"), **SMALL))
     assert json.loads(plain.stdout) == sorted(Plan(here, torch.device("cpu")).keys.values())
@@ -430,7 +430,7 @@ def test_capacity_store_lists_and_prunes_what_no_latest_run_uses(tmp_path, cli):
 def test_a_memory_keeps_its_colour_in_every_figure_of_a_run(tmp_path):
     from matplotlib.colors import to_hex
 
-    from capacity import plots
+    from lacapacity import plots
 
     res = sweep.compare(
         ["linear", "delta(beta=0.5)", "gated_delta", "kda(normalize=false)"],

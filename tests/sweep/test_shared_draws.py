@@ -1,4 +1,4 @@
-"""The passes of one sweep task share their draws (capacity.tasks._shared): made once, each pass its own copy, the
+"""The passes of one sweep task share their draws (lacapacity.tasks._shared): made once, each pass its own copy, the
 numbers those of the passes measured one by one."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import numpy as np
 import torch
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import sweep
-from capacity.inputs import keys, values
-from capacity.sweep import Grid, Study
-from capacity.sweep.jobs import measure
-from capacity.sweep.plan import Plan
-from capacity.tasks import _shared
+from lacapacity import sweep
+from lacapacity.inputs import keys, values
+from lacapacity.sweep import Grid, Study
+from lacapacity.sweep.jobs import measure
+from lacapacity.sweep.plan import Plan
+from lacapacity.tasks import _shared
 
 
 def _counting(monkeypatch):
@@ -37,7 +37,7 @@ class ZeroesItsKeys:
     """The linear memory, except that it overwrites the keys it is given with zeros after writing them."""
 
     def __init__(self):
-        from capacity import variants
+        from lacapacity import variants
 
         self.inner = variants.get("linear")
         self.name = "zeroes-its-keys"
@@ -141,7 +141,7 @@ def test_draws_are_shared_only_inside_the_block_within_the_budget_and_for_plain_
 
 def test_the_sweep_gives_one_task_the_memories_of_a_cell(tmp_path, monkeypatch):
     """sweep.run with two memories on two d: 2 tasks of 2 passes, not 4 tasks, each drawing its keys and values once."""
-    from capacity.sweep import executors
+    from lacapacity.sweep import executors
 
     calls, drawn = _counting(monkeypatch), []
     real = executors.execute

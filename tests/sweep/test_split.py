@@ -5,9 +5,9 @@ into points that are views of its arrays, each point the slice of its seed and n
 import numpy as np
 import pytest
 
-from capacity.errors import CapacityError
-from capacity.sweep.assemble import split
-from capacity.tasks import Measured, Schema, Variable
+from lacapacity.errors import CapacityError
+from lacapacity.sweep.assemble import split
+from lacapacity.tasks import Measured, Schema, Variable
 
 SCHEMA = Schema(
     {"overwrite": [0.0, 0.5], "seed": [0, 1, 2]},
@@ -58,5 +58,5 @@ def test_a_pass_that_differs_from_its_schema_is_refused_in_one_line(change, mess
 
 
 def test_a_dataset_is_not_a_pass():
-    with pytest.raises(CapacityError, match="must return a capacity.tasks.Measured, got dict"):
+    with pytest.raises(CapacityError, match="must return a lacapacity.tasks.Measured, got dict"):
         split({"accuracy": 1}, SCHEMA, "toy", [0], [4])

@@ -1,4 +1,4 @@
-"""capacity.sweep: configuration validation, the Dataset schema, batching against unbatched draws,
+"""lacapacity.sweep: configuration validation, the Dataset schema, batching against unbatched draws,
 the default study against theory (T5, T7, T12), and configurations never mixed in."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import torch
 import xarray as xr
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, studies, sweep, theory, variants
-from capacity.inputs import keys, values
-from capacity.sweep import Grid, Spec, Study
-from capacity.sweep.jobs import check
-from capacity.sweep.plan import Plan
-from capacity.sweep.store import Store
-from capacity.tasks import Bill, probe
-from capacity.tasks.metrics import capacity
+from lacapacity import CapacityError, studies, sweep, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.sweep import Grid, Spec, Study
+from lacapacity.sweep.jobs import check
+from lacapacity.sweep.plan import Plan
+from lacapacity.sweep.store import Store
+from lacapacity.tasks import Bill, probe
+from lacapacity.tasks.metrics import capacity
 
 SMALL = ["variant=linear,delta", "keys=gaussian,orthogonal", "d=16,32", "load=1/2,1,3/2,2", "seed=0,1"]
 
@@ -210,7 +210,7 @@ def test_dataset_follows_the_schema(small):
     assert set(json.loads(ds.attrs["versions"])) >= {"capacity", "python", "torch", "triton", "numpy", "xarray"}
     memories = json.loads(ds.attrs["memories"])  # every parameter of every memory, defaults too
     assert memories["delta"] == {
-        "class": "capacity.variants.delta:Delta",
+        "class": "lacapacity.variants.delta:Delta",
         "params": {"beta": 1.0, "normalize": True, "backend": "auto"},
     }
     # capacity() reduces load; T7 puts n*(0.75) = 1 + 3d/4 for gaussian keys, between the loads 1/2 and 1

@@ -6,8 +6,8 @@ import pytest
 import xarray as xr
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import cli as command_line
-from capacity import studies, sweep, variants
+from lacapacity import cli as command_line
+from lacapacity import studies, sweep, variants
 
 SETS = [
     "--set",

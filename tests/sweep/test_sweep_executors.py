@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from test_sweep_support import SMALL, one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import CapacityError, studies, sweep
-from capacity.sweep import executors
+from lacapacity import CapacityError, studies, sweep
+from lacapacity.sweep import executors
 
 SETS = SMALL  # 8 cells (16 write passes), 48 points
 
@@ -48,10 +48,10 @@ def test_dask_local_cluster_equals_serial(tmp_path, serial):
 
 @pytest.mark.slow
 def test_local_processes_equal_serial(tmp_path, serial, monkeypatch):
-    """... and while the workers measure, this process imports what the assembly needs (capacity.sweep.jobs.prepare), once."""
+    """... and while the workers measure, this process imports what the assembly needs (lacapacity.sweep.jobs.prepare), once."""
     import sys
 
-    runner, calls = sys.modules["capacity.sweep.runner"], []
+    runner, calls = sys.modules["lacapacity.sweep.runner"], []
     monkeypatch.setattr(runner, "prepare", lambda: calls.append("prepare"))
     study, ref = serial
     res = sweep.run(study, out=tmp_path, device="cpu", executor="processes", workers=2, progress=False)

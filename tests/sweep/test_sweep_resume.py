@@ -15,8 +15,8 @@ import pytest
 import torch
 from test_sweep_support import SMALL, one_torch_thread  # noqa: F401 - autouse fixture
 
-from capacity import studies, sweep
-from capacity.sweep.plan import Plan
+from lacapacity import studies, sweep
+from lacapacity.sweep.plan import Plan
 
 SETS = SMALL  # 8 cells (16 write passes), 48 points
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # as the one_torch_thread fixture does in-process
@@ -59,7 +59,7 @@ def _script(tmp_path: Path, prelude: str = "") -> Path:
     path = tmp_path / "sweep_script.py"
     run = f"""
         import sys
-        from capacity import studies, sweep
+        from lacapacity import studies, sweep
         study = studies.get("capacity-vs-d").with_overrides({SETS!r})
         sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
         """
@@ -127,7 +127,7 @@ def _default_sigint():
 def test_sigint_stops_with_a_resume_hint_then_resumes(tmp_path, reference):
     study, ref = reference
     out = tmp_path / "interrupted"
-    cmd = [sys.executable, "-m", "capacity.cli", "run", "capacity-vs-d", "--out", str(out), "--verbose"]
+    cmd = [sys.executable, "-m", "lacapacity.cli", "run", "capacity-vs-d", "--out", str(out), "--verbose"]
     cmd += ["--executor", "serial", "--device", "cpu", *[x for s in SETS for x in ("--set", s)]]
     # SIGINT as a terminal delivers it: a test run started in the background inherits it ignored
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=_default_sigint)

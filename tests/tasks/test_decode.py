@@ -1,4 +1,4 @@
-"""The argmax decode (capacity.tasks.decode) against the plain float32 decode and an exact (float64) one."""
+"""The argmax decode (lacapacity.tasks.decode) against the plain float32 decode and an exact (float64) one."""
 
 import math
 
@@ -6,11 +6,11 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from capacity import CapacityError, variants
-from capacity.base._random import generator
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.tasks.decode import argmax_correct, score_error_bound, screen_precision, topk_correct
+from lacapacity import CapacityError, variants
+from lacapacity.base._random import generator
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.tasks.decode import argmax_correct, score_error_bound, screen_precision, topk_correct
 
 PRECISIONS = ("bfloat16", "float32")
 
@@ -255,7 +255,7 @@ def test_score_error_bound_is_its_formula(precision, monkeypatch):
 
 
 def test_gamma_k_is_highams_bound():
-    from capacity.tasks import decode
+    from lacapacity.tasks import decode
 
     assert decode._gamma_k(10, 0.01) == pytest.approx(0.1 / 0.9, rel=1e-15)
     assert decode._gamma_k(99, 0.01) == pytest.approx(0.99 / 0.01, rel=1e-9)
@@ -283,7 +283,7 @@ def test_float32_input_rounding_allowance(monkeypatch):
     """What a "float32" matmul may round its inputs to: nothing, TF32 (2^-11) or bfloat16 (2^-8), per device and setting."""
     from types import SimpleNamespace
 
-    from capacity.tasks import decode
+    from lacapacity.tasks import decode
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")  # device objects: no GPU needed
     for tf32, precision, on_cuda, on_cpu in (
@@ -299,7 +299,7 @@ def test_float32_input_rounding_allowance(monkeypatch):
 
 
 def test_screen_precision_follows_the_device_and_dv(monkeypatch):
-    from capacity.tasks import decode
+    from lacapacity.tasks import decode
 
     assert screen_precision(torch.device("cuda"), "auto") == "bfloat16"  # a device object needs no GPU
     assert screen_precision("cuda", "auto", dv=8) == "bfloat16"
@@ -375,7 +375,7 @@ def test_exact_ties_reach_the_tie_rule_with_no_rounding_allowance(precision):
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_the_float64_stage_in_chunks_of_one_read(precision, monkeypatch):
     """_FALLBACK_ROWS = c: the undecided reads go to the later stages one at a time, and every one is decoded."""
-    from capacity.tasks import decode
+    from lacapacity.tasks import decode
 
     r, v = near_ties(2, 50, 16, [1e-4, -1e-4, 1e-9, -1e-9], seed=19)  # undecided by bfloat16; half of them by float32
     want = exact(r, v)
@@ -398,7 +398,7 @@ def test_the_screen_matmul_switches_off_reduced_precision_sums_on_cuda(monkeypat
     setting comes back afterwards (a CUDA-typed input and torch's flag namespace stand in for the GPU)."""
     from types import SimpleNamespace
 
-    from capacity.tasks import decode
+    from lacapacity.tasks import decode
 
     flags = SimpleNamespace(allow_bf16_reduced_precision_reduction=True)
     monkeypatch.setattr(torch.backends.cuda, "matmul", flags)
@@ -509,7 +509,7 @@ def test_the_screens_score_every_read_once_and_leave_few_to_the_later_stages(mon
     the screening dtype); after a bfloat16 screen a minority of reads is scored again in float32, and only reads
     whose margin float32 cannot resolve are scored in float64 (none of these random reads; about the half of the
     near ties whose margin is 1e-9)."""
-    from capacity.tasks import decode
+    from lacapacity.tasks import decode
 
     g = generator(22, "stages")
     B, c, dv = 4, 300, 64

@@ -1,6 +1,6 @@
 """Under ``python -OO`` (docstrings stripped, every ``__doc__`` None) what reads a docstring still works: the recall
 task's closed forms took each description from its function's docstring and failed on None (found by the strict
-type check: ``__doc__`` is ``str | None``), and ``capacity.plots.available`` took each figure's first line.
+type check: ``__doc__`` is ``str | None``), and ``lacapacity.plots.available`` took each figure's first line.
 
 The docstrings are set to None in this process, as ``-OO`` leaves them: a fresh ``python -OO`` would compile torch
 from source (no ``.opt-2.pyc`` files are installed), about 8 s for what these checks need of it.
@@ -10,8 +10,8 @@ import inspect
 
 import numpy as np
 
-from capacity import plots, theory
-from capacity.tasks.recall.task import RecallTask
+from lacapacity import plots, theory
+from lacapacity.tasks.recall.task import RecallTask
 
 
 def _strip(monkeypatch, functions):

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import learned, probe
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import learned, probe
 
 
 def test_linear_reaches_the_frame_bound_and_with_gain_the_rank_bound():

@@ -1,4 +1,4 @@
-"""capacity.metrics.capacity against hand-computed crossings."""
+"""lacapacity.metrics.capacity against hand-computed crossings."""
 
 import math
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.tasks.metrics import capacity
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.tasks.metrics import capacity
 
 
 def test_crossing_is_interpolated_in_log_n():

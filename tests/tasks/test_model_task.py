@@ -13,11 +13,11 @@ import pytest
 import torch
 import xarray as xr
 
-from capacity.errors import CapacityError
-from capacity.inputs import capture
-from capacity.sweep.config import Grid, Study
-from capacity.tasks.model import source
-from capacity.tasks.model.task import Model
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import capture
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks.model import source
+from lacapacity.tasks.model.task import Model
 
 pytest.importorskip(
     "transformers", reason="the model task needs the extra: pip install 'linear-attention-capacity[models]'"
@@ -42,7 +42,7 @@ def folder(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ran(folder, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    from capacity.sweep import runner
+    from lacapacity.sweep import runner
 
     study = Study(
         "model",
@@ -95,7 +95,7 @@ def test_the_numbers_are_the_models(ran, folder):
 @pytest.mark.slow  # about 10-25 s on the loaded 2-core VM (an engine run of a model)
 def test_a_second_run_reuses_and_new_weights_or_text_do_not(ran, folder, tmp_path):
     out, _ = ran
-    from capacity.sweep import runner
+    from lacapacity.sweep import runner
 
     base = Model(model=str(folder), ages=(0, 1, 4, 16), window=8, formats=("bfloat16", "int8/row+ef"))
     grid = Grid(variant=("gated_delta", "linear"), n=(N,), d=(64,))
@@ -198,8 +198,8 @@ def test_a_multimodal_qwen3_5_checkpoint_is_measured_through_its_text_model(tmp_
 def test_minimax_heads_are_measured_as_a_decay_memory():
     """A random MiniMax's lightning heads through the task's measurements: the closed form is T22 at each head's
     own gate exp(-slope_rate) (its keys are not unit, so reads are divided by ||k||^2 as for Mamba-2)."""
-    from capacity import theory
-    from capacity.tasks.model import heads
+    from lacapacity import theory
+    from lacapacity.tasks.model import heads
 
     loaded = source.load("random:minimax", None)
     assert loaded.family == "decay"
@@ -221,7 +221,7 @@ def test_minimax_heads_are_measured_as_a_decay_memory():
 def test_the_maps_of_an_additive_rule_say_it_has_no_beta():
     """Mamba-2's and MiniMax's heads have no beta (beta_mean all NaN): the maps are drawn, the beta panel says so (the
     figure was refused as empty before); a Dataset without beta_mean at all is still one line."""
-    from capacity.tasks.model import figures
+    from lacapacity.tasks.model import figures
 
     names = ("coherence2", "coherence2_random", "effective_rank", "gate_mean", "fullness", "fullness_theory")
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""MQAR without training (capacity.mqar): the drawn task's structure, a brute-force re-implementation for the
+"""MQAR without training (lacapacity.mqar): the drawn task's structure, a brute-force re-implementation for the
 linear memory, the delta rule's exact recall under overwrites, softmax's averaging of duplicates, T10 over a
 vocabulary, the grid, the figure, and the errors."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import theory, variants
-from capacity.errors import CapacityError
-from capacity.tasks.mqar import probe as mqar
-from capacity.tasks.mqar.figures import mqar_figure
+from lacapacity import theory, variants
+from lacapacity.errors import CapacityError
+from lacapacity.tasks.mqar import probe as mqar
+from lacapacity.tasks.mqar.figures import mqar_figure
 
 
 def brute_force_linear(t: mqar.Task) -> dict[str, np.ndarray]:
@@ -233,7 +233,7 @@ def test_vocab_argmax_recall():
 
 
 def test_figure(tmp_path):
-    from capacity import studies, sweep
+    from lacapacity import studies, sweep
 
     study = studies.get("mqar").with_overrides(
         ["variant=linear,delta(beta=1),softmax(scale=16)", "d=16", "n=8,16,32,64", "seed=0,1", "vocab=96"]
@@ -308,7 +308,7 @@ def test_docstring_examples_run():
 
 
 def test_the_mqar_study_runs_through_the_sweep_and_equals_direct_calls(tmp_path):
-    from capacity import plots, studies, sweep
+    from lacapacity import plots, studies, sweep
 
     study = studies.get("mqar").with_overrides(
         ["variant=linear,delta(beta=1.0)", "d=16", "n=8,16", "seed=0,1", "vocab=64", "overwrite=0,0.5"]

@@ -1,4 +1,4 @@
-"""zoology's MQAR (capacity.mqar.zoology_task / zoology) against an independent restatement of zoology's rules.
+"""zoology's MQAR (lacapacity.mqar.zoology_task / zoology) against an independent restatement of zoology's rules.
 
 The restatement below follows zoology's generator (HazyResearch/zoology, zoology/data/associative_recall.py,
 ``_mqar``) with numpy's legacy RandomState, as zoology does; the package draws with its own seeded torch generators,
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from capacity import CapacityError, variants
-from capacity.tasks.mqar import probe as mqar
+from lacapacity import CapacityError, variants
+from lacapacity.tasks.mqar import probe as mqar
 
 
 def restated(vocab, seq_len, pairs, power_a, count, seed, random_non_queries=True):

@@ -1,4 +1,4 @@
-"""The needle probe (capacity.tasks.needle.probe), the needle and age-binned sweeps, and their figures."""
+"""The needle probe (lacapacity.tasks.needle.probe), the needle and age-binned sweeps, and their figures."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, plots, studies, sweep, theory, variants
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Mqar, Needle, Recall
-from capacity.tasks.needle import probe as needle
+from lacapacity import CapacityError, plots, studies, sweep, theory, variants
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Mqar, Needle, Recall
+from lacapacity.tasks.needle import probe as needle
 
 
 @pytest.mark.slow
@@ -109,7 +109,7 @@ def test_several_needles_and_bad_input():
 
 def test_text_haystack_windows_and_held_out_needles(monkeypatch):
     """The text haystack's bookkeeping on a stand-in key table (the real model: the next test)."""
-    from capacity.inputs import pretrained
+    from lacapacity.inputs import pretrained
 
     T_all, g = 600, torch.Generator().manual_seed(0)
     table = torch.randn(T_all, 384, generator=g)
@@ -208,8 +208,8 @@ def test_age_bins_in_a_sweep_and_the_reuse_key(tmp_path):
     assert ds.age.values.tolist() == [0, 1, 2, 4, 8, 16, 32] and ds.age_end.values[-1] == 64
     assert ds.signal_age.dims == ("variant", "key_family", "d", "load", "seed", "age")
     # the age bins average the per-query metrics that probe.recall reports
-    from capacity.inputs import keys, values
-    from capacity.tasks import probe
+    from lacapacity.inputs import keys, values
+    from lacapacity.tasks import probe
 
     K = keys.make("gaussian", 64, 16, batch=2, seed=[0, 1])
     V = values.make("gaussian", 64, 16, batch=2, seed=[0, 1])
@@ -253,13 +253,13 @@ def test_forgetting_figure_draws_theory_and_horizons(tmp_path):
 
 
 def _rule(label):
-    from capacity.plots.forgetting import rule_of
+    from lacapacity.plots.forgetting import rule_of
 
     return rule_of(label)
 
 
 def test_rule_of_reads_labels():
-    from capacity.plots.forgetting import rule_of
+    from lacapacity.plots.forgetting import rule_of
 
     assert rule_of("delta(beta=0.5)") == ("delta", {"beta": 0.5})
     assert rule_of("gated_delta(alpha=0.9, beta=1.0)") == ("gated_delta", {"alpha": 0.9, "beta": 1.0})

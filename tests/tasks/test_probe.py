@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.tasks.probe import METRICS
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.tasks.probe import METRICS
 
 LIN = variants.get("linear")
 
@@ -186,7 +186,7 @@ def test_unknown_variant_lists_the_known_ones():
 
 
 def test_mismatched_devices_are_named():
-    from capacity.base import _validate
+    from lacapacity.base import _validate
 
     with pytest.raises(CapacityError, match="tensors must be on one device, got keys on cpu, values on meta"):
         _validate.same_device(keys=torch.zeros(1), values=torch.zeros(1, device="meta"))

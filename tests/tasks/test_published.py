@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
-from capacity.plots import frontier
-from capacity.plots import published as layers
 
-from capacity import CapacityError, sweep, theory
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall, published
+from lacapacity import CapacityError, sweep, theory
+from lacapacity.plots import frontier
+from lacapacity.plots import published as layers
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall, published
 
 
 def test_every_data_file_cites_its_source_and_reading():
@@ -66,7 +66,7 @@ def test_the_ceiling_is_t10_over_the_test_mix():
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from capacity.tasks.mqar import probe as mqar
+    from lacapacity.tasks.mqar import probe as mqar
 
     ax = Figure().subplots()
     line = layers.mqar_ceiling(ax, 2**12, 2**20)

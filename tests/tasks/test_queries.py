@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, variants
-from capacity.inputs import keys, values
-from capacity.tasks import decode, probe
+from lacapacity import CapacityError, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import decode, probe
 
 
 def test_sampled_means_are_unbiased_and_their_errors_calibrated():

@@ -4,12 +4,12 @@ formats can be told apart."""
 
 import numpy as np
 import pytest
-from capacity.plots.precision import precision_curves
 
-from capacity import CapacityError, sweep
-from capacity.inputs import keys, values
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall, probe
+from lacapacity import CapacityError, sweep
+from lacapacity.inputs import keys, values
+from lacapacity.plots.precision import precision_curves
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall, probe
 
 
 def test_recent_is_the_last_pairs_of_a_decaying_state_built_by_hand():

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from capacity import studies, sweep
+from lacapacity import studies, sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 NEW = "mqar_copy"
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # four processes, each starting Python and import
 def _site(tmp: Path) -> Path:
     """A package tree that is this one, every file a link to the original, with the mqar folder copied as NEW."""
     site = tmp / "site"
-    pkg = site / "capacity"
+    pkg = site / "lacapacity"
     pkg.mkdir(parents=True)
     for entry in (ROOT / "capacity").iterdir():
         if entry.name not in ("tasks", "__pycache__"):
@@ -42,8 +42,8 @@ def _site(tmp: Path) -> Path:
     copy = pkg / "tasks" / NEW
     shutil.copytree(ROOT / "capacity" / "tasks" / "mqar", copy, ignore=shutil.ignore_patterns("__pycache__"))
     for path in copy.glob("*.py"):  # the new name: its kind, and its own modules imported from the copy
-        text = path.read_text(encoding="utf-8").replace("capacity.tasks.mqar.", f"capacity.tasks.{NEW}.")
-        text = text.replace("capacity.tasks.mqar import", f"capacity.tasks.{NEW} import")
+        text = path.read_text(encoding="utf-8").replace("lacapacity.tasks.mqar.", f"lacapacity.tasks.{NEW}.")
+        text = text.replace("lacapacity.tasks.mqar import", f"lacapacity.tasks.{NEW} import")
         text = re.sub(r'^(    name|    kind: ClassVar\[str\]) = "mqar"$', rf'\1 = "{NEW}"', text, flags=re.M)
         path.write_text(text, encoding="utf-8")
     return site
@@ -52,7 +52,7 @@ def _site(tmp: Path) -> Path:
 def _capacity(site: Path, *args: str, cwd: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(site), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "capacity.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+        [sys.executable, "-m", "lacapacity.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -61,8 +61,8 @@ def _capacity(site: Path, *args: str, cwd: Path) -> str:
 def test_a_copied_task_folder_runs_plots_and_lists(tmp_path):
     site = _site(tmp_path)
     # the tree the commands import is this one with the one folder added: every other file a link to the original
-    files = {p.relative_to(site / "capacity") for p in (site / "capacity").rglob("*.py")}
-    added = {p for p in files if not (site / "capacity" / p).resolve().is_relative_to(ROOT)}
+    files = {p.relative_to(site / "lacapacity") for p in (site / "lacapacity").rglob("*.py")}
+    added = {p for p in files if not (site / "lacapacity" / p).resolve().is_relative_to(ROOT)}
     assert added == {Path("tasks", NEW, p.name) for p in (ROOT / "capacity/tasks/mqar").glob("*.py")}
     small = ["variant=linear,delta(beta=1.0)", "d=8", "n=4,8", "seed=0", "vocab=32", "overwrite=0,0.5"]
     options = [a for setting in small for a in ("--set", setting)] + ["--executor", "serial", "--no-figures"]
@@ -71,18 +71,18 @@ def test_a_copied_task_folder_runs_plots_and_lists(tmp_path):
     _capacity(site, "run", "mqar", *options, "--set", f"kind={NEW}", "--out", "copy", cwd=tmp_path)
     # capacity plot, in a process that first says where the task and its figure come from
     where = (
-        "import importlib, sys, capacity.tasks as t; r = importlib.import_module('capacity.plots.render'); "
+        "import importlib, sys, lacapacity.tasks as t; r = importlib.import_module('lacapacity.plots.render'); "
         f"m = t.get({NEW!r}); print(t.__file__, type(m).__module__, r.own_figures(m)['mqar'].__module__); "
-        "from capacity.cli import main; sys.exit(main(['plot', 'copy/mqar.nc']))"
+        "from lacapacity.cli import main; sys.exit(main(['plot', 'copy/mqar.nc']))"
     )
     env = {**os.environ, "PYTHONPATH": str(site), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert lines[:3] == [
-        str(site / "capacity/tasks/__init__.py"),
-        f"capacity.tasks.{NEW}.task",
-        f"capacity.tasks.{NEW}.figures",  # the copy's own figure module draws its results
+        str(site / "lacapacity/tasks/__init__.py"),
+        f"lacapacity.tasks.{NEW}.task",
+        f"lacapacity.tasks.{NEW}.figures",  # the copy's own figure module draws its results
     ]
     assert sorted(Path(p).name for p in lines[3:]) == ["mqar_mqar.pdf", "mqar_mqar.png"]
 

@@ -12,8 +12,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from capacity import CapacityError, sweep, tasks
-from capacity.base import plugins
+from lacapacity import CapacityError, sweep, tasks
+from lacapacity.base import plugins
 
 TOY = """
 from dataclasses import dataclass
@@ -22,9 +22,9 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from capacity.inputs import keys
-from capacity.inputs import values
-from capacity.tasks import Config, Measured, Schema, Task, Variable
+from lacapacity.inputs import keys
+from lacapacity.inputs import values
+from lacapacity.tasks import Config, Measured, Schema, Task, Variable
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def toy(tmp_path, monkeypatch):
     real = plugins.entry_points
 
     def entry_points(group):
-        return {"last_read": "toytask:LastReadTask"} if group == "capacity.tasks" else real(group)
+        return {"last_read": "toytask:LastReadTask"} if group == "lacapacity.tasks" else real(group)
 
     monkeypatch.setattr(plugins, "entry_points", entry_points)
     yield

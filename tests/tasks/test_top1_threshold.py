@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from capacity import probe, variants
+from lacapacity import probe, variants
 
 
 def _threshold(d):

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.sweep.config import Grid, Study
-from capacity.tasks import Recall, probe
-from capacity.tasks.decode import argmax_correct, topk_correct
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.sweep.config import Grid, Study
+from lacapacity.tasks import Recall, probe
+from lacapacity.tasks.decode import argmax_correct, topk_correct
 
 
 def _rank(r, v):
@@ -62,7 +62,7 @@ def test_the_probe_keeps_its_numbers_and_adds_recall_at():
 
 
 def test_the_sweep_adds_recall_at_over_k(tmp_path):
-    from capacity import sweep
+    from lacapacity import sweep
 
     grid = Grid(variant=("linear",), d=(16,), load=(1, 4), seed=(0, 1))
     base = Study("topk", "t", grid, Recall())

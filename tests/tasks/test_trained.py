@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, studies, sweep, variants
-from capacity.tasks.trained import model
-from capacity.tasks.trained.task import Trained
+from lacapacity import CapacityError, studies, sweep, variants
+from lacapacity.tasks.trained import model
+from lacapacity.tasks.trained.task import Trained
 
 TINY = ["variant=linear,delta", "d=8", "n=2,4", "seed=0", "vocabulary=32", "steps=4", "batch=4", "test=8"]
 TINY += ["learned_steps=3", "lr=0.01,0.1"]
@@ -182,7 +182,7 @@ def test_resume_after_a_kill_gives_the_uninterrupted_results_bit_for_bit(tmp_pat
                     if len(saved) == 2:
                         os.kill(os.getpid(), signal.SIGKILL)
             os.replace = replace
-            from capacity import studies, sweep
+            from lacapacity import studies, sweep
             study = studies.get("trained").with_overrides({TINY!r})
             sweep.run(study, out=sys.argv[1], device="cpu", executor="serial", progress=False)
             """
@@ -255,7 +255,7 @@ def test_the_estimate_times_a_training_step_on_this_machine():
     """Issue 51: the trained study announced about 3 CPU-minutes and ran past 30 on a loaded machine (its step
     time was a constant fitted elsewhere). The estimate is now a step timed here: a memory 20 ms slower per write,
     which writes once per step, is estimated at no less than the steps' sleeps (a bound any machine meets)."""
-    from capacity.sweep.plan import Plan
+    from lacapacity.sweep.plan import Plan
 
     study = _study()
     plan = Plan(study, torch.device("cpu"))

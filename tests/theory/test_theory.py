@@ -1,4 +1,4 @@
-"""Each closed form of capacity.theory against an independent brute-force computation."""
+"""Each closed form of lacapacity.theory against an independent brute-force computation."""
 
 import math
 
@@ -9,8 +9,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from capacity import CapacityError, theory
-from capacity.inputs import keys, values
+from lacapacity import CapacityError, theory
+from lacapacity.inputs import keys, values
 
 RNG = np.random.default_rng(12345)
 

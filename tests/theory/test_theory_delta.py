@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, check, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity import CapacityError, check, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
 
 
 def _simulate_delta(n, d, dv, beta, trials, seed):

@@ -1,4 +1,4 @@
-"""capacity.theory to full precision against independent computations, and its input checks message by message.
+"""lacapacity.theory to full precision against independent computations, and its input checks message by message.
 
 tests/theory/test_theory.py and tests/theory/test_theory_delta.py hold each closed form to a simulation (to a few standard
 errors); this file holds the functions to numbers computed here another way (a per-pair recursion, other
@@ -13,8 +13,8 @@ import pytest
 import torch
 from scipy import integrate, optimize, special
 
-from capacity import CapacityError, theory
-from capacity.theory import _common
+from lacapacity import CapacityError, theory
+from lacapacity.theory import _common
 
 RNG = np.random.default_rng(2026)
 
@@ -247,7 +247,7 @@ def test_argmax_capacity_between_two_and_three_pairs_and_empty_input():
 
 
 def test_private_quadrature_pieces():
-    from capacity.theory import argmax
+    from lacapacity.theory import argmax
 
     # P(u > x) for a coordinate u of a uniform unit vector: 1 below -1, 0 above 1, 1/2 at 0, and the Beta law between
     got = argmax._coordinate_sf(np.array([-2.0, -1.0, 0.0, 0.3, 1.0, 2.0]), 16)

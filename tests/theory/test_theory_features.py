@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from capacity import CapacityError, theory
+from lacapacity import CapacityError, theory
 
 
 def _unit(rng, *shape):

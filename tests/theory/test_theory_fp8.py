@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from capacity import theory
-from capacity.errors import CapacityError, CapacityWarning
+from lacapacity import theory
+from lacapacity.errors import CapacityError, CapacityWarning
 
 
 def _fp8(y, u=None):

@@ -1,4 +1,4 @@
-"""Input checks of capacity.theory (T11, T14-T30): each bad input gets its whole message, and each edge of an
+"""Input checks of lacapacity.theory (T11, T14-T30): each bad input gets its whole message, and each edge of an
 allowed range is accepted with the value its closed form gives there.
 
 The messages are pinned whole (``^...$``) so that a check that tests the wrong bound, names the wrong argument
@@ -12,8 +12,8 @@ import pytest
 import torch
 from scipy import integrate, special
 
-from capacity import CapacityError, theory
-from capacity.inputs import features
+from lacapacity import CapacityError, theory
+from lacapacity.inputs import features
 
 
 class _Plain(features.FeatureMap):

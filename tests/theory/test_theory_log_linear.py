@@ -1,10 +1,10 @@
-"""T34 (capacity.theory.log_linear) against a simulation written here: the Fenwick buckets built by merging token by
+"""T34 (lacapacity.theory.log_linear) against a simulation written here: the Fenwick buckets built by merging token by
 token (as log-linear attention does), random unit keys and unit values drawn with numpy, the reads summed in float64."""
 
 import numpy as np
 import pytest
 
-from capacity import CapacityError, theory
+from lacapacity import CapacityError, theory
 
 
 def _levels_by_merging(n):

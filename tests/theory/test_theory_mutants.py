@@ -1,4 +1,4 @@
-"""Closed forms of capacity.theory (argmax, features, forgetting, softmax) at the edges their other tests leave out.
+"""Closed forms of lacapacity.theory (argmax, features, forgetting, softmax) at the edges their other tests leave out.
 
 Each test compares against an independent computation (a hand-worked value, scipy quadrature written here, a
 periodic trapezoid rule over the circle, a small simulation) and was added because a mutant of the function
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from capacity import CapacityError, theory
+from lacapacity import CapacityError, theory
 
 # ---------------------------------------------------------------- T10 / T30: argmax and recall@k
 

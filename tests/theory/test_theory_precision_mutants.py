@@ -1,4 +1,4 @@
-"""capacity.theory's precision closed forms (T14-T19) where tests/variants/test_precision.py does not reach: float32 states
+"""lacapacity.theory's precision closed forms (T14-T19) where tests/variants/test_precision.py does not reach: float32 states
 (every increment spans many ulps, the uniform-error branch), the first writes (a zero state, the first grid points
 of the crossover), arrays of (d, dv) and the defaults. Each against a simulation written here in numpy, a Monte
 Carlo draw of the model's own assumptions, or an equation the result must solve."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import theory
-from capacity.theory import precision
+from lacapacity import theory
+from lacapacity.theory import precision
 
 F8 = "float8_e4m3fn"
 

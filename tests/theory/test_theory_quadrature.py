@@ -1,4 +1,4 @@
-"""Private pieces of capacity.theory's later modules against independent computations.
+"""Private pieces of lacapacity.theory's later modules against independent computations.
 
 ``precision._increment_table`` averages the rounding error over quantile cells of an increment's distribution
 through antiderivatives of periodic functions (``_psi_integral``, ``_cross_integral``); they are checked here
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from capacity import theory
-from capacity.theory import precision
+from lacapacity import theory
+from lacapacity.theory import precision
 
 PSI = {
     False: lambda y: (y - np.round(y)) ** 2,  # round-to-nearest: the squared distance to the nearest grid point

@@ -1,4 +1,4 @@
-"""T31-T33 (capacity.theory.quantised) against simulations written here: groups quantised by numpy, the additive,
+"""T31-T33 (lacapacity.theory.quantised) against simulations written here: groups quantised by numpy, the additive,
 decaying and delta recurrences written token by token in plain torch with their own int8 rounding."""
 
 import math
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import theory
-from capacity.errors import CapacityWarning
-from capacity.inputs import keys, values
+from lacapacity import theory
+from lacapacity.errors import CapacityWarning
+from lacapacity.inputs import keys, values
 
 
 def _pairs(n, d, dv, B, seed=0):
@@ -116,7 +116,7 @@ def test_t33_crossover_solves_its_equation_and_is_measured_there():
 
 
 # A closed form 3% off failing its `capacity check` row: scripts/perturb_check.py covers every function of
-# capacity.theory.__all__ (T31-T33 included), run by tests/check/test_check_cli.py.
+# lacapacity.theory.__all__ (T31-T33 included), run by tests/check/test_check_cli.py.
 
 
 def _tensor_scale(x, Q, u=None):

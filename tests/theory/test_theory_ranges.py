@@ -4,8 +4,8 @@ import warnings
 
 import pytest
 
-from capacity import theory
-from capacity.errors import CapacityWarning
+from lacapacity import theory
+from lacapacity.errors import CapacityWarning
 
 
 @pytest.mark.parametrize(

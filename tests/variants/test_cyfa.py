@@ -8,9 +8,9 @@ import pytest
 import torch
 from memory_support import pairs, rel_rms
 
-from capacity import check_variant, variants
-from capacity.errors import CapacityError
-from capacity.variants import precision
+from lacapacity import check_variant, variants
+from lacapacity.errors import CapacityError
+from lacapacity.variants import precision
 
 
 def _write(mem, K, V, cuts):

@@ -1,4 +1,4 @@
-"""What a memory declares (capacity.variants.declares): the built-ins' declarations agree with what they do, the
+"""What a memory declares (lacapacity.variants.declares): the built-ins' declarations agree with what they do, the
 wrappers forward them, a memory that declares nothing keeps working, and no module but declares.py reads a memory's
 optional members."""
 
@@ -10,12 +10,12 @@ import pytest
 import torch
 from memory_support import UserLinear
 
-from capacity import CapacityError, check_variant, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import Declares, heads, precision
-from capacity.variants._guard import guard
-from capacity.variants.declares import declared, numel, unaccounted
+from lacapacity import CapacityError, check_variant, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import Declares, heads, precision
+from lacapacity.variants._guard import guard
+from lacapacity.variants.declares import declared, numel, unaccounted
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,11 +10,11 @@ import pytest
 import torch
 from script_support import load_script
 
-from capacity import CapacityError, variants
-from capacity.check.conformance import check_variant
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import from_fla
+from lacapacity import CapacityError, variants
+from lacapacity.check.conformance import check_variant
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import from_fla
 
 
 def fake_delta_bthk(q, k, v, beta, scale=None, initial_state=None, output_final_state=False):

@@ -11,10 +11,10 @@ import pytest
 import torch
 from memory_support import write_in_chunks
 
-from capacity import CapacityError, variants
-from capacity.check.conformance import check_variant
-from capacity.inputs import keys, values
-from capacity.variants import from_fla
+from lacapacity import CapacityError, variants
+from lacapacity.check.conformance import check_variant
+from lacapacity.inputs import keys, values
+from lacapacity.variants import from_fla
 
 pytestmark = pytest.mark.requires_fla
 

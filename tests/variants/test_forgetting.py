@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
 
 RULES = {
     "delta": {"beta": 0.5},
@@ -227,7 +227,7 @@ def test_mamba2_equals_an_independent_recurrence(normalize):
 
 
 def test_mamba2_passes_check_variant_and_refuses_bad_parameters():
-    from capacity import check_variant
+    from lacapacity import check_variant
 
     report = check_variant(variants.resolve("mamba2(A=0.5, dt=0.05)"))
     assert report.passed, report

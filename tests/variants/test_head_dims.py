@@ -10,9 +10,9 @@ import pytest
 import torch
 from memory_support import rel_rms
 
-from capacity import variants
-from capacity.inputs import keys, values
-from capacity.variants.delta_product import rotations
+from lacapacity import variants
+from lacapacity.inputs import keys, values
+from lacapacity.variants.delta_product import rotations
 
 DIMS = (60, 96, 100)
 

@@ -1,14 +1,14 @@
-"""Head layouts (capacity.variants.heads) against a per-head computation written here, and their closed form T20."""
+"""Head layouts (lacapacity.variants.heads) against a per-head computation written here, and their closed form T20."""
 
 import math
 
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import heads
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import heads
 
 
 def _per_head_reads(K, V, Q, H, HV):
@@ -70,7 +70,7 @@ def test_layouts_are_checked_in_one_line():
 
 
 def test_heads_and_precision_compose_and_keep_batch_items_apart():
-    from capacity.variants import precision
+    from lacapacity.variants import precision
 
     K = keys.make("gaussian", 40, 16, batch=3, seed=1)
     V = values.make("gaussian", 40, 16, batch=3, seed=1)

@@ -5,8 +5,8 @@ import pytest
 import torch
 from memory_support import rel_rms
 
-from capacity import check_variant, variants
-from capacity.inputs import keys, values
+from lacapacity import check_variant, variants
+from lacapacity.inputs import keys, values
 
 
 @pytest.mark.parametrize("d", [12, 96])

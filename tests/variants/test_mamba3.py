@@ -5,9 +5,9 @@ import pytest
 import torch
 from memory_support import pairs, rel_rms, write_in_chunks
 
-from capacity import check_variant, variants
-from capacity.inputs import keys
-from capacity.variants import precision
+from lacapacity import check_variant, variants
+from lacapacity.inputs import keys
+from lacapacity.variants import precision
 
 
 def _inputs(B=2, T=30, d=12, dv=6, seed=0):

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.check.conformance import check_variant
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants.declares import declared
-from capacity.variants.delta_product import rotations
-from capacity.variants.longhorn import gate_and_key
+from lacapacity import CapacityError, theory, variants
+from lacapacity.check.conformance import check_variant
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants.declares import declared
+from lacapacity.variants.delta_product import rotations
+from lacapacity.variants.longhorn import gate_and_key
 
 NAMES = ("lsq", "longhorn", "delta_product", "dplr")
 
@@ -137,7 +137,7 @@ def _low_rank_inputs(B=2, T=45, d=12, dv=5, seed=8, dtype=torch.float32):
 
 
 def test_general_dplr_recurrence_equals_the_oracle():
-    from capacity.variants.dplr import recurrence
+    from lacapacity.variants.dplr import recurrence
 
     kw, v, a, b, w = _low_rank_inputs()
     want = _oracles.dplr(*(x.double() for x in (kw, v, w, a, b)))
@@ -354,7 +354,7 @@ def test_dplr_matches_fla_dplr_recurrence(w_spec):
 def test_general_dplr_matches_fla_dplr_recurrence():
     """a and b not derived from the keys: the whole DPLR transition, with an initial state."""
     naive = _fla("fla.ops.generalized_delta_rule.dplr.naive")
-    from capacity.variants.dplr import recurrence
+    from lacapacity.variants.dplr import recurrence
 
     kw, v, a, b, w = _low_rank_inputs()
     S0 = torch.randn(2, 12, 5, generator=torch.Generator().manual_seed(3))
@@ -429,7 +429,7 @@ def test_docstring_examples_run(name):
     import importlib
 
     result = doctest.testmod(
-        importlib.import_module(f"capacity.variants.{name}"),
+        importlib.import_module(f"lacapacity.variants.{name}"),
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
     )
     assert result.attempted > 0 and result.failed == 0

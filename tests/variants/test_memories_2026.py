@@ -11,11 +11,11 @@ import torch
 from memory_support import one_head as _h  # fla's [B, T, H=1, ...]
 from memory_support import rel_rms, write_in_chunks
 
-from capacity import check_variant, variants
-from capacity.inputs import keys, values
-from capacity.tasks import Bill, probe
-from capacity.variants import precision
-from capacity.variants.declares import Declares, declared
+from lacapacity import check_variant, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import Bill, probe
+from lacapacity.variants import precision
+from lacapacity.variants.declares import Declares, declared
 
 
 @pytest.fixture(scope="module")
@@ -273,9 +273,8 @@ def test_log_linear_equals_linear_recall_at_powers_of_two_only():
 
 
 def test_the_variants_figure_notes_where_log_linear_coincides_with_its_base(tmp_path):
-    from capacity.plots.variants import variant_curves
-
-    from capacity import sweep
+    from lacapacity import sweep
+    from lacapacity.plots.variants import variant_curves
 
     res = sweep.compare(["linear", "log_linear"], d=(8,), load=(1, 2, 3), seeds=1, out=tmp_path, progress=False)
     fig = variant_curves(res.dataset)
@@ -392,10 +391,10 @@ def test_bad_parameters_are_one_line_errors(name, params, match):
 
 def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
     import numpy as np
-    from capacity.plots.frontier import _bytes, frontier
 
-    from capacity import sweep
-    from capacity.tasks import metrics
+    from lacapacity import sweep
+    from lacapacity.plots.frontier import _bytes, frontier
+    from lacapacity.tasks import metrics
 
     res = sweep.compare(
         ["log_linear(lam=1.0)", "ttt"],
@@ -410,8 +409,8 @@ def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
     ns = [int(x) for x in res.dataset.n.sel(d=8).values]
     assert size.sel(variant="log_linear(lam=1.0)").values[:, 0].tolist() == [n.bit_length() * 64 for n in ns]
     assert set(size.sel(variant="ttt").values.ravel().tolist()) == {8 * 32 + 32 * 8}
-    from capacity import studies
-    from capacity.tasks import TASKS
+    from lacapacity import studies
+    from lacapacity.tasks import TASKS
 
     study = studies.get("capacity-vs-d")
     assert "state_numel" not in TASKS["recall"].schema(study).variables  # fixed states: nothing new
@@ -438,8 +437,8 @@ def test_frontier_draws_log_linear_and_ttt_at_their_true_bytes(tmp_path):
 
 
 def test_bill_counts_the_log_linear_levels_not_its_counter(tmp_path):
-    from capacity import sweep
-    from capacity.sweep.config import Grid, Study
+    from lacapacity import sweep
+    from lacapacity.sweep.config import Grid, Study
 
     study = Study(
         name="bill-growing",
@@ -460,7 +459,7 @@ def test_bill_counts_the_log_linear_levels_not_its_counter(tmp_path):
 def test_from_fla_wraps_the_preconditioned_references_with_their_second_state(name, fla):
     """states= maps the accumulator A ([B, H, K], letters "K") next to S; the wrapper's state, written in two calls,
     is the built-in's."""
-    from capacity.variants import from_fla
+    from lacapacity.variants import from_fla
 
     K, V = _inputs(seed=22)
     d = K.shape[2]
@@ -489,7 +488,7 @@ def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width(fla):
     """fla's GDN-2 reference takes its write gate over the value channels, [B, T, H, V]; per_token builds inputs per
     token or per key channel only, so from_fla wraps it where dv = d (the gate a sequence of d numbers); the
     built-in gdn2 takes any dv."""
-    from capacity.variants import from_fla
+    from lacapacity.variants import from_fla
 
     K, V = _inputs(d=8, dv=8, seed=24)
     alpha, b, w = torch.linspace(0.85, 1.0, 8), torch.linspace(0.3, 0.9, 8), torch.linspace(0.5, 1.0, 8)
@@ -506,7 +505,7 @@ def test_from_fla_wraps_gdn2_only_with_a_value_gate_of_the_keys_width(fla):
 def test_log_linear_random_key_error_per_level_matches_the_probe(n, alpha):
     """T7 and T11 level by level: the expected error of each Fenwick level's pairs, against the probe's per-query
     errors of 512 draws (3 standard errors)."""
-    from capacity import theory
+    from lacapacity import theory
 
     d, B, lam = 16, 512, [1.0, 0.6, 0.3, 0.2, 0.1]
     K = keys.make("gaussian", n, d, batch=B, seed=0)

@@ -10,8 +10,8 @@ import torch
 from memory_support import one_head as _h  # fla's [B, T, H=1, ...]
 from memory_support import pairs, rel_rms, write_in_chunks
 
-from capacity import check_variant, variants
-from capacity.variants.delta_product import rotations
+from lacapacity import check_variant, variants
+from lacapacity.variants.delta_product import rotations
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import pytest
 import torch
 from memory_support import pairs, rel_rms, write_in_chunks
 
-from capacity import check_variant, variants
-from capacity.inputs import keys
+from lacapacity import check_variant, variants
+from lacapacity.inputs import keys
 
 
 def _inputs(B=2, T=40, d=12, dv=6, seed=0):

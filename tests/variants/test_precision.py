@@ -1,4 +1,4 @@
-"""Stored-state precision (capacity.variants.precision) and its closed forms T14-T19, each against a simulation written here
+"""Stored-state precision (lacapacity.variants.precision) and its closed forms T14-T19, each against a simulation written here
 in plain torch (rounding after every write by a cast, or by an integer bit trick for stochastic rounding)."""
 
 import math
@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import precision
-from capacity.variants.recurrent import TokenState
-from capacity.variants.softmax import Cache
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import precision
+from lacapacity.variants.recurrent import TokenState
+from lacapacity.variants.softmax import Cache
 
 BF16 = torch.bfloat16
 
@@ -52,7 +52,7 @@ def test_rounding_specs_parse_and_bad_ones_are_one_line_errors():
 
 
 def test_float32_and_one_head_leave_the_memory_itself():
-    from capacity.variants import heads
+    from lacapacity.variants import heads
 
     mem = variants.get("delta")
     assert precision.stored(mem, "float32", "step") is mem
@@ -351,7 +351,7 @@ def test_t18_t19_bounded_errors_of_decay_and_the_delta_rule(memory):
 
 
 def test_check_variant_accepts_low_precision_states():
-    from capacity import check_variant
+    from lacapacity import check_variant
 
     class Bf16Linear:  # a user memory that keeps its state in bfloat16 tensors
         name = "bf16-linear"

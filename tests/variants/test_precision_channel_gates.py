@@ -5,9 +5,9 @@ against writing through the memory's own kernels one token at a time."""
 import pytest
 import torch
 
-from capacity import variants
-from capacity.inputs import keys, values
-from capacity.variants import precision, quantise
+from lacapacity import variants
+from lacapacity.inputs import keys, values
+from lacapacity.variants import precision, quantise
 
 D, DV, B, N = 16, 8, 3, 120
 GATES = [0.8] * 8 + [0.97] * 8  # one gate per key channel (row of the state)

@@ -1,4 +1,4 @@
-"""Integer states (capacity.variants.quantise through capacity.variants.precision.stored), each against a quantiser written here in
+"""Integer states (lacapacity.variants.quantise through lacapacity.variants.precision.stored), each against a quantiser written here in
 numpy with explicit loops over the groups, and a token-by-token simulation of error feedback in plain torch."""
 
 import math
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, variants
-from capacity.inputs import keys, values
-from capacity.sweep.config import Grid
-from capacity.variants import precision, quantise
+from lacapacity import CapacityError, variants
+from lacapacity.inputs import keys, values
+from lacapacity.sweep.config import Grid
+from lacapacity.variants import precision, quantise
 
 
 def _pairs(n, d, dv, B, seed=0):

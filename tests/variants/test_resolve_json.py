@@ -2,7 +2,7 @@
 
 import pytest
 
-from capacity import CapacityError, variants
+from lacapacity import CapacityError, variants
 
 
 def test_a_json_spec_builds_the_memory_it_names():

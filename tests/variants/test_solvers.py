@@ -5,8 +5,8 @@ import pytest
 import torch
 from memory_support import pairs, rel_rms
 
-from capacity import check_variant, variants
-from capacity.inputs import keys
+from lacapacity import check_variant, variants
+from lacapacity.inputs import keys
 
 
 def _inputs(B=2, T=30, d=12, dv=6, seed=0):
@@ -73,7 +73,7 @@ def test_omega_matches_a_float64_loop(c):
 
 
 def test_omega_with_a_polynomial_feature_map_matches_a_float64_loop():
-    from capacity.inputs import features
+    from lacapacity.inputs import features
 
     K, V = _inputs(d=6, seed=8)
     phi = features.get("taylor2")
@@ -140,7 +140,7 @@ def test_gka_exact_read_is_the_ridge_regression_with_the_adaptive_ridge():
 @pytest.mark.parametrize("eta", [0.02, 0.2])
 def test_chebyshev_iteration_keeps_its_error_bound(eta):
     """||x_k - x||_A <= 2 rho^k ||x||_A, rho = (sqrt(kappa) - 1) / (sqrt(kappa) + 1), kappa <= (1 + eta) / eta."""
-    from capacity.variants.solvers import chebyshev
+    from lacapacity.variants.solvers import chebyshev
 
     K, V = _inputs(seed=12)
     mem = variants.get("gka", eta=eta, iterations=None)

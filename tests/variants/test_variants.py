@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from capacity import CapacityError, theory, variants
-from capacity.inputs import keys, values
-from capacity.tasks import probe
-from capacity.variants import _params
-from capacity.variants.recurrent import TokenState
+from lacapacity import CapacityError, theory, variants
+from lacapacity.inputs import keys, values
+from lacapacity.tasks import probe
+from lacapacity.variants import _params
+from lacapacity.variants.recurrent import TokenState
 
 B, N, D, DV = 3, 20, 8, 5
 
@@ -157,7 +157,7 @@ def test_draws_are_seeded_uniform_and_chunk_invariant():
     assert torch.equal(whole[:1], p.values(1, 0, 700, 1, 3, "cpu"))  # item 0 does not depend on the batch size
     # the documented streams: token t's draw is entry [b, t % 256] of block t // 256's stream (decay's gate alpha
     # keeps the stream of its old name "a", so that its draws did not change with the name)
-    from capacity.base import _random
+    from lacapacity.base import _random
 
     assert variants.get("decay", alpha=("uniform", 0.2, 0.6))._params["alpha"].stream == "a"
 
@@ -371,7 +371,7 @@ def test_params_rebuild_the_variant():
         again = variants.get(mem.name, **mem.params)
         assert again.params == mem.params
         json.dumps(mem.params)  # recorded by the probe as JSON
-    from capacity.inputs import features
+    from lacapacity.inputs import features
 
     mem = variants.get("linear", feature=features.get("performer", m=8, seed=5))  # a built map keeps its seed
     assert mem.params["seed"] == 5 and variants.get("linear", **mem.params).feature.seed == 5

@@ -8,9 +8,9 @@ import pytest
 import torch
 from memory_support import pairs, rel_rms, write_in_chunks
 
-from capacity import check_variant, variants
-from capacity.inputs import keys, values
-from capacity.variants import precision
+from lacapacity import check_variant, variants
+from lacapacity.inputs import keys, values
+from lacapacity.variants import precision
 
 
 def _inputs(B=2, T=30, d=12, dv=6, seed=0):
@@ -72,7 +72,7 @@ def test_swa_recalls_exactly_inside_the_window_and_not_outside():
 
 def test_swa_recall_is_its_closed_form():
     """Argmax recall of every stored key after n writes is min(w, n) / n: exact inside the window, none outside."""
-    from capacity.tasks import probe
+    from lacapacity.tasks import probe
 
     K = keys.make("gaussian", 32, 32, batch=2, seed=0)
     V = values.make("gaussian", 32, 32, batch=2, seed=1)
@@ -159,7 +159,7 @@ def test_windows_pass_check_variant(label):
 
 
 def test_hybrid_declares_its_state_memorys_matrices():
-    from capacity.variants.declares import declared
+    from lacapacity.variants.declares import declared
 
     assert declared(variants.get("hybrid", state="lsq")).states == 2  # lsq's A and B
     assert declared(variants.get("hybrid")).states == 1 and declared(variants.get("swa")).state == "growing"

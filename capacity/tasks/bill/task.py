@@ -16,21 +16,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
-from capacity import theory
-from capacity.base import _validate
-from capacity.errors import CapacityError, user_code
-from capacity.inputs import keys as keys_mod
-from capacity.inputs import values
-from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
-from capacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
-from capacity.variants import declares
-from capacity.variants._guard import guard
+from lacapacity import theory
+from lacapacity.base import _validate
+from lacapacity.errors import CapacityError, user_code
+from lacapacity.inputs import keys as keys_mod
+from lacapacity.inputs import values
+from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
+from lacapacity.variants import declares
+from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The model task's own figures (the figures layer: ``capacity.plots.render`` finds ``FIGURES`` here, nothing of the
+"""The model task's own figures (the figures layer: ``lacapacity.plots.render`` finds ``FIGURES`` here, nothing of the
 tasks layer imports this module): a real hybrid model's linear heads on a text (``capacity run model``; docs/models.md).
 
 - ``model-maps``: layer x head maps of the keys' mean squared coherence (as a multiple of random keys' 1/d), their
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capacity.plots import _data, names, theme
+from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import xarray as xr

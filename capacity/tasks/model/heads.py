@@ -1,4 +1,4 @@
-"""What the model task measures of one captured layer, per head (``capacity.inputs.capture.Layer``, H heads, T tokens).
+"""What the model task measures of one captured layer, per head (``lacapacity.inputs.capture.Layer``, H heads, T tokens).
 
 - ``geometry``: the keys' mean squared coherence (against 1/d for random keys), largest coherence (against T6's
   Welch bound), effective rank, T4's mean crosstalk error at the real keys (against T5's frame bound and T7's
@@ -10,7 +10,7 @@
   closed form at the head's mean gate and beta (T23 for gated_delta and kda, whose channel gates are averaged; T22
   with the mean gate for mamba2 and decay), and the state's fullness: the mean error over all T pairs, measured and closed form.
 - ``precision``: the layer replayed with its state stored in each format after every token
-  (``capacity.variants.precision``'s rounders: bfloat16, float8, int8/int4 with scales, with or without error
+  (``lacapacity.variants.precision``'s rounders: bfloat16, float8, int8/int4 with scales, with or without error
   feedback), the relative RMS error of each head's outputs against float32.
 - ``rule``: another memory written with the head's keys (made unit length) and values (the heads as the batch),
   each pair read back, the same error by age.
@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from capacity import theory
-from capacity.inputs.capture import Layer, replay
-from capacity.variants import precision
+from lacapacity import theory
+from lacapacity.inputs.capture import Layer, replay
+from lacapacity.variants import precision
 
 
 def age_bins(edges: Sequence[int], T: int) -> list[np.ndarray]:

@@ -3,7 +3,7 @@
 A model is named by:
 
 - ``random:<model_type>`` (``random:qwen3_next``, ``random:kimi_linear``, ...; ``random:<model_type>:<seed>``): a tiny
-  random model built from its config class (``capacity.inputs.capture.tiny``), nothing downloaded;
+  random model built from its config class (``lacapacity.inputs.capture.tiny``), nothing downloaded;
 - a local folder holding ``config.json`` and the weights (what ``save_pretrained`` writes): loaded with
   ``AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)`` in float32.
 
@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from capacity.errors import CapacityError, user_code
-from capacity.inputs import capture
+from lacapacity.errors import CapacityError, user_code
+from lacapacity.inputs import capture
 
 DEFAULT_TEXT = Path(__file__).resolve().parents[2] / "data" / "pretrained_text.txt"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")

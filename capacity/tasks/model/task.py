@@ -1,7 +1,7 @@
 """The model task: the linear-attention heads of a real hybrid model, measured on a text (docs/models.md).
 
 One forward pass of the model (``source``: a local folder or ``random:<model_type>``) over the first n tokens of the
-text captures every linear layer's kernel inputs (``capacity.inputs.capture``), a layer at a time; each layer is
+text captures every linear layer's kernel inputs (``lacapacity.inputs.capture``), a layer at a time; each layer is
 proved by replay (the toolkit's recurrence of its family reproduces the kernel's outputs and final state to a
 relative RMS error of ``PROOF`` or the run refuses) and measured per head (``heads``): key geometry against T5-T8,
 recall of the head's own pairs by age with its real gates beside T22/T23 at its mean gate and beta, how full the
@@ -24,19 +24,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
-from capacity.base import _validate, labels
-from capacity.errors import CapacityError, user_code
-from capacity.inputs import capture
-from capacity.tasks.model import heads, source
-from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
-from capacity.variants import precision
-from capacity.variants._guard import guard
+from lacapacity.base import _validate, labels
+from lacapacity.errors import CapacityError, user_code
+from lacapacity.inputs import capture
+from lacapacity.tasks.model import heads, source
+from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.variants import precision
+from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 PROOF = 1e-5  # the largest relative RMS error of a replay against the kernel for a capture to be used
@@ -51,7 +51,7 @@ def _items(x: str | int | Iterable[Any]) -> Sequence[Any]:
 class Model(Config):
     """The model task's settings: ``model`` (a local folder or ``random:<model_type>[:seed]``), ``text`` (a file; None:
     the shipped text), ``ages`` (the lower edges of the age bins, increasing from 0), ``window`` (values an argmax
-    read chooses among), ``formats`` (state formats replayed: ``capacity.variants.precision`` names), ``digest``
+    read chooses among), ``formats`` (state formats replayed: ``lacapacity.variants.precision`` names), ``digest``
     (filled in by ``to_json`` from the model, the text and the tokenizer; a value given is replaced)."""
 
     kind: ClassVar[str] = "model"

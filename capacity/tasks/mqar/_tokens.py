@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from capacity.errors import CapacityError
-from capacity.variants import declares
+from lacapacity.errors import CapacityError
+from lacapacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 def _take(emb: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -1,9 +1,9 @@
-"""The mqar task's own figure (the figures layer: ``capacity.plots.render`` finds ``FIGURES`` here, nothing of
+"""The mqar task's own figure (the figures layer: ``lacapacity.plots.render`` finds ``FIGURES`` here, nothing of
 the tasks layer imports this module). MQAR accuracy of memories without training: one colour per memory.
 
 Left: accuracy against distinct keys written (pairs) with no overwrites, and the T10 prediction decoded over the
 whole vocabulary (the function the task stores ``accuracy_pred`` by, ``MqarTask.closed_forms``:
-``capacity.theory.vocab_argmax_recall``; ``theory.argmax_recall`` decodes over the n stored values only), drawn only
+``lacapacity.theory.vocab_argmax_recall``; ``theory.argmax_recall`` decodes over the n stored values only), drawn only
 where it applies: the additive memory with random (Gaussian) keys. Right: accuracy against the fraction of keys
 overwritten, at one pairs value.
 """
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from capacity.base import _validate
-from capacity.errors import CapacityError
-from capacity.plots import _data, names, theme
-from capacity.tasks.mqar.task import MqarTask
+from lacapacity.base import _validate
+from lacapacity.errors import CapacityError
+from lacapacity.plots import _data, names, theme
+from lacapacity.tasks.mqar.task import MqarTask
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -115,4 +115,4 @@ def mqar_figure(ds: xr.Dataset, *, pairs: int | None = None) -> Figure:
     return theme.finish(fig, "mqar")
 
 
-FIGURES = {"mqar": mqar_figure}  # figure name -> function, for capacity.plots.render
+FIGURES = {"mqar": mqar_figure}  # figure name -> function, for lacapacity.plots.render

@@ -16,7 +16,7 @@ Then the queries: every written key (or a seeded subsample of ``queries`` of the
 writes. A query is correct when ``argmax_l  read . value_embedding[l]`` over the WHOLE value vocabulary
 is the key's latest value token.
 
->>> from capacity import mqar, variants
+>>> from lacapacity import mqar, variants
 >>> ds = mqar.mqar(variants.get("delta", beta=1.0), vocab=32, pairs=16, d=32, keys="orthogonal",
 ...                overwrite=0.5, batch=2, seed=0)
 >>> ds.accuracy.dims, ds.accuracy.values.tolist()        # orthonormal keys, beta = 1: exact (T12)
@@ -25,7 +25,7 @@ is the key's latest value token.
 >>> bool(lin.accuracy.item() < 1), bool(lin.stale.item() == 1)    # reads v_old + v_new: wrong answers are stale
 (True, True)
 
-zoology's own generator, exactly as zoology draws it, is ``capacity.tasks.mqar.zoology``.
+zoology's own generator, exactly as zoology draws it, is ``lacapacity.tasks.mqar.zoology``.
 
 Why one module of over 500 lines: the sequences, the write-and-read loop and the accuracy it predicts are one
 measurement (zoology's own generator lives in ``zoology.py``, the tokens in ``_tokens.py``).
@@ -42,24 +42,26 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity.base import _random, _validate
-from capacity.errors import CapacityError
-from capacity.inputs import keys as key_families
-from capacity.inputs import values as value_families
-from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
-from capacity.tasks.mqar.zoology import ZOOLOGY_BASED_FIGURE2_TEST as ZOOLOGY_BASED_FIGURE2_TEST  # capacity.mqar's too
-from capacity.tasks.mqar.zoology import ZOOLOGY_VOCAB as ZOOLOGY_VOCAB
-from capacity.tasks.mqar.zoology import ZoologyTask as ZoologyTask
-from capacity.tasks.mqar.zoology import zoology as zoology
-from capacity.tasks.mqar.zoology import zoology_task as zoology_task
-from capacity.variants import declares
-from capacity.variants._guard import guard
+from lacapacity.base import _random, _validate
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys as key_families
+from lacapacity.inputs import values as value_families
+from lacapacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
+from lacapacity.tasks.mqar.zoology import (
+    ZOOLOGY_BASED_FIGURE2_TEST as ZOOLOGY_BASED_FIGURE2_TEST,  # lacapacity.mqar's too
+)
+from lacapacity.tasks.mqar.zoology import ZOOLOGY_VOCAB as ZOOLOGY_VOCAB
+from lacapacity.tasks.mqar.zoology import ZoologyTask as ZoologyTask
+from lacapacity.tasks.mqar.zoology import zoology as zoology
+from lacapacity.tasks.mqar.zoology import zoology_task as zoology_task
+from lacapacity.variants import declares
+from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
-    from capacity.base._types import Device, Seed
-    from capacity.variants import Variant
+    from lacapacity.base._types import Device, Seed
+    from lacapacity.variants import Variant
 
 
 # name -> (long name, units, description); per pairs value and batch item
@@ -218,7 +220,7 @@ def task(
     """Draw the MQAR task that ``mqar`` measures (same arguments, one whole number ``pairs``); see the module docstring.
 
     ``seed`` is an int, a CPU torch.Generator or a sequence of ints (one batch item per seed: item b equals
-    the task drawn with ``seed=seed[b]``, as in ``capacity.keys.make``).
+    the task drawn with ``seed=seed[b]``, as in ``lacapacity.keys.make``).
     """
     vocab, plist, d, dv, overwrite, distractors, queries, batch = _check(
         vocab, pairs, d, dv, overwrite, distractors, queries, batch
@@ -358,7 +360,7 @@ def mqar(
 
     ``vocab``: key and value tokens (>= 2); ``pairs``: distinct keys written (<= vocab), a whole number or a list
     (one result per value); ``d``, ``dv`` (default d): key and value dimensions; ``keys``: a key family of
-    ``capacity.keys`` for the key embeddings, with ``key_params`` (e.g. ``{"rho": 0.5}``); ``overwrite``: fraction
+    ``lacapacity.keys`` for the key embeddings, with ``key_params`` (e.g. ``{"rho": 0.5}``); ``overwrite``: fraction
     of the written keys written again with a new value, after all first writes; ``distractors``: unqueried tokens
     interleaved at random positions; ``queries``: read a seeded subsample of this many written keys (default all);
     ``seed`` as in ``task``. With ``overwrite == 0``, no distractors and all keys queried, a list of ``pairs``

@@ -1,4 +1,4 @@
-"""The mqar task: multi-query associative recall (``capacity.mqar``) at every n distinct keys and overwrite fraction.
+"""The mqar task: multi-query associative recall (``lacapacity.mqar``) at every n distinct keys and overwrite fraction.
 
 A cell's Dataset holds the MQAR metrics over ``n``, ``overwrite`` and ``seed``; vocabulary, overwrite fractions and
 distractors come from the task's settings. The assembled study adds T10's predicted accuracy.
@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
-from capacity import theory
-from capacity.base import _validate, labels
-from capacity.errors import CapacityError
-from capacity.tasks.mqar import probe as mqar
-from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity import theory
+from lacapacity.base import _validate, labels
+from lacapacity.errors import CapacityError
+from lacapacity.tasks.mqar import probe as mqar
+from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 _ATTRS = ("long_name", "units", "description")
@@ -56,9 +56,9 @@ class MqarTask(Task[Mqar]):
     """Multi-query associative recall: n distinct keys of a vocabulary, some overwritten, each queried once."""
 
     name = "mqar"
-    description = "multi-query associative recall (capacity.mqar): n distinct keys of a vocabulary, some overwritten"
+    description = "multi-query associative recall (lacapacity.mqar): n distinct keys of a vocabulary, some overwritten"
     Config = Mqar
-    per_point = False  # capacity.mqar writes each pass its own way: a cell is measured and reused whole
+    per_point = False  # lacapacity.mqar writes each pass its own way: a cell is measured and reused whole
     key_axis = True
     grid_axes = ()
     closed_forms = {"accuracy_pred": theory.vocab_argmax_recall}  # of (n, d, dv, vocab)

@@ -3,7 +3,7 @@
 ``zoology_task`` draws zoology's sequences (keys and values from disjoint halves of the vocabulary, queries at
 positions drawn by zoology's power law, -100 labels elsewhere) with seeded generators; ``zoology`` writes them into
 a memory token by token and reads at every query position, as a one-layer model whose mixer is the memory and whose
-embeddings are fixed would. The probe of ``capacity.tasks.mqar.probe`` is the cleaner setting this one is compared
+embeddings are fixed would. The probe of ``lacapacity.tasks.mqar.probe`` is the cleaner setting this one is compared
 with (docs/mqar.md).
 """
 
@@ -19,16 +19,16 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity.base import _random, _validate
-from capacity.errors import CapacityError
-from capacity.inputs import keys as key_families
-from capacity.inputs import values as value_families
-from capacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
-from capacity.variants import declares
+from lacapacity.base import _random, _validate
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys as key_families
+from lacapacity.inputs import values as value_families
+from lacapacity.tasks.mqar._tokens import _check_variant, _key_params, _read, _take
+from lacapacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
-    from capacity.base._types import Device, Seed
-    from capacity.variants import Variant
+    from lacapacity.base._types import Device, Seed
+    from lacapacity.variants import Variant
 
 
 # zoology's experiment behind Based's Fig. 2 (HazyResearch/zoology, zoology/experiments/arxiv24_based_figure2/configs.py):
@@ -99,7 +99,7 @@ def zoology_task(
     P(g) ~ (g + 1)^(power_a - 1), g = 0 .. slots - 1, by numpy's legacy weighted sampler without replacement
     (``_weighted_without_replacement``), and labelled with v_i. Every other token of the query region is 0, or with
     ``random_non_queries`` a uniform token of [0, vocab) (filler, which may repeat a key or value). Needs seq_len even,
-    vocab > seq_len and 4 pairs <= seq_len, as zoology asserts. ``seed`` as in ``capacity.keys.make``.
+    vocab > seq_len and 4 pairs <= seq_len, as zoology asserts. ``seed`` as in ``lacapacity.keys.make``.
     """
     vocab = _validate.positive_int("vocab", vocab, minimum=4)
     seq_len = _validate.positive_int("seq_len", seq_len, minimum=2)

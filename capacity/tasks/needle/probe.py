@@ -7,7 +7,7 @@ after all L writes the memory is read with each needle's key. Haystacks (``HAYST
 - ``random``: i.i.d. unit keys uniform on the sphere, random unit values (the T7/T21 setting);
 - ``repeat``: one short pattern of ``period`` random unit keys and values written over and over (a rank-``period``
   haystack, like S-NIAH-1's repeated sentence, which is 24 tokens of the model below);
-- ``text``: the keys of consecutive tokens of a real text (``capacity.inputs.pretrained``: all-MiniLM-L6-v2, layer
+- ``text``: the keys of consecutive tokens of a real text (``lacapacity.inputs.pretrained``: all-MiniLM-L6-v2, layer
   ``layer``, all 12 heads, 384 numbers) mapped to R^d by a seeded orthonormal projection (d <= 384) and normalised,
   with random unit values, like S-NIAH-2's essays. The text's last ``HELD_OUT`` tokens are kept out of the haystacks
   and give the needles' keys (a needle is a word of the same text, never a copy of a haystack token); haystack
@@ -24,9 +24,9 @@ F(x) = P(u_1 < x) for a coordinate u_1 of a uniform unit vector (an incomplete b
     recall = F(cos(r, v))^(candidates - 1),
 
 which holds for any number of candidates (2^122 for a random UUID). Error, signal and cosine are those of
-``capacity.probe`` for the needle's read.
+``lacapacity.probe`` for the needle's read.
 
->>> from capacity.tasks.needle import probe as needle
+>>> from lacapacity.tasks.needle import probe as needle
 >>> ds = needle.needle("delta(beta=1.0)", lengths=[64, 256], depths=[0.0, 1.0], d=32, batch=2, seed=0)
 >>> ds.recall.dims, ds.recall.sel(depth=1.0, candidates=1024).values.round(3).tolist()   # the last write reads back
 (('length', 'depth', 'batch', 'candidates'), [[1.0, 1.0], [1.0, 1.0]])
@@ -43,17 +43,17 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity import variants as _variants
-from capacity.base import _random, _validate
-from capacity.errors import CapacityError
-from capacity.inputs import pretrained
-from capacity.variants import declares
+from lacapacity import variants as _variants
+from lacapacity.base import _random, _validate
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import pretrained
+from lacapacity.variants import declares
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike, NDArray
 
-    from capacity.base._types import Device
-    from capacity.variants import Variant
+    from lacapacity.base._types import Device
+    from lacapacity.variants import Variant
 
 
 HAYSTACKS = {
@@ -221,7 +221,7 @@ def measure(
     """The numbers of ``needle`` as numpy arrays: name -> ``[len(lengths), len(depths), len(seeds)]`` (recall with a last
     axis over ``candidates``), means over the needles. Each length is one write pass of ``len(depths) * len(seeds)``
     sequences."""
-    from capacity.variants._guard import guard
+    from lacapacity.variants._guard import guard
 
     variant = guard(variant)  # the memory's methods run as user code: a fault names the memory and the method
     D, S, k = len(depths), len(seeds), needles
@@ -268,7 +268,7 @@ def needle(
 ) -> xr.Dataset:
     """Write ``needles`` pairs at each depth among L haystack tokens, for each L of ``lengths``; read each needle after.
 
-    ``variant``: a variant or anything ``capacity.variants.resolve`` takes. ``depths`` in [0, 1] (0: the needle is
+    ``variant``: a variant or anything ``lacapacity.variants.resolve`` takes. ``depths`` in [0, 1] (0: the needle is
     written first, 1: last); ``haystack``: one of ``HAYSTACKS``; ``candidates``: how many values the answer is
     decoded among (numbers >= 2, may be huge); ``batch`` sequences per (length, depth), seeded by ``seed`` + item.
     ``dv`` defaults to d. ``period``: the repeat haystack's pattern length; ``layer``: the text haystack's layer.

@@ -1,4 +1,4 @@
-"""The needle task: ``capacity.tasks.needle.probe`` at every n (tokens per sequence), haystack and depth.
+"""The needle task: ``lacapacity.tasks.needle.probe`` at every n (tokens per sequence), haystack and depth.
 
 A cell's Dataset holds the needle metrics over ``n``, ``haystack``, ``depth`` and ``seed`` (``recall`` also over
 ``candidates``); each seed is one sequence per (n, haystack, depth), the same sequences for every variant.
@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
-from capacity.base import _validate, labels
-from capacity.errors import CapacityError
-from capacity.tasks.needle import probe as needle
-from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.base import _validate, labels
+from lacapacity.errors import CapacityError
+from lacapacity.tasks.needle import probe as needle
+from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 _ATTRS = ("long_name", "units", "description")
@@ -67,7 +67,7 @@ class NeedleTask(Task[Needle]):
 
     name = "needle"
     description = (
-        "needles among n haystack tokens, read after them (capacity.tasks.needle.probe): recall against n and depth"
+        "needles among n haystack tokens, read after them (lacapacity.tasks.needle.probe): recall against n and depth"
     )
     Config = Needle
     per_point = False  # the needle probe measures every n and depth of a pass together: a cell is measured whole
@@ -89,7 +89,7 @@ class NeedleTask(Task[Needle]):
             for d in g.d:
                 if d > 384:
                     raise CapacityError(f"the text haystack has keys of 384 numbers; d must be <= 384, got {d}")
-            from capacity.inputs import pretrained
+            from lacapacity.inputs import pretrained
 
             pretrained.model_dir()  # the model is installed (one line saying how otherwise)
 

@@ -1,7 +1,7 @@
 """The recall task: write the pairs of every seed in one batched pass, read every stored key back at each n.
 
-A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
-the statistics of ``capacity.keys.describe``, and with ``age_bins`` each metric per age bin (``<metric>_age`` over
+A cell's Dataset holds the probe's means (``lacapacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
+the statistics of ``lacapacity.keys.describe``, and with ``age_bins`` each metric per age bin (``<metric>_age`` over
 ``n``, ``seed`` and ``age``; ``pairs_age`` over ``n`` and ``age``); the assembled study adds the closed forms T5-T10.
 """
 
@@ -14,23 +14,23 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 import torch
 
-from capacity import theory
-from capacity.base import _validate, labels
-from capacity.errors import CapacityError
-from capacity.inputs import keys as keys_mod
-from capacity.inputs import values
-from capacity.tasks import probe
-from capacity.tasks._shared import drawn
-from capacity.tasks.protocol import CellView, Config, GridView, Measured, Schema, StudyView, Task, Variable
-from capacity.variants import heads, precision
-from capacity.variants._guard import guard
-from capacity.variants.declares import declared
+from lacapacity import theory
+from lacapacity.base import _validate, labels
+from lacapacity.errors import CapacityError
+from lacapacity.inputs import keys as keys_mod
+from lacapacity.inputs import values
+from lacapacity.tasks import probe
+from lacapacity.tasks._shared import drawn
+from lacapacity.tasks.protocol import CellView, Config, GridView, Measured, Schema, StudyView, Task, Variable
+from lacapacity.variants import heads, precision
+from lacapacity.variants._guard import guard
+from lacapacity.variants.declares import declared
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -46,7 +46,7 @@ _STATS = {
     "effective_rank": ("effective rank", "dimensions", "participation ratio (tr K^T K)^2 / ||K^T K||_F^2"),
 }
 # the closed forms stored with a recall study (Task.theory): variable -> units; the function of each is
-# RecallTask.closed_forms', which a figure that draws one on a finer grid calls (capacity.plots.error_vs_load)
+# RecallTask.closed_forms', which a figure that draws one on a finer grid calls (lacapacity.plots.error_vs_load)
 _UNITS = {
     "frame_bound": "value units^2",
     "welch_bound": "1",
@@ -62,9 +62,9 @@ _FINITE = (
     "recall_recent",
 )  # fractions of counts, never NaN when measured: a stored NaN is not reused
 _LAYOUT = {
-    "state_dtype": "dtype the state is stored in (capacity.variants.precision; float32: as computed)",
+    "state_dtype": "dtype the state is stored in (lacapacity.variants.precision; float32: as computed)",
     "rounding": "when the stored state is rounded: step, final or chunk=C (+stochastic)",
-    "heads": "key heads H, each of d/H dimensions normalised on its own (capacity.variants.heads)",
+    "heads": "key heads H, each of d/H dimensions normalised on its own (lacapacity.variants.heads)",
     "value_heads": "value heads HV, each of dv/HV dimensions",
 }
 
@@ -79,14 +79,14 @@ def _tuple(x: str | float | Iterable[Any]) -> tuple[Any, ...]:
 class Recall(Config):
     """How the recall task measures each point.
 
-    ``values``: the value family; ``key_stats``: also store ``capacity.keys.describe`` statistics; ``decode``:
+    ``values``: the value family; ``key_stats``: also store ``lacapacity.keys.describe`` statistics; ``decode``:
     measure argmax recall (c^2 dv per checkpoint, most of a large probe's work); ``age_bins``: also store each
     metric per age bin of the pairs (``probe.recall(age_bins=True)``: ``<metric>_age`` over geometric bins up to the
     grid's largest n); ``top_k``: also ``recall_at`` over a dimension ``k`` (listwise recall from the same exact
     decode, T30); ``queries``: read a fixed seeded sample of this many stored pairs at each n (0: all;
-    ``capacity.probe.recall``'s ``queries``), with standard errors as ``<metric>_se``; ``recent``: also each metric
+    ``lacapacity.probe.recall``'s ``queries``), with standard errors as ``<metric>_se``; ``recent``: also each metric
     over the last this many pairs written, every one of them, as ``<metric>_recent`` (0: not measured;
-    ``capacity.probe.recall``'s ``recent``): what a memory that forgets still holds.
+    ``lacapacity.probe.recall``'s ``recent``): what a memory that forgets still holds.
     """
 
     kind: ClassVar[str] = "recall"
@@ -123,14 +123,14 @@ _STATE_NUMEL = (
 def grows(study: StudyView[Config]) -> bool:
     """True when a memory of the study keeps a state that grows (it declares ``state="growing"``, as softmax and
     log_linear do): every cell then records ``state_numel`` per point. Studies of fixed states record nothing new."""
-    from capacity import variants
+    from lacapacity import variants
 
     g = study.grid
     return any(declared(variants.build(v, f)).state == "growing" for v in g.variant for f in (g.feature or (None,)))
 
 
 def check_values(family: str) -> None:
-    """A value family by name (``capacity.values.available()``)."""
+    """A value family by name (``lacapacity.values.available()``)."""
     _validate.choice("value family", family, values.available())
 
 
@@ -166,16 +166,16 @@ def age_edges(study: StudyView[Config]) -> list[int]:
 
 
 class RecallTask(Task[Recall]):
-    """Write the pairs, read every stored key back at each n: the metrics of ``capacity.probe.recall``.
+    """Write the pairs, read every stored key back at each n: the metrics of ``lacapacity.probe.recall``.
 
-    A cell's Dataset holds the probe's means (``capacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
-    the statistics of ``capacity.keys.describe``, with ``age_bins`` each metric per age bin (``<metric>_age`` over
+    A cell's Dataset holds the probe's means (``lacapacity.probe.METRICS``) over ``n`` and ``seed``, with ``key_stats``
+    the statistics of ``lacapacity.keys.describe``, with ``age_bins`` each metric per age bin (``<metric>_age`` over
     ``n``, ``seed`` and ``age``; ``pairs_age`` over ``n`` and ``age``), with ``top_k`` ``recall_at`` over ``k`` and
     with ``queries`` standard errors ``<metric>_se``, with ``recent`` ``<metric>_recent``; the assembled study adds the closed forms T5-T10.
     """
 
     name = "recall"
-    description = "write the pairs, read every stored key back at each n: the metrics of capacity.probe.recall"
+    description = "write the pairs, read every stored key back at each n: the metrics of lacapacity.probe.recall"
     Config = Recall
     per_point = True  # the probe writes in fixed blocks: a point's numbers depend on its cell, seed and n alone
     key_axis = True
@@ -345,7 +345,7 @@ class RecallTask(Task[Recall]):
         return {}
 
     def figures(self, ds: xr.Dataset) -> list[str]:
-        """From what ``ds`` holds: closed-form for the per-query reads of ``capacity.plots.measure_closed_form``;
+        """From what ``ds`` holds: closed-form for the per-query reads of ``lacapacity.plots.measure_closed_form``;
         log-linear for the log-linear study; precision for several state dtypes over n; heads for several head
         counts over load; forgetting for per-age variables (alone when the curve axis has one point); feature-maps
         for a feature axis; orthogonality for key statistics (with pretrained keys, their own panels); the variants

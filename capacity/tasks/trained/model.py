@@ -16,9 +16,9 @@ The model (row vectors; M models trained at once, one per learning rate, each wi
 
 With the identity projections W_k = W_q = [I; 0] and W_v = [0; I] the model *is* the probe: the key embeddings
 written with their value embeddings, read back at the keys and decoded by argmax over the value vocabulary
-(``identity``). ``learned_keys`` reads with keys optimised through the same memory (``capacity.learned``).
+(``identity``). ``learned_keys`` reads with keys optimised through the same memory (``lacapacity.learned``).
 
-Every draw comes from ``capacity.base._random.generator(seed, stream)``: the embeddings and the test sequences are
+Every draw comes from ``lacapacity.base._random.generator(seed, stream)``: the embeddings and the test sequences are
 the same for every memory at one (seed, d, pairs), and so is the weights' start for every learning rate.
 """
 
@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from capacity.base import _random
-from capacity.errors import CapacityError, UserCodeError
-from capacity.tasks import learned
-from capacity.variants._guard import guard
-from capacity.variants.declares import declared
+from lacapacity.base import _random
+from lacapacity.errors import CapacityError, UserCodeError
+from lacapacity.tasks import learned
+from lacapacity.variants._guard import guard
+from lacapacity.variants.declares import declared
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
-    from capacity.base._types import Device
-    from capacity.variants import Variant
+    from lacapacity.base._types import Device
+    from lacapacity.variants import Variant
 
 
 @dataclass
@@ -245,7 +245,7 @@ def ceiling_identity(
 def learned_keys(
     memory: Variant, *, d: int, n: int, vocabulary: int, test: int, steps: int, lr: float, seed: int, device: Device
 ) -> float:
-    """Test accuracy with keys optimised through the memory (``capacity.learned``, the key family ``learned``):
+    """Test accuracy with keys optimised through the memory (``lacapacity.learned``, the key family ``learned``):
     for each test sequence, n unit keys that read its value embeddings back best (mean squared error, Adam), then
     read at those keys and decoded over the value vocabulary as the model's reads are. On the CPU (learned keys
     optimise there)."""

@@ -1,8 +1,8 @@
 """The trained task: one-layer models on continuous MQAR, trained over a learning-rate sweep, beside the ceiling.
 
 A point is one (memory, d, pairs, seed): one model per learning rate of ``lr``, all trained at once
-(``capacity.tasks.trained.model``), with the two ceilings of the same memory, d, pairs and test sequences: the model
-with identity projections (the probe, random unit keys) and keys optimised through the memory (``capacity.learned``).
+(``lacapacity.tasks.trained.model``), with the two ceilings of the same memory, d, pairs and test sequences: the model
+with identity projections (the probe, random unit keys) and keys optimised through the memory (``lacapacity.learned``).
 A point depends on nothing but its cell, seed and pairs, so each is stored and reused on its own; every training
 setting is a field of ``Trained`` and so part of the reuse key.
 """
@@ -17,17 +17,17 @@ import numpy as np
 import torch
 import xarray as xr
 
-from capacity.base import _validate, labels
-from capacity.errors import CapacityError
-from capacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
-from capacity.tasks.trained import model
-from capacity.variants._guard import guard
+from lacapacity.base import _validate, labels
+from lacapacity.errors import CapacityError
+from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.trained import model
+from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
 
-    from capacity.variants import Variant
+    from lacapacity.variants import Variant
 
 
 ZOOLOGY_LRS = (1e-3, 10**-2.5, 1e-2, 10**-1.5)  # zoology's continuous-MQAR sweep: np.logspace(-3, -1.5, 4)
@@ -41,7 +41,7 @@ class Trained(Config):
     rates swept (an axis; one model each); ``steps``: AdamW steps (cosine decay to 0), each on ``batch`` fresh
     sequences; ``weight_decay``, ``beta1``, ``beta2``: AdamW's (zoology: 0.1 and torch's defaults); ``test``:
     held-out sequences scored per point; ``learned_steps``, ``learned_lr``: Adam steps and rate of the learned-keys
-    ceiling (``capacity.learned``)."""
+    ceiling (``lacapacity.learned``)."""
 
     kind: ClassVar[str] = "trained"
     vocabulary: int = 512
@@ -116,7 +116,7 @@ _VARS = {
         ("seed",),
         "ceiling: learned keys",
         "fraction",
-        "test accuracy reading at keys optimised through the memory (capacity.learned) for each test sequence",
+        "test accuracy reading at keys optimised through the memory (lacapacity.learned) for each test sequence",
         True,
     ),
 }
@@ -156,7 +156,7 @@ class TrainedTask(Task[Trained]):
             )
 
     def check(self, study: StudyView[Trained]) -> None:
-        from capacity import variants
+        from lacapacity import variants
 
         half = study.task.vocabulary // 2
         if max(study.grid.n) > half:

@@ -1,0 +1,1 @@
+../../capacity/__init__.py
