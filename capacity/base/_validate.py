@@ -184,6 +184,19 @@ def same_device(**tensors: torch.Tensor) -> torch.device:
     return next(iter(devices.values()))
 
 
+def pairs(
+    owner: str, k: object, v: object, *, batch: int, d: int, dv: int, held: str, **state: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys ``[B, t, d]`` and values ``[B, t, dv]`` checked against the state they are written into: ``batch``,
+    ``d``, ``dv`` from that state, ``held`` its shapes for the message (``"state [B, d, dv] = [2, 8, 8]"``), and
+    ``state`` its tensors (by name), which k and v must share a device with. Returns k and v as given."""
+    k, v = tensor("k", k, ndim=3, finite=False), tensor("v", v, ndim=3, finite=False)
+    if k.shape[0] != batch or v.shape[0] != batch or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
+        raise CapacityError(f"{owner}: shapes do not match: {held}; got k {list(k.shape)}, v {list(v.shape)}")
+    same_device(**state, k=k, v=v)
+    return k, v
+
+
 def choice(name: str, value: str, allowed: Collection[str]) -> str:
     """Raise unless ``value`` is one of ``allowed``, listing them."""
     if not isinstance(value, str) or value not in allowed:

@@ -124,15 +124,10 @@ class Memory:
 
         Keys get unit rows if ``normalize`` (default: ``self.normalize``).
         """
-        _validate.tensor("k", k, ndim=3, finite=False)
-        _validate.tensor("v", v, ndim=3, finite=False)
         B, d, dv = S.shape
-        if k.shape[0] != B or k.shape[2] != d or v.shape[0] != B or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-            raise CapacityError(
-                f"{self.name}: shapes do not match: state [B, d, dv] = {list(S.shape)}, "
-                f"k [B, t, d] = {list(k.shape)}, v [B, t, dv] = {list(v.shape)}"
-            )
-        _validate.same_device(state=S, k=k, v=v)
+        k, v = _validate.pairs(
+            self.name, k, v, batch=B, d=d, dv=dv, held=f"state [B, d, dv] = {list(S.shape)}", state=S
+        )
         k = k.float()
         normalize = self.normalize if normalize is None else normalize
         return (unit(k) if normalize else k), v.float()

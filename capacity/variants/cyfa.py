@@ -221,16 +221,10 @@ class CyFA:
     def write(self, state: CyFAState, k: torch.Tensor, v: torch.Tensor) -> CyFAState:
         """Advance the clock, fade and write each token in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
         st = self._state(state)
-        _validate.tensor("k", k, ndim=3, finite=False)
-        _validate.tensor("v", v, ndim=3, finite=False)
         B, d, P = st.keys.shape
         dv = st.values.shape[2]
-        if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-            raise CapacityError(
-                f"{self.name}: shapes do not match: state keys [B, d, P] = {list(st.keys.shape)}, values [B, P, dv] = "
-                f"{list(st.values.shape)}; got k {list(k.shape)}, v {list(v.shape)}"
-            )
-        _validate.same_device(state=st.keys, k=k, v=v)
+        held = f"state keys [B, d, P] = {list(st.keys.shape)}, values [B, P, dv] = {list(st.values.shape)}"
+        k, v = _validate.pairs(self.name, k, v, batch=B, d=d, dv=dv, held=held, state=st.keys)
         T = k.shape[1]
         if T == 0:
             return st

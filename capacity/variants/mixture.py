@@ -129,14 +129,8 @@ class MixtureOfMemories:
     def write(self, state: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Write each token to its top memories (and the shared one). Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
         S = self._state(state)
-        _validate.tensor("k", k, ndim=3, finite=False)
-        _validate.tensor("v", v, ndim=3, finite=False)
         B, _, d, dv = S.shape
-        if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-            raise CapacityError(
-                f"mom: shapes do not match: state [B, M, d, dv] = {list(S.shape)}, k {list(k.shape)}, v {list(v.shape)}"
-            )
-        _validate.same_device(state=S, k=k, v=v)
+        k, v = _validate.pairs("mom", k, v, batch=B, d=d, dv=dv, held=f"state [B, M, d, dv] = {list(S.shape)}", state=S)
         idx, _ = self.route(k)  # [B, t, top]
         out = S.clone()
         for b in range(B):

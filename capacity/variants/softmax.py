@@ -80,15 +80,9 @@ class Softmax:
         """Append the pairs. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
         if not isinstance(state, Cache):
             raise CapacityError(f"softmax: the state must be the Cache from init_state(), got {type(state).__name__}")
-        _validate.tensor("k", k, ndim=3, finite=False)
-        _validate.tensor("v", v, ndim=3, finite=False)
         B, _, d = state.keys.shape
-        dv = state.values.shape[2]
-        if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-            raise CapacityError(
-                f"softmax: shapes do not match: cache keys [B, t, d] = {list(state.keys.shape)}, values [B, t, dv] = {list(state.values.shape)}; got k {list(k.shape)}, v {list(v.shape)}"
-            )
-        _validate.same_device(cache=state.keys, k=k, v=v)
+        held = f"cache keys [B, t, d] = {list(state.keys.shape)}, values [B, t, dv] = {list(state.values.shape)}"
+        k, v = _validate.pairs("softmax", k, v, batch=B, d=d, dv=state.values.shape[2], held=held, cache=state.keys)
         return Cache(torch.cat([state.keys, self._unit(k)], dim=1), torch.cat([state.values, v.float()], dim=1))
 
     def read(self, state: Cache, q: torch.Tensor) -> torch.Tensor:

@@ -125,16 +125,9 @@ class SlidingWindow:
     ) -> tuple[WindowCache, torch.Tensor, torch.Tensor]:
         """The cache with the pairs appended and cut to the window, and the pairs that left it (oldest first):
         keys ``[B, e, d]``, values ``[B, e, dv]`` (raw, as given), e >= 0."""
-        _validate.tensor("k", k, ndim=3, finite=False)
-        _validate.tensor("v", v, ndim=3, finite=False)
         B, _, d = cache.keys.shape
-        dv = cache.values.shape[2]
-        if k.shape[0] != B or v.shape[0] != B or k.shape[2] != d or v.shape[2] != dv or k.shape[1] != v.shape[1]:
-            raise CapacityError(
-                f"{self.name}: shapes do not match: cache keys [B, t, d] = {list(cache.keys.shape)}, "
-                f"values [B, t, dv] = {list(cache.values.shape)}; got k {list(k.shape)}, v {list(v.shape)}"
-            )
-        _validate.same_device(cache=cache.keys, k=k, v=v)
+        held = f"cache keys [B, t, d] = {list(cache.keys.shape)}, values [B, t, dv] = {list(cache.values.shape)}"
+        k, v = _validate.pairs(self.name, k, v, batch=B, d=d, dv=cache.values.shape[2], held=held, cache=cache.keys)
         keys = torch.cat([cache.keys, k.float()], dim=1)  # raw keys: normalised at read time
         vals = torch.cat([cache.values, v.float()], dim=1)
         cut = max(0, keys.shape[1] - self.window)
