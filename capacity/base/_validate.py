@@ -6,11 +6,14 @@ import math
 import numbers
 import os
 from collections.abc import Collection, Sequence
+from typing import TypeVar
 
 import numpy as np
 import torch
 
 from lacapacity.errors import CapacityError
+
+_S = TypeVar("_S")
 
 
 def positive_int(name: str, value: object, *, minimum: int = 1) -> int:
@@ -182,6 +185,15 @@ def same_device(**tensors: torch.Tensor) -> torch.device:
         listed = ", ".join(f"{n} on {d}" for n, d in devices.items())
         raise CapacityError(f"tensors must be on one device, got {listed}")
     return next(iter(devices.values()))
+
+
+def state(owner: str, value: object, cls: type[_S]) -> _S:
+    """``value`` if it is the ``cls`` that ``owner``'s ``init_state()`` returns, else one line naming both types."""
+    if not isinstance(value, cls):
+        raise CapacityError(
+            f"{owner}: the state must be the {cls.__name__} from init_state(), got {type(value).__name__}"
+        )
+    return value
 
 
 def pairs(

@@ -187,11 +187,7 @@ class CyFA:
         )
 
     def _state(self, state: object) -> CyFAState:
-        if not isinstance(state, CyFAState):
-            raise CapacityError(
-                f"{self.name}: the state must be the CyFAState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(self.name, state, CyFAState)
 
     def _draw(self, pname: str, B: int, start: int, T: int, device: Device) -> torch.Tensor:
         x = self._params[pname].values(B, start, T, 1, self.seed, device)

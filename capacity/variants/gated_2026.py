@@ -252,11 +252,7 @@ class _Precond(Memory):
         return PrecondState(S, torch.zeros(S.shape[0], S.shape[1], dtype=torch.float32, device=S.device), 0)
 
     def _state(self, state: object) -> PrecondState:
-        if not isinstance(state, PrecondState):
-            raise CapacityError(
-                f"{self.name}: the state must be the PrecondState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(self.name, state, PrecondState)
 
     def write(self, state: PrecondState, k: torch.Tensor, v: torch.Tensor) -> PrecondState:
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""

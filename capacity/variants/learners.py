@@ -99,11 +99,7 @@ class Titans(Memory):
         return TitansState(M, torch.zeros_like(M), 0)
 
     def _state(self, state: object) -> TitansState:
-        if not isinstance(state, TitansState):
-            raise CapacityError(
-                f"titans: the state must be the TitansState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state("titans", state, TitansState)
 
     def write(self, state: TitansState, k: torch.Tensor, v: torch.Tensor) -> TitansState:
         """One momentum step per token. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""
@@ -194,9 +190,7 @@ class TTT(Memory):
         return TTTState(w1.expand(batch, d, h).clone(), torch.zeros(batch, h, dv, dtype=torch.float32, device=dev), 0)
 
     def _state(self, state: object) -> TTTState:
-        if not isinstance(state, TTTState):
-            raise CapacityError(f"ttt: the state must be the TTTState from init_state(), got {type(state).__name__}")
-        return state
+        return _validate.state("ttt", state, TTTState)
 
     def write(self, state: TTTState, k: torch.Tensor, v: torch.Tensor) -> TTTState:
         """One gradient step per token. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""

@@ -159,11 +159,7 @@ class LogLinear(Memory):
         )
 
     def _state(self, state: object) -> LogLinearState:
-        if not isinstance(state, LogLinearState):
-            raise CapacityError(
-                f"log_linear: the state must be the LogLinearState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state("log_linear", state, LogLinearState)
 
     def _count(self, st: LogLinearState) -> int:
         n = st.tokens.unique()  # type: ignore[no-untyped-call]  # torch's Tensor.unique has no annotations

@@ -74,11 +74,7 @@ class LSQ(Memory):
         return LsqState(gram, torch.zeros(batch, d, dv, dtype=torch.float32, device=dev))
 
     def _state(self, state: object) -> LsqState:
-        if not isinstance(state, LsqState):
-            raise CapacityError(
-                f"{self.name}: the state must be the LsqState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(self.name, state, LsqState)
 
     def write(self, state: LsqState, k: torch.Tensor, v: torch.Tensor) -> LsqState:
         """Add the chunk's K^T K and K^T V. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""

@@ -129,11 +129,7 @@ class Mamba3(Mamba2):
         )
 
     def _state(self, state: object) -> Mamba3State:
-        if not isinstance(state, Mamba3State):
-            raise CapacityError(
-                f"mamba3: the state must be the Mamba3State from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state("mamba3", state, Mamba3State)
 
     def write(self, state: Mamba3State, k: torch.Tensor, v: torch.Tensor) -> Mamba3State:  # type: ignore[override]
         """Write the tokens in order. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``; returns a new state."""

@@ -239,11 +239,7 @@ class Stored:
         return st
 
     def _check(self, state: object) -> StoredState:
-        if not isinstance(state, StoredState):
-            raise CapacityError(
-                f"{self.name} ({self.state_dtype} state): the state must be the StoredState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(f"{self.name} ({self.state_dtype} state)", state, StoredState)
 
     def write(self, state: StoredState, k: torch.Tensor, v: torch.Tensor) -> StoredState:
         """Write the tokens in order, rounding the state as ``rounding`` says. k ``[B, t, d]``, v ``[B, t, dv]``."""

@@ -78,8 +78,7 @@ class Softmax:
 
     def write(self, state: Cache, k: torch.Tensor, v: torch.Tensor) -> Cache:
         """Append the pairs. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
-        if not isinstance(state, Cache):
-            raise CapacityError(f"softmax: the state must be the Cache from init_state(), got {type(state).__name__}")
+        state = _validate.state("softmax", state, Cache)
         B, _, d = state.keys.shape
         held = f"cache keys [B, t, d] = {list(state.keys.shape)}, values [B, t, dv] = {list(state.values.shape)}"
         k, v = _validate.pairs("softmax", k, v, batch=B, d=d, dv=state.values.shape[2], held=held, cache=state.keys)
@@ -87,8 +86,7 @@ class Softmax:
 
     def read(self, state: Cache, q: torch.Tensor) -> torch.Tensor:
         """softmax(scale q K^T) V. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]`` (zeros before any write)."""
-        if not isinstance(state, Cache):
-            raise CapacityError(f"softmax: the state must be the Cache from init_state(), got {type(state).__name__}")
+        state = _validate.state("softmax", state, Cache)
         _validate.tensor("q", q, ndim=3, finite=False)
         K, V = state.keys, state.values  # [B, t, d], [B, t, dv]
         B, t, d = K.shape

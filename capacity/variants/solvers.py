@@ -94,11 +94,7 @@ class Mesa(LSQ):
         return MesaState(torch.zeros(batch, d, d, device=dev), torch.zeros(batch, d, dv, device=dev), 0)
 
     def _state(self, state: object) -> MesaState:
-        if not isinstance(state, MesaState):
-            raise CapacityError(
-                f"{self.name}: the state must be the MesaState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(self.name, state, MesaState)
 
     def write(self, state: LsqState, k: torch.Tensor, v: torch.Tensor) -> MesaState:
         """Fade and add the tokens' weighted k^T k and k^T v. Shapes: k ``[B, t, d]``, v ``[B, t, dv]``."""
@@ -258,11 +254,7 @@ class Omega(Memory):
         )
 
     def _state(self, state: object) -> OmegaState:
-        if not isinstance(state, OmegaState):
-            raise CapacityError(
-                f"omega: the state must be the OmegaState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state("omega", state, OmegaState)
 
     def _phi(self, x: torch.Tensor) -> torch.Tensor:
         return x if self.feature is None else self.feature(x)

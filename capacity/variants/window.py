@@ -114,11 +114,7 @@ class SlidingWindow:
         return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12) if self.normalize else x
 
     def _cache(self, state: object) -> WindowCache:
-        if not isinstance(state, WindowCache):
-            raise CapacityError(
-                f"{self.name}: the state must be the WindowCache from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(self.name, state, WindowCache)
 
     def _append(
         self, cache: WindowCache, k: torch.Tensor, v: torch.Tensor
@@ -233,11 +229,7 @@ class Hybrid(SlidingWindow):
         return int(dv) + (self.combine == "normalise")  # the ones column of the normaliser
 
     def _hybrid(self, state: object) -> HybridState:
-        if not isinstance(state, HybridState):
-            raise CapacityError(
-                f"{self.name}: the state must be the HybridState from init_state(), got {type(state).__name__}"
-            )
-        return state
+        return _validate.state(self.name, state, HybridState)
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> HybridState:  # type: ignore[override]
         cache = self._empty(batch, d, dv, device)
