@@ -121,10 +121,12 @@ def test_the_version_is_written_once_and_read_by_setuptools_without_importing_th
     assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lacapacity.base._version.__version__"}
     # setuptools' own reader, with the package made unimportable: it must read the literal from the source, found
     # through package-dir (capacity/ is lacapacity)
+    attr = pyproject["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    package_dir = pyproject["tool"]["setuptools"]["package-dir"]  # as setuptools reads it at build time
     code = (
         "import sys; sys.modules['lacapacity'] = None; sys.modules['torch'] = None\n"
         "from setuptools.config.expand import read_attr\n"
-        f"print(read_attr('lacapacity.base._version.__version__', {{'lacapacity': 'capacity'}}, root_dir={str(ROOT)!r}))"
+        f"print(read_attr({attr!r}, {package_dir!r}, root_dir={str(ROOT)!r}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
