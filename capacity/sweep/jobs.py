@@ -15,7 +15,7 @@ from lacapacity.base import _opened, _validate, plugins
 from lacapacity.errors import CapacityError
 from lacapacity.inputs import keys as keys_mod
 from lacapacity.sweep import provenance
-from lacapacity.tasks import Measured, _shared, probe
+from lacapacity.tasks import Measured, _resume, _shared, probe
 from lacapacity.tasks import get as tasks_get
 from lacapacity.variants import heads as heads_mod
 
@@ -30,13 +30,15 @@ READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the 
 
 
 class Job(TypedDict):
-    """What ``measure`` takes: the study, the device's name, the modules to import first and the passes, each
-    ``(key, pass, memory object, torch threads or None)``."""
+    """What ``measure`` takes: the study, the device's name, the modules to import first, the passes, each
+    ``(key, pass, memory object, torch threads or None)``, and the folder of each pass's checkpoints by its key
+    (``lacapacity.tasks._resume``)."""
 
     study: Study
     device: str
     imports: list[str]
     passes: list[tuple[str, Pass, Variant, int | None]]
+    checkpoints: dict[str, str]
 
 
 def measure(job: Job) -> list[tuple[str, Measured]]:
@@ -55,7 +57,8 @@ def measure(job: Job) -> list[tuple[str, Measured]]:
             if threads:
                 torch.set_num_threads(threads)
             try:
-                with _opened.recording() as opened:  # files the memory reads (sweep.store checks them on reuse)
+                with _opened.recording() as opened, _resume.checkpoints((job.get("checkpoints") or {}).get(key)):
+                    # files the memory reads: sweep.store checks them on reuse
                     got = task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"]))
                 if opened and isinstance(got, Measured):
                     got.attrs[READ_FILES] = json.dumps(provenance.files(opened), sort_keys=True)

@@ -27,6 +27,7 @@ from lacapacity.sweep import provenance
 from lacapacity.sweep.config import CELL_AXES, Study
 from lacapacity.sweep.store import reuse_key
 from lacapacity.tasks import get as tasks_get
+from lacapacity.tasks import probe
 from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,6 +143,7 @@ class Plan:
         self.schema = self.task.schema(study)
         self.coords = {k: list(v) for k, v in {**self.schema.dims, **self.schema.extra}.items() if k != "seed"}
         self.keys = {c: reuse_key(self.identity(c)) for c in self.cells}  # each cell's file in the store
+        self._timed: dict[tuple[Spec, Spec | None, int, int], tuple[float, float]] = {}  # probe.write_seconds
 
     def identity(self, cell: Cell) -> dict[str, Any]:  # JSON
         """Everything that computes ``cell``'s numbers: the store names the cell's file by its hash (``reuse_key``).
@@ -201,6 +203,24 @@ class Plan:
         scale = max(1.0, numel / (c.d * c.dv))
         writes = len(p.seeds) * n * c.d * c.dv
         return p.cost() + (scale - 1.0) * writes
+
+    def seconds(self, p: Pass, rate: float) -> float:
+        """Estimated seconds of ``p``'s writes and reads on one CPU core: its multiply-adds (``cost``) at ``rate`` a
+        second, or, where they take longer, its writes as timed on this machine just now (``probe.write_seconds``,
+        once per memory, d and dv: a write that streams a large state runs far below the multiply-add rate, ttt's
+        at expand 4096) and its reads at ``rate``. Asked after the run checked that its largest pass fits."""
+        c = p.cell
+        at = (c.variant, c.feature, c.d, c.dv)
+        if at not in self._timed:
+            self._timed[at] = probe.write_seconds(self.memory(c).obj, c.d, c.dv, self.device)
+        per_call, per_token = self._timed[at]
+        T, block = self.task.writes(self.study, list(p.ns)), probe.BLOCK
+        # as the probe writes: whole blocks into the state, the rest of a checkpoint's pairs into a copy
+        tokens = T + sum(n % block for n in set(p.ns) if n < T)
+        calls = T // block + sum(1 for n in set(p.ns) if n % block)
+        reads = p.cost() - len(p.seeds) * max(p.ns) * c.d * c.dv
+        timed = len(p.seeds) * (tokens * per_token + calls * per_call) + reads / rate
+        return max(self.cost(p) / rate, timed)
 
     def user_modules(self) -> list[str]:
         """The user's modules whose code is in the keys (the memories', the key families', the ``--import`` ones)."""

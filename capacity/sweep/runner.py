@@ -32,6 +32,7 @@ from lacapacity.sweep.config import Grid, Study
 from lacapacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
 from lacapacity.sweep.plan import Plan
 from lacapacity.sweep.store import Store, declared
+from lacapacity.tasks import _resume
 from lacapacity.variants import coincide
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,7 +138,7 @@ def run(
                 if store.path(plan.keys[c]).is_dir():  # a folder in the way of the cell's file: moved aside
                     store.set_aside(plan.keys[c])
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
-        work = sum(plan.cost(p) for p in todo) / RATE
+        work = sum(plan.seconds(p, RATE) for p in todo)
         drawing = sum(plan.draw_seconds(p) for p in todo)
         training = sum(  # a task's own work beyond writing and reading (the trained task's training)
             plan.task.seconds(study, p.cell, plan.memory(p.cell).obj, list(p.seeds), list(p.ns)) for p in todo
@@ -175,6 +176,7 @@ def run(
                     f"measured points of {plan.labels[c.variant]} {c.keys.label} d={c.d} are missing from {store.root}; run the same command again"
                 )
             results.append((c, points, attrs))
+            _resume.discard(store.checkpoints(plan.keys[c]))  # every point of the cell is stored
         store.record(study.name, list(plan.keys.values()))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
     memories = {plan.labels[v]: plan.object(v) for v in study.grid.variant}
@@ -225,7 +227,14 @@ def _measure(
             (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
         )
     device = str(plan.device)
-    jobs = [(ps[0][0], Job(study=study, device=device, imports=imports, passes=ps)) for ps in bundles.values()]
+    folders = {k: str(store.checkpoints(plan.keys[p.cell])) for k, p in by_key.items()}  # each cell's, by its key
+    jobs = [
+        (
+            ps[0][0],
+            Job(study=study, device=device, imports=imports, passes=ps, checkpoints={k: folders[k] for k, *_ in ps}),
+        )
+        for ps in bundles.values()
+    ]
     variables = {v: np.dtype(var.dtype).str for v, var in plan.schema.variables.items()}  # as split() checked
     stream = executors.execute(executor, measure, jobs, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
@@ -243,6 +252,7 @@ def _measure(
                 raise CapacityError(
                     f"cannot save measured points under {store.root}: {exc.strerror or exc}; {measured} points of this run are saved, run the same command again once it is writable"
                 ) from None
+            _resume.discard(folders[k], [(s, n) for s in p.seeds for n in p.ns])  # the points are stored
             measured += count(p)
             bar.advance(count(p), where(p))
     except executors.WorkerLost as exc:

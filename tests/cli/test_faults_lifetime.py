@@ -119,6 +119,24 @@ def test_prune_all_removes_cells_of_unfinished_runs(tmp_path, cli):
     assert code == 0 and sorted(p.stem for p in root.glob("*.json") if p.stem != "manifest") == keys[:1]
 
 
+def test_prune_removes_the_checkpoints_of_cells_no_run_uses_or_resumes(tmp_path, cli):
+    """Points in progress (the trained task's checkpoints, by their cell's key) go with their cell: kept while the
+    latest run uses the cell or a cut-short run would resume it, removed otherwise (``--all``: pending ones too)."""
+    root = tmp_path / "o" / ".sweep" / "s"
+    keys = [k * 64 for k in "abc"]
+    for key in keys:
+        (root / "checkpoints" / key).mkdir(parents=True)
+        (root / "checkpoints" / key / "seed=0-n=4.pt").write_bytes(b"x")
+    store = Store(root)
+    store.record("s", [keys[0]])
+    store.start([keys[1]])
+    code, printed, _ = cli.here("store", tmp_path / "o", "--prune")
+    assert code == 0 and f"removed {root / 'checkpoints' / keys[2]}" in printed, printed
+    assert sorted(p.name for p in (root / "checkpoints").iterdir()) == keys[:2]
+    code, printed, _ = cli.here("store", tmp_path / "o", "--prune", "--all")
+    assert code == 0 and [p.name for p in (root / "checkpoints").iterdir()] == keys[:1], printed
+
+
 @pytest.mark.parametrize("manifest", ["{not json", '{"cells": 3}', "fifo", "folder"])
 def test_prune_refuses_a_manifest_it_cannot_read(cli, tmp_path, manifest):
     root = tmp_path / "o" / ".sweep" / "s"

@@ -19,6 +19,7 @@ import xarray as xr
 
 from lacapacity.base import _validate, labels
 from lacapacity.errors import CapacityError
+from lacapacity.tasks import _resume
 from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
 from lacapacity.tasks.trained import model
 from lacapacity.variants._guard import guard
@@ -234,6 +235,7 @@ class TrainedTask(Task[Trained]):
                     weight_decay=p.weight_decay,
                     betas=(p.beta1, p.beta2),
                     device=device,
+                    checkpoint=_resume.point(s, n),
                     **common,
                 )
                 rows["accuracy"].append(run.accuracy)
