@@ -346,7 +346,8 @@ def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
     """log_linear keeps about log2(n) levels of d x dv: at n = 2^20 its writes cost that many times the linear
     memory's (issue 51: 19 CPU-minutes were not announced)."""
     from lacapacity import variants
-    from lacapacity.sweep.plan import Pass, Plan
+    from lacapacity.sweep.plan import Plan
+    from lacapacity.tasks.protocol import Pass
 
     study = studies.get("capacity-vs-d").with_overrides({"variant": ["linear", "log_linear"], "d": 16, "load": 1})
     plan = Plan(study, torch.device("cpu"))
@@ -354,8 +355,9 @@ def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
     lin, log = (next(c for c in plan.cells if c.variant.label == name) for name in ("linear", "log_linear"))
     levels = variants.get("log_linear").state_numel(16, 16, n=n) / (16 * 16)
     assert levels >= 20
-    assert plan.cost(Pass(lin, (0,), (n,))) == Pass(lin, (0,), (n,)).cost()
-    extra = plan.cost(Pass(log, (0,), (n,))) - Pass(log, (0,), (n,)).cost()
+    lin, log = (Pass(study, c, plan.memory(c).obj, (0,), (n,), plan.device) for c in (lin, log))
+    assert plan.cost(lin) == plan.work(lin)
+    extra = plan.cost(log) - plan.work(log)
     assert extra == pytest.approx((levels - 1) * n * 16 * 16)
 
 

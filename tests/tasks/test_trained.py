@@ -292,11 +292,12 @@ def test_the_estimate_times_a_training_step_on_this_machine():
     time was a constant fitted elsewhere). The estimate is now a step timed here: a memory 20 ms slower per write,
     which writes once per step, is estimated at no less than the steps' sleeps (a bound any machine meets)."""
     from lacapacity.sweep.plan import Plan
+    from lacapacity.tasks.protocol import Pass
 
     study = _study()
     plan = Plan(study, torch.device("cpu"))
     cell, p = plan.cells[0], study.task
     sleepy, plain = _Sleepy(), variants.get("linear")
-    slow, fast = (plan.task.seconds(study, cell, m, [0, 1], [2, 4]) for m in (sleepy, plain))
+    slow, fast = (plan.task.seconds(Pass(study, cell, m, (0, 1), (2, 4), plan.device)) for m in (sleepy, plain))
     assert slow >= 2 * 2 * p.steps * 0.02, slow  # 2 seeds x 2 n x steps, each step at least one sleep
     assert slow > fast
