@@ -2,19 +2,10 @@
 
 ``_validate`` (argument checks), ``_random`` (seeded generators), ``_files`` (durable writes), ``_progress``
 (progress bars), ``labels`` (one label per spec: ``delta(beta=0.5)``), ``plugins`` (import paths and entry
-points: the one registry mechanism) and ``catalog`` (what ``capacity list`` prints, without importing torch).
+points: the one registry mechanism), ``catalog`` (what ``capacity list`` prints, without importing torch) and
+``_lazy`` (a package's submodules imported on first use, here and in ``lacapacity.inputs``).
 """
 
-import types
+from lacapacity.base._lazy import submodules
 
-
-def __getattr__(name: str) -> types.ModuleType:
-    """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = submodules(__name__)

@@ -6,16 +6,6 @@ family ``learned`` (keys optimised through a memory's read) is of the tasks laye
 Imports only ``lacapacity.base``, ``lacapacity.theory`` and ``lacapacity.kernels``.
 """
 
-from types import ModuleType
+from lacapacity.base._lazy import submodules
 
-
-def __getattr__(name: str) -> ModuleType:
-    """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = submodules(__name__)
