@@ -152,7 +152,7 @@ def part_throughput(study, threads: int) -> list[str]:
         t = time.perf_counter()
         results = {}
         for p in todo:
-            task = {"study": st, "device": "cpu", "passes": [("p", p, plan.memory(p.cell).obj, None)]}
+            task = {"imports": [], "passes": [("p", p, None)]}
             results[p] = measure(task)[0][1]
         sweep_s = time.perf_counter() - t
         rows.append(

@@ -316,6 +316,8 @@ def _cmd_store(args: argparse.Namespace) -> int:
 
 def _store_row(folder: Path, age: Callable[[float | None], str], args: argparse.Namespace) -> None:
     """One study's line of ``capacity store``, and what --prune removes (or would) below it."""
+    import shutil
+
     from lacapacity.sweep.store import Store
 
     c = Store(folder).contents(strict=args.prune)  # a listing shows what it can; prune acts on nothing unread
@@ -334,7 +336,10 @@ def _store_row(folder: Path, age: Callable[[float | None], str], args: argparse.
             continue
         print(f"  {'would remove' if args.dry_run else 'removed'} {path}")
         if not args.dry_run:
-            path.unlink(missing_ok=True)
+            if path.is_dir():  # a cell's checkpoints (``lacapacity.tasks._resume``)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
     if kept:
         print(
             f"  kept {len(kept)} cells of a run that did not finish (the same command resumes from them; --all removes them too)"
@@ -427,7 +432,7 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     loud.add_argument(
         "--quiet",
         action="store_true",
-        help="print nothing on stderr but errors (and one line before work estimated at more than 3 minutes); the result paths still go to stdout",
+        help="print nothing on stderr but errors (and one line before work estimated at more than a minute of one CPU core or a GiB of memory); the result paths still go to stdout",
     )
     loud.add_argument(
         "--verbose", action="store_true", help="one log line per finished group instead of a progress bar"

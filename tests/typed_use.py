@@ -19,7 +19,7 @@ import lacapacity
 from lacapacity import kernels, sweep, tasks
 from lacapacity.check.conformance import Report
 from lacapacity.inputs import pretrained
-from lacapacity.tasks.protocol import CellView, StudyView
+from lacapacity.tasks.protocol import Pass, StudyView
 from lacapacity.variants import heads, precision
 from lacapacity.variants.delta import Delta
 from lacapacity.variants.fla import FlaState, FlaVariant, from_fla
@@ -200,7 +200,7 @@ class Echo(tasks.Config):
 
 
 class EchoTask(tasks.Task[Echo]):
-    """A user's task against the protocol: ``study.task`` is typed as its own settings, ``cell`` and ``memory``
+    """A user's task against the protocol: ``run.study.task`` is typed as its own settings, ``run.cell`` and ``run.memory``
     as what the engine hands it."""
 
     name = "typed-echo"
@@ -223,21 +223,17 @@ class EchoTask(tasks.Task[Echo]):
     def writes(self, study: StudyView[Echo], ns: list[int]) -> int:
         return max(ns)
 
-    def measure(
-        self,
-        study: StudyView[Echo],
-        cell: CellView,
-        memory: lacapacity.variants.Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> tasks.Measured:
-        scale = assert_type(study.task, Echo).scale  # the task's own settings, typed
+    def measure(self, run: Pass[Echo]) -> tasks.Measured:
+        scale = assert_type(run.study.task, Echo).scale  # the task's own settings, typed
+        cell, memory, seeds, device = run.cell, run.memory, run.seeds, run.device
         assert_type(cell.d, int)
-        K = lacapacity.keys.make(cell.keys.name, max(ns), cell.d, batch=len(seeds), seed=seeds, device=device)
+        assert_type(memory, lacapacity.variants.Variant)
+        assert_type(seeds, tuple[int, ...])
+        assert_type(device, torch.device)
+        K = lacapacity.keys.make(cell.keys.name, max(run.ns), cell.d, batch=len(seeds), seed=seeds, device=device)
         state = memory.write(memory.init_state(len(seeds), cell.d, cell.d, device=device), K, K)
         norms = memory.read(state, K).norm(dim=-1).mean(-1) * scale  # [S]
-        return tasks.Measured({"norm": np.stack([norms.cpu().numpy().astype(np.float64)] * len(ns))})
+        return tasks.Measured({"norm": np.stack([norms.cpu().numpy().astype(np.float64)] * len(run.ns))})
 
     def theory(
         self, study: StudyView[Echo], n: NDArray[np.int64], d: NDArray[np.int64], dv: NDArray[np.int64]

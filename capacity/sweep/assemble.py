@@ -21,9 +21,10 @@ from lacapacity.variants import declares
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
 
-    from lacapacity.sweep.plan import Cell, Plan
+    from lacapacity.sweep.plan import Plan
     from lacapacity.sweep.store import Points
     from lacapacity.tasks import Measured, Schema
+    from lacapacity.tasks.protocol import Cell
 
 
 _FLAGS = {
@@ -116,7 +117,7 @@ def assemble(
     for cell, points, cell_attrs in results:
         at = tuple(index[k].index(getattr(cell, "keys" if k == "key_family" else k)) for k in grid if k != curve)
         tail = tuple(index[k].index(getattr(cell, k)) for k in last)
-        ns = cell.ns(study)
+        ns = study.grid.ns(cell.d)
         for name, (dims, declared) in layout.items():
             seeded = "seed" in declared
             rows = [

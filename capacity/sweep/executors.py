@@ -206,23 +206,11 @@ def _meanwhile(work: Callable[[], object] | None) -> None:
             pass
 
 
-def _serial(
-    fn: Callable[[_T], _R],
-    tasks: Sequence[tuple[str, _T]],
-    workers: int | None,
-    scheduler: str | None,
-    meanwhile: Callable[[], object] | None = None,
-) -> Generator[tuple[str, _R], None, None]:
-    for key, task in tasks:
-        yield key, fn(task)
-
-
 def _processes(
     fn: Callable[[_T], _R],
     tasks: Sequence[tuple[str, _T]],
     workers: int | None,
-    scheduler: str | None,
-    meanwhile: Callable[[], object] | None = None,
+    meanwhile: Callable[[], object] | None,
 ) -> Generator[tuple[str, _R], None, None]:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -296,7 +284,7 @@ def _dask(
     tasks: Sequence[tuple[str, _T]],
     workers: int | None,
     scheduler: str | None,
-    meanwhile: Callable[[], object] | None = None,
+    meanwhile: Callable[[], object] | None,
 ) -> Generator[tuple[str, _R], None, None]:
     try:
         from distributed import Client, LocalCluster
@@ -491,9 +479,6 @@ def _connect(Client: Any, scheduler: str, timeout: float) -> Any:  # distributed
     return client
 
 
-_RUN = {"serial": _serial, "processes": _processes, "dask": _dask}
-
-
 def unpicklable(objects: Iterable[object]) -> tuple[object, str] | None:
     """The first of ``objects`` that pickle cannot send to a worker process, with the reason, or None."""
     for obj in objects:
@@ -598,9 +583,13 @@ def execute(
     processes and dask executors; serial has no idle time): work it would do later anyway (imports); an
     exception in it is ignored.
     """
-    _validate.choice("executor", name, _RUN)
+    _validate.choice("executor", name, [e for e in EXECUTORS if e != "auto"])
     if workers is not None:
         workers = _validate.positive_int("workers", workers)
     if scheduler and name != "dask":
         raise CapacityError(f"--scheduler applies to the dask executor only, not {name!r}")
-    return _RUN[name](fn, tasks, workers, scheduler, meanwhile)
+    if name == "serial":  # one task after another, here (no idle time for meanwhile)
+        return ((key, fn(task)) for key, task in tasks)
+    if name == "processes":
+        return _processes(fn, tasks, workers, meanwhile)
+    return _dask(fn, tasks, workers, scheduler, meanwhile)

@@ -15,14 +15,15 @@ from lacapacity.base import _opened, _validate, plugins
 from lacapacity.errors import CapacityError
 from lacapacity.inputs import keys as keys_mod
 from lacapacity.sweep import provenance
-from lacapacity.tasks import Measured, _shared, probe
+from lacapacity.tasks import Measured, _resume, _shared, probe
 from lacapacity.tasks import get as tasks_get
 from lacapacity.variants import heads as heads_mod
 
 if TYPE_CHECKING:  # pragma: no cover
     from lacapacity.sweep.config import Study
-    from lacapacity.sweep.plan import Pass, Plan
+    from lacapacity.sweep.plan import Plan
     from lacapacity.tasks import Mqar, Task
+    from lacapacity.tasks.protocol import Pass
     from lacapacity.variants import Variant
 
 
@@ -30,33 +31,32 @@ READ_FILES = "capacity_read_files"  # a pass's attr: JSON {path: sha256} of the 
 
 
 class Job(TypedDict):
-    """What ``measure`` takes: the study, the device's name, the modules to import first and the passes, each
-    ``(key, pass, memory object, torch threads or None)``."""
+    """What ``measure`` takes: the modules to import first, the passes of one study, each ``(key, pass, torch
+    threads or None)``, and the folder of each pass's checkpoints by its key (``lacapacity.tasks._resume``)."""
 
-    study: Study
-    device: str
     imports: list[str]
-    passes: list[tuple[str, Pass, Variant, int | None]]
+    passes: list[tuple[str, Pass[Any], int | None]]
+    checkpoints: dict[str, str]
 
 
 def measure(job: Job) -> list[tuple[str, Measured]]:
-    """Run the passes of one job: ``[(key, Measured), ...]`` in their order. ``job``: {"study", "device": str,
-    "imports": [module, ...], "passes": [(key, pass, memory object, threads), ...]}.
+    """Run the passes of one job: ``[(key, Measured), ...]`` in their order. ``job``: {"imports": [module, ...],
+    "passes": [(key, pass, threads), ...]}, the passes of one study (``lacapacity.tasks.protocol.Pass``).
 
     ``imports`` are imported first (``--import``: plug-ins that register themselves on import); ``threads``: torch
     threads for that pass only (None: leave the setting alone). The passes share their draws (``_shared``): the
     sweep gives one job the passes that differ only in their memory.
     """
     plugins.import_modules(job.get("imports"))  # a module that fails is one line, here and in every worker
-    study, before, out = job["study"], torch.get_num_threads(), []
-    task = tasks_get(cast(str, study.task.kind))  # cast: a study's task has a kind (Study.__post_init__)
+    before, out = torch.get_num_threads(), []
     with _shared.shared():
-        for key, p, memory, threads in job["passes"]:
+        for key, p, threads in job["passes"]:
+            task = tasks_get(cast(str, p.study.task.kind))  # cast: a study's task has a kind (Study.__post_init__)
             if threads:
                 torch.set_num_threads(threads)
             try:
-                with _opened.recording() as opened:  # files the memory reads (sweep.store checks them on reuse)
-                    got = task.measure(study, p.cell, memory, list(p.seeds), list(p.ns), torch.device(job["device"]))
+                with _opened.recording() as opened, _resume.checkpoints((job.get("checkpoints") or {}).get(key)):
+                    got = task.measure(p)  # files the memory reads: sweep.store checks them on reuse
                 if opened and isinstance(got, Measured):
                     got.attrs[READ_FILES] = json.dumps(provenance.files(opened), sort_keys=True)
                 out.append((key, got))
@@ -134,14 +134,14 @@ def _fits(study: Study, task: Task[Any], memory: Variant, label: str, d: int, de
         _refuse(study, task, f"{label}, d = {d}", ns, need, have, device.type, 1)
 
 
-def check_memory(plan: Plan, passes: Sequence[Pass], parallel: int = 1) -> int:
+def check_memory(plan: Plan, passes: Sequence[Pass[Any]], parallel: int = 1) -> int:
     """Refuse, in one line, a run whose largest pass (times the passes run at once) cannot fit in memory
     (``plan``: a ``lacapacity.sweep.plan.Plan``; ``passes``: its passes to run); else return that estimate in bytes."""
     if not passes:
         return 0
     study, task = plan.study, tasks_get(cast(str, plan.study.task.kind))  # cast: as in measure
-    peak: Callable[[Pass], int] = lambda p: _peak(
-        study, task, plan.memory(p.cell).obj, len(p.seeds), list(p.ns), p.cell.d, p.cell.dv
+    peak: Callable[[Pass[Any]], int] = lambda p: _peak(
+        study, task, p.memory, len(p.seeds), list(p.ns), p.cell.d, p.cell.dv
     )
     need, at = max((peak(p), i) for i, p in enumerate(passes))
     worst, need, have = passes[at], need * parallel, _validate.available_bytes(plan.device)

@@ -27,60 +27,22 @@ from lacapacity.sweep import provenance
 from lacapacity.sweep.config import CELL_AXES, Study
 from lacapacity.sweep.store import reuse_key
 from lacapacity.tasks import get as tasks_get
+from lacapacity.tasks import probe
+from lacapacity.tasks.protocol import Cell, Pass
 from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     from lacapacity.variants import Variant
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One value of every cell axis (``config.CELL_AXES``: ``variant``, ``keys``, ``feature`` (None: no map), ``d``,
-    ``dtype``, ``dv``, ...), read as attributes: ``cell.d``."""
-
-    values: tuple[tuple[str, Any], ...]  # ((axis, value), ...) in CELL_AXES order
-
-    if TYPE_CHECKING:  # pragma: no cover  # what __getattr__ gives for each axis (lacapacity.tasks.protocol.CellView)
-
-        @property
-        def variant(self) -> Spec: ...
-        @property
-        def keys(self) -> Spec: ...
-        @property
-        def feature(self) -> Spec | None: ...
-        @property
-        def d(self) -> int: ...
-        @property
-        def dtype(self) -> str: ...
-        @property
-        def dv(self) -> int: ...
-        @property
-        def state_dtype(self) -> str: ...
-        @property
-        def rounding(self) -> str: ...
-        @property
-        def heads(self) -> int: ...
-        @property
-        def value_heads(self) -> int: ...
-
-    def __getattr__(self, name: str) -> Any:  # an axis's value, by name: a Spec, a number, a string or None
-        for axis, value in object.__getattribute__(self, "values"):
-            if axis == name:
-                return value
-        raise AttributeError(name)
-
-    def ns(self, study: Study) -> list[int]:
-        """Pair counts of the study's curve axis at this cell's d."""
-        return study.grid.ns(self.d)
-
-
 def cells(study: Study) -> list[Cell]:
-    """The study's cells in grid order (an empty ``dv`` axis means dv = d)."""
+    """The study's cells in grid order (an empty ``dv`` axis means dv = d, an empty ``value_heads`` as many as
+    ``heads``)."""
     out: list[tuple[tuple[str, Any], ...]] = [()]
     for axis in CELL_AXES:
         out = [(*c, (axis, v)) for c in out for v in study.grid.values(axis)]
     same = {"dv": "d", "value_heads": "heads"}  # an empty axis: as many as its partner
-    return [Cell(tuple((a, v or dict(c)[same[a]]) if a in same else (a, v) for a, v in c)) for c in out]
+    return [Cell(**{a: (v or dict(c)[same[a]]) if a in same else v for a, v in c}) for c in out]
 
 
 @dataclass
@@ -93,21 +55,6 @@ class Memory:
     description: Any  # provenance.describe: JSON
     behaviour: dict[str, Any]  # provenance.behaviour: JSON
     code: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Pass:
-    """One unit of work: a write pass over ``cell`` for ``seeds``, read at the pair counts ``ns``."""
-
-    cell: Cell
-    seeds: tuple[int, ...]
-    ns: tuple[int, ...]
-    queries: int = 0  # reads per pair count (0: every stored pair; ``Task.queries``)
-
-    def cost(self) -> float:
-        """Multiply-adds of the writes and the argmax scores (to schedule the largest first, and to estimate)."""
-        scores = sum(min(c, self.queries or c) * c for c in set(self.ns))  # each read against the c stored values
-        return len(self.seeds) * (max(self.ns) * self.cell.d * self.cell.dv + scores * self.cell.dv)
 
 
 class Plan:
@@ -142,6 +89,7 @@ class Plan:
         self.schema = self.task.schema(study)
         self.coords = {k: list(v) for k, v in {**self.schema.dims, **self.schema.extra}.items() if k != "seed"}
         self.keys = {c: reuse_key(self.identity(c)) for c in self.cells}  # each cell's file in the store
+        self._timed: dict[tuple[Spec, Spec | None, int, int], tuple[float, float]] = {}  # probe.write_seconds
 
     def identity(self, cell: Cell) -> dict[str, Any]:  # JSON
         """Everything that computes ``cell``'s numbers: the store names the cell's file by its hash (``reuse_key``).
@@ -161,11 +109,11 @@ class Plan:
         label: Callable[[Spec | None], str | None] = lambda spec: None if spec is None else spec.label
         return {
             "probe": study.task.to_json(),
-            "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.values if a != "variant"},
+            "cell": {a: label(v) if isinstance(v, Spec) or v is None else v for a, v in cell.items() if a != "variant"},
             "memory": {"description": memory.description, "behaviour": memory.behaviour["bits"], **memory.code},
             "keys": {k: v for k, v in plan.families[cell.keys, cell.d].items() if k != "prefix_stable"},
             "seeds": None if plan.per_seed(cell) else list(study.grid.seed),
-            "ns": None if plan.per_n(cell) else sorted(set(cell.ns(study))),
+            "ns": None if plan.per_n(cell) else sorted(set(study.grid.ns(cell.d))),
             "coords": plan.coords,
             "code": plan.code,
             "libraries": plan.libraries,
@@ -190,8 +138,14 @@ class Plan:
     def memory(self, cell: Cell) -> Memory:
         return self._memories[cell.variant, cell.feature]
 
-    def cost(self, p: Pass) -> float:
-        """``p.cost()`` with its writes scaled by the memory's state per batch item over d x dv (a write touches its
+    def work(self, p: Pass[Any]) -> float:
+        """Multiply-adds of the pass's writes and argmax scores (to schedule the largest first, and to estimate)."""
+        queries = self.task.queries(self.study)  # reads per pair count (0: every stored pair)
+        scores = sum(min(c, queries or c) * c for c in set(p.ns))  # each read against the c stored values
+        return len(p.seeds) * (max(p.ns) * p.cell.d * p.cell.dv + scores * p.cell.dv)
+
+    def cost(self, p: Pass[Any]) -> float:
+        """``work(p)`` with its writes scaled by the memory's state per batch item over d x dv (a write touches its
         whole state: log_linear's levels at large n, ttt's expand), at least 1."""
         c, n = p.cell, max(p.ns)
         try:
@@ -200,7 +154,25 @@ class Plan:
             numel = c.d * c.dv
         scale = max(1.0, numel / (c.d * c.dv))
         writes = len(p.seeds) * n * c.d * c.dv
-        return p.cost() + (scale - 1.0) * writes
+        return self.work(p) + (scale - 1.0) * writes
+
+    def seconds(self, p: Pass[Any], rate: float) -> float:
+        """Estimated seconds of ``p``'s writes and reads on one CPU core: its multiply-adds (``cost``) at ``rate`` a
+        second, or, where they take longer, its writes as timed on this machine just now (``probe.write_seconds``,
+        once per memory, d and dv: a write that streams a large state runs far below the multiply-add rate, ttt's
+        at expand 4096) and its reads at ``rate``. Asked after the run checked that its largest pass fits."""
+        c = p.cell
+        at = (c.variant, c.feature, c.d, c.dv)
+        if at not in self._timed:
+            self._timed[at] = probe.write_seconds(self.memory(c).obj, c.d, c.dv, self.device)
+        per_call, per_token = self._timed[at]
+        T, block = self.task.writes(self.study, list(p.ns)), probe.BLOCK
+        # as the probe writes: whole blocks into the state, the rest of a checkpoint's pairs into a copy
+        tokens = T + sum(n % block for n in set(p.ns) if n < T)
+        calls = T // block + sum(1 for n in set(p.ns) if n % block)
+        reads = self.work(p) - len(p.seeds) * max(p.ns) * c.d * c.dv
+        timed = len(p.seeds) * (tokens * per_token + calls * per_call) + reads / rate
+        return max(self.cost(p) / rate, timed)
 
     def user_modules(self) -> list[str]:
         """The user's modules whose code is in the keys (the memories', the key families', the ``--import`` ones)."""
@@ -221,14 +193,14 @@ class Plan:
         iid = keys_mod.family(cell.keys.name).iid_rows
         return self.task.per_point and (not iid or self.families[cell.keys, cell.d].get("prefix_stable", False))
 
-    def passes(self, have: Mapping[Cell, set[tuple[int, int]]]) -> list[Pass]:
-        """The passes that measure every point not in ``have`` (cell -> set of stored (seed, n)).
+    def passes(self, have: Mapping[Cell, set[tuple[int, int]]]) -> list[Pass[Any]]:
+        """The passes (each on the plan's device, with its cell's memory) that measure every point not in ``have`` (cell -> set of stored (seed, n)).
 
         Seeds missing the same pair counts share a pass; a family drawn per n (``iid_rows`` False) gets a pass per n.
         """
         out = []
         for c in self.cells:
-            want = {(s, n) for s in self.study.grid.seed for n in set(c.ns(self.study))}
+            want = {(s, n) for s in self.study.grid.seed for n in set(self.study.grid.ns(c.d))}
             missing = want - have.get(c, set())
             if not missing:
                 continue
@@ -247,10 +219,11 @@ class Plan:
                 # a task whose passes are long (it trains) saves each seed's point as it ends, where it may
                 by_seed_too = self.task.pass_per_n and self.per_seed(c) and self.per_n(c)
                 groups = [(s,) for s in seeds] if by_seed_too else [seeds]
-                out += [Pass(c, g, part, self.task.queries(self.study)) for g in groups for part in split]
+                memory = self.memory(c).obj
+                out += [Pass(self.study, c, memory, g, part, self.device) for g in groups for part in split]
         return out
 
-    def draw_seconds(self, p: Pass) -> float:
+    def draw_seconds(self, p: Pass[Any]) -> float:
         """Estimated seconds of a pass's key draws (families with a ``cost``: learned keys optimise)."""
         fam = keys_mod.family(p.cell.keys.name)
         draws = p.ns[-1:] if fam.iid_rows else p.ns  # one draw per pass, or per n (lacapacity.tasks.recall)

@@ -32,11 +32,12 @@ from lacapacity.sweep.config import Grid, Study
 from lacapacity.sweep.jobs import READ_FILES, Job, check, check_memory, measure, prepare
 from lacapacity.sweep.plan import Plan
 from lacapacity.sweep.store import Store, declared
+from lacapacity.tasks import _resume
 from lacapacity.variants import coincide
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lacapacity.sweep.plan import Cell, Pass
     from lacapacity.sweep.store import Points
+    from lacapacity.tasks.protocol import Cell, Pass
     from lacapacity.variants import Variant
 
 
@@ -137,10 +138,10 @@ def run(
                 if store.path(plan.keys[c]).is_dir():  # a folder in the way of the cell's file: moved aside
                     store.set_aside(plan.keys[c])
         todo = plan.passes({c: set(p) for c, (p, _) in stored.items()})
-        work = sum(plan.cost(p) for p in todo) / RATE
+        work = sum(plan.seconds(p, RATE) for p in todo)
         drawing = sum(plan.draw_seconds(p) for p in todo)
         training = sum(  # a task's own work beyond writing and reading (the trained task's training)
-            plan.task.seconds(study, p.cell, plan.memory(p.cell).obj, list(p.seeds), list(p.ns)) for p in todo
+            plan.task.seconds(p) for p in todo
         )
         work += training
         edited = provenance.edited(plan.user_modules()) if todo and executor != "serial" else []
@@ -160,8 +161,8 @@ def run(
         if progress and long:  # after every check: only work that will run is announced
             executors.announce(study.name, work, drawing, min(parallel, max(1, len(todo))), training, peak)
         if executor != "serial":  # largest first: better balance across workers
-            todo.sort(key=lambda p: -p.cost())
-        total = sum(len(study.grid.seed) * len(set(c.ns(study))) for c in plan.cells)
+            todo.sort(key=lambda p: -plan.work(p))
+        total = sum(len(study.grid.seed) * len(set(study.grid.ns(c.d))) for c in plan.cells)
         if todo:  # after every check, before it measures: ``capacity store --prune`` keeps the cells if it is cut short
             store.start(list(plan.keys.values()))
         measured = _measure(
@@ -170,11 +171,12 @@ def run(
         results = []
         for c in plan.cells:  # each cell's points as persisted: read from its file above, or saved by _measure
             points, attrs = stored[c]
-            if any((s, n) not in points for s in study.grid.seed for n in c.ns(study)):
+            if any((s, n) not in points for s in study.grid.seed for n in study.grid.ns(c.d)):
                 raise CapacityError(
                     f"measured points of {plan.labels[c.variant]} {c.keys.label} d={c.d} are missing from {store.root}; run the same command again"
                 )
             results.append((c, points, attrs))
+            _resume.discard(store.checkpoints(plan.keys[c]))  # every point of the cell is stored
         store.record(study.name, list(plan.keys.values()))
     run_info = {"device": str(dev), "executor": executor, "scheduler": scheduler, "workers": workers}
     memories = {plan.labels[v]: plan.object(v) for v in study.grid.variant}
@@ -195,7 +197,7 @@ def _measure(
     plan: Plan,
     store: Store,
     stored: dict[Cell, tuple[Points, dict[str, Any]]],
-    todo: list[Pass],
+    todo: list[Pass[Any]],
     total: int,
     executor: str,
     scheduler: str | None,
@@ -208,8 +210,8 @@ def _measure(
     """Measure the passes ``todo`` on ``executor``, merging each into its cell's file as it arrives; returns the
     number of new points."""
     study = plan.study
-    count: Callable[[Pass], int] = lambda p: len(p.seeds) * len(set(p.ns))
-    where: Callable[[Pass], str] = lambda p: f"{plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}"
+    count: Callable[[Pass[Any]], int] = lambda p: len(p.seeds) * len(set(p.ns))
+    where: Callable[[Pass[Any]], str] = lambda p: f"{plan.labels[p.cell.variant]} {p.cell.keys.label} d={p.cell.d}"
     done = total - sum(count(p) for p in todo)
     start = f"{study.name}: {total} points; {done} already stored, {len(todo)} passes to measure ({executor})"
     bar = Progress(study.name, total, done, show=progress and not quiet, verbose=verbose, start=start)
@@ -217,15 +219,16 @@ def _measure(
     one, measured = executor == "serial" and plan.device.type == "cpu", 0
     by_key = {f"{plan.keys[p.cell][:16]}-{i}": p for i, p in enumerate(todo)}  # unique on a shared scheduler too
     bundles: dict[
-        tuple[Any, ...], list[tuple[str, Pass, Variant, int | None]]
+        tuple[Any, ...], list[tuple[str, Pass[Any], int | None]]
     ] = {}  # the passes that differ only in their memory draw the same: one job
     for k, p in by_key.items():
-        same = tuple((a, v) for a, v in p.cell.values if a not in ("variant", "feature"))
-        bundles.setdefault((same, p.seeds, p.ns, p.queries), []).append(
-            (k, p, plan.memory(p.cell).obj, 1 if one and p.cost() < SMALL else None)
-        )
-    device = str(plan.device)
-    jobs = [(ps[0][0], Job(study=study, device=device, imports=imports, passes=ps)) for ps in bundles.values()]
+        same = tuple((a, v) for a, v in p.cell.items() if a not in ("variant", "feature"))
+        bundles.setdefault((same, p.seeds, p.ns), []).append((k, p, 1 if one and plan.work(p) < SMALL else None))
+    folders = {k: str(store.checkpoints(plan.keys[p.cell])) for k, p in by_key.items()}  # each cell's, by its key
+    jobs = [
+        (ps[0][0], Job(imports=imports, passes=ps, checkpoints={k: folders[k] for k, *_ in ps}))
+        for ps in bundles.values()
+    ]
     variables = {v: np.dtype(var.dtype).str for v, var in plan.schema.variables.items()}  # as split() checked
     stream = executors.execute(executor, measure, jobs, workers=workers, scheduler=scheduler, meanwhile=prepare)
     try:
@@ -243,6 +246,7 @@ def _measure(
                 raise CapacityError(
                     f"cannot save measured points under {store.root}: {exc.strerror or exc}; {measured} points of this run are saved, run the same command again once it is writable"
                 ) from None
+            _resume.discard(folders[k], [(s, n) for s in p.seeds for n in p.ns])  # the points are stored
             measured += count(p)
             bar.advance(count(p), where(p))
     except executors.WorkerLost as exc:

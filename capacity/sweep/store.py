@@ -137,6 +137,11 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
+    def checkpoints(self, key: str) -> Path:
+        """The folder of cell ``key``'s checkpoints: its points in progress (``lacapacity.tasks._resume``), made by
+        the task that saves one, removed once the points are stored."""
+        return self.root / "checkpoints" / key
+
     def load(
         self, key: str, variables: list[str], coords: Mapping[str, Sequence[Any]], declared: Declared | None = None
     ) -> tuple[Points, dict[str, Any], str | None]:
@@ -282,7 +287,7 @@ class Store:
     def contents(self, strict: bool = True) -> dict[str, Any]:
         """What the store holds: ``{"cells", "used", "points", "bytes", "newest", "oldest", "unused", "pending"}``
         (times: seconds of age): ``used`` the cells the latest finished run's manifest lists, ``unused`` the paths of
-        the others, ``pending`` those of the others that a run cut short would reuse (the manifest's ``pending``, or
+        the others (their files, and the folders of their checkpoints), ``pending`` those of the others that a run cut short would reuse (the manifest's ``pending``, or
         every cell when there is no manifest: no run has finished). A manifest that cannot be read is a
         CapacityError (``strict``; otherwise ``used`` is None and nothing is ``unused``). Nothing that is not a
         regular file is opened."""
@@ -304,11 +309,14 @@ class Store:
                 pass
         known = not manifest or manifest["cells"] is not None
         unused = [p for p in files if p.stem not in used] if known else []
+        saved = self.root / "checkpoints"  # points in progress (``checkpoints``), by their cell's key
+        folders = sorted(p for p in saved.iterdir() if _kind(p) == "a folder") if _kind(saved) == "a folder" else []
+        unused += [p for p in folders if p.name not in used] if known else []
         return {
             "cells": len(files),
             "used": sum(p.stem in used for p in files) if known else None,
             "unused": unused,
-            "pending": [p for p in unused if pending is None or p.stem in pending],
+            "pending": [p for p in unused if pending is None or (p.stem if p in files else p.name) in pending],
             "points": points,
             "bytes": size,
             "newest": min(ages, default=None),

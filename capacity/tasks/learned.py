@@ -21,7 +21,9 @@ differentiable).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -69,8 +71,24 @@ def _targets(spec: str | torch.Tensor, batch: int, n: int, dv: int | None, g: to
         raise CapacityError(
             f"learned keys: values must be a value family ({', '.join(value_families.available())}) or a tensor, got {spec!r}"
         )
-    dv = (n if spec == "orthonormal" else 64) if dv is None else _validate.positive_int("learned keys: dv", dv)
-    return value_families.make(spec, n, dv, batch=batch, seed=g)
+    return value_families.make(spec, n, _dv(spec, n, dv), batch=batch, seed=g)
+
+
+def _dv(values: str, n: int, dv: int | None) -> int:
+    """The value dimension of a value family's targets: ``dv``, or by default n (orthonormal) or 64."""
+    return (n if values == "orthonormal" else 64) if dv is None else dv
+
+
+def _settings(variant: Any, dv: Any, steps: Any, lr: Any, gain: Any) -> tuple[Guarded, int | None, int, float]:
+    """The optimiser's settings as a user gave them, checked (one line per fault): the memory (guarded), dv (None:
+    the values' default), steps and lr as numbers."""
+    mem = _variant(variant)
+    steps = _validate.positive_int("learned keys: steps", steps)
+    lr = _validate.in_range("learned keys: lr", lr, 0.0, 10.0, low_open=True)
+    if not isinstance(gain, bool):
+        raise CapacityError(f"learned keys: gain must be True or False, got {gain!r}")
+    dv = None if dv is None else _validate.positive_int("learned keys: dv", dv)
+    return mem, dv, steps, lr
 
 
 def _loss(mem: Guarded, P: torch.Tensor, c: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
@@ -107,11 +125,7 @@ def optimise(
     n = _validate.positive_int("n", n)
     d = _validate.positive_int("d", d)
     batch = _validate.positive_int("batch", batch)
-    steps = _validate.positive_int("learned keys: steps", steps)
-    lr = _validate.in_range("learned keys: lr", lr, 0.0, 10.0, low_open=True)
-    if not isinstance(gain, bool):
-        raise CapacityError(f"learned keys: gain must be True or False, got {gain!r}")
-    mem = _variant(variant)
+    mem, dv, steps, lr = _settings(variant, dv, steps, lr, gain)
     g = _random.generator(seed, "keys/learned")
     P = torch.randn(batch, n, d, generator=g).requires_grad_(True)  # the start: Gaussian keys
     V = _targets(values, batch, n, dv, g)
@@ -135,27 +149,21 @@ def optimise(
     return LearnedKeys(keys=K.contiguous(), gain=c.detach().clone(), mse=final, history=history, values=V)
 
 
+# the family's parameters: optimise's keyword arguments besides batch and seed, and their defaults (optimise's own)
 _PARAMS = ("variant", "values", "dv", "steps", "lr", "gain")
+_DEFAULTS = {p: inspect.signature(optimise).parameters[p].default for p in _PARAMS}
 
 
-def _check(
-    d: int,
-    *,
-    variant: str | variants.Variant = "linear",
-    values: str | torch.Tensor = "orthonormal",
-    dv: int | None = None,
-    steps: int = 300,
-    lr: float = 0.05,
-    gain: bool = False,
-) -> None:
+def _given(params: dict[str, Any]) -> dict[str, Any]:
+    """The family's parameters, those not given at their defaults."""
+    return {**_DEFAULTS, **params}
+
+
+def _check(d: int, **params: Any) -> None:
     """The family's parameters, checked without optimising anything."""
-    _variant(variant)
-    _validate.positive_int("learned keys: steps", steps)
-    _validate.in_range("learned keys: lr", lr, 0.0, 10.0, low_open=True)
-    if not isinstance(gain, bool):
-        raise CapacityError(f"learned keys: gain must be True or False, got {gain!r}")
-    if dv is not None:
-        _validate.positive_int("learned keys: dv", dv)
+    given = _given(params)
+    _settings(given["variant"], given["dv"], given["steps"], given["lr"], given["gain"])
+    values = given["values"]
     if not isinstance(values, str) or values not in value_families.available():
         raise CapacityError(
             f"learned keys: values must be a value family ({', '.join(value_families.available())}), got {values!r}"
@@ -166,40 +174,16 @@ STEP_SECONDS = 5e-4  # fixed cost of one Adam step through autograd (2-core VM u
 RATE = 2e10  # multiply-adds per second of one step's products on one CPU core (same measurement)
 
 
-def _cost(
-    batch: int,
-    n: int,
-    d: int,
-    *,
-    variant: str | variants.Variant = "linear",
-    values: str | torch.Tensor = "orthonormal",
-    dv: int | None = None,
-    steps: int = 300,
-    **params: object,
-) -> float:
+def _cost(batch: int, n: int, d: int, **params: Any) -> float:
     """Estimated seconds of one draw on one CPU core: steps x (fixed step cost + forward and backward products,
     about 6 B n d dv multiply-adds for an additive write and read). An estimate to warn by, not a benchmark."""
-    dv = (n if values == "orthonormal" else 64) if dv is None else dv
-    return float(steps) * (STEP_SECONDS + 6.0 * batch * n * d * float(dv) / RATE)
+    given = _given(params)
+    dv = _dv(given["values"], n, given["dv"])  # checked before (_check)
+    return float(given["steps"]) * (STEP_SECONDS + 6.0 * batch * n * d * float(dv) / RATE)
 
 
-def _draw(
-    batch: int,
-    n: int,
-    d: int,
-    g: torch.Generator,
-    *,
-    variant: str | variants.Variant = "linear",
-    values: str | torch.Tensor = "orthonormal",
-    dv: int | None = None,
-    steps: int = 300,
-    lr: float = 0.05,
-    gain: bool = False,
-) -> torch.Tensor:
-    keys = optimise(
-        n, d, variant=variant, values=values, dv=dv, steps=steps, lr=lr, gain=gain, batch=batch, seed=g
-    ).keys
-    return keys.to(torch.float64)
+def _draw(batch: int, n: int, d: int, g: torch.Generator, **params: Any) -> torch.Tensor:
+    return optimise(n, d, batch=batch, seed=g, **params).keys.to(torch.float64)
 
 
 # the key family "learned", declared to lacapacity.keys through the entry point group lacapacity.keys (pyproject.toml)

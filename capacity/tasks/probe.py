@@ -440,6 +440,48 @@ def _copy(state: object, vname: str) -> object:
         ) from None
 
 
+def write_seconds(variant: Variant, d: int, dv: int, device: str | torch.device = "cpu") -> tuple[float, float]:
+    """Seconds of the probe's writes on one thread of this machine, as loaded as it is now, for one batch item:
+    ``(per_call, per_token)``. Timed on a fresh state: a write of one pair, then of a whole ``BLOCK`` (as the probe
+    writes) where the first took under 10 ms, else of two pairs (each the fastest of three where they are quick);
+    ``per_token`` the difference per pair more (about 0 for a memory that writes a block at once), ``per_call`` the
+    rest of the one-pair write (a copy of the state, say). It runs the memory's code (under the guard) at the
+    sizes given: call it after the sizes are checked. A memory that fails here gives ``(0.0, 0.0)``: the
+    measurement reports it. Torch's global random state is left as it was."""
+    import time
+
+    run = guard(variant)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            gen = torch.Generator().manual_seed(0)
+            k = torch.randn(1, BLOCK, d, generator=gen).to(device)
+            v = torch.randn(1, BLOCK, dv, generator=gen).to(device)
+            state = run.init_state(1, d, dv, device=device)
+
+            def best(t: int) -> float:
+                fastest = math.inf
+                for _ in range(3):
+                    start = time.perf_counter()
+                    run.write(state, k[:, :t], v[:, :t])
+                    if torch.device(device).type == "cuda":
+                        torch.cuda.synchronize()
+                    fastest = min(fastest, time.perf_counter() - start)
+                    if fastest > 0.05:  # slow enough that one try is the time
+                        break
+                return fastest
+
+            one = best(1)
+            more = BLOCK if one < 0.01 else 2
+            per_token = max(best(more) - one, 0.0) / (more - 1)
+    except Exception:  # the memory's own fault: reported where it measures
+        return 0.0, 0.0
+    finally:
+        torch.set_num_threads(threads)
+    return max(one - per_token, 0.0), per_token
+
+
 def peak_bytes(variant: Variant, batch: int, n: int, d: int, dv: int, key_stats: bool = False) -> int:
     """An upper estimate of the probe's peak memory in bytes for ``batch`` items and ``n`` pairs.
 

@@ -6,7 +6,7 @@ task's own settings, built on ``Config`` below) and a ``Task`` subclass; ``lacap
 must be written by each task, and nothing is read through ``getattr`` defaults.
 
 The data a task measures is declared once, by ``Task.schema``: each variable's dimensions, dtype and attrs. The
-probe's numbers (``Task.measure``: one ``Measured``, numpy arrays over ``(n, *dims)``, per pass), the store (which
+probe's numbers (``Task.measure``: one ``Measured``, numpy arrays over ``(n, *dims)``, per ``Pass``), the store (which
 checks a pass's arrays and a stored cell against the schema), the assembly of the study's Dataset and the figures all
 read that declaration.
 
@@ -155,8 +155,9 @@ class Measured:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-# What the engine hands a task, as the task reads it: lacapacity.sweep's Grid, Study and Cell are these (the engine is a
-# layer above the tasks, so the protocol names what it needs instead of importing them).
+# What the engine hands a task, as the task reads it: lacapacity.sweep's Grid and Study are these views (the engine is
+# a layer above the tasks, so the protocol names what it needs instead of importing them); a cell and a pass are
+# plain values, defined here (``Cell``, ``Pass``) and built by the engine.
 
 
 class GridView(Protocol):
@@ -210,30 +211,47 @@ class StudyView(Protocol[C_co]):
     def task(self) -> C_co: ...
 
 
-class CellView(Protocol):
-    """One cell of a study (``lacapacity.sweep.plan.Cell``): one value of every cell axis (``dv`` and
-    ``value_heads`` resolved; ``feature`` None where the grid has no feature axis)."""
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a study: one value of every cell axis (``lacapacity.sweep.config.CELL_AXES``, in this order).
 
-    @property
-    def variant(self) -> Spec: ...
-    @property
-    def keys(self) -> Spec: ...
-    @property
-    def feature(self) -> Spec | None: ...
-    @property
-    def d(self) -> int: ...
-    @property
-    def dtype(self) -> str: ...
-    @property
-    def dv(self) -> int: ...
-    @property
-    def state_dtype(self) -> str: ...
-    @property
-    def rounding(self) -> str: ...
-    @property
-    def heads(self) -> int: ...
-    @property
-    def value_heads(self) -> int: ...
+    ``variant``, ``keys``: the memory and key family, as labelled specs; ``feature``: the feature map handed to the
+    memory (None: the grid has no feature axis); ``d``, ``dv``: key and value dimensions (``dv`` resolved: d where
+    the grid leaves it empty); ``dtype``: of keys and values; ``state_dtype``, ``rounding``: how the state is stored;
+    ``heads``, ``value_heads``: the head layout (``value_heads`` resolved: heads where the grid leaves it empty)."""
+
+    variant: Spec
+    keys: Spec
+    feature: Spec | None
+    d: int
+    dtype: str
+    dv: int
+    state_dtype: str
+    rounding: str
+    heads: int
+    value_heads: int
+
+    def items(self) -> tuple[tuple[str, Any], ...]:
+        """``((axis, value), ...)`` in axis order."""
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+
+
+@dataclass(frozen=True, eq=False)  # a unit of work: equal to itself only, hashed by identity (its memory is no value)
+class Pass(Generic[C]):
+    """One write pass, as the engine hands it to ``Task.measure`` (and ``Task.seconds``): what to measure, on what.
+
+    ``study``: the study (its ``task``, typed as the task's ``Config`` C, and its grid); ``cell``: the cell measured
+    (``Cell``); ``memory``: the cell's memory, built with its feature map (a ``lacapacity.variants.Variant``);
+    ``seeds``: the seeds of the pass, in the order its arrays hold them (one batch item each); ``ns``: the pair counts
+    read (an ``n`` axis's values, or a load's at ``cell.d``), distinct and increasing; ``device``: where to write and read. The
+    engine plans passes, names the cell's numbers by their cell, and measures each pass once."""
+
+    study: StudyView[C]
+    cell: Cell
+    memory: Variant
+    seeds: tuple[int, ...]
+    ns: tuple[int, ...]
+    device: torch.device
 
 
 class Task(abc.ABC, Generic[C]):
@@ -277,17 +295,9 @@ class Task(abc.ABC, Generic[C]):
         """Tokens one pass writes per batch item, for the pair counts ``ns`` (sizes memory estimates)."""
 
     @abc.abstractmethod
-    def measure(
-        self,
-        study: StudyView[C],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
-        """One pass: every variable of the schema over ``(n, *its dims)`` for the pair counts ``ns`` (increasing) and
-        the seeds ``seeds`` (see ``Measured``)."""
+    def measure(self, run: Pass[C]) -> Measured:
+        """One pass: every variable of the schema over ``(n, *its dims)`` for the pass's pair counts ``run.ns`` and
+        seeds ``run.seeds`` (see ``Measured``)."""
 
     @abc.abstractmethod
     def theory(
@@ -309,8 +319,8 @@ class Task(abc.ABC, Generic[C]):
         """Reads per pair count (0: every stored pair); schedules and estimates passes."""
         return 0
 
-    def seconds(self, study: StudyView[C], cell: CellView, memory: Variant, seeds: list[int], ns: list[int]) -> float:
-        """Estimated seconds of one pass on one CPU core beyond the writes and reads the engine counts itself (a
+    def seconds(self, run: Pass[C]) -> float:
+        """Estimated seconds of the pass ``run`` on one CPU core beyond the writes and reads the engine counts itself (a
         task that trains, say); the run's estimate before it starts adds them. 0: nothing beyond them. Asked after
         the run checked that its largest pass fits in memory (``jobs.check``), so a task may time a small part of
         its work here."""

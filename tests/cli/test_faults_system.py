@@ -317,11 +317,37 @@ def test_work_over_a_gib_is_announced(tmp_path, monkeypatch, cli):
     assert err.count("\n") == 1 and "estimated work about" in err and "about 3.0 GiB of memory" in err, err
 
 
+@pytest.mark.slow  # about 4 s: two writes of a 134 MB state
+def test_a_write_that_streams_a_large_state_is_timed_and_announced(tmp_path, monkeypatch, cli):
+    """ttt(expand=4096) at d = 64 (two 64 x 262144 matrices per seed, every one of them read and written a few times
+    by each token's gradient step): the multiply-add count said about 5 seconds, while a d = 64, load 1 point took
+    39-82 s unannounced (issue 51). Its writes are timed on this machine now: a token costs over a GB of memory
+    traffic, so 4 seeds up to n = 1024 are minutes on any CPU core. Stopped at the announcement: nothing measured."""
+    from lacapacity.sweep import executors
+
+    said, real = [], executors.announce
+
+    def stop(*args):
+        said.append(args)
+        real(*args)
+        raise CapacityError("stopped at the announcement")
+
+    monkeypatch.setattr(executors, "announce", stop)
+    argv = ["compare", "ttt(expand=4096)", "--d", "64", "--device", "cpu", "--executor", "serial", "--no-figures"]
+    code, _, err = cli.here(*argv, "--out", tmp_path / "o", "--quiet")
+    assert code == 2 and len(said) == 1 and "stopped at the announcement" in err, err
+    _, work, drawing = said[0][:3]
+    assert work + drawing > executors.LONG, err
+    assert err.startswith("capacity: compare: estimated work about") and "writing and reading" in err, err
+    assert not (tmp_path / "o" / "compare.nc").exists()
+
+
 def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
     """log_linear keeps about log2(n) levels of d x dv: at n = 2^20 its writes cost that many times the linear
     memory's (issue 51: 19 CPU-minutes were not announced)."""
     from lacapacity import variants
-    from lacapacity.sweep.plan import Pass, Plan
+    from lacapacity.sweep.plan import Plan
+    from lacapacity.tasks.protocol import Pass
 
     study = studies.get("capacity-vs-d").with_overrides({"variant": ["linear", "log_linear"], "d": 16, "load": 1})
     plan = Plan(study, torch.device("cpu"))
@@ -329,8 +355,9 @@ def test_the_work_estimate_counts_a_state_larger_than_d_by_dv():
     lin, log = (next(c for c in plan.cells if c.variant.label == name) for name in ("linear", "log_linear"))
     levels = variants.get("log_linear").state_numel(16, 16, n=n) / (16 * 16)
     assert levels >= 20
-    assert plan.cost(Pass(lin, (0,), (n,))) == Pass(lin, (0,), (n,)).cost()
-    extra = plan.cost(Pass(log, (0,), (n,))) - Pass(log, (0,), (n,)).cost()
+    lin, log = (Pass(study, c, plan.memory(c).obj, (0,), (n,), plan.device) for c in (lin, log))
+    assert plan.cost(lin) == plan.work(lin)
+    extra = plan.cost(log) - plan.work(log)
     assert extra == pytest.approx((levels - 1) * n * 16 * 16)
 
 

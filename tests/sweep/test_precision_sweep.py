@@ -86,8 +86,11 @@ def test_the_command_line_runs_the_precision_study_small(tmp_path, cli):
 
 
 def test_the_work_estimate_counts_only_the_sampled_reads():
+    def cost(study):
+        plan = Plan(study, torch.device("cpu"))
+        return sum(plan.work(p) for p in plan.passes({}))
+
     full, sampled = _study(), _study().with_overrides(["queries=16"])
-    cost = lambda st: sum(p.cost() for p in Plan(st, torch.device("cpu")).passes({}))
     d = dv = 16
     per_memory = lambda q: 2 * (64 * d * dv + sum(min(c, q or c) * c for c in (8, 64)) * dv)  # 2 seeds, n = 8, 64
     assert cost(full) == 2 * per_memory(0) and cost(sampled) == 2 * per_memory(16) < cost(full)

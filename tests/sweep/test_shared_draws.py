@@ -3,6 +3,8 @@ numbers those of the passes measured one by one."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from test_sweep_support import one_torch_thread  # noqa: F401 - autouse fixture
@@ -78,16 +80,16 @@ def test_one_task_draws_once_and_every_pass_measures_what_it_measures_alone(monk
     calls = _counting(monkeypatch)
     alone = {}
     for i, p in enumerate(todo):
-        alone[i] = measure({"study": study, "device": "cpu", "passes": [(i, p, plan.memory(p.cell).obj, None)]})[0][1]
+        alone[i] = measure({"imports": [], "passes": [(i, p, None)]})[0][1]
     drawn_alone = dict(calls)
     calls.update(keys=0, values=0)
     for family in ("gaussian", "orthogonal"):
-        mine = [(i, p, plan.memory(p.cell).obj, None) for i, p in enumerate(todo) if p.cell.keys.name == family]
+        mine = [(i, p, None) for i, p in enumerate(todo) if p.cell.keys.name == family]
         mine.sort(key=lambda x: x[1].ns)
         for ns in sorted({x[1].ns for x in mine}):
             same = [x for x in mine if x[1].ns == ns]
             assert len(same) == 2  # linear and delta
-            for i, ds in measure({"study": study, "device": "cpu", "passes": same}):
+            for i, ds in measure({"imports": [], "passes": same}):
                 _same(ds, alone[i])
     assert drawn_alone == {"keys": 2 * calls["keys"], "values": 2 * calls["values"]}
     assert calls["keys"] == 1 + 3 and calls["values"] == 1 + 3  # gaussian: one draw; tight frames: one per n
@@ -99,11 +101,9 @@ def test_a_memory_that_writes_into_its_keys_changes_no_other_pass():
     study = Study("shared", "", Grid(variant=("linear",), keys=("gaussian",), d=(8,), load=(0.5, 2), seed=(0,)))
     plan = Plan(study, torch.device("cpu"))
     (p,) = plan.passes({})
-    linear = plan.memory(p.cell).obj
-    alone = measure({"study": study, "device": "cpu", "passes": [("a", p, linear, None)]})[0][1]
-    both = measure(
-        {"study": study, "device": "cpu", "passes": [("z", p, ZeroesItsKeys(), None), ("a", p, linear, None)]}
-    )
+    zeroes = dataclasses.replace(p, memory=ZeroesItsKeys())
+    alone = measure({"imports": [], "passes": [("a", p, None)]})[0][1]
+    both = measure({"imports": [], "passes": [("z", zeroes, None), ("a", p, None)]})
     _same(dict(both)["a"], alone)
     assert float(dict(both)["z"].values["mse"].min()) != float(
         alone.values["mse"].min()

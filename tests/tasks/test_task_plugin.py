@@ -54,14 +54,15 @@ class LastReadTask(Task):
     def writes(self, study, ns):
         return max(ns)
 
-    def measure(self, study, cell, memory, seeds, ns, device):
+    def measure(self, run):
+        cell, memory, seeds, device = run.cell, run.memory, run.seeds, run.device
         out = []
-        for n in sorted(set(ns)):
+        for n in run.ns:
             K = keys.make(cell.keys.name, n, cell.d, batch=len(seeds), seed=seeds, device=device)
             V = values.make("gaussian", n, cell.dv, batch=len(seeds), seed=seeds, device=device)
             S = memory.write(memory.init_state(len(seeds), cell.d, cell.dv, device=device), K, V)
             r = memory.read(S, K[:, -1:])
-            out.append((study.task.scale * ((r - V[:, -1:]) ** 2).sum(-1)[:, 0]).double().numpy())
+            out.append((run.study.task.scale * ((r - V[:, -1:]) ** 2).sum(-1)[:, 0]).double().numpy())
         return Measured({"last_mse": np.stack(out)})  # [n, seed]
 
     def theory(self, study, n, d, dv):

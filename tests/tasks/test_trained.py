@@ -177,7 +177,7 @@ def test_resume_after_a_kill_gives_the_uninterrupted_results_bit_for_bit(tmp_pat
             real = os.replace
             def replace(src, dst):
                 real(src, dst)
-                if "manifest" not in str(dst):
+                if str(dst).endswith(".json") and "manifest" not in str(dst):  # a cell, not a checkpoint
                     saved.append(dst)
                     if len(saved) == 2:
                         os.kill(os.getpid(), signal.SIGKILL)
@@ -198,6 +198,42 @@ def test_resume_after_a_kill_gives_the_uninterrupted_results_bit_for_bit(tmp_pat
     assert resumed.dataset.equals(reference.dataset)
     for v in resumed.dataset.data_vars:
         assert np.array_equal(resumed.dataset[v].values, reference.dataset[v].values, equal_nan=True), v
+
+
+def test_an_interrupt_inside_training_resumes_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
+    """Issue 51: a point saved only when it ends could leave nothing after minutes of training. Checkpoints every
+    ``_resume.SECONDS`` (0 here: every step): interrupted as the third step's checkpoint is written (an event, not a
+    time), the same run resumes from it (steps 3 to 7 only) and stores the bits of an uninterrupted run; the
+    checkpoint is gone once the point is stored."""
+    from lacapacity.tasks import _resume
+
+    study = _study(["variant=linear", "n=4", "steps=8"])
+    reference = sweep.run(study, out=tmp_path / "whole", device="cpu", executor="serial", progress=False)
+    monkeypatch.setattr(_resume, "SECONDS", 0.0)
+    real_save, real_load, resumed_at = _resume.Checkpoint.save, _resume.Checkpoint.load, []
+
+    def save_then_stop(self, settings, state):
+        real_save(self, settings, state)
+        if state["step"] == 3:
+            raise KeyboardInterrupt
+
+    def load(self, settings):
+        got = real_load(self, settings)
+        resumed_at.append(None if got is None else got["step"])
+        return got
+
+    monkeypatch.setattr(_resume.Checkpoint, "save", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run(study, out=tmp_path / "cut", device="cpu", executor="serial", progress=False)
+    folder = tmp_path / "cut" / ".sweep" / "trained" / "checkpoints"
+    assert [p.name for p in folder.glob("*/*")] == ["seed=0-n=4.pt"]
+    monkeypatch.setattr(_resume.Checkpoint, "save", real_save)
+    monkeypatch.setattr(_resume.Checkpoint, "load", load)
+    resumed = sweep.run(study, out=tmp_path / "cut", device="cpu", executor="serial", progress=False)
+    assert resumed_at == [3] and resumed.measured == 1
+    for v in reference.dataset.data_vars:
+        assert np.array_equal(resumed.dataset[v].values, reference.dataset[v].values, equal_nan=True), v
+    assert not folder.exists()
 
 
 def test_defaults_fit_the_machine():
@@ -256,11 +292,12 @@ def test_the_estimate_times_a_training_step_on_this_machine():
     time was a constant fitted elsewhere). The estimate is now a step timed here: a memory 20 ms slower per write,
     which writes once per step, is estimated at no less than the steps' sleeps (a bound any machine meets)."""
     from lacapacity.sweep.plan import Plan
+    from lacapacity.tasks.protocol import Pass
 
     study = _study()
     plan = Plan(study, torch.device("cpu"))
     cell, p = plan.cells[0], study.task
     sleepy, plain = _Sleepy(), variants.get("linear")
-    slow, fast = (plan.task.seconds(study, cell, m, [0, 1], [2, 4]) for m in (sleepy, plain))
+    slow, fast = (plan.task.seconds(Pass(study, cell, m, (0, 1), (2, 4), plan.device)) for m in (sleepy, plain))
     assert slow >= 2 * 2 * p.steps * 0.02, slow  # 2 seeds x 2 n x steps, each step at least one sleep
     assert slow > fast

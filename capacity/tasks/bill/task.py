@@ -21,7 +21,7 @@ from lacapacity.base import _validate
 from lacapacity.errors import CapacityError, user_code
 from lacapacity.inputs import keys as keys_mod
 from lacapacity.inputs import values
-from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.protocol import Config, Measured, Pass, Schema, StudyView, Task, Variable
 from lacapacity.tasks.recall.task import TORCH_DTYPES, check_values, check_values_fit
 from lacapacity.variants import declares
 from lacapacity.variants._guard import guard
@@ -29,8 +29,6 @@ from lacapacity.variants._guard import guard
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
-
-    from lacapacity.variants import Variant
 
 
 @dataclass(frozen=True)
@@ -120,18 +118,11 @@ class BillTask(Task[Bill]):
     def writes(self, study: StudyView[Bill], ns: list[int]) -> int:
         return max(ns) + study.task.repeats
 
-    def measure(
-        self,
-        study: StudyView[Bill],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
+    def measure(self, run: Pass[Bill]) -> Measured:
         """After each n writes: the numbers the state holds, and the median time of one decode step on a copy of it."""
-        reps, seed = study.task.repeats, seeds[0]
-        order, dtype, var = sorted(set(ns)), TORCH_DTYPES[cell.dtype], memory
+        study, cell, device = run.study, run.cell, run.device
+        reps, seed = study.task.repeats, run.seeds[0]
+        order, dtype, var = sorted(set(run.ns)), TORCH_DTYPES[cell.dtype], run.memory
         total = order[-1] + reps
         K = keys_mod.make(cell.keys.name, total, cell.d, seed=seed, device=device, **cell.keys.kwargs).to(
             dtype

@@ -22,21 +22,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from lacapacity.base import _validate, labels
 from lacapacity.errors import CapacityError, user_code
 from lacapacity.inputs import capture
 from lacapacity.tasks.model import heads, source
-from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.protocol import Config, Measured, Pass, Schema, StudyView, Task, Variable
 from lacapacity.variants import precision
 from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
-
-    from lacapacity.variants import Variant
 
 
 PROOF = 1e-5  # the largest relative RMS error of a replay against the kernel for a capture to be used
@@ -227,19 +224,11 @@ class ModelTask(Task[Model]):
     def writes(self, study: StudyView[Model], ns: list[int]) -> int:
         return max(ns)
 
-    def measure(
-        self,
-        study: StudyView[Model],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
+    def measure(self, run: Pass[Model]) -> Measured:
         """The model's numbers (shared by every cell) and the cell's memory's recall on the same keys and values."""
-        p, n = study.task, ns[0]
+        p, n = run.study.task, run.ns[0]
         own = _own(p.model, p.text, n, p.ages, p.window, p.formats)
-        mem = guard(memory)
+        mem = guard(run.memory)
         rule = _rule(p.model, p.text, n, p.ages, mem)
         shape = _shape(p.model, p.text)
         values: dict[str, NDArray[Any]] = {k: v[None, None] for k, v in own.items()}  # [n, seed, layer, head, ...]

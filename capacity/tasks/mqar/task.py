@@ -11,19 +11,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from lacapacity import theory
 from lacapacity.base import _validate, labels
 from lacapacity.errors import CapacityError
 from lacapacity.tasks.mqar import probe as mqar
-from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.protocol import Config, Measured, Pass, Schema, StudyView, Task, Variable
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
-
-    from lacapacity.variants import Variant
 
 
 _ATTRS = ("long_name", "units", "description")
@@ -89,21 +86,13 @@ class MqarTask(Task[Mqar]):
         p = study.task
         return max(ns) + mqar._overwrites(max(ns), max(p.overwrite)) + p.distractors
 
-    def measure(
-        self,
-        study: StudyView[Mqar],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
-        p, order = study.task, sorted(set(ns))
+    def measure(self, run: Pass[Mqar]) -> Measured:
+        p, order, cell, seeds = run.study.task, sorted(set(run.ns)), run.cell, list(run.seeds)
         shape = (len(order), len(p.overwrite), len(seeds))
         arrays = {m: np.empty(shape, dtype=np.float64) for m in mqar.METRICS}  # the pass's, over (n, overwrite, seed)
         for j, ow in enumerate(p.overwrite):
             out, _ = mqar.measure(
-                memory,
+                run.memory,
                 vocab=p.vocab,
                 pairs=order,
                 d=cell.d,
@@ -114,7 +103,7 @@ class MqarTask(Task[Mqar]):
                 distractors=p.distractors,
                 batch=len(seeds),
                 seed=seeds,
-                device=device,
+                device=run.device,
             )  # each metric over (pairs, seed), pairs increasing: the ns of the pass
             for m in mqar.METRICS:
                 arrays[m][:, j] = out[m]

@@ -11,18 +11,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from lacapacity.base import _validate, labels
 from lacapacity.errors import CapacityError
 from lacapacity.tasks.needle import probe as needle
-from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.protocol import Config, Measured, Pass, Schema, StudyView, Task, Variable
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
-
-    from lacapacity.variants import Variant
 
 
 _ATTRS = ("long_name", "units", "description")
@@ -110,28 +107,20 @@ class NeedleTask(Task[Needle]):
         """Tokens one pass writes per seed: every depth is its own sequence of the longest n."""
         return max(ns) * len(study.task.depth)
 
-    def measure(
-        self,
-        study: StudyView[Needle],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
-        p, schema, parts = study.task, self.schema(study), []
+    def measure(self, run: Pass[Needle]) -> Measured:
+        p, cell, schema, parts = run.study.task, run.cell, self.schema(run.study), []
         for kind in p.haystack:
             nums = needle.measure(
-                memory,
+                run.memory,
                 kind=kind,
-                lengths=ns,
+                lengths=list(run.ns),
                 depths=list(p.depth),
                 d=cell.d,
                 dv=cell.dv,
                 needles=p.needles,
                 candidates=list(p.candidates),
-                seeds=seeds,
-                device=device,
+                seeds=list(run.seeds),
+                device=run.device,
             )  # [n, depth, seed] (recall: [n, depth, seed, candidates])
             parts.append(nums)
         # each [n, haystack, depth, seed(, candidates)]

@@ -21,7 +21,7 @@ from lacapacity.inputs import keys as keys_mod
 from lacapacity.inputs import values
 from lacapacity.tasks import probe
 from lacapacity.tasks._shared import drawn
-from lacapacity.tasks.protocol import CellView, Config, GridView, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks.protocol import Config, GridView, Measured, Pass, Schema, StudyView, Task, Variable
 from lacapacity.variants import heads, precision
 from lacapacity.variants._guard import guard
 from lacapacity.variants.declares import declared
@@ -29,8 +29,6 @@ from lacapacity.variants.declares import declared
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
-
-    from lacapacity.variants import Variant
 
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -254,32 +252,25 @@ class RecallTask(Task[Recall]):
         """Pairs one pass writes."""
         return max(ns)
 
-    def measure(
-        self,
-        study: StudyView[Recall],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
+    def measure(self, run: Pass[Recall]) -> Measured:
         """Draw keys and values for every seed at once, write them, read back at every n.
 
         Every point's numbers depend on its cell, seed and n alone: families whose prefixes are draws are drawn once at
         the largest n (the others at each n), orthonormal values always as dv rows (their prefixes are then the same
         for every n), and the probe writes in fixed blocks (``probe.BLOCK``).
         """
+        study, cell, seeds = run.study, run.cell, list(run.seeds)
         fam, dtype = keys_mod.family(cell.keys.name), TORCH_DTYPES[cell.dtype]
         # the state as stored (float32: the memory itself), then the head layout (one head: the memory itself)
-        memory = precision.stored(memory, cell.state_dtype, cell.rounding, seed=list(seeds))
+        memory = precision.stored(run.memory, cell.state_dtype, cell.rounding, seed=list(seeds))
         memory = heads.split(memory, cell.heads, cell.value_heads)
-        draw = dict(batch=len(seeds), seed=seeds, device=device)
-        width = cell.dv if study.task.values == "orthonormal" else max(ns)
+        draw = dict(batch=len(seeds), seed=seeds, device=run.device)
+        width = cell.dv if study.task.values == "orthonormal" else max(run.ns)
         V = drawn(values.make, study.task.values, width, cell.dv, **draw).to(dtype)  # [S, >= n_max, dv]
         make_keys: Callable[[int], torch.Tensor] = lambda n: drawn(
             keys_mod.make, cell.keys.name, n, cell.d, **draw, **cell.keys.kwargs
         ).to(dtype)
-        order = sorted(set(ns))
+        order = sorted(set(run.ns))
         passes = [order] if fam.iid_rows else [[n] for n in order]  # else a fresh tight frame per n
         edges = age_edges(study) if study.task.age_bins else None
         schema = self.schema(study)

@@ -34,7 +34,7 @@ import torch
 
 from lacapacity.base import _random
 from lacapacity.errors import CapacityError, UserCodeError
-from lacapacity.tasks import learned
+from lacapacity.tasks import _resume, learned
 from lacapacity.variants._guard import guard
 from lacapacity.variants.declares import declared
 
@@ -188,23 +188,45 @@ def train(
     betas: tuple[float, float],
     seed: int,
     device: Device,
+    checkpoint: _resume.Checkpoint | None = None,
 ) -> Trained:
     """Train one model per learning rate in ``lrs`` (each its own AdamW parameter group, cosine decay to 0 over
-    ``steps``) on fresh batches of ``batch`` sequences, and score each on ``test`` held-out sequences."""
+    ``steps``) on fresh batches of ``batch`` sequences, and score each on ``test`` held-out sequences.
+
+    ``checkpoint``: where the training is saved every ``_resume.SECONDS`` of steps and when it ends (the weights,
+    AdamW's moments and step, the sequences' generator and torch's global random state, the training loss summed so
+    far), and resumed from when it holds a save of the same settings: a resumed training's numbers are the bits of
+    an uninterrupted one's."""
     keys, values = embeddings(vocabulary, d, seed, device)
     W = {w: x.to(device).requires_grad_(True) for w, x in _start(d, len(lrs), seed).items()}
     opt = AdamW(list(W.values()), lrs, betas=betas, weight_decay=weight_decay)
     g = _random.generator(seed, f"trained/train/d={d}/n={n}")
     tail = max(1, steps // 10)
     seen = torch.zeros(len(lrs), dtype=torch.float64)
+    settings = {"d": d, "n": n, "lrs": [float(x) for x in lrs], "vocabulary": vocabulary, "steps": steps}
+    settings.update({"batch": batch, "weight_decay": float(weight_decay), "betas": [float(b) for b in betas]})
+    settings.update({"seed": seed, "device": str(device)})
+    saved = None if checkpoint is None else checkpoint.load(settings)
+    if saved is not None:
+        with torch.no_grad():
+            for x, y in zip([*W.values(), *opt.m1, *opt.m2], [*saved["W"], *saved["m1"], *saved["m2"]]):
+                x.copy_(y)
+        opt.t = int(saved["t"])
+        g.set_state(saved["generator"])
+        torch.set_rng_state(saved["rng"])
+        seen = saved["seen"].clone()
     with torch.enable_grad():
-        for step in range(steps):
+        for step in range(0 if saved is None else int(saved["step"]), steps):
             seqs = sequences(keys, values, n, batch, g)
             loss, _ = score(forward(memory, W, seqs), values, seqs.answers)
             grads = torch.autograd.grad(loss.sum(), list(W.values()))  # each model: the gradient of its own loss
             opt.step(grads, 0.5 * (1.0 + math.cos(math.pi * step / steps)))
             if step >= steps - tail:
                 seen += loss.detach().double().cpu()
+            if checkpoint is not None and (checkpoint.due() or step + 1 == steps):
+                state = {"step": step + 1, "W": [x.detach() for x in W.values()], "m1": opt.m1, "m2": opt.m2}
+                state.update({"t": opt.t, "generator": g.get_state(), "rng": torch.get_rng_state(), "seen": seen})
+                checkpoint.save(settings, state)
     W = {w: x.detach() for w, x in W.items()}
     acc, test_loss = evaluate(memory, W, keys, values, n=n, test=test, d=d, seed=seed)
     return Trained(acc, test_loss, (seen / tail).numpy(), W)

@@ -14,20 +14,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 import xarray as xr
 
 from lacapacity.base import _validate, labels
 from lacapacity.errors import CapacityError
-from lacapacity.tasks.protocol import CellView, Config, Measured, Schema, StudyView, Task, Variable
+from lacapacity.tasks import _resume
+from lacapacity.tasks.protocol import Config, Measured, Pass, Schema, StudyView, Task, Variable
 from lacapacity.tasks.trained import model
 from lacapacity.variants._guard import guard
 
 if TYPE_CHECKING:  # pragma: no cover
     import xarray as xr
     from numpy.typing import NDArray
-
-    from lacapacity.variants import Variant
 
 
 ZOOLOGY_LRS = (1e-3, 10**-2.5, 1e-2, 10**-1.5)  # zoology's continuous-MQAR sweep: np.logspace(-3, -1.5, 4)
@@ -178,24 +176,22 @@ class TrainedTask(Task[Trained]):
     def writes(self, study: StudyView[Trained], ns: list[int]) -> int:
         return max(ns)
 
-    def seconds(
-        self, study: StudyView[Trained], cell: CellView, memory: Variant, seeds: list[int], ns: list[int]
-    ) -> float:
+    def seconds(self, run: Pass[Trained]) -> float:
         """Estimated seconds on one CPU core: every step of the models, each as long as a step took on this
         machine just now (``model.timed_step`` at the study's smallest and largest n, once per memory and d in a
         process, linear in n between: the machine's load is in it), and the learned keys' steps at that step's
         cost per sequence. Asked by the engine after the sizes are checked (it runs the memory)."""
-        p, grid = study.task, sorted(set(study.grid.n))
+        p, grid = run.study.task, sorted(set(run.study.grid.n))
         timed = {
-            end: model.timed_step(memory, d=cell.d, n=end, lrs=p.lr, vocabulary=p.vocabulary, batch=p.batch)
+            end: model.timed_step(run.memory, d=run.cell.d, n=end, lrs=p.lr, vocabulary=p.vocabulary, batch=p.batch)
             for end in (grid[0], grid[-1])
         }
         total = 0.0
-        for n in set(ns):
+        for n in set(run.ns):
             at = (n - grid[0]) / (grid[-1] - grid[0]) if grid[-1] > grid[0] else 0.0
             step = timed[grid[0]] + (timed[grid[-1]] - timed[grid[0]]) * at
             total += p.steps * step + p.learned_steps * p.test * step / (p.batch * len(p.lr))
-        return len(seeds) * total
+        return len(run.seeds) * total
 
     def extra_bytes(self, study: StudyView[Trained], d: int, n: int, seeds: int) -> int:
         """Float32 bytes of one point's training (seeds run one after another): the sequences ``[batch, n, 2d]`` and
@@ -208,25 +204,17 @@ class TrainedTask(Task[Trained]):
         floats += 24 * M * d * d + 4 * p.test * n * d + 6 * p.test * n * d + 3 * p.test * d * d
         return 4 * floats
 
-    def measure(
-        self,
-        study: StudyView[Trained],
-        cell: CellView,
-        memory: Variant,
-        seeds: list[int],
-        ns: list[int],
-        device: torch.device,
-    ) -> Measured:
-        p, ns = study.task, sorted(set(ns))
+    def measure(self, run: Pass[Trained]) -> Measured:
+        p, ns, d, device = run.study.task, sorted(set(run.ns)), run.cell.d, run.device
         memory = guard(
-            memory
+            run.memory
         )  # every call into the user's memory is user code (one line naming it, exits and crashes too)
         out: dict[str, list[NDArray[Any]]] = {name: [] for name in _VARS}
         for n in ns:
             rows: dict[str, list[NDArray[Any] | float]] = {name: [] for name in _VARS}
-            for s in seeds:
-                common = {"d": cell.d, "n": n, "vocabulary": p.vocabulary, "test": p.test, "seed": s}
-                run = model.train(
+            for s in run.seeds:
+                common = {"d": d, "n": n, "vocabulary": p.vocabulary, "test": p.test, "seed": s}
+                trained = model.train(
                     memory,
                     lrs=p.lr,
                     steps=p.steps,
@@ -234,12 +222,13 @@ class TrainedTask(Task[Trained]):
                     weight_decay=p.weight_decay,
                     betas=(p.beta1, p.beta2),
                     device=device,
+                    checkpoint=_resume.point(s, n),
                     **common,
                 )
-                rows["accuracy"].append(run.accuracy)
-                rows["loss"].append(run.loss)
-                rows["train_loss"].append(run.train_loss)
-                rows["accuracy_best"].append(run.accuracy.max())
+                rows["accuracy"].append(trained.accuracy)
+                rows["loss"].append(trained.loss)
+                rows["train_loss"].append(trained.train_loss)
+                rows["accuracy_best"].append(trained.accuracy.max())
                 rows["ceiling_random"].append(model.ceiling_identity(memory, device=device, **common))
                 rows["ceiling_learned"].append(
                     model.learned_keys(memory, steps=p.learned_steps, lr=p.learned_lr, device=device, **common)
