@@ -2,10 +2,14 @@
 
 ``_validate`` (argument checks), ``_random`` (seeded generators), ``_files`` (durable writes), ``_progress``
 (progress bars), ``labels`` (one label per spec: ``delta(beta=0.5)``), ``plugins`` (import paths and entry
-points: the one registry mechanism), ``catalog`` (what ``capacity list`` prints, without importing torch) and
-``_lazy`` (a package's submodules imported on first use, here and in ``lacapacity.inputs``).
+points: the one registry mechanism) and ``catalog`` (what ``capacity list`` prints, without importing torch).
 """
 
-from lacapacity.base._lazy import submodules
+import types
 
-__getattr__ = submodules(__name__)
+
+def __getattr__(name: str) -> types.ModuleType:
+    """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
+    from lacapacity.base._lazy import submodule
+
+    return submodule(__name__, name)

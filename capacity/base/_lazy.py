@@ -1,23 +1,17 @@
-"""A package's submodules, imported on first use: ``__getattr__ = submodules(__name__)`` in its ``__init__``."""
+"""Submodules of a package imported on first use: the body of a package's module-level ``__getattr__``."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from types import ModuleType
+import types
 
 
-def submodules(package: str) -> Callable[[str], ModuleType]:
-    """The module ``__getattr__`` of ``package`` that imports ``package.name`` when ``name`` is first read
-    (``lacapacity.inputs.keys`` after ``import lacapacity``); a name that is no submodule is an AttributeError, a
-    submodule that fails to import raises its own error."""
-
-    def __getattr__(name: str) -> ModuleType:
-        try:
-            return importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{package}.{name}":
-                raise
-            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
-
-    return __getattr__
+def submodule(package: str, name: str) -> types.ModuleType:
+    """``package.name`` imported now (``lacapacity.inputs.keys`` after ``import lacapacity``); AttributeError when the
+    package has no such submodule, the import's own error when the submodule exists and fails to import."""
+    try:
+        return importlib.import_module(f"{package}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{package}.{name}":
+            raise
+        raise AttributeError(f"module {package!r} has no attribute {name!r}") from None

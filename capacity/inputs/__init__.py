@@ -6,6 +6,11 @@ family ``learned`` (keys optimised through a memory's read) is of the tasks laye
 Imports only ``lacapacity.base``, ``lacapacity.theory`` and ``lacapacity.kernels``.
 """
 
-from lacapacity.base._lazy import submodules
+from types import ModuleType
 
-__getattr__ = submodules(__name__)
+
+def __getattr__(name: str) -> ModuleType:
+    """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
+    from lacapacity.base._lazy import submodule
+
+    return submodule(__name__, name)

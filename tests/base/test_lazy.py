@@ -1,4 +1,4 @@
-"""A package's submodules load on first use (lacapacity.base._lazy, the __getattr__ of lacapacity.base and
+"""A package's submodules load on first use (lacapacity.base._lazy.submodule, the __getattr__ of lacapacity.base and
 lacapacity.inputs): a submodule is imported when read, another name is an AttributeError, and a submodule whose own
 import fails raises that failure, not an AttributeError that would hide it."""
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from lacapacity.base._lazy import submodules
+from lacapacity.base._lazy import submodule
 
 
 @pytest.fixture
@@ -14,7 +14,7 @@ def package(tmp_path, monkeypatch):
     root = tmp_path / "lazypkg"
     root.mkdir()
     (root / "__init__.py").write_text(
-        "from lacapacity.base._lazy import submodules\n__getattr__ = submodules(__name__)\n"
+        "def __getattr__(name):\n    from lacapacity.base._lazy import submodule\n\n    return submodule(__name__, name)\n"
     )
     (root / "here.py").write_text("VALUE = 7\n")
     (root / "broken.py").write_text("import lazypkg_missing_dependency\n")
@@ -46,4 +46,4 @@ def test_the_base_and_inputs_layers_load_their_submodules_so():
     assert lacapacity.base.labels.__name__ == "lacapacity.base.labels"
     with pytest.raises(AttributeError, match="module 'lacapacity.inputs' has no attribute 'nope'"):
         lacapacity.inputs.nope  # noqa: B018
-    assert submodules("lacapacity.base")("labels") is lacapacity.base.labels
+    assert submodule("lacapacity.base", "labels") is lacapacity.base.labels
