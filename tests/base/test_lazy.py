@@ -8,16 +8,20 @@ import pytest
 
 from lacapacity.base._lazy import submodule
 
+# a package with the __getattr__ of lacapacity.base and lacapacity.inputs, a submodule that imports, and one whose
+# import fails inside it
+FILES = {
+    "__init__.py": "def __getattr__(name):\n    from lacapacity.base._lazy import submodule\n\n    return submodule(__name__, name)\n",
+    "here.py": "VALUE = 7\n",
+    "broken.py": "import lazypkg_missing_dependency\n",
+}
+
 
 @pytest.fixture
 def package(tmp_path, monkeypatch):
-    root = tmp_path / "lazypkg"
-    root.mkdir()
-    (root / "__init__.py").write_text(
-        "def __getattr__(name):\n    from lacapacity.base._lazy import submodule\n\n    return submodule(__name__, name)\n"
-    )
-    (root / "here.py").write_text("VALUE = 7\n")
-    (root / "broken.py").write_text("import lazypkg_missing_dependency\n")
+    (tmp_path / "lazypkg").mkdir()
+    for name, text in FILES.items():
+        (tmp_path / "lazypkg" / name).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     import lazypkg
 
