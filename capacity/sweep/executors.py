@@ -351,9 +351,7 @@ def _dask(
             except Exception as exc:  # Dask's own, not the user's (user code raises UserCodeError)
                 if type(exc).__name__ == "KilledWorker":  # distributed.KilledWorker: each retry's worker died
                     raise WorkerLost(
-                        futures[fut],
-                        "each Dask worker that ran it died, until Dask gave up (KilledWorker): a crash of the code it "
-                        "runs (a segfault or abort in a memory's C code, ctypes) or out of memory",
+                        futures[fut], f"each Dask worker that ran it died, until Dask gave up (KilledWorker): {_DIED}"
                     ) from None
                 if not isinstance(exc, ImportError) and "deserializ" not in str(exc).lower():
                     raise
@@ -377,9 +375,14 @@ def _dask(
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+_DIED = "a crash of the code it runs (a segfault or abort in a memory's C code, ctypes), out of memory, or a kill"
+
+
 def _finished(client: Any, futures: dict[Any, str], scheduler: str | None) -> Generator[Any, None, None]:
     """The futures as each finishes (distributed.Future, untyped). A scheduler left without any worker for longer
-    than ``connect_timeout()`` (every worker killed, a node pre-empted) ends the wait: ``WorkerLost``."""
+    than ``connect_timeout()`` (every worker killed, a node pre-empted) ends the wait: ``WorkerLost``, which says
+    that the worker died while it ran the task when the scheduler counted that (a worker whose nanny restarts it
+    more slowly than the wait: the same cause as Dask's KilledWorker, however fast the machine)."""
     from distributed import as_completed
 
     waiting, since, limit, looked = as_completed(list(futures), loop=client.loop), None, connect_timeout(), 0.0
@@ -398,12 +401,36 @@ def _finished(client: Any, futures: dict[Any, str], scheduler: str | None) -> Ge
             workers = 1
         since = None if workers else since or looked
         if since is not None and looked - since > limit:
-            key = next((k for f, k in futures.items() if not f.done()), next(iter(futures.values())))
+            left = [f for f in futures if not f.done()] or list(futures)
+            where = f"the Dask scheduler {scheduler or 'of the local cluster'} has had no worker for {limit:g} s"
+            gone = "killed, or their node is gone; start workers" if scheduler else "none came back in that time"
+            died = _deaths(client, {f.key: f for f in left}, limit)
+            if died is None:
+                raise WorkerLost(futures[left[0]], f"{where} ({gone})")
+            fut, n = died
+            times = "once" if n == 1 else f"{n} times"
             raise WorkerLost(
-                key,
-                f"the Dask scheduler {scheduler or 'of the local cluster'} has had no worker for {limit:g} s (killed, or "
-                "their node is gone; start workers)",
+                futures[fut],
+                f"the Dask worker that ran it died while it ran ({times}: {_DIED}), and {where} since ({gone})",
             )
+
+
+def _suspicious(keys: list[str], dask_scheduler: Any = None) -> tuple[str, int] | None:
+    """On the scheduler (``Client.run_on_scheduler``): the key of ``keys`` whose workers died most often while they
+    ran it (Dask's count, ``TaskState.suspicious``: what KilledWorker counts), and how often; None when none did."""
+    counts = [(k, dask_scheduler.tasks[k].suspicious) for k in keys if k in dask_scheduler.tasks]
+    k, n = max(counts, key=lambda c: c[1], default=("", 0))
+    return (k, n) if n > 0 else None
+
+
+def _deaths(client: Any, left: dict[str, Any], timeout: float) -> tuple[Any, int] | None:
+    """Of the futures ``left`` (by key), the one whose workers died most often while they ran it, and how often, by
+    the scheduler's count; None when none did, or the scheduler cannot say (gone, or without this package)."""
+    try:
+        got = client.run_on_scheduler(_suspicious, list(left), callback_timeout=timeout)
+    except Exception:  # the scheduler cannot run it: the plain line
+        return None
+    return None if got is None or got[0] not in left else (left[got[0]], int(got[1]))
 
 
 def connect_timeout() -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -23,3 +24,12 @@ def still_alive(pids, within: float) -> set[int]:
         time.sleep(0.05)
         left = {p for p in left if alive(p)}
     return left
+
+
+def as_from_a_terminal() -> None:
+    """``preexec_fn``: the signal actions a command started at a terminal has. A test run started in the background
+    (``cmd &`` in a script: SIGINT and SIGQUIT ignored) or under ``nohup`` (SIGHUP ignored) passes its ignored signals
+    on to every process it starts, and the command keeps them ignored, as it should; a test that sends one of them
+    must start its process as a terminal would."""
+    for name in ("SIGINT", "SIGQUIT", "SIGHUP", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGALRM"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 import xarray as xr
-from proc_support import still_alive
+from proc_support import as_from_a_terminal, still_alive
 
 from lacapacity import CapacityError, studies, sweep
 from lacapacity.sweep import provenance as store_mod
@@ -434,7 +434,7 @@ def test_an_interrupt_at_start_up_is_one_line(where):
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal delivers it
+        preexec_fn=as_from_a_terminal,
     )
     lines = done.stderr.splitlines()  # main's own line when the child was already in it
     assert done.returncode == 130 and len(lines) == 1 and lines[0].startswith("capacity: interrupted"), done.stderr
@@ -471,9 +471,7 @@ def test_an_interrupt_while_torch_is_imported_is_held_until_the_import_ends(tmp_
         capture_output=True,
         text=True,
         timeout=120,
-        # as a terminal delivers it: a run started in the background of a script inherits SIGINT ignored, and the
-        # command then rightly leaves it ignored
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=as_from_a_terminal,
     )
     assert done.stdout.split() == ["130", "True", "False"], done  # torch whole, the command's own modules never loaded
     assert done.stderr.startswith("capacity: interrupted") and done.stderr.count("\n") == 1, done.stderr

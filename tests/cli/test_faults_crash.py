@@ -17,7 +17,7 @@ import textwrap
 import time
 
 import pytest
-from proc_support import alive, still_alive
+from proc_support import alive, as_from_a_terminal, still_alive
 from user_code_support import user_memory
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor forks (Linux)")
@@ -74,14 +74,17 @@ print(os.getpid(), flush=True)
 
 
 def _supervised(body: str, **kw) -> subprocess.Popen:
+    """The body run under the supervisor, started as from a terminal unless ``preexec_fn`` says otherwise (a test
+    run in the background or under nohup ignores signals, and so would the process: issue 51's loaded CI run)."""
     return subprocess.Popen(
         [sys.executable, "-c", SUPERVISED.format(body=textwrap.dedent(body))],
         env=ENV,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        **kw,
+        **{"preexec_fn": as_from_a_terminal, **kw},
     )
 
 
@@ -154,6 +157,33 @@ def test_a_stray_signal_is_one_line_naming_it_and_never_blames_the_code_that_ran
     assert not alive(child)
 
 
+IGNORED = """
+print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, flush=True)
+sys.stdin.readline()  # the test has sent SIGHUP: an ignored signal is discarded when sent, nothing is left to come
+print("went on", flush=True)
+"""
+
+
+def _nohup() -> None:
+    as_from_a_terminal()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("to", ["the process", "the command's child"])
+def test_a_signal_ignored_when_the_command_started_stays_ignored(to):
+    """``nohup capacity ...``: SIGHUP ignored by the process the user started is ignored by the command too (not
+    forwarded, not a stop), as it would be without the supervisor."""
+    proc = _supervised(IGNORED, preexec_fn=_nohup)
+    try:
+        child = int(proc.stdout.readline())
+        assert proc.stdout.readline() == "True\n"  # the command inherited the ignore
+        os.kill(proc.pid if to == "the process" else child, signal.SIGHUP)
+        out, err = proc.communicate("go\n", timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out == "went on\n" and err == "", (out, err)
+
+
 HANG = """
 from lacapacity import cli
 
@@ -173,7 +203,7 @@ except BaseException as exc:  # the stop, raised once; a second one would interr
 @pytest.mark.parametrize("to", ["the process", "the group"])
 def test_a_stop_signal_reaches_the_command_once(signum, raised, to):
     """kill of the process the user started is forwarded; kill of the group (both get it) stops the command once."""
-    proc = _supervised(HANG, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = _supervised(HANG)
     try:
         child = int(proc.stdout.readline())
         assert proc.stdout.readline() == "ready\n"  # the handlers are in place

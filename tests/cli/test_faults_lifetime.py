@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from proc_support import alive
+from proc_support import alive, as_from_a_terminal
 from user_code_support import user_memory
 
 from lacapacity import CapacityError, sweep
@@ -181,10 +181,6 @@ HANG = """if {when}:
                 open(os.path.join(HERE, "unwound"), "w").close()"""
 
 
-def _default_sigint():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal delivers it (a background test run ignores it)
-
-
 @pytest.mark.slow  # a process of its own: about 6 s on the shared 2-core VM, most of it importing torch
 @pytest.mark.parametrize(
     "signum,status,when,word",
@@ -202,7 +198,7 @@ def test_a_stop_signal_while_write_hangs_ends_the_run_with_its_status(
     ends a command after ``GRACE`` seconds would skip it) and no ``except Exception`` of the user's saw it."""
     mod = user_memory(tmp_path, monkeypatch, write=HANG.format(when=when, caught="Exception"))
     argv = _compare(tmp_path / "o", f"{mod}:Mem", load="4", extra=("--executor", "serial"))
-    proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+    proc = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=as_from_a_terminal)
     try:
         _wait_for(lambda: (tmp_path / "entered").exists(), 60, "the memory's write")
         proc.send_signal(signum)
@@ -228,7 +224,7 @@ def test_a_stop_signal_ends_the_run_even_when_user_code_swallows_it(cli, tmp_pat
             folder.mkdir()
             mod = user_memory(folder, monkeypatch, write=HANG.format(when="True", caught="BaseException"))
             argv = _compare(folder / "o", f"{mod}:Mem", extra=("--executor", "serial"))
-            procs[signum] = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+            procs[signum] = cli.start(*argv, stderr=subprocess.PIPE, preexec_fn=as_from_a_terminal)
         for signum, proc in procs.items():
             entered = tmp_path / signum.name / "entered"
             _wait_for(entered.exists, 60, f"the memory's write ({signum.name})")
