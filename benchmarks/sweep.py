@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from loop_baseline import point  # the per-point loop a user writes (a script beside this one)
 
-from lacapacity import kernels, studies, sweep
-from lacapacity.inputs import keys, values
+from lacapacity import studies, sweep
 from lacapacity.sweep.jobs import measure
 from lacapacity.sweep.plan import Plan
 
@@ -51,43 +51,8 @@ def load_avg() -> str:
 # ---------------------------------------------------------------- the baseline: one point at a time
 
 
-def baseline_point(
-    variant: str, family: str, d: int, n: int, seed: int, dv: int, write: str = "loop", decode: bool = True
-) -> dict:
-    """Draw, normalise keys, write (K.T @ V, or the delta rule token by token), read K @ S, score. Plain torch.
-
-    ``write="loop"``: the delta rule as an in-place loop written here; ``"library"``: the same
-    ``kernels.update`` call the sweep's variant makes, one point at a time. ``decode``: also the
-    argmax recall (scores of every read against every stored value), as the sweep does.
-    """
-    K = keys.make(family, n, d, seed=seed)[0]  # [n, d]
-    V = values.make("gaussian", n, dv, seed=seed)[0]  # [n, dv]
-    K = K / K.norm(dim=1, keepdim=True)
-    if variant == "linear":
-        S = K.T @ V  # [d, dv]
-    elif write == "library":
-        S = kernels.update(torch.zeros(1, d, dv), K[None], V[None], mode="delta", beta=1.0)[0]
-    else:  # delta, beta = 1: S += k^T (v - k S)
-        S = torch.zeros(d, dv)
-        for t in range(n):
-            S += torch.outer(K[t], V[t] - K[t] @ S)
-    R = K @ S  # [n, dv]
-    sq = ((R - V) ** 2).sum(1)
-    vv, rv, rr = (V * V).sum(1), (R * V).sum(1), (R * R).sum(1)
-    a = rv / vv
-    out = {
-        "mse": float(sq.mean()),
-        "rel_error": float((sq / vv).mean()),
-        "cosine": float((rv / (rr.sqrt() * vv.sqrt())).mean()),
-        "signal": float(a.mean()),
-        "leak": float(((R - a[:, None] * V) ** 2).sum(1).mean()),
-    }
-    if decode:
-        out["recall"] = float(((R @ V.T).argmax(1) == torch.arange(n)).float().mean())
-    return out
-
-
-def baseline(study, write: str = "loop") -> tuple[float, dict]:
+def baseline(study, delta: str = "loop") -> tuple[float, dict]:
+    """Every point of the study's grid through ``loop_baseline.point`` (dv = d), timed: (seconds, key -> metrics)."""
     g = study.grid
     out = {}
     t0 = time.perf_counter()
@@ -96,9 +61,7 @@ def baseline(study, write: str = "loop") -> tuple[float, dict]:
             for d in g.d:
                 for n in g.ns(d):
                     for s in g.seed:
-                        out[(v.label, k.label, d, n, s)] = baseline_point(
-                            v.name, k.name, d, n, s, d, write, study.task.decode
-                        )
+                        out[(v.label, k.label, d, n, s)] = point(v.name, k.name, d, n, s, delta, study.task.decode)
     return time.perf_counter() - t0, out
 
 
@@ -195,19 +158,18 @@ def part_throughput(study, threads: int) -> list[str]:
         rows.append(
             f"| sweep probe work ({what_metrics}), in-process, {threads} torch thread(s) ({points} points, {len(results)} write passes) | {sweep_s:.1f} s = {points / sweep_s:.0f} points/s | {before} |"
         )
-        for write, what in (
-            ("loop", "delta as an in-place loop written in the benchmark"),
-            ("library", "delta through the same kernels.update as the sweep"),
+        for write, delta, what in (
+            ("loop", "loop", "delta as an in-place loop written in the benchmark"),
+            ("library", "kernels", "delta through the same kernels.update as the sweep"),
         ):
             before = load_avg()
-            base_s, base = baseline(st, write)
+            base_s, base = baseline(st, delta)
             worst, recall_diff = 0.0, 0.0
-            for p, ds in results.items():
-                for n in p.ns:
-                    for s in p.seeds:
-                        got = ds.sel(n=n, seed=s)
+            for p, measured in results.items():  # each variable over (n in increasing order, seed as given)
+                for i, n in enumerate(sorted(set(p.ns))):
+                    for j, s in enumerate(p.seeds):
                         for m, want in base[(p.cell.variant.label, p.cell.keys.label, p.cell.d, n, s)].items():
-                            diff = abs(float(got[m]) - want)
+                            diff = abs(float(measured.values[m][i, j]) - want)
                             if m == "recall":  # a near-tie may break the other way in the last float bit
                                 recall_diff = max(recall_diff, diff)
                             else:

@@ -59,21 +59,17 @@ def require(
         raise CapacityError(
             f"the Dataset is empty (no variables); the {what} figure needs {', '.join(variables) or 'data'}"
         )
-    missing = [v for v in variables if v not in ds.data_vars]
-    if missing:
-        raise CapacityError(
-            f"missing variable{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(variables)} (the Dataset has {', '.join(map(str, ds.data_vars))})"
-        )
-    missing = [c for c in coords if c not in ds.coords and c not in ds.data_vars]
-    if missing:
-        raise CapacityError(
-            f"missing coordinate{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs {', '.join(coords)}"
-        )
-    missing = [d for d in dims if d not in ds.dims]
-    if missing:
-        raise CapacityError(
-            f"missing dimension{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; the {what} figure needs dimensions {', '.join(dims)}"
-        )
+    has = ", ".join(map(str, ds.data_vars))
+    for kind, wanted, present, needs in (
+        ("variable", variables, set(ds.data_vars), f"{', '.join(variables)} (the Dataset has {has})"),
+        ("coordinate", coords, {*ds.coords, *ds.data_vars}, ", ".join(coords)),
+        ("dimension", dims, set(ds.dims), f"dimensions {', '.join(dims)}"),
+    ):
+        missing = [x for x in wanted if x not in present]
+        if missing:
+            listed = ", ".join(map(repr, missing))
+            plural = "s" if len(missing) > 1 else ""
+            raise CapacityError(f"missing {kind}{plural} {listed}; the {what} figure needs {needs}")
     for name in (*variables, *coords, *dims):  # numbers where the figure computes with them (a file may hold text)
         if name in ds.variables and name not in LABEL_AXES and ds[name].dtype.kind not in "biuf":
             raise CapacityError(
@@ -162,6 +158,20 @@ def tidy(da: xr.DataArray, name: Hashable | None = None) -> pd.DataFrame:
     name = name or da.name or "value"
     df = da.rename(name).to_dataframe().reset_index()
     return df[np.isfinite(df[name].astype(float))]
+
+
+def families(ds: xr.Dataset) -> list[str]:
+    """The key families' labels in the Dataset's order (none where it has no ``key_family`` dimension)."""
+    return [str(k) for k in levels(ds, "key_family") if k is not None]
+
+
+def by_family(da: xr.DataArray, name: str) -> pd.DataFrame:
+    """``tidy(da, name)`` with a ``key_family`` column to draw a curve per family by ("unknown" where ``da`` has no
+    such dimension)."""
+    df = tidy(da, name)
+    if "key_family" not in df:
+        df["key_family"] = "unknown"
+    return df
 
 
 def undetermined(ds: xr.Dataset, metric: str, threshold: float, dim: str = "load") -> dict[str, int]:

@@ -58,7 +58,7 @@ def capacity_vs_d(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figu
         return _overlay(ds, criteria)
     variants, thinned = _data.panels(ds, "variant")  # a row per variant: at most MAX_PANELS
     d_grid = [int(x) for x in ds["d"].values]
-    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
+    fam_labels = _data.families(ds)
     bases = {_data.spec(ds, "keys", k)[0]: k for k in fam_labels}
     colors = theme.palette(fam_labels)
     notes: list[str] = []
@@ -70,9 +70,7 @@ def capacity_vs_d(ds: xr.Dataset, *, eps: float = EPS, tau: float = TAU) -> Figu
             for c, (metric, thr, crit) in enumerate(criteria):
                 ax = axes[r, c]
                 cap = metrics.capacity(sub, metric=metric, threshold=thr)  # [key_family, d, seed]
-                df = _data.tidy(cap, "capacity")
-                if "key_family" not in df:
-                    df["key_family"] = "unknown"
+                df = _data.by_family(cap, "capacity")
                 if len(df):
                     theme.curves(
                         ax,

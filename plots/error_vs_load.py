@@ -76,13 +76,22 @@ def delta_curve(ax: Axes, d: int, beta: float, lo: float, hi: float, *, color: C
     )
 
 
+def family_curves(ax: Axes, da: xr.DataArray, y: str, colors: theme.Colors) -> int:
+    """One panel: ``da`` (its values named ``y``) against load, a curve per key family; returns how many measured
+    points lie below ``FLOOR``, under the axis."""
+    df = _data.by_family(da, y)
+    if len(df):
+        theme.curves(ax, df, x="load", y=y, hue="key_family", name=names.keys_name, colors=colors)
+    return int((df[y] < FLOOR).sum())
+
+
 def error_vs_load(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
     """The error-vs-load figure of a result Dataset (dims ``d`` and ``load``; variable ``metric``)."""
     _data.require(ds, "error vs load", variables=(metric,), coords=("n",), dims=("d", "load"))
     variants, thinned_v = _data.panels(ds, "variant")  # a panel per (variant, d): at most MAX_PANELS each way
     d_grid, thinned_d = _data.panels(ds, "d")
     d_grid = [int(x) for x in d_grid]
-    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
+    fam_labels = _data.families(ds)
     colors = theme.palette(fam_labels)
     loads = np.asarray(ds["load"].values, dtype=float)
     below = 0
@@ -92,12 +101,7 @@ def error_vs_load(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
             for c, d in enumerate(d_grid):
                 ax = axes[r, c]
                 sub = _data.sel(ds, variant=variant, d=d)
-                df = _data.tidy(sub[metric], metric)
-                if "key_family" not in df:
-                    df["key_family"] = "unknown"
-                below += int((df[metric] < FLOOR).sum())
-                if len(df):
-                    theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
+                below += family_curves(ax, sub[metric], metric, colors)
                 additive, linear = _data.reads(ds, variant)
                 which = (["T5", "T7"] if additive else []) + (["T8"] if linear else [])
                 theory_curves(ax, ds, d, float(loads.min()), float(loads.max()), which=which)

@@ -17,7 +17,7 @@ import numpy as np
 
 from lacapacity import theory
 from lacapacity.plots import _data, names, theme
-from lacapacity.plots.error_vs_load import FLOOR, theory_curves
+from lacapacity.plots.error_vs_load import FLOOR, family_curves, theory_curves
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -36,8 +36,7 @@ def pretrained_keys(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
     variants = _data.levels(ds, "variant")
     d_grid, thinned = _data.panels(ds, "d")  # a row per d: at most MAX_PANELS
     d_grid = [int(x) for x in d_grid]
-    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
-    colors = theme.palette(fam_labels)
+    colors = theme.palette(_data.families(ds))
     loads = np.asarray(ds["load"].values, dtype=float)
     below = 0
     with theme.style():
@@ -45,12 +44,7 @@ def pretrained_keys(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
         for r, d in enumerate(d_grid):
             for c, variant in enumerate(variants):
                 ax = axes[r, c]
-                df = _data.tidy(_data.sel(ds, variant=variant, d=d)[metric], metric)
-                if "key_family" not in df:
-                    df["key_family"] = "unknown"
-                below += int((df[metric] < FLOOR).sum())
-                if len(df):
-                    theme.curves(ax, df, x="load", y=metric, hue="key_family", name=names.keys_name, colors=colors)
+                below += family_curves(ax, _data.sel(ds, variant=variant, d=d)[metric], metric, colors)
                 which = ("T5", "T7", "T8") if _additive(ds, variant) else ("T8",)
                 theory_curves(ax, ds, d, float(loads.min()), float(loads.max()), which=which)
                 theme.mark_x(ax, 1.0, label="n = d", gid="marker:n=d")
@@ -61,12 +55,7 @@ def pretrained_keys(ds: xr.Dataset, *, metric: str = "mse") -> Figure:
                 ax.set_ylabel(names.AXIS.get(metric, metric) if c == 0 else "")
             ax = axes[r, -1]  # the keys' coherence: the same keys for every memory, so the first variant's
             first = _data.sel(ds, variant=variants[0], d=d)
-            df = _data.tidy(first[stat], stat)
-            if "key_family" not in df:
-                df["key_family"] = "unknown"
-            below += int((df[stat] < FLOOR).sum())  # orthonormal keys (n <= d): zero up to rounding
-            if len(df):
-                theme.curves(ax, df, x="load", y=stat, hue="key_family", name=names.keys_name, colors=colors)
+            below += family_curves(ax, first[stat], stat, colors)  # orthonormal keys (n <= d): zero up to rounding
             x = np.geomspace(max(float(loads.min()), 1.0 / d), float(loads.max()), 96)  # [points], n / d
             label = "T7 random keys: 1/d"
             theme.theory_line(ax, x, np.full_like(x, 1.0 / d), theorem="T7:coherence", label=label, ls=":")

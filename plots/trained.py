@@ -15,10 +15,30 @@ from lacapacity.plots import _data, names, theme
 
 if TYPE_CHECKING:
     import xarray as xr
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.typing import ColorType
 
 
 ACCURACY = "MQAR accuracy (fraction)"
+
+
+def _over_seeds(
+    ax: Axes, x: list[float] | list[int], da: xr.DataArray, *, color: ColorType, ms: float, label: str, gid: str
+) -> None:
+    """``da``'s mean over seeds against ``x`` (``da`` ``[x, seed]``), bars one standard error; ``gid`` names the means'
+    line (the caps and bars are the container's others)."""
+    bars = ax.errorbar(
+        x,
+        da.mean("seed").values,
+        yerr=theme.standard_error(da).values,
+        color=color,
+        marker="o",
+        ms=ms,
+        capsize=2,
+        label=label,
+    )
+    bars.lines[0].set_gid(gid)
 
 
 def trained_figure(ds: xr.Dataset) -> Figure:
@@ -45,18 +65,8 @@ def trained_figure(ds: xr.Dataset) -> Figure:
         for j, lab in enumerate(labels):
             one = ds.sel(variant=lab)
             top, bottom = axes[0, j], axes[1, j]
-            best = one["accuracy_best"]
-            bars = top.errorbar(
-                pairs,
-                best.mean("seed").values,
-                yerr=theme.standard_error(best).values,
-                color=colors[lab],
-                marker="o",
-                ms=4,
-                capsize=2,
-                label="trained, best over lr (± SE)",
-            )
-            bars.lines[0].set_gid(f"measured:{lab}")  # the means (the caps and bars are the container's others)
+            label = "trained, best over lr (± SE)"
+            _over_seeds(top, pairs, one["accuracy_best"], color=colors[lab], ms=4, label=label, gid=f"measured:{lab}")
             for var, ls, text in (
                 ("ceiling_random", "--", "ceiling: random keys (identity projections)"),
                 ("ceiling_learned", ":", "ceiling: keys learned through the memory"),
@@ -66,19 +76,10 @@ def trained_figure(ds: xr.Dataset) -> Figure:
                 )
             top.set_title(names.variant_name(lab))
             theme.log2_x(top)
+            lrs = [float(x) for x in one["lr"].values]
             for n in pairs:
                 acc = one["accuracy"].sel(n=n)
-                window = bottom.errorbar(
-                    [float(x) for x in one["lr"].values],
-                    acc.mean("seed").values,
-                    yerr=theme.standard_error(acc).values,
-                    color=shades[n],
-                    marker="o",
-                    ms=3,
-                    capsize=2,
-                    label=f"{n} pairs",
-                )
-                window.lines[0].set_gid(f"window:{lab}|{n}")
+                _over_seeds(bottom, lrs, acc, color=shades[n], ms=3, label=f"{n} pairs", gid=f"window:{lab}|{n}")
             bottom.set_xscale("log")
             for ax in (top, bottom):
                 ax.set_ylim(-0.03, 1.03)

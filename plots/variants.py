@@ -69,7 +69,7 @@ def variant_curves(ds: xr.Dataset) -> Figure:
     d_grid = [int(x) for x in d_grid]
     var_labels = [str(v) for v in ds["variant"].values]
     colors = theme.palette(var_labels)
-    fam_labels = [str(k) for k in _data.levels(ds, "key_family") if k is not None]
+    fam_labels = _data.families(ds)
     bases = {_data.spec(ds, "keys", k)[0] for k in fam_labels}
     several = len(fam_labels) > 1
     loads = np.asarray(ds["load"].values, dtype=float)

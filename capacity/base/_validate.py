@@ -209,6 +209,23 @@ def pairs(
     return k, v
 
 
+def queries(owner: str, q: object, *, batch: int, d: int | None, held: str, **state: torch.Tensor) -> torch.Tensor:
+    """Queries ``[B, m, d]`` checked against the state they read: ``batch`` and ``d`` from that state (``d`` None for
+    a read that maps the queries first and checks their width itself), ``held`` what the message names
+    (``"state [B, d, dv] = [2, 8, 8]"``), and ``state`` its tensors (by name), which q must share a device with.
+    Returns q as given."""
+    q = tensor("q", q, ndim=3, finite=False)
+    if q.shape[0] != batch or (d is not None and q.shape[2] != d):
+        raise CapacityError(f"{owner}: q [B, m, d] = {list(q.shape)} does not match the {held}")
+    same_device(**state, q=q)
+    return q
+
+
+def sizes(batch: object, d: object, dv: object, dev: str | torch.device | None) -> tuple[int, int, int, torch.device]:
+    """The arguments of a memory's ``init_state`` checked: whole numbers batch, d, dv >= 1 and the device."""
+    return positive_int("batch", batch), positive_int("d", d), positive_int("dv", dv), device(dev)
+
+
 def choice(name: str, value: str, allowed: Collection[str]) -> str:
     """Raise unless ``value`` is one of ``allowed``, listing them."""
     if not isinstance(value, str) or value not in allowed:

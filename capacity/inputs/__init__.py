@@ -11,11 +11,6 @@ from types import ModuleType
 
 def __getattr__(name: str) -> ModuleType:
     """Submodules load on first use (``lacapacity.inputs.keys`` after ``import lacapacity``)."""
-    import importlib
+    from lacapacity.base._lazy import submodule
 
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return submodule(__name__, name)

@@ -87,33 +87,31 @@ class FeatureMap(abc.ABC):
         return f"features.get({self.name!r}" + "".join(f", {k}={v!r}" for k, v in self.params.items()) + ")"
 
 
-class Identity(FeatureMap):
-    name = "identity"
+class _Elementwise(FeatureMap):
+    """A map applied coordinate by coordinate: as many features as coordinates, D = d."""
 
     def feature_dim(self, d: int) -> int:
         return int(d)
+
+
+class Identity(_Elementwise):
+    name = "identity"
 
     def map(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
 
-class Elu1(FeatureMap):
+class Elu1(_Elementwise):
     name = "elu1"
     positive_kernel = True
-
-    def feature_dim(self, d: int) -> int:
-        return int(d)
 
     def map(self, x: torch.Tensor) -> torch.Tensor:
         return F.elu(x) + 1.0
 
 
-class Relu(FeatureMap):
+class Relu(_Elementwise):
     name = "relu"
     positive_kernel = True
-
-    def feature_dim(self, d: int) -> int:
-        return int(d)
 
     def map(self, x: torch.Tensor) -> torch.Tensor:
         return F.relu(x)

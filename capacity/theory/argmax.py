@@ -75,10 +75,21 @@ def argmax_capacity(d: Numbers, dv: Numbers, tau: Numbers = 0.9) -> Floats:
     is the prediction.
     """
     d, dv = _counts(d=d, dv=dv)
+    return _out(_solve_capacity(argmax_recall, d, dv, _tau(tau)))
+
+
+def _tau(tau: Numbers) -> float:
+    """The recall level of a capacity: one number in (0, 1)."""
     tau_a = _numbers("tau", tau)
     if tau_a.ndim != 0 or not 0.0 < float(tau_a) < 1.0:
         raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
-    return _out(_solve_capacity(argmax_recall, d, dv, float(tau_a)))
+    return float(tau_a)
+
+
+def _refined_regime(d: FloatArray, dv: FloatArray, what: str) -> None:
+    """Raise unless d, dv >= 2, where the refined predictions hold (``what``: the prediction, for the message)."""
+    if np.any(d < 2) or np.any(dv < 2):
+        raise CapacityError(f"d and dv must be >= 2 for the refined {what}, got d={d!r}, dv={dv!r}")
 
 
 def _solve_capacity(
@@ -188,8 +199,7 @@ def argmax_recall_refined(n: Numbers, d: Numbers, dv: Numbers) -> Floats:
     for d, dv in 16..256, d = dv and d != dv (docs/theory-delta.md). Costs about 0.15 s a point.
     """
     n, d, dv = _counts(n=n, d=d, dv=dv)
-    if np.any(d < 2) or np.any(dv < 2):
-        raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
+    _refined_regime(d, dv, "argmax prediction")
     return _out(np.vectorize(_refined_one, otypes=[np.float64])(n, d, dv))
 
 
@@ -200,11 +210,8 @@ def argmax_capacity_refined(d: Numbers, dv: Numbers, tau: float = 0.9) -> Floats
     keys and values (``argmax_capacity`` is the conservative Gaussian bound below it).
     """
     d, dv = _counts(d=d, dv=dv)
-    tau = float(tau)
-    if not 0.0 < tau < 1.0:
-        raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
-    if np.any(d < 2) or np.any(dv < 2):
-        raise CapacityError(f"d and dv must be >= 2 for the refined argmax prediction, got d={d!r}, dv={dv!r}")
+    tau = _tau(tau)
+    _refined_regime(d, dv, "argmax prediction")
     return _out(
         _solve_capacity(argmax_recall_refined, d, dv, tau, start=lambda a, b: argmax_capacity(a, b, tau), xtol=1e-7)
     )
@@ -255,8 +262,7 @@ def recall_at_refined(n: Numbers, d: Numbers, dv: Numbers, k: Numbers) -> Floats
     """
     kk = _k(k)
     n, d, dv = _counts(n=n, d=d, dv=dv)
-    if np.any(d < 2) or np.any(dv < 2):
-        raise CapacityError(f"d and dv must be >= 2 for the refined prediction, got d={d!r}, dv={dv!r}")
+    _refined_regime(d, dv, "prediction")
     return _out(np.vectorize(lambda a, b, c: _refined_one(a, b, c, kk), otypes=[np.float64])(n, d, dv))
 
 
@@ -264,11 +270,8 @@ def recall_at_capacity_refined(d: Numbers, dv: Numbers, k: Numbers, tau: float =
     """T30 (refined): the real n at which ``recall_at_refined`` equals tau, for each (d, dv)."""
     kk = _k(k)
     d, dv = _counts(d=d, dv=dv)
-    tau = float(tau)
-    if not 0.0 < tau < 1.0:
-        raise CapacityError(f"tau must lie in (0, 1), got {tau!r}")
-    if np.any(d < 2) or np.any(dv < 2):
-        raise CapacityError(f"d and dv must be >= 2 for the refined prediction, got d={d!r}, dv={dv!r}")
+    tau = _tau(tau)
+    _refined_regime(d, dv, "prediction")
     return _out(
         _solve_capacity(
             lambda n, a, b: _refined_one(n, a, b, kk) if n > kk else 1.0,

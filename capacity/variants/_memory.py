@@ -104,10 +104,8 @@ class Memory:
     # Any (as in the Variant protocol): here a matrix State; lsq, log_linear, titans, ttt and precond keep their own
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Any:
         """An empty float32 state ``[batch, d, dv]``, in a TokenState when a parameter is drawn per token."""
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        S = torch.zeros(batch, d, dv, dtype=torch.float32, device=_validate.device(device))
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
+        S = torch.zeros(batch, d, dv, dtype=torch.float32, device=dev)
         return TokenState(S, 0) if self.drawn else S
 
     def _matrix(self, state: object) -> tuple[torch.Tensor, int]:
@@ -146,11 +144,10 @@ class Memory:
     def read(self, state: Any, q: torch.Tensor) -> torch.Tensor:  # Any: as init_state's
         """q S (q L2-normalised first with ``normalize``). Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         S, _ = self._matrix(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != S.shape[0] or q.shape[2] != S.shape[1]:
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(S.shape)}"
-            )
-        _validate.same_device(state=S, q=q)
-        q = q.float()
+        return self._read_matrix(S, q)
+
+    def _read_matrix(self, S: torch.Tensor, q: object) -> torch.Tensor:
+        """q S for a float32 matrix S ``[B, d, dv]`` (q checked against it, unit rows with ``normalize``)."""
+        held = f"state [B, d, dv] = {list(S.shape)}"
+        q = _validate.queries(self.name, q, batch=S.shape[0], d=S.shape[1], held=held, state=S).float()
         return (unit(q) if self.normalize else q) @ S

@@ -175,10 +175,7 @@ class CyFA:
     # ------------------------------------------------------------------ the protocol
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> CyFAState:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         P = self.slots
         return CyFAState(
             torch.zeros(batch, d, P, device=dev),
@@ -240,13 +237,9 @@ class CyFA:
     def read(self, state: CyFAState, q: torch.Tensor) -> torch.Tensor:
         """softmax over the slots at the state's clock. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
         B, d, P = st.keys.shape
-        if q.shape[0] != B or q.shape[2] != d:
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state's keys [B, d, P] = {list(st.keys.shape)}"
-            )
-        _validate.same_device(state=st.keys, q=q)
+        held = f"state's keys [B, d, P] = {list(st.keys.shape)}"
+        q = _validate.queries(self.name, q, batch=B, d=d, held=held, state=st.keys)
         q = unit(q.float()) if self.normalize else q.float()
         scale = math.sqrt(d) if self.scale is None else self.scale
         table = self.table().float().to(q.device)  # [P, P]

@@ -319,10 +319,7 @@ class FlaVariant:
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> FlaState:
         """Zeros: a float32 ``[batch, d, dv]`` tensor, or with several ``states`` a dict name -> ``[batch, *shape]``."""
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         if not self._multi:
             return torch.zeros(batch, d, dv, dtype=torch.float32, device=dev)
         return {
@@ -579,12 +576,10 @@ class FlaVariant:
     def read(self, state: FlaState, q: torch.Tensor) -> torch.Tensor:
         """q S (or ``read(q, state)`` when given). Shapes: state ``[B, d, dv]`` (or the dict), q ``[B, m, d]`` ->
         float32 ``[B, m, dv]``."""
-        _validate.tensor("q", q, ndim=3, finite=False)
         memory = state[next(iter(self.states))] if isinstance(state, dict) else state
-        if q.shape[0] != memory.shape[0] or (self.reader is None and q.shape[2] != memory.shape[1]):
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(memory.shape)}"
-            )
+        d = memory.shape[1] if self.reader is None else None  # a reader of its own reads q as it likes
+        held = f"state [B, d, dv] = {list(memory.shape)}"
+        q = _validate.queries(self.name, q, batch=memory.shape[0], d=d, held=held, state=memory)
         if self.reader is None:
             return q.float() @ memory
         r = self.reader(q.float(), state)

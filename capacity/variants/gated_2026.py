@@ -49,7 +49,7 @@ import torch
 from lacapacity.base import _validate
 from lacapacity.base._types import Device
 from lacapacity.errors import CapacityError
-from lacapacity.variants._memory import GATE, POSITIVE, RATE, Memory, unit
+from lacapacity.variants._memory import GATE, POSITIVE, RATE, Memory
 from lacapacity.variants.recurrent import State
 
 
@@ -278,16 +278,7 @@ class _Precond(Memory):
 
     def read(self, state: PrecondState, q: torch.Tensor) -> torch.Tensor:
         """q S. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
-        st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        S = st.matrix
-        if q.shape[0] != S.shape[0] or q.shape[2] != S.shape[1]:
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state [B, d, dv] = {list(S.shape)}"
-            )
-        _validate.same_device(state=S, q=q)
-        q = q.float()
-        return (unit(q) if self.normalize else q) @ S
+        return self._read_matrix(self._state(state).matrix, q)
 
 
 class PrecondGatedDelta(_Precond):

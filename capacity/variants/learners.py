@@ -180,10 +180,7 @@ class TTT(Memory):
         return int(d) * h + h * int(dv)
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> TTTState:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         h = self.expand * d
         g = _random.generator(self.seed, "variants/ttt/w1")
         w1 = torch.randn(d, h, generator=g, dtype=torch.float64).float().to(dev)

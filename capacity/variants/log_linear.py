@@ -149,10 +149,7 @@ class LogLinear(Memory):
         return int(self._state(state).levels[0].numel())
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> LogLinearState:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         return LogLinearState(
             torch.zeros(batch, 0, d, dv, dtype=torch.float32, device=dev),
             torch.zeros(batch, dtype=torch.int64, device=dev),
@@ -197,14 +194,9 @@ class LogLinear(Memory):
     def read(self, state: LogLinearState, q: torch.Tensor) -> torch.Tensor:
         """sum_j lam_(j+1) q S_j. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
         B, L, d, dv = st.levels.shape
-        if q.shape[0] != B or q.shape[2] != d:
-            raise CapacityError(
-                f"log_linear: q [B, m, d] = {list(q.shape)} does not match the levels [B, L, d, dv] = {list(st.levels.shape)}"
-            )
-        _validate.same_device(state=st.levels, q=q)
-        q = q.float()
+        held = f"levels [B, L, d, dv] = {list(st.levels.shape)}"
+        q = _validate.queries("log_linear", q, batch=B, d=d, held=held, state=st.levels).float()
         q = unit(q) if self.normalize else q
         lam = torch.tensor(level_weights(self.lam, L), dtype=torch.float32, device=q.device)
         return q @ (lam[None, :, None, None] * st.levels).sum(1)

@@ -37,7 +37,6 @@ import torch
 
 from lacapacity.base import _validate
 from lacapacity.base._types import Device
-from lacapacity.errors import CapacityError
 from lacapacity.variants._memory import Memory, unit
 
 
@@ -66,10 +65,7 @@ class LSQ(Memory):
         return int(d) * int(d) + int(d) * int(dv)
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> LsqState:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         gram = self.lam * torch.eye(d, dtype=torch.float32, device=dev).expand(batch, d, d).clone()
         return LsqState(gram, torch.zeros(batch, d, dv, dtype=torch.float32, device=dev))
 
@@ -92,12 +88,6 @@ class LSQ(Memory):
     def read(self, state: LsqState, q: torch.Tensor) -> torch.Tensor:
         """q S with S the ridge solution. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != st.cross.shape[0] or q.shape[2] != st.cross.shape[1]:
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the state's "
-                f"d = {st.cross.shape[1]} and B = {st.cross.shape[0]}"
-            )
-        _validate.same_device(state=st.cross, q=q)
-        q = q.float()
+        B, d = st.cross.shape[:2]
+        q = _validate.queries(self.name, q, batch=B, d=d, held=f"state's d = {d} and B = {B}", state=st.cross).float()
         return (unit(q) if self.normalize else q) @ self.solution(st)

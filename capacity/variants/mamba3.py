@@ -115,10 +115,7 @@ class Mamba3(Mamba2):
         return D * int(dv) + eD + edv
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Mamba3State:  # type: ignore[override]
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         D = self.feature.feature_dim(d) if self.feature is not None else d
         eD, edv = self._extra(D, dv)
         return Mamba3State(
@@ -172,12 +169,8 @@ class Mamba3(Mamba2):
     def read(self, state: Mamba3State, q: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         """qr S, qr the query's features turned by the clock. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != st.matrix.shape[0]:
-            raise CapacityError(
-                f"mamba3: q [B, m, d] = {list(q.shape)} does not match the state's B = {st.matrix.shape[0]}"
-            )
-        _validate.same_device(state=st.matrix, q=q)
+        B = st.matrix.shape[0]
+        q = _validate.queries("mamba3", q, batch=B, d=None, held=f"state's B = {B}", state=st.matrix)
         phi = self._features(q).float()
         if phi.shape[2] != st.matrix.shape[1]:
             raise CapacityError(f"mamba3: q gives {phi.shape[2]} features, the state has D = {st.matrix.shape[1]}")

@@ -145,11 +145,7 @@ class MixtureOfMemories:
     def read(self, state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """The query's top memories mixed by its router weights (+ the shared one). q ``[B, m, d]`` -> ``[B, m, dv]``."""
         S = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != S.shape[0] or q.shape[2] != S.shape[2]:
-            raise CapacityError(f"mom: q [B, m, d] = {list(q.shape)} does not match the state {list(S.shape)}")
-        _validate.same_device(state=S, q=q)
-        q = q.float()
+        q = _validate.queries("mom", q, batch=S.shape[0], d=S.shape[2], held=f"state {list(S.shape)}", state=S).float()
         idx, weight = self.route(q)  # [B, m, top]
         reads = torch.stack([self.inner.read(S[:, j], q) for j in range(self._slots())], dim=2)  # [B, m, slots, dv]
         picked = torch.gather(reads, 2, idx[..., None].expand(*idx.shape, reads.shape[-1]))  # [B, m, top, dv]

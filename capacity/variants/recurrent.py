@@ -220,10 +220,7 @@ class Recurrent:
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> State:
         """An empty float32 state ``[batch, D, dv]`` (``[batch, D, dv + 1]`` with normalize_read), in a TokenState
         when something is drawn per token."""
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         shape = (batch, self.feature_dim(d), dv + int(self.normalize_read))
         _validate.check_alloc(f"{self.name}: init_state", shape, torch.float32, dev)
         try:

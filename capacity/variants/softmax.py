@@ -66,10 +66,7 @@ class Softmax:
         return f"variants.get('softmax', scale={self.scale!r}, normalize={self.normalize})"
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> Cache:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         return Cache(torch.zeros(batch, 0, d, device=dev), torch.zeros(batch, 0, dv, device=dev))
 
     def _unit(self, x: torch.Tensor) -> torch.Tensor:
@@ -87,13 +84,9 @@ class Softmax:
     def read(self, state: Cache, q: torch.Tensor) -> torch.Tensor:
         """softmax(scale q K^T) V. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]`` (zeros before any write)."""
         state = _validate.state("softmax", state, Cache)
-        _validate.tensor("q", q, ndim=3, finite=False)
         K, V = state.keys, state.values  # [B, t, d], [B, t, dv]
         B, t, d = K.shape
-        if q.shape[0] != B or q.shape[2] != d:
-            raise CapacityError(
-                f"softmax: q [B, m, d] = {list(q.shape)} does not match the cache [B, t, d] = {list(K.shape)}"
-            )
+        q = _validate.queries("softmax", q, batch=B, d=d, held=f"cache [B, t, d] = {list(K.shape)}", cache=K)
         m = q.shape[1]
         if t == 0:
             return torch.zeros(B, m, V.shape[2], device=K.device)

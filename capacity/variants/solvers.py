@@ -87,10 +87,7 @@ class Mesa(LSQ):
         self.lam = _validate.in_range(f"{self.name}: lam", lam, 0.0, math.inf, low_open=True, high_open=True)
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> MesaState:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         return MesaState(torch.zeros(batch, d, d, device=dev), torch.zeros(batch, d, dv, device=dev), 0)
 
     def _state(self, state: object) -> MesaState:
@@ -241,10 +238,7 @@ class Omega(Memory):
         return self.feature_dim(d) * int(dv) + (self.context - 1) * (int(d) + int(dv))
 
     def init_state(self, batch: int, d: int, dv: int, *, device: Device = None) -> OmegaState:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         c = self.context - 1
         return OmegaState(
             torch.zeros(batch, self.feature_dim(d), dv, device=dev),
@@ -291,12 +285,6 @@ class Omega(Memory):
     def read(self, state: OmegaState, q: torch.Tensor) -> torch.Tensor:
         """phi(q) S. Shapes: q ``[B, m, d]`` -> float32 ``[B, m, dv]``."""
         st = self._state(state)
-        _validate.tensor("q", q, ndim=3, finite=False)
-        if q.shape[0] != st.keys.shape[0] or q.shape[2] != st.keys.shape[2]:
-            raise CapacityError(
-                f"omega: q [B, m, d] = {list(q.shape)} does not match the state's B = {st.keys.shape[0]}, "
-                f"d = {st.keys.shape[2]}"
-            )
-        _validate.same_device(state=st.matrix, q=q)
-        q = q.float()
+        B, d = st.keys.shape[0], st.keys.shape[2]
+        q = _validate.queries("omega", q, batch=B, d=d, held=f"state's B = {B}, d = {d}", state=st.matrix).float()
         return self._phi(unit(q) if self.normalize else q) @ st.matrix

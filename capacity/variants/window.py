@@ -103,10 +103,7 @@ class SlidingWindow:
     # ------------------------------------------------------------------ the window
 
     def _empty(self, batch: int, d: int, dv: int, device: Device) -> WindowCache:
-        batch = _validate.positive_int("batch", batch)
-        d = _validate.positive_int("d", d)
-        dv = _validate.positive_int("dv", dv)
-        dev = _validate.device(device)
+        batch, d, dv, dev = _validate.sizes(batch, d, dv, device)
         return WindowCache(torch.zeros(batch, 0, d, device=dev), torch.zeros(batch, 0, dv, device=dev))
 
     def _unit(self, x: torch.Tensor) -> torch.Tensor:
@@ -131,13 +128,9 @@ class SlidingWindow:
 
     def _scores(self, cache: WindowCache, q: torch.Tensor) -> torch.Tensor:
         """scale q K^T over the window: float32 ``[B, m, t]`` (q checked against the cache)."""
-        _validate.tensor("q", q, ndim=3, finite=False)
         K = cache.keys
-        if q.shape[0] != K.shape[0] or q.shape[2] != K.shape[2]:
-            raise CapacityError(
-                f"{self.name}: q [B, m, d] = {list(q.shape)} does not match the cache [B, t, d] = {list(K.shape)}"
-            )
-        _validate.same_device(cache=K, q=q)
+        held = f"cache [B, t, d] = {list(K.shape)}"
+        q = _validate.queries(self.name, q, batch=K.shape[0], d=K.shape[2], held=held, cache=K)
         scale = math.sqrt(K.shape[2]) if self.scale is None else self.scale
         return scale * torch.einsum("bmd,btd->bmt", self._unit(q), self._unit(K))
 

@@ -70,215 +70,207 @@ def ttt_read(q, state):
 LAM = 0.05  # MesaNet's ridge lambda
 
 
+def _entry(name: str, path: str, call: str, kwargs: dict, label: str, **more: object) -> dict:
+    """A row of a table: ``name``, ``path`` (the fla function), ``call`` (the from_fla call as text), ``make()``
+    (``from_fla`` of that function with ``kwargs``, named ``label``) and ``more`` (``builtin`` or ``why``)."""
+    return {"name": name, "path": path, "call": call, "make": lambda: from_fla(_fn(path), name=label, **kwargs), **more}
+
+
+def _reference(name: str, path: str, call: str, kwargs: dict, builtin: object) -> dict:
+    """A row of the references table; ``builtin`` builds the same memory built in (or is None)."""
+    return _entry(name, path, call, kwargs, f"fla:{name}", builtin=builtin)
+
+
+def _refused(name: str, path: str, call: str, kwargs: dict, why: str) -> dict:
+    """A row of the table of the ops that do not fit; ``why`` says why, in a sentence."""
+    return _entry(name, path, call, kwargs, f"fla:{path.rsplit('.', 1)[1]}", why=why)
+
+
 def references(d: int) -> list[dict]:
     """One entry per reference: ``name``, ``path`` (fla function), ``call`` (the from_fla call as text),
     ``make()`` (builds the variant) and ``builtin`` (the same memory built in, or None)."""
     alpha = torch.linspace(*ALPHA, d)  # [d]
     log_alpha = alpha.log().tolist()
     g = math.log(GATE)
-    out = []
-
-    def add(name, path, call, kwargs, builtin):
-        out.append(
+    return [
+        _reference(
+            "linear attention",
+            "fla.ops.linear_attn.naive.naive_recurrent_linear_attn",
+            "from_fla(naive_recurrent_linear_attn)",
+            {},
+            lambda: variants.get("linear"),
+        ),
+        _reference(
+            "delta rule",
+            "fla.ops.delta_rule.naive.delta_rule_recurrence",
+            'from_fla(delta_rule_recurrence, layout="BHTK", per_token={"beta": 1.0})',
+            {"layout": "BHTK", "per_token": {"beta": 1.0}},
+            lambda: variants.get("delta", beta=1.0, normalize=False),
+        ),
+        _reference(
+            "gated delta rule",
+            "fla.ops.gated_delta_rule.naive.naive_recurrent_gated_delta_rule",
+            'from_fla(naive_recurrent_gated_delta_rule, per_token={"beta": 1.0, "g": math.log(0.95)})',
+            {"per_token": {"beta": 1.0, "g": g}},
+            lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
+        ),
+        _reference(
+            "KDA",
+            "fla.ops.kda.naive.naive_recurrent_kda",
+            'from_fla(naive_recurrent_kda, per_token={"beta": 1.0, "g": alpha.log().tolist()})',
+            {"per_token": {"beta": 1.0, "g": log_alpha}},
+            lambda: variants.get("kda", alpha=alpha.tolist(), beta=1.0, normalize=False),
+        ),
+        _reference(
+            "GLA",
+            "fla.ops.gla.naive.naive_recurrent_gla",
+            'from_fla(naive_recurrent_gla, per_token={"gk": alpha.log().tolist()})',
+            {"per_token": {"gk": log_alpha}},
+            lambda: variants.get("gla", alpha=alpha.tolist()),
+        ),
+        _reference(
+            "simple GLA",
+            "fla.ops.simple_gla.naive.naive_recurrent_simple_gla",
+            'from_fla(naive_recurrent_simple_gla, per_token={"g": math.log(0.95)})',
+            {"per_token": {"g": g}},
+            lambda: variants.get("decay", alpha=GATE),
+        ),
+        _reference(
+            "RWKV-6",
+            "fla.ops.rwkv6.recurrent_naive.naive_recurrent_rwkv6",
+            'from_fla(naive_recurrent_rwkv6, layout="BHTK", per_token={"w": alpha.log().tolist()}, u=torch.zeros(1, d))',
+            {"layout": "BHTK", "per_token": {"w": log_alpha}, "u": torch.zeros(1, d)},
+            lambda: variants.get("gla", alpha=alpha.tolist()),
+        ),
+        _reference(
+            "IPLR",
+            "fla.ops.generalized_delta_rule.iplr.naive.iplr_recurrence",
+            'from_fla(iplr_recurrence, layout="BHTK", per_token={"alpha": lambda k: -k, "beta": lambda k: k})',
+            {"layout": "BHTK", "per_token": {"alpha": lambda k: -k, "beta": lambda k: k}},
+            lambda: variants.get("delta", beta=1.0, normalize=False),
+        ),
+        _reference(
+            "DPLR",
+            "fla.ops.generalized_delta_rule.dplr.naive.dplr_recurrence",
+            'from_fla(dplr_recurrence, layout="BHTK", '
+            'per_token={"alpha": lambda k: -k * alpha, "beta": lambda k: k, "gk": alpha.log().tolist()})',
             {
-                "name": name,
-                "path": path,
-                "call": call,
-                "make": lambda: from_fla(_fn(path), name=f"fla:{name}", **kwargs),
-                "builtin": builtin,
-            }
-        )
-
-    add(
-        "linear attention",
-        "fla.ops.linear_attn.naive.naive_recurrent_linear_attn",
-        "from_fla(naive_recurrent_linear_attn)",
-        {},
-        lambda: variants.get("linear"),
-    )
-    add(
-        "delta rule",
-        "fla.ops.delta_rule.naive.delta_rule_recurrence",
-        'from_fla(delta_rule_recurrence, layout="BHTK", per_token={"beta": 1.0})',
-        {"layout": "BHTK", "per_token": {"beta": 1.0}},
-        lambda: variants.get("delta", beta=1.0, normalize=False),
-    )
-    add(
-        "gated delta rule",
-        "fla.ops.gated_delta_rule.naive.naive_recurrent_gated_delta_rule",
-        'from_fla(naive_recurrent_gated_delta_rule, per_token={"beta": 1.0, "g": math.log(0.95)})',
-        {"per_token": {"beta": 1.0, "g": g}},
-        lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
-    )
-    add(
-        "KDA",
-        "fla.ops.kda.naive.naive_recurrent_kda",
-        'from_fla(naive_recurrent_kda, per_token={"beta": 1.0, "g": alpha.log().tolist()})',
-        {"per_token": {"beta": 1.0, "g": log_alpha}},
-        lambda: variants.get("kda", alpha=alpha.tolist(), beta=1.0, normalize=False),
-    )
-    add(
-        "GLA",
-        "fla.ops.gla.naive.naive_recurrent_gla",
-        'from_fla(naive_recurrent_gla, per_token={"gk": alpha.log().tolist()})',
-        {"per_token": {"gk": log_alpha}},
-        lambda: variants.get("gla", alpha=alpha.tolist()),
-    )
-    add(
-        "simple GLA",
-        "fla.ops.simple_gla.naive.naive_recurrent_simple_gla",
-        'from_fla(naive_recurrent_simple_gla, per_token={"g": math.log(0.95)})',
-        {"per_token": {"g": g}},
-        lambda: variants.get("decay", alpha=GATE),
-    )
-    add(
-        "RWKV-6",
-        "fla.ops.rwkv6.recurrent_naive.naive_recurrent_rwkv6",
-        'from_fla(naive_recurrent_rwkv6, layout="BHTK", per_token={"w": alpha.log().tolist()}, u=torch.zeros(1, d))',
-        {"layout": "BHTK", "per_token": {"w": log_alpha}, "u": torch.zeros(1, d)},
-        lambda: variants.get("gla", alpha=alpha.tolist()),
-    )
-    add(
-        "IPLR",
-        "fla.ops.generalized_delta_rule.iplr.naive.iplr_recurrence",
-        'from_fla(iplr_recurrence, layout="BHTK", per_token={"alpha": lambda k: -k, "beta": lambda k: k})',
-        {"layout": "BHTK", "per_token": {"alpha": lambda k: -k, "beta": lambda k: k}},
-        lambda: variants.get("delta", beta=1.0, normalize=False),
-    )
-    add(
-        "DPLR",
-        "fla.ops.generalized_delta_rule.dplr.naive.dplr_recurrence",
-        'from_fla(dplr_recurrence, layout="BHTK", '
-        'per_token={"alpha": lambda k: -k * alpha, "beta": lambda k: k, "gk": alpha.log().tolist()})',
-        {
-            "layout": "BHTK",
-            "per_token": {"alpha": lambda k: -k * alpha.to(k.device), "beta": lambda k: k, "gk": log_alpha},
-        },
-        lambda: variants.get("kda", alpha=alpha.tolist(), beta=1.0, normalize=False),
-    )
-    add(
-        "Comba",
-        "fla.ops.comba.naive.naive_recurrent_comba",
-        'from_fla(naive_recurrent_comba, per_token={"p": lambda k: k, "beta": 1.0, "g": math.log(0.95)})',
-        {"per_token": {"p": lambda k: k, "beta": 1.0, "g": g}},
-        lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
-    )
-    add(
-        "Comba, p = k/2",
-        "fla.ops.comba.naive.naive_recurrent_comba",
-        'from_fla(naive_recurrent_comba, per_token={"p": lambda k: 0.5 * k, "beta": 1.0, "g": math.log(0.95)})',
-        {"per_token": {"p": lambda k: 0.5 * k, "beta": 1.0, "g": g}},
-        None,
-    )
-    add(
-        "gated delta product",
-        "fla.ops.gated_delta_product.naive.naive_recurrent_gated_delta_product",
-        'from_fla(naive_recurrent_gated_delta_product, per_token={"g": math.log(0.95), "beta": 1.0}, scale=1.0)',
-        {"per_token": {"g": g, "beta": 1.0}, "scale": 1.0},
-        lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
-    )
-    add(
-        "momentum delta rule",
-        "fla.ops.momentum_delta_rule.naive.recurrent_momentum_delta_rule_ref",
-        'from_fla(recurrent_momentum_delta_rule_ref, states={"initial_S": "KV", "initial_M": "KV"}, '
-        'per_token={"log_alpha": math.log(0.95), "log_mu": math.log(0.5), "p": ident, "beta": 1.0, "eta": 0.5})',
-        {
-            "states": {"initial_S": "KV", "initial_M": "KV"},
-            "per_token": {"log_alpha": g, "log_mu": math.log(0.5), "p": ident, "beta": 1.0, "eta": 0.5},
-        },
-        None,
-    )
-    add(
-        "MesaNet",
-        "fla.ops.mesa_net.naive.naive_mesa_net_exact",
-        'from_fla(naive_mesa_net_exact, states={"h_kk_init": "KK", "h_kv_init": "KV"}, '
-        'per_token={"g": 0.0, "beta": 1.0}, read=partial(mesa_read, lam=0.05), lamb=torch.full((1, d), 0.05), dims=d)',
-        {
-            "states": {"h_kk_init": "KK", "h_kv_init": "KV"},
-            "per_token": {"g": 0.0, "beta": 1.0},
-            "read": functools.partial(mesa_read, lam=LAM),
-            "lamb": torch.full((1, d), LAM),
-            "dims": d,
-        },
-        lambda: variants.get("lsq", lam=LAM),
-    )
-    add(
-        "TTT-linear",
-        "fla.ops.ttt.naive.ttt_linear",
-        'from_fla(ttt_linear, layout="BHTK", states={"initial_state": "KV", "initial_state_bias": "1V"}, '
-        'per_token={"eta": 0.1}, read=ttt_read, w=torch.full((1, d), d**-0.5), b=torch.zeros(1, d), scale=1.0, '
-        "eps=1e-6, mini_batch_size=1, dims=d)",
-        {
-            "layout": "BHTK",
-            "states": {"initial_state": "KV", "initial_state_bias": "1V"},
-            "per_token": {"eta": 0.1},
-            "read": ttt_read,
-            "w": torch.full((1, d), d**-0.5),
-            "b": torch.zeros(1, d),
-            "scale": 1.0,
-            "eps": 1e-6,
-            "mini_batch_size": 1,
-            "dims": d,
-        },
-        None,
-    )
-    return out
+                "layout": "BHTK",
+                "per_token": {"alpha": lambda k: -k * alpha.to(k.device), "beta": lambda k: k, "gk": log_alpha},
+            },
+            lambda: variants.get("kda", alpha=alpha.tolist(), beta=1.0, normalize=False),
+        ),
+        _reference(
+            "Comba",
+            "fla.ops.comba.naive.naive_recurrent_comba",
+            'from_fla(naive_recurrent_comba, per_token={"p": lambda k: k, "beta": 1.0, "g": math.log(0.95)})',
+            {"per_token": {"p": lambda k: k, "beta": 1.0, "g": g}},
+            lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
+        ),
+        _reference(
+            "Comba, p = k/2",
+            "fla.ops.comba.naive.naive_recurrent_comba",
+            'from_fla(naive_recurrent_comba, per_token={"p": lambda k: 0.5 * k, "beta": 1.0, "g": math.log(0.95)})',
+            {"per_token": {"p": lambda k: 0.5 * k, "beta": 1.0, "g": g}},
+            None,
+        ),
+        _reference(
+            "gated delta product",
+            "fla.ops.gated_delta_product.naive.naive_recurrent_gated_delta_product",
+            'from_fla(naive_recurrent_gated_delta_product, per_token={"g": math.log(0.95), "beta": 1.0}, scale=1.0)',
+            {"per_token": {"g": g, "beta": 1.0}, "scale": 1.0},
+            lambda: variants.get("gated_delta", alpha=GATE, beta=1.0, normalize=False),
+        ),
+        _reference(
+            "momentum delta rule",
+            "fla.ops.momentum_delta_rule.naive.recurrent_momentum_delta_rule_ref",
+            'from_fla(recurrent_momentum_delta_rule_ref, states={"initial_S": "KV", "initial_M": "KV"}, '
+            'per_token={"log_alpha": math.log(0.95), "log_mu": math.log(0.5), "p": ident, "beta": 1.0, "eta": 0.5})',
+            {
+                "states": {"initial_S": "KV", "initial_M": "KV"},
+                "per_token": {"log_alpha": g, "log_mu": math.log(0.5), "p": ident, "beta": 1.0, "eta": 0.5},
+            },
+            None,
+        ),
+        _reference(
+            "MesaNet",
+            "fla.ops.mesa_net.naive.naive_mesa_net_exact",
+            'from_fla(naive_mesa_net_exact, states={"h_kk_init": "KK", "h_kv_init": "KV"}, '
+            'per_token={"g": 0.0, "beta": 1.0}, read=partial(mesa_read, lam=0.05), lamb=torch.full((1, d), 0.05), dims=d)',
+            {
+                "states": {"h_kk_init": "KK", "h_kv_init": "KV"},
+                "per_token": {"g": 0.0, "beta": 1.0},
+                "read": functools.partial(mesa_read, lam=LAM),
+                "lamb": torch.full((1, d), LAM),
+                "dims": d,
+            },
+            lambda: variants.get("lsq", lam=LAM),
+        ),
+        _reference(
+            "TTT-linear",
+            "fla.ops.ttt.naive.ttt_linear",
+            'from_fla(ttt_linear, layout="BHTK", states={"initial_state": "KV", "initial_state_bias": "1V"}, '
+            'per_token={"eta": 0.1}, read=ttt_read, w=torch.full((1, d), d**-0.5), b=torch.zeros(1, d), scale=1.0, '
+            "eps=1e-6, mini_batch_size=1, dims=d)",
+            {
+                "layout": "BHTK",
+                "states": {"initial_state": "KV", "initial_state_bias": "1V"},
+                "per_token": {"eta": 0.1},
+                "read": ttt_read,
+                "w": torch.full((1, d), d**-0.5),
+                "b": torch.zeros(1, d),
+                "scale": 1.0,
+                "eps": 1e-6,
+                "mini_batch_size": 1,
+                "dims": d,
+            },
+            None,
+        ),
+    ]
 
 
 def refused(d: int) -> list[dict]:
     """The ops that do not fit: ``name``, ``path``, ``call`` (text), ``make()`` and ``why`` (a sentence)."""
     alpha = torch.linspace(*ALPHA, d)
-    out = []
-
-    def add(name, path, call, kwargs, why):
-        out.append(
+    return [
+        _refused(
+            "Titans",
+            "fla.ops.titans.naive.titans_linear",
+            'from_fla(titans_linear, layout="BHTK", per_token={"theta": 0.1, "alpha": 0.1, "eta": 0.9}, '
+            "w=torch.ones(1, d), b=torch.zeros(1, d), eps=1e-6, chunk_size=16, dims=d)",
             {
-                "name": name,
-                "path": path,
-                "call": call,
-                "make": lambda: from_fla(_fn(path), name=f"fla:{path.rsplit('.', 1)[1]}", **kwargs),
-                "why": why,
-            }
-        )
-
-    add(
-        "Titans",
-        "fla.ops.titans.naive.titans_linear",
-        'from_fla(titans_linear, layout="BHTK", per_token={"theta": 0.1, "alpha": 0.1, "eta": 0.9}, '
-        "w=torch.ones(1, d), b=torch.zeros(1, d), eps=1e-6, chunk_size=16, dims=d)",
-        {
-            "layout": "BHTK",
-            "per_token": {"theta": 0.1, "alpha": 0.1, "eta": 0.9},
-            "w": torch.ones(1, d),
-            "b": torch.zeros(1, d),
-            "eps": 1e-6,
-            "chunk_size": 16,
-            "dims": d,
-        },
-        "its theta, alpha and eta are indexed [B, H, T, 1] (one per token, with a trailing axis of 1), which "
-        "per_token builds as [B, H, T] or [B, H, T, K]; and it returns only M, not its momentum S or the M the "
-        "gradient is taken at, so a second write could not continue the first",
-    )
-    add(
-        "HGRN",
-        "fla.ops.hgrn.naive.naive_recurrent_hgrn",
-        "from_fla(naive_recurrent_hgrn)",
-        {},
-        "it takes (x, g), not (q, k, v): h = exp(g) h + x is one number per channel, a vector state with no key "
-        "or value to map (names= cannot help: there is no outer product k^T v to store pairs in)",
-    )
-    add(
-        "RWKV-7",
-        "fla.ops.rwkv7.fused_recurrent_rwkv7",
-        'from_fla(fused_recurrent_rwkv7, names={"q": "r"}, per_token={"w": alpha.log().tolist(), "a": neg, '
-        '"b": ident}, scale=1.0)',
-        {"names": {"q": "r"}, "per_token": {"w": alpha.log().tolist(), "a": neg, "b": ident}, "scale": 1.0},
-        "names maps its receptance r to q, but fla 0.6.0 ships RWKV-7 as fused Triton kernels only (no plain-torch "
-        "reference), and these are autotuned: on a CPU, even under TRITON_INTERPRET=1, the autotuner finds no GPU "
-        "driver to time its configurations with. On a CUDA device the same call wraps it (its recurrence is "
-        "DPLR's, the row above)",
-    )
-    return out
+                "layout": "BHTK",
+                "per_token": {"theta": 0.1, "alpha": 0.1, "eta": 0.9},
+                "w": torch.ones(1, d),
+                "b": torch.zeros(1, d),
+                "eps": 1e-6,
+                "chunk_size": 16,
+                "dims": d,
+            },
+            "its theta, alpha and eta are indexed [B, H, T, 1] (one per token, with a trailing axis of 1), which "
+            "per_token builds as [B, H, T] or [B, H, T, K]; and it returns only M, not its momentum S or the M the "
+            "gradient is taken at, so a second write could not continue the first",
+        ),
+        _refused(
+            "HGRN",
+            "fla.ops.hgrn.naive.naive_recurrent_hgrn",
+            "from_fla(naive_recurrent_hgrn)",
+            {},
+            "it takes (x, g), not (q, k, v): h = exp(g) h + x is one number per channel, a vector state with no key "
+            "or value to map (names= cannot help: there is no outer product k^T v to store pairs in)",
+        ),
+        _refused(
+            "RWKV-7",
+            "fla.ops.rwkv7.fused_recurrent_rwkv7",
+            'from_fla(fused_recurrent_rwkv7, names={"q": "r"}, per_token={"w": alpha.log().tolist(), "a": neg, '
+            '"b": ident}, scale=1.0)',
+            {"names": {"q": "r"}, "per_token": {"w": alpha.log().tolist(), "a": neg, "b": ident}, "scale": 1.0},
+            "names maps its receptance r to q, but fla 0.6.0 ships RWKV-7 as fused Triton kernels only (no plain-torch "
+            "reference), and these are autotuned: on a CPU, even under TRITON_INTERPRET=1, the autotuner finds no GPU "
+            "driver to time its configurations with. On a CUDA device the same call wraps it (its recurrence is "
+            "DPLR's, the row above)",
+        ),
+    ]
 
 
 def refusal(entry: dict, d: int) -> str:

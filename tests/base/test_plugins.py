@@ -23,6 +23,12 @@ import usermem  # noqa: E402
 ENV = {**os.environ, "PYTHONPATH": str(PKG) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
 
 
+def _in_two_workers(out) -> list[str]:
+    """The end of a quiet run's command line without figures, measured in two worker processes (each of which must
+    find the plug-in again) and saved under ``out``."""
+    return ["--executor", "processes", "--workers", "2", "--out", str(out), "--quiet", "--no-figures"]
+
+
 @pytest.mark.parametrize(
     "label",
     [
@@ -187,14 +193,7 @@ def test_entry_point_plugins_are_found_without_any_import(tmp_path):
             "halfgain",
             "--set",
             "variant=halfgain(c=0.5),linear",
-            "--executor",
-            "processes",
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-            "--quiet",
-            "--no-figures",
+            *_in_two_workers(out),
         ],
         env=env,
         capture_output=True,
@@ -232,14 +231,7 @@ def test_import_registers_a_plugin_in_every_worker(cli, tmp_path):
         "load=1/2,1,2",
         "--set",
         "seed=0",
-        "--executor",
-        "processes",
-        "--workers",
-        "2",
-        "--out",
-        str(out),
-        "--quiet",
-        "--no-figures",
+        *_in_two_workers(out),
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

@@ -10,12 +10,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import xarray as xr
+from proc_support import still_alive
 
 from lacapacity import CapacityError, studies, sweep
 from lacapacity.sweep import provenance as store_mod
@@ -76,18 +79,6 @@ def _workers(pid: int) -> list[int]:
     return [p for p in _children(pid, parent) if "spawn_main" in cmdline(p) or "forkserver" in cmdline(parent.get(p))]
 
 
-def _alive(pids) -> set[int]:
-    out = set()
-    for p in pids:
-        try:
-            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state != "Z":
-                out.add(p)
-        except OSError:
-            pass
-    return out
-
-
 def _start_slow(out: Path, *extra, hold: Path | None = None):
     """The slow run; ``hold``: its pass at d = 48 waits until that file exists (the run cannot end before;
     ``slowmem``'s SLOWMEM_HOLD)."""
@@ -103,6 +94,18 @@ def _wait_for_a_group(proc) -> list[str]:
         if "points; finished" in line:
             return lines
     raise AssertionError("the run ended before a pass finished: " + "".join(lines))
+
+
+@contextmanager
+def _held_in_two_workers(tmp_path: Path) -> Iterator[subprocess.Popen]:
+    """The slow run in two worker processes, its pass at d = 48 held, once another pass has finished; killed after
+    the block."""
+    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2", hold=tmp_path / "gate")
+    try:
+        _wait_for_a_group(proc)
+        yield proc
+    finally:
+        proc.kill()
 
 
 # ---------------------------------------------------------------- the store
@@ -330,10 +333,8 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, monkeypatch, e
         assert kids, "the run has worker processes"
         proc.kill()
         proc.wait(timeout=30)
-        deadline = time.time() + 120  # a bound, not a wait: it ends as soon as they are gone
-        while _alive(kids) and time.time() < deadline:
-            time.sleep(0.2)
-        assert not _alive(kids), f"left behind: {_alive(kids)}"
+        left = still_alive(kids, within=120)
+        assert not left, f"left behind: {left}"
     finally:
         proc.kill()
     if moment == "after a group":  # the store the killed run left is whole: the resume reuses what it finished
@@ -345,28 +346,19 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, monkeypatch, e
 
 @pytest.mark.slow
 def test_sigterm_ends_the_run_in_one_line_and_takes_the_workers(tmp_path):
-    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2", hold=tmp_path / "gate")
-    try:
-        _wait_for_a_group(proc)
+    with _held_in_two_workers(tmp_path) as proc:
         kids = _children(proc.pid)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 143
         assert "terminated" in err and "Traceback" not in err
-        deadline = time.time() + 120  # a bound, not a wait: it ends as soon as they are gone
-        while _alive(kids) and time.time() < deadline:
-            time.sleep(0.2)
-        assert not _alive(kids)
-    finally:
-        proc.kill()
+        assert not still_alive(kids, within=120)
 
 
 @pytest.mark.slow
 def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
     """The run holds its pass at d = 48 (it cannot end before the kill, however fast the machine: issue 51)."""
-    proc = _start_slow(tmp_path / "o", "--executor", "processes", "--workers", "2", hold=tmp_path / "gate")
-    try:
-        _wait_for_a_group(proc)
+    with _held_in_two_workers(tmp_path) as proc:
         workers = _workers(proc.pid)
         assert workers
         os.kill(workers[0], signal.SIGKILL)
@@ -378,8 +370,6 @@ def test_a_killed_worker_ends_the_run_with_one_line(tmp_path):
             and "a worker process died" in lines[0]
             and "run the same command again to resume" in lines[0]
         )
-    finally:
-        proc.kill()
 
 
 @pytest.mark.slow

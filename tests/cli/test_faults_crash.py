@@ -17,6 +17,7 @@ import textwrap
 import time
 
 import pytest
+from proc_support import alive, still_alive
 from user_code_support import user_memory
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor forks (Linux)")
@@ -150,7 +151,7 @@ def test_a_stray_signal_is_one_line_naming_it_and_never_blames_the_code_that_ran
     assert proc.returncode == 128 + signum, err
     assert len(err.splitlines()) == 1 and err.startswith(f"capacity: stopped by {name} ("), err
     assert "gaussian" not in err and "unexpected" not in err, err
-    assert not _alive(child)
+    assert not alive(child)
 
 
 HANG = """
@@ -181,28 +182,17 @@ def test_a_stop_signal_reaches_the_command_once(signum, raised, to):
     finally:
         proc.kill()
     assert proc.returncode == 0 and out.split() == [raised, "unwound"], (out, err)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
+    assert not alive(child)
 
 
 def test_kill_9_of_the_supervisor_leaves_no_process():
     proc = _supervised("while True:\n    time.sleep(0.05)")
     try:
         child = int(proc.stdout.readline())
-        assert _alive(child)
+        assert alive(child)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        end = time.monotonic() + 60  # a bound: it ends as soon as the child is gone
-        while _alive(child) and time.monotonic() < end:
-            time.sleep(0.05)
-        assert not _alive(child)
+        assert not still_alive([child], within=60)
     finally:
         proc.kill()
         try:

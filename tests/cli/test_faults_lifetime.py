@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from proc_support import alive
 from user_code_support import user_memory
 
 from lacapacity import CapacityError, sweep
@@ -38,15 +39,6 @@ def _compare(out, *variants, load="1,2", d="8", extra=(), figures=False):
     loud = () if "--verbose" in extra else ("--quiet",)
     drawn = () if figures else ("--no-figures",)
     return ["compare", *variants, "--d", d, "--load", load, "--seeds", "1", "--out", str(out), *loud, *drawn, *extra]
-
-
-def _alive(pid: int) -> bool:
-    """The process runs (a zombie, killed and not yet reaped, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
 
 
 def _wait_for(predicate, timeout: float, what: str):
@@ -300,10 +292,10 @@ def test_kill_9_of_the_parent_leaves_no_figure_worker(tmp_path):
     try:
         _wait_for(lambda: len(list(pids.iterdir())) == 2, 60, "two figure workers")
         children = [int(p.name) for p in pids.iterdir()]
-        assert all(_alive(pid) for pid in children)
+        assert all(alive(pid) for pid in children)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        _wait_for(lambda: not any(_alive(pid) for pid in children), 5, "the figure workers to die with their parent")
+        _wait_for(lambda: not any(alive(pid) for pid in children), 5, "the figure workers to die with their parent")
     finally:
         proc.kill()
         for p in pids.iterdir():

@@ -325,6 +325,8 @@ def test_argmax_capacity_refined_is_the_root_of_its_recall():
         theory.argmax_capacity_refined(8, 8, tau=0.0)
     with pytest.raises(CapacityError, match=r"^tau must lie in \(0, 1\), got \[0.5\]$"):
         theory.argmax_capacity(8, 8, tau=[0.5])
+    with pytest.raises(CapacityError, match=r"^tau must lie in \(0, 1\), got \[0.5\]$"):
+        theory.argmax_capacity_refined(8, 8, tau=[0.5])
     with pytest.raises(CapacityError, match=r"^d and dv must be >= 2 for the refined argmax prediction, got d="):
         theory.argmax_capacity_refined(8, 1)
     with pytest.raises(CapacityError, match="d and dv must be >= 2"):

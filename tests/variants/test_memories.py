@@ -3,6 +3,7 @@ gradients, closed forms (T8 for lsq, the delta rule as a special case), check_va
 flash-linear-attention 0.6.0's naive references where fla is installed."""
 
 import json
+import re
 
 import memory_oracles as _oracles
 import numpy as np
@@ -445,3 +446,20 @@ def test_triton_backend_equals_the_oracle(name, params):
     mem = variants.get(name, backend="triton", **params)
     K, V = _data(n=20, d=16, dv=8)
     assert _rel(_matrix(mem, _write_chunks(mem, K, V, [5, 15])), _oracle_state(mem, K, V)) <= 1e-5
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["delta_product", "gdn2", "precond_kda", "lsq", "omega", "log_linear", "swa", "cyfa", "mom", "softmax", "mamba3"],
+)
+def test_a_query_that_does_not_fit_the_state_is_one_line_naming_both(name):
+    """Each read checks q [B, m, d] against the state it reads (mamba3 maps q to its features first: B only)."""
+    mem = variants.get(name)
+    K, V = _data(B=2, n=3, d=8, dv=4)
+    state = mem.write(mem.init_state(2, 8, 4), K, V)
+    assert mem.read(state, K[:, :1]).shape == (2, 1, 4)
+    bad = [torch.zeros(3, 1, 8)] + ([] if name == "mamba3" else [torch.zeros(2, 1, 5)])
+    for q in bad:
+        shape = re.escape(str(list(q.shape)))
+        with pytest.raises(CapacityError, match=rf"^{name}: q \[B, m, d\] = {shape} does not match the \w"):
+            mem.read(state, q)
