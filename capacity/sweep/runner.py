@@ -228,9 +228,9 @@ def _measure(
     # each cell's checkpoint folder, by its key, as an absolute path below one this process makes: a worker that does
     # not share this file system finds no such folder and saves no checkpoint (lacapacity.tasks._resume.point)
     folders = {k: str(store.checkpoints(plan.keys[p.cell]).absolute()) for k, p in by_key.items()}
-    if folders:
-        with contextlib.suppress(OSError):  # a store that cannot hold checkpoints: the points are saved as they end
-            Path(next(iter(folders.values()))).parent.mkdir(exist_ok=True)
+    saved = store.checkpoints()  # removed below while empty, whatever ends the run
+    with contextlib.suppress(OSError):  # a store that cannot hold checkpoints: the points are saved as they end
+        saved.mkdir(exist_ok=True)
     jobs = [
         (ps[0][0], Job(imports=imports, passes=ps, checkpoints={k: folders[k] for k, *_ in ps}))
         for ps in bundles.values()
@@ -267,6 +267,8 @@ def _measure(
     finally:
         stream.close()
         bar.close()
+        with contextlib.suppress(OSError):
+            saved.rmdir()  # only when no point left a checkpoint
     return measured
 
 
