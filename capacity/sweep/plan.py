@@ -164,7 +164,7 @@ class Plan:
         c = p.cell
         at = (c.variant, c.feature, c.d, c.dv)
         if at not in self._timed:
-            self._timed[at] = probe.write_seconds(self.memory(c).obj, c.d, c.dv, self.device)
+            self._timed[at] = probe.write_seconds(p.memory, c.d, c.dv, self.device)
         per_call, per_token = self._timed[at]
         T, block = self.task.writes(self.study, list(p.ns)), probe.BLOCK
         # as the probe writes: whole blocks into the state, the rest of a checkpoint's pairs into a copy

@@ -9,6 +9,7 @@ then reuses its points.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
@@ -224,7 +225,12 @@ def _measure(
     for k, p in by_key.items():
         same = tuple((a, v) for a, v in p.cell.items() if a not in ("variant", "feature"))
         bundles.setdefault((same, p.seeds, p.ns), []).append((k, p, 1 if one and plan.work(p) < SMALL else None))
-    folders = {k: str(store.checkpoints(plan.keys[p.cell])) for k, p in by_key.items()}  # each cell's, by its key
+    # each cell's checkpoint folder, by its key, as an absolute path below one this process makes: a worker that does
+    # not share this file system finds no such folder and saves no checkpoint (lacapacity.tasks._resume.point)
+    folders = {k: str(store.checkpoints(plan.keys[p.cell]).absolute()) for k, p in by_key.items()}
+    saved = store.checkpoints()  # removed below while empty, whatever ends the run
+    with contextlib.suppress(OSError):  # a store that cannot hold checkpoints: the points are saved as they end
+        saved.mkdir(exist_ok=True)
     jobs = [
         (ps[0][0], Job(imports=imports, passes=ps, checkpoints={k: folders[k] for k, *_ in ps}))
         for ps in bundles.values()
@@ -261,6 +267,8 @@ def _measure(
     finally:
         stream.close()
         bar.close()
+        with contextlib.suppress(OSError):
+            saved.rmdir()  # only when no point left a checkpoint
     return measured
 
 

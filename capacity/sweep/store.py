@@ -137,9 +137,9 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def checkpoints(self, key: str) -> Path:
-        """The folder of cell ``key``'s checkpoints: its points in progress (``lacapacity.tasks._resume``), made by
-        the task that saves one, removed once the points are stored."""
+    def checkpoints(self, key: str = "") -> Path:
+        """The folder of cell ``key``'s checkpoints (no key: the folder of every cell's): its points in progress
+        (``lacapacity.tasks._resume``), made by the task that saves one, removed once the points are stored."""
         return self.root / "checkpoints" / key
 
     def load(
@@ -309,7 +309,7 @@ class Store:
                 pass
         known = not manifest or manifest["cells"] is not None
         unused = [p for p in files if p.stem not in used] if known else []
-        saved = self.root / "checkpoints"  # points in progress (``checkpoints``), by their cell's key
+        saved = self.checkpoints()  # points in progress (``checkpoints``), by their cell's key
         folders = sorted(p for p in saved.iterdir() if _kind(p) == "a folder") if _kind(saved) == "a folder" else []
         unused += [p for p in folders if p.name not in used] if known else []
         return {

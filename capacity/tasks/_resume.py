@@ -46,13 +46,13 @@ def _name(seed: int, n: int) -> str:
 
 
 def point(seed: int, n: int) -> Checkpoint | None:
-    """The checkpoint of point (``seed``, ``n``) of the pass being measured, or None (no folder, or one that cannot be
-    made)."""
+    """The checkpoint of point (``seed``, ``n``) of the pass being measured, or None: no folder, or one that cannot be
+    made in its parent, which the sweep makes (a worker that does not share the run's file system has none)."""
     folder = getattr(_LOCAL, "folder", None)
     if folder is None:
         return None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
     except OSError:
         return None
     return Checkpoint(folder / _name(seed, n))

@@ -53,6 +53,7 @@ AgeBins: TypeAlias = "bool | Sequence[int] | np.ndarray | torch.Tensor | None"
 TopK: TypeAlias = "int | list[int] | tuple[int, ...] | None"
 
 BLOCK = 64  # pairs per write call: the state is built in whole blocks, so a checkpoint's numbers depend on n alone
+TIMED = 15  # pairs of the longest write ``write_seconds`` times: the fingerprint's first write, no more
 
 # name -> (long name, units, description); per checkpoint and batch item, means over the stored pairs
 METRICS = {
@@ -442,11 +443,12 @@ def _copy(state: object, vname: str) -> object:
 
 def write_seconds(variant: Variant, d: int, dv: int, device: str | torch.device = "cpu") -> tuple[float, float]:
     """Seconds of the probe's writes on one thread of this machine, as loaded as it is now, for one batch item:
-    ``(per_call, per_token)``. Timed on a fresh state: a write of one pair, then of a whole ``BLOCK`` (as the probe
-    writes) where the first took under 10 ms, else of two pairs (each the fastest of three where they are quick);
-    ``per_token`` the difference per pair more (about 0 for a memory that writes a block at once), ``per_call`` the
-    rest of the one-pair write (a copy of the state, say). It runs the memory's code (under the guard) at the
-    sizes given: call it after the sizes are checked. A memory that fails here gives ``(0.0, 0.0)``: the
+    ``(per_call, per_token)``. Timed on a fresh state: a write of one pair, then of ``TIMED`` pairs where the first
+    took under 10 ms, else of two (each the fastest of three where they are quick); ``per_token`` the difference per
+    pair more (about 0 for a memory that writes a block at once), ``per_call`` the rest of the one-pair write (a
+    copy of the state, say). It runs the memory's code (under the guard) at the sizes given, with no more pairs a
+    call than the behavioural fingerprint writes (``lacapacity.sweep.provenance.behaviour``: 15, then 9): call it
+    after the sizes are checked. A memory that fails here gives ``(0.0, 0.0)``: the
     measurement reports it. Torch's global random state is left as it was."""
     import time
 
@@ -456,8 +458,8 @@ def write_seconds(variant: Variant, d: int, dv: int, device: str | torch.device 
     try:
         with torch.random.fork_rng(devices=[]):
             gen = torch.Generator().manual_seed(0)
-            k = torch.randn(1, BLOCK, d, generator=gen).to(device)
-            v = torch.randn(1, BLOCK, dv, generator=gen).to(device)
+            k = torch.randn(1, TIMED, d, generator=gen).to(device)
+            v = torch.randn(1, TIMED, dv, generator=gen).to(device)
             state = run.init_state(1, d, dv, device=device)
 
             def best(t: int) -> float:
@@ -472,8 +474,10 @@ def write_seconds(variant: Variant, d: int, dv: int, device: str | torch.device 
                         break
                 return fastest
 
+            if torch.device(device).type == "cuda":  # the device's own start-up (context, kernels) is not a write's
+                best(1)
             one = best(1)
-            more = BLOCK if one < 0.01 else 2
+            more = TIMED if one < 0.01 else 2
             per_token = max(best(more) - one, 0.0) / (more - 1)
     except Exception:  # the memory's own fault: reported where it measures
         return 0.0, 0.0
