@@ -236,6 +236,21 @@ def test_an_interrupt_inside_training_resumes_from_its_checkpoint_bit_for_bit(tm
     assert not folder.exists()
 
 
+def test_a_torn_or_foreign_checkpoint_is_ignored(tmp_path):
+    """A checkpoint cut short by a crash of the machine, or saved for other settings, starts the point over."""
+    from lacapacity.tasks import _resume
+
+    ckpt = _resume.Checkpoint(tmp_path / "seed=0-n=4.pt")
+    assert ckpt.load({"steps": 8}) is None  # none yet
+    ckpt.save({"steps": 8}, {"step": 3, "W": [torch.arange(4.0)]})
+    torn = ckpt.path.read_bytes()
+    assert ckpt.load({"steps": 9}) is None
+    got = ckpt.load({"steps": 8})
+    assert got is not None and got["step"] == 3 and torch.equal(got["W"][0], torch.arange(4.0))
+    ckpt.path.write_bytes(torn[: len(torn) // 2])
+    assert ckpt.load({"steps": 8}) is None
+
+
 def test_defaults_fit_the_machine():
     """The default study: d 32, 4-64 pairs, four memories; its settings are Trained's defaults."""
     s = studies.get("trained")
