@@ -364,15 +364,33 @@ def _dask(
     finally:
         for fut in futures:
             fut.cancel()
-        client.close(timeout=timeout)
-        if cluster is not None:
-            cluster.close(timeout=timeout)
+        _close(client, cluster, timeout)
         for q, lvl in zip(quiet, levels):
             q.setLevel(lvl)
         if config is not None:
             config.__exit__(None, None, None)  # the caller's Dask configuration again
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _close(client: Any, cluster: Any, timeout: float) -> None:
+    """Close the client, and the local cluster if there is one, within about ``timeout`` s each. A close that
+    fails (a nanny that is starting its worker again after a crash outlasts it on a busy machine) must not stand in
+    for what ended the run: the workers left are killed instead (their nannies, in this process, go with it)."""
+    for part in (client, cluster):
+        if part is None:
+            continue
+        try:
+            part.close(timeout=timeout)
+        except Exception:  # what is left is killed below
+            pass
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(nanny, "pid", None)  # distributed.Nanny.pid: its worker process's, None once it has ended
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 _DIED = "a crash of the code it runs (a segfault or abort in a memory's C code, ctypes), out of memory, or a kill"

@@ -341,7 +341,7 @@ def test_kill_9_of_the_run_leaves_no_worker_behind(cli, tmp_path, monkeypatch, e
         monkeypatch.syspath_prepend(str(PKG))  # slowmem, here as in the killed run
         resumed = cli.here("compare", *SLOW, "--out", str(tmp_path / "o"), "--verbose", "--executor", "serial")
         assert resumed.returncode == 0 and "measured in" in resumed.stderr
-        assert " 0 reused" not in resumed.stderr
+        assert " 0 reused" not in resumed.stderr, resumed.stderr
 
 
 @pytest.mark.slow

@@ -60,6 +60,36 @@ def test_a_crash_on_a_dask_worker_is_one_line_naming_the_pass(cli, tmp_path, mon
     assert "died" in lines[0] and "0 of 1 points are saved" in lines[0], lines[0]
 
 
+def _pid(task: object) -> int:
+    return os.getpid()
+
+
+@pytest.mark.slow  # a local Dask cluster of one worker: about 5 s on the shared 2-core VM
+def test_a_local_cluster_that_does_not_close_in_time_masks_nothing_and_leaves_no_worker(monkeypatch):
+    """Issue 51, on the loaded VM: a nanny still starting its crashed worker again outlasted the cluster's close,
+    whose TimeoutError ("timed out after 30 s.") then stood in for the run's own line. A close that fails is
+    passed over, and the worker process it left is killed."""
+    from distributed import LocalCluster
+
+    from lacapacity.sweep import executors
+
+    closes = []
+
+    def late(self, timeout=None):  # the close that outlasts its timeout; the real one after the test
+        closes.append(self)
+        raise TimeoutError(f"timed out after {timeout} s.")
+
+    monkeypatch.setattr(LocalCluster, "close", late)
+    try:
+        got = dict(executors.execute("dask", _pid, [("a", 0)], workers=1))
+        assert set(got) == {"a"} and got["a"] != os.getpid(), got  # the task ran in the worker process
+        assert not still_alive([got["a"]], within=60), "the worker outlived its run"
+    finally:
+        monkeypatch.undo()
+        for cluster in closes:
+            cluster.close()
+
+
 # ---------------------------------------------------------------- the supervisor on its own (no torch: fast)
 
 SUPERVISED = """
