@@ -267,8 +267,7 @@ def _measure(
     finally:
         stream.close()
         bar.close()
-        with contextlib.suppress(OSError):
-            saved.rmdir()  # only when no point left a checkpoint
+        _resume.tidy(saved)  # the workers are done: the folders no point left a checkpoint in
     return measured
 
 

@@ -59,18 +59,31 @@ def point(seed: int, n: int) -> Checkpoint | None:
 
 
 def discard(folder: str | Path, points: Iterable[tuple[int, int]] | None = None) -> None:
-    """Remove the checkpoints of ``points`` ((seed, n) pairs; None: every one) from ``folder``, and the folder (and
-    its parent) once empty. Missing files and folders are fine; one that cannot be removed is left."""
+    """Remove the checkpoints of ``points`` ((seed, n) pairs) from ``folder``; None: the folder with every one, and
+    its parent once empty. The folder stays while points are named: other passes of the cell (other workers) may be
+    saving theirs into it (``tidy`` removes it once the run's workers are done). Missing files and folders are fine;
+    one that cannot be removed is left."""
     folder = Path(folder)
     if points is None:
         shutil.rmtree(folder, ignore_errors=True)
-    else:
-        for seed, n in points:
-            with contextlib.suppress(OSError):
-                (folder / _name(seed, n)).unlink(missing_ok=True)
-    for empty in (folder, folder.parent):
+        tidy(folder.parent, below=False)
+        return
+    for seed, n in points:
         with contextlib.suppress(OSError):
-            empty.rmdir()  # only when empty
+            (folder / _name(seed, n)).unlink(missing_ok=True)
+
+
+def tidy(root: str | Path, *, below: bool = True) -> None:
+    """Remove ``root`` if it is empty, after each empty folder in it (``below``): the checkpoint folders of cells
+    whose points are all stored, once no worker of the run can still save into them."""
+    root = Path(root)
+    if below:
+        with contextlib.suppress(OSError):
+            for sub in root.iterdir():
+                with contextlib.suppress(OSError):
+                    sub.rmdir()  # only when empty
+    with contextlib.suppress(OSError):
+        root.rmdir()
 
 
 class Checkpoint:
@@ -104,5 +117,9 @@ class Checkpoint:
         try:
             atomic_write(self.path, lambda tmp: torch.save({"settings": settings, "state": state}, tmp), durable=False)
         except OSError:
+            return
+        except RuntimeError:  # torch.save's word for a folder that is gone (a run that ended, a prune)
+            if self.path.parent.is_dir():
+                raise
             return
         self.since, self.saves = time.monotonic(), self.saves + 1
