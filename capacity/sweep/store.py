@@ -139,7 +139,8 @@ class Store:
 
     def checkpoints(self, key: str = "") -> Path:
         """The folder of cell ``key``'s checkpoints (no key: the folder of every cell's): its points in progress
-        (``lacapacity.tasks._resume``), made by the task that saves one, removed once the points are stored."""
+        (``lacapacity.tasks._resume``), made by the task that saves one; a point's file goes once the point is stored,
+        the folder once every point of the cell is, or when the run ends with it empty."""
         return self.root / "checkpoints" / key
 
     def load(
